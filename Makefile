@@ -1,0 +1,141 @@
+# c-sample-controller: client-go's controller machinery in C, and sample-controller on it.
+#
+#   make            build lib/libckube.a and bin/sample-controller (warnings are errors)
+#   make test       everything CI runs: deps, build, unit tests (ASan+UBSan, TSan for
+#                   the threaded modules), e2e tests on a real local control plane
+#   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
+#                   + the controller in the foreground
+#   make unit       unit tests only;  make e2e  e2e tests only
+#   make bench      benchmarks (print figures)
+#   make lint       clang-format check + cppcheck
+#   make cluster-up / cluster-down     the local control plane alone
+#   make clean
+
+CC      ?= cc
+PKGS    := libcurl yajl yaml-0.1 libev libmicrohttpd
+# libev ships no .pc file on Debian; fall back to -lev.
+PKG_CFLAGS = $(shell pkg-config --cflags $(filter-out libev,$(PKGS)) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(filter-out libev,$(PKGS)) 2>/dev/null) -lev
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"$(VERSION)\" -I. $(WARN) -pthread -g
+CFLAGS  ?= -O2
+ASAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+TSAN_FLAGS := -O1 -fsanitize=thread
+
+# While developing one module, restrict what is compiled:
+#   make unit B=build-wq MODULES="base workqueue" SUITES="workqueue"
+MODULES ?= $(notdir $(wildcard pkg/*)) api
+SUITES  ?= $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
+LIB_SRCS  := $(sort $(foreach m,$(MODULES),$(wildcard pkg/$(m)/*.c)) $(if $(filter api,$(MODULES)),$(wildcard api/*/*/*.c)))
+CMD_SRCS  := $(sort $(wildcard cmd/sample-controller/*.c))
+UNIT_SRCS := $(sort $(foreach s,$(SUITES),tests/unit/test_$(s).c))
+TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+
+B := build
+REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
+ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
+TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
+
+.PHONY: all deps test unit unit-tsan e2e run bench lint fmt clean cluster-up cluster-down k8s-bins
+
+all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
+
+deps:
+	@bash hack/install-deps.sh
+
+k8s-bins: deps
+	@bash hack/build-k8s.sh >/dev/null
+
+$(B)/rel/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/tsan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+lib/libckube.a: $(REL_OBJS)
+	@mkdir -p lib
+	rm -f $@ && ar rcs $@ $^
+
+bin/sample-controller: $(CMD_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
+	@mkdir -p bin
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
+
+bin/%: $(B)/rel/tests/tools/%.o lib/libckube.a
+	@mkdir -p bin
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< lib/libckube.a $(PKG_LIBS) -lm
+
+# Asan build of the daemon, used by the e2e tests so that they run sanitized too.
+$(B)/asan/sample-controller: $(CMD_SRCS:%.c=$(B)/asan/%.o) $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+# The unit runner: every tests/unit/test_<x>.c defines `Suite *suite_<x>(void)`.
+$(B)/suites.h: $(UNIT_SRCS)
+	@mkdir -p $(B)
+	@for f in $(UNIT_SRCS); do n=$$(basename $$f .c); echo "SUITE($${n#test_})"; done > $@.tmp && mv $@.tmp $@
+
+$(B)/asan/unit-tests: $(UNIT_SRCS:%.c=$(B)/asan/%.o) $(B)/asan/tests/unit/main.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
+
+$(B)/tsan/unit-tests: $(UNIT_SRCS:%.c=$(B)/tsan/%.o) $(B)/tsan/tests/unit/main.o $(TSAN_OBJS)
+	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
+
+$(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: $(B)/suites.h
+$(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: BASEFLAGS += -I$(B)
+
+unit: deps $(B)/asan/unit-tests
+	cd tests/unit && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		CK_DEFAULT_TIMEOUT=60 $(abspath $(B))/asan/unit-tests
+
+# Threaded modules again under ThreadSanitizer.
+TSAN_SUITES ?= workqueue
+unit-tsan: deps $(B)/tsan/unit-tests
+	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
+		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests
+
+e2e: deps all $(B)/asan/sample-controller
+	bash tests/e2e/run.sh
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) unit-tsan
+	$(MAKE) e2e
+
+run: deps all
+	bash hack/run.sh
+
+bench: deps all
+	bash bench/run.sh
+
+cluster-up: deps
+	bash hack/local-up.sh
+
+cluster-down:
+	bash hack/local-down.sh
+
+FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+lint:
+	clang-format --dry-run --Werror $(FMT_SRCS)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --suppress=missingIncludeSystem -I. $(LIB_SRCS) $(CMD_SRCS)
+
+fmt:
+	clang-format -i $(FMT_SRCS)
+
+clean:
+	rm -rf $(B) bin lib
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+# Test files define suite_<x>() without a header.
+$(B)/asan/tests/% $(B)/tsan/tests/%: BASEFLAGS += -Wno-missing-prototypes

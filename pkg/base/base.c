@@ -1,0 +1,383 @@
+/*
+ * base: allocation, error strings, buffers, clocks, time formats, randomness.
+ */
+#include "base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static CSC_NORETURN void oom(size_t n)
+{
+	fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (p == NULL)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (p == NULL)
+		oom(nmemb * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (q == NULL)
+		oom(n);
+	return q;
+}
+
+char *xstrdup(const char *s)
+{
+	if (s == NULL)
+		return NULL;
+	size_t n = strlen(s);
+	char *d = xmalloc(n + 1);
+	memcpy(d, s, n + 1);
+	return d;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	if (s == NULL)
+		return NULL;
+	size_t len = strnlen(s, n);
+	char *d = xmalloc(len + 1);
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
+}
+
+char *xvasprintf(const char *fmt, va_list ap)
+{
+	va_list ap2;
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		fatal("vsnprintf failed for format \"%s\"", fmt);
+	char *s = xmalloc((size_t)n + 1);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void fatal(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("fatal: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	abort();
+}
+
+int err_set(char **err, const char *fmt, ...)
+{
+	if (err == NULL || *err != NULL)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	*err = xvasprintf(fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int err_wrap(char **err, const char *fmt, ...)
+{
+	if (err == NULL || *err == NULL)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	char *ctx = xvasprintf(fmt, ap);
+	va_end(ap);
+	char *n = xasprintf("%s: %s", ctx, *err);
+	free(ctx);
+	free(*err);
+	*err = n;
+	return -1;
+}
+
+static void sbuf_grow(sbuf_t *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap *= 2;
+	b->data = xrealloc(b->data, cap);
+	b->cap = cap;
+}
+
+void sbuf_append(sbuf_t *b, const void *p, size_t n)
+{
+	sbuf_grow(b, n);
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void sbuf_puts(sbuf_t *b, const char *s) { sbuf_append(b, s, strlen(s)); }
+
+void sbuf_putc(sbuf_t *b, char c) { sbuf_append(b, &c, 1); }
+
+void sbuf_printf(sbuf_t *b, const char *fmt, ...)
+{
+	va_list ap, ap2;
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n > 0) {
+		sbuf_grow(b, (size_t)n);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+		b->len += (size_t)n;
+	}
+	va_end(ap);
+}
+
+void sbuf_put_json_str(sbuf_t *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	sbuf_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': sbuf_append(b, "\\\"", 2); break;
+		case '\\': sbuf_append(b, "\\\\", 2); break;
+		case '\n': sbuf_append(b, "\\n", 2); break;
+		case '\r': sbuf_append(b, "\\r", 2); break;
+		case '\t': sbuf_append(b, "\\t", 2); break;
+		default:
+			if (*p < 0x20) {
+				char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+				sbuf_append(b, u, 6);
+			} else {
+				sbuf_putc(b, (char)*p);
+			}
+		}
+	}
+	sbuf_putc(b, '"');
+}
+
+const char *sbuf_cstr(sbuf_t *b)
+{
+	if (b->data == NULL)
+		return "";
+	return b->data;
+}
+
+char *sbuf_steal(sbuf_t *b)
+{
+	char *d = b->data ? b->data : xstrdup("");
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return d;
+}
+
+void sbuf_reset(sbuf_t *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void sbuf_free(sbuf_t *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+static uint64_t real_mono_ns(const clk_t *c)
+{
+	(void)c;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t real_wall_ns(const clk_t *c)
+{
+	(void)c;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * (int64_t)NS_PER_SEC + ts.tv_nsec;
+}
+
+static const clk_t real_clock = {real_mono_ns, real_wall_ns};
+
+const clk_t *clk_real(void) { return &real_clock; }
+
+static uint64_t fake_mono_ns(const clk_t *c)
+{
+	const clk_fake_t *f = (const clk_fake_t *)c;
+	return atomic_load(&((clk_fake_t *)f)->mono);
+}
+
+static int64_t fake_wall_ns(const clk_t *c)
+{
+	const clk_fake_t *f = (const clk_fake_t *)c;
+	return atomic_load(&((clk_fake_t *)f)->wall);
+}
+
+void clk_fake_init(clk_fake_t *f, uint64_t mono_ns, int64_t wall_ns)
+{
+	f->base.mono_ns = fake_mono_ns;
+	f->base.wall_ns = fake_wall_ns;
+	atomic_init(&f->mono, mono_ns);
+	atomic_init(&f->wall, wall_ns);
+}
+
+void clk_fake_advance(clk_fake_t *f, uint64_t ns)
+{
+	atomic_fetch_add(&f->mono, ns);
+	atomic_fetch_add(&f->wall, (int64_t)ns);
+}
+
+void time_format_rfc3339(int64_t wall_ns, char out[32])
+{
+	time_t t = (time_t)(wall_ns / (int64_t)NS_PER_SEC);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void time_format_rfc3339_micro(int64_t wall_ns, char out[40])
+{
+	time_t t = (time_t)(wall_ns / (int64_t)NS_PER_SEC);
+	long us = (long)((wall_ns % (int64_t)NS_PER_SEC) / 1000);
+	struct tm tm;
+	char head[24];
+	gmtime_r(&t, &tm);
+	if (strftime(head, sizeof(head), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		head[0] = 0;
+	snprintf(out, 40, "%.20s.%06ldZ", head, us % 1000000);
+}
+
+int time_parse_rfc3339(const char *s, int64_t *wall_ns)
+{
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	int y, mo, d, h, mi, sec, n = 0;
+	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
+		return -1;
+	const char *p = s + n;
+	int64_t frac = 0;
+	if (*p == '.') {
+		int64_t scale = 100000000;
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	long off = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh, om;
+		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
+			return -1;
+		off = (oh * 3600L + om * 60L) * (*p == '-' ? -1 : 1);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p != '\0')
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	time_t t = timegm(&tm);
+	*wall_ns = ((int64_t)t - off) * (int64_t)NS_PER_SEC + frac;
+	return 0;
+}
+
+/* xorshift128+ per thread, seeded from getrandom: cheap and good enough for jitter. */
+static _Thread_local uint64_t rng_s[2];
+static _Thread_local int rng_seeded;
+
+uint64_t rand_u64(void)
+{
+	if (!rng_seeded) {
+		if (getrandom(rng_s, sizeof(rng_s), 0) != (ssize_t)sizeof(rng_s)) {
+			rng_s[0] = (uint64_t)real_mono_ns(NULL) ^ (uint64_t)(uintptr_t)&rng_s;
+			rng_s[1] = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL;
+		}
+		if (rng_s[0] == 0 && rng_s[1] == 0)
+			rng_s[0] = 1;
+		rng_seeded = 1;
+	}
+	uint64_t s1 = rng_s[0];
+	const uint64_t s0 = rng_s[1];
+	rng_s[0] = s0;
+	s1 ^= s1 << 23;
+	rng_s[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+	return rng_s[1] + s0;
+}
+
+double rand_unit(void) { return (double)(rand_u64() >> 11) / (double)(1ULL << 53); }
+
+int file_read_all(const char *path, char **out, size_t *len, char **err)
+{
+	int result = -1;
+	sbuf_t b = SBUF_INIT;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_set(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		char chunk[65536];
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err_set(err, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		sbuf_append(&b, chunk, (size_t)n);
+	}
+	if (len)
+		*len = b.len;
+	*out = sbuf_steal(&b);
+	result = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	sbuf_free(&b);
+	return result;
+}

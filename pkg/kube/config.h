@@ -1,0 +1,98 @@
+/*
+ * config: where the cluster is and how to authenticate, with client-go's
+ * clientcmd semantics.
+ *
+ * Source order (kconfig_load): an explicit kubeconfig path alone (a missing file
+ * is an error); else every file in $KUBECONFIG (colon-separated, merged: the
+ * first file that sets a cluster/user/context or current-context wins; relative
+ * paths resolve against the file's own folder); else in-cluster (service account);
+ * else ~/.kube/config. Then the optional context and --master overrides.
+ *
+ * Credentials that change over time (tokenFile, in-cluster token, exec plugins)
+ * are fetched through kconfig_credentials(), which caches and refreshes them.
+ * Every error names the file and the field:
+ *   kubeconfig /x/y: context "dev": user "bob" not found
+ */
+#ifndef CSC_KUBE_CONFIG_H
+#define CSC_KUBE_CONFIG_H
+
+#include "pkg/base/base.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct kexec_config {
+	char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
+	char *command;
+	char **args;       /* NULL-terminated */
+	char **env;        /* NULL-terminated "NAME=value", given to the child only */
+	char *install_hint;
+	bool provide_cluster_info;
+	char *interactive_mode; /* Never / IfAvailable / Always */
+} kexec_config_t;
+
+typedef struct kconfig kconfig_t;
+
+/* Read-only view of a loaded configuration; strings owned by the kconfig_t. */
+struct kconfig_view {
+	const char *server;     /* "https://127.0.0.1:6443" (no trailing slash) */
+	const char *source;     /* "kubeconfig /path", "in-cluster", for messages */
+	const char *context;    /* context name used, "" in-cluster */
+	const char *cluster;    /* cluster name used */
+	const char *user;       /* user name used */
+	const char *namespace;  /* context's namespace, or in-cluster namespace, or "" */
+	const char *ca_pem;     /* CA bundle in memory (file or -data), NULL = system CAs */
+	size_t ca_len;
+	bool insecure;          /* insecure-skip-tls-verify */
+	const char *tls_server_name;
+	const char *proxy_url;
+	const char *username;   /* basic auth, rarely used */
+	const char *password;
+	bool has_exec;
+};
+
+typedef struct kconfig_load_opts {
+	const char *kubeconfig;   /* --kubeconfig, or NULL */
+	const char *context;      /* --context override, or NULL */
+	const char *master;       /* --master override of the server, or NULL */
+	/* Service-account folder; NULL = $CSC_SERVICEACCOUNT_DIR or
+	 * /var/run/secrets/kubernetes.io/serviceaccount */
+	const char *sa_dir;
+	/* Clock for token re-reads and exec expiry; NULL = real. */
+	const clk_t *clock;
+} kconfig_load_opts_t;
+
+/* Borrows opts. Returns a new config (free with kconfig_free()) or NULL with *err. */
+kconfig_t *kconfig_load(const kconfig_load_opts_t *opts, char **err);
+/* Loads a single kubeconfig file's text (tests, tools); path is for messages and
+ * relative paths. Returns a new config or NULL with *err. */
+kconfig_t *kconfig_load_text(const char *text, size_t len, const char *path,
+			     const kconfig_load_opts_t *opts, char **err);
+void kconfig_free(kconfig_t *c);
+
+/* Borrows c; fills *v with borrowed pointers valid until kconfig_free(). */
+void kconfig_view(const kconfig_t *c, struct kconfig_view *v);
+
+/* Current credentials: copies owned by the caller, free with kcred_clear(). */
+typedef struct kcred {
+	char *token;    /* bearer token or NULL */
+	char *cert_pem; /* client certificate PEM in memory or NULL */
+	size_t cert_len;
+	char *key_pem;  /* client key PEM in memory or NULL */
+	size_t key_len;
+	/* Non-zero when the credential came from something that can change
+	 * (tokenFile, exec, in-cluster); a changed generation means "reconnect". */
+	unsigned generation;
+} kcred_t;
+
+/*
+ * Returns the current credentials in *out (0), or -1 with *err. Re-reads a
+ * tokenFile / in-cluster token at most once a minute (keeping the last good token
+ * if a read fails); runs the exec plugin when it has no cached credential, when
+ * the cached one expired, or when force_refresh (after a 401). Not thread-safe:
+ * call from one thread (the client's loop). May block while a plugin runs.
+ */
+int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **err);
+void kcred_clear(kcred_t *cr);
+
+#endif
