@@ -40,7 +40,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: all deps test unit unit-tsan e2e run bench lint fmt clean cluster-up cluster-down k8s-bins
+.PHONY: all deps test unit unit-tsan integration e2e run bench lint fmt clean cluster-up cluster-down k8s-bins
 
 all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -88,6 +88,24 @@ $(B)/asan/unit-tests: $(UNIT_SRCS:%.c=$(B)/asan/%.o) $(B)/asan/tests/unit/main.o
 
 $(B)/tsan/unit-tests: $(UNIT_SRCS:%.c=$(B)/tsan/%.o) $(B)/tsan/tests/unit/main.o $(TSAN_OBJS)
 	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
+
+# Integration suites (tests/integration/test_<x>.c) talk to the real local control
+# plane named by $KUBECONFIG; same runner, their own suite list.
+INTEG_SUITES ?= $(patsubst tests/integration/test_%.c,%,$(wildcard tests/integration/test_*.c))
+INTEG_SRCS := $(sort $(foreach s,$(INTEG_SUITES),tests/integration/test_$(s).c))
+$(B)/integ/suites.h: $(INTEG_SRCS)
+	@mkdir -p $(B)/integ
+	@for f in $(INTEG_SRCS); do n=$$(basename $$f .c); echo "SUITE($${n#test_})"; done > $@.tmp && mv $@.tmp $@
+
+$(B)/integ/main.o: tests/unit/main.c $(B)/integ/suites.h
+	$(CC) $(BASEFLAGS) -I$(B)/integ $(ASAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(B)/asan/integration-tests: $(INTEG_SRCS:%.c=$(B)/asan/%.o) $(B)/integ/main.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
+
+# make integration KUBECONFIG=.local/kubeconfig [INTEG_SUITES="client"]
+integration: $(B)/asan/integration-tests
+	cd tests/integration && CK_DEFAULT_TIMEOUT=300 $(abspath $(B))/asan/integration-tests
 
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: $(B)/suites.h
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: BASEFLAGS += -I$(B)
