@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Run the integration suites and every tests/e2e/test_*.sh against the real local
+# control plane. Starts it if it is not running and stops it afterwards if it
+# was started here. Prints "N passed, N failed" at the end.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+started=0
+if ! { [ -f .local/env ] && KUBECONFIG=.local/kubeconfig kubectl get --raw /readyz >/dev/null 2>&1; }; then
+	bash hack/local-up.sh || { echo "e2e: could not start the local control plane" >&2; exit 1; }
+	started=1
+fi
+cleanup() { if [ "$started" = 1 ] && [ -z "${E2E_KEEP_CLUSTER:-}" ]; then bash hack/local-down.sh; fi; }
+trap cleanup EXIT
+
+passed=0; failed=0; failures=()
+B="${B:-build}"
+
+# 1. C integration suites (check), sanitized, against the real API server.
+if ls tests/integration/test_*.c >/dev/null 2>&1; then
+	echo "== integration suites"
+	if make --no-print-directory integration B="$B" KUBECONFIG="$root/.local/kubeconfig" \
+		KUBECONFIG="$root/.local/kubeconfig"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1)); failures+=("integration suites")
+	fi
+fi
+
+# 2. Shell e2e tests: each t_* function in each file is one test.
+only="${E2E_ONLY:-}"
+for f in tests/e2e/test_*.sh; do
+	[ -e "$f" ] || continue
+	[ -n "$only" ] && [[ "$f" != *"$only"* ]] && continue
+	fns=$(bash -c ". '$f'; declare -F" | awk '{print $3}' | grep '^t_' || true)
+	for fn in $fns; do
+		start=$(date +%s)
+		if (cd "$root" && . "$f" && set -e && "$fn") >"/tmp/e2e-$fn.log" 2>&1; then
+			echo "  ok    $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
+			passed=$((passed + 1))
+		else
+			echo "  FAIL  $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
+			sed 's/^/        /' "/tmp/e2e-$fn.log" | tail -n 40
+			failed=$((failed + 1)); failures+=("$fn")
+		fi
+	done
+done
+echo "e2e: ${passed} passed, ${failed} failed"
+[ "$failed" = 0 ]
