@@ -1,0 +1,90 @@
+/*
+ * Foo (samplecontroller.k8s.io/v1alpha1): the descriptor, typed accessors, and
+ * the JSON the controller writes (the Deployment it owns, the status update).
+ */
+#ifndef CSC_API_FOO_H
+#define CSC_API_FOO_H
+
+#include "pkg/base/base.h"
+#include "pkg/kube/obj.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FOO_GROUP "samplecontroller.k8s.io"
+#define FOO_VERSION "v1alpha1"
+#define FOO_API_VERSION FOO_GROUP "/" FOO_VERSION
+#define FOO_KIND "Foo"
+
+extern const ktype_t ktype_foo;
+
+/* Indexes into ktype_foo.fields, in this order. */
+enum {
+	FOO_SPEC_DEPLOYMENT_NAME,
+	FOO_SPEC_REPLICAS,
+	FOO_STATUS_AVAILABLE_REPLICAS,
+	FOO_STATUS_OBSERVED_GENERATION,
+	FOO_STATUS_CONDITIONS,
+	FOO_NFIELDS
+};
+
+/* Returns spec.deploymentName (borrowed from foo) or "" when unset. */
+const char *foo_spec_deployment_name(const kobj_t *foo);
+/* Sets *out and returns true if spec.replicas is set (and an integer). */
+bool foo_spec_replicas(const kobj_t *foo, int64_t *out);
+/* status.availableReplicas, 0 when unset. */
+int64_t foo_status_available_replicas(const kobj_t *foo);
+/* status.observedGeneration, 0 when unset. */
+int64_t foo_status_observed_generation(const kobj_t *foo);
+
+/* One condition as read back from status.conditions. */
+typedef struct foo_condition {
+	char status[16];     /* "True" / "False" / "Unknown" / "" when absent */
+	char reason[128];
+	char message[512];
+	char last_transition_time[40];
+	int64_t observed_generation;
+} foo_condition_t;
+
+/* Finds the condition of the given type; returns false if absent or unparsable. */
+bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out);
+
+/*
+ * Checks a Foo's spec the way the CRD's schema would (the CRD installed on a
+ * cluster may be the upstream one without validation). Returns 0, or -1 with a
+ * new message in *err naming the field ("spec.replicas: 11 is not in 1..10").
+ * An empty deploymentName is reported separately by the controller (as upstream).
+ */
+int foo_validate_spec(const kobj_t *foo, char **err);
+/* true if s is a DNS-1123 subdomain (what a Deployment name must be). */
+bool dns1123_subdomain_valid(const char *s);
+
+/*
+ * Appends the Deployment this Foo asks for (upstream's newDeployment): name
+ * spec.deploymentName in the Foo's namespace, labels and selector
+ * {app: nginx, controller: <foo name>}, one nginx:latest container, replicas
+ * from spec (omitted when unset), controller ownerReference to the Foo.
+ */
+void foo_new_deployment_json(const kobj_t *foo, sbuf_t *out);
+
+/* The status to write, compared with the current one to skip no-op writes. */
+typedef struct foo_status {
+	int64_t available_replicas;
+	int64_t observed_generation;
+	const char *ready_status; /* "True" / "False" */
+	const char *ready_reason;
+	const char *ready_message;
+} foo_status_t;
+
+/* true if foo's current status already says exactly what st says. */
+bool foo_status_equal(const kobj_t *foo, const foo_status_t *st);
+/*
+ * Appends the body of PUT .../foos/<name>/status: the Foo's identity with its
+ * resourceVersion (optimistic concurrency: a stale cache yields 409) and the new
+ * status. lastTransitionTime is kept from the current condition when its status
+ * did not change, else now_wall_ns.
+ */
+void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
+			    sbuf_t *out);
+
+#endif
