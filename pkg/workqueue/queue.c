@@ -1,0 +1,835 @@
+/*
+ * The work queue: basic FIFO with dedup, delayed adds, rate-limited adds, metrics.
+ *
+ * Design note.
+ *
+ * State. Every key the queue knows is one item_t, interned once in a hash table
+ * (key -> item). An item carries three independent facts: DIRTY (must be processed),
+ * PROCESSING (handed out by wq_get, not yet done) and "waiting in the delay heap".
+ * The FIFO ring holds exactly the items that are DIRTY and not PROCESSING. An item
+ * that is none of the three is recycled onto a small free list (its key buffer too),
+ * so once warm, add/get/done allocate nothing.
+ *
+ * Delays without a timer thread. Delayed items sit in a min-heap ordered by ready
+ * time (ties: first come first served); the item records its heap slot, so a second
+ * wq_add_after of the same key finds it in O(1) and keeps the earlier time. Instead
+ * of a waiter thread (client-go's waitingLoop), every call that looks at the queue
+ * (add, add_after, get, len) first moves the due items to the FIFO, and a wq_get
+ * that finds nothing sleeps until the earliest ready time. Only one blocked getter,
+ * the "timer waiter", sleeps with that deadline (on its own condition variable);
+ * the others sleep without one. So nothing wakes unless a key is added or a delay
+ * expires, there is no extra thread per queue, and when all workers are busy no one
+ * needs to wake at all: the next wq_get promotes what is due. Nobody can observe the
+ * difference from a waiter thread, since every observer promotes first.
+ *
+ * Wake-ups. A key that becomes ready wakes one idle getter, or the timer waiter if
+ * no getter is idle. A getter leaving with keys still queued wakes the next one, so
+ * a signal that reached a thread already awake is never lost. A new earliest delay
+ * wakes the timer waiter (or makes an idle getter the timer waiter).
+ *
+ * Metrics are updated under the queue's mutex (which already serialises writers)
+ * with relaxed atomic stores, so they cost a plain store and can be read at any time.
+ */
+#include "pkg/base/base.h"
+#include "pkg/workqueue/workqueue.h"
+#include "pkg/workqueue/wq_internal.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define F_DIRTY      1u
+#define F_PROCESSING 2u
+#define F_ADD_TIME   4u /* add_ns holds the first add since the last get (metrics) */
+
+#define NOT_IN_HEAP SIZE_MAX
+/* Idle items kept for reuse; beyond this they are freed. */
+#define FREE_ITEMS_MAX 256
+/* Key buffers are rounded up so that keys of similar length share recycled items. */
+#define KEY_ROUND    32
+#define RING_MIN_CAP 16
+
+/* client-go's queue/work duration buckets: 1e-8 s * 10^i, i = 0..9. */
+#define HIST_BUCKETS 10
+static const uint64_t hist_bounds_ns[HIST_BUCKETS] = {
+    10ULL,      100ULL,      1000ULL,      10000ULL,      100000ULL,
+    1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL, 10000000000ULL,
+};
+static const char *const hist_bounds_text[HIST_BUCKETS] = {
+    "1e-08", "1e-07", "1e-06", "1e-05", "0.0001", "0.001", "0.01", "0.1", "1", "10",
+};
+
+typedef struct item {
+	wq_hnode_t node; /* first: the table hands back node pointers */
+	unsigned flags;
+	size_t heap_idx;
+	uint64_t ready_ns;        /* while in the heap */
+	uint64_t seq;             /* heap tie-break: earlier add_after first */
+	uint64_t add_ns;          /* metrics: when it was first added since the last get */
+	uint64_t start_ns;        /* metrics: when processing started */
+	struct item *prev, *next; /* processing list; next also links the free list */
+	size_t key_cap;
+	char key[];
+} item_t;
+
+typedef struct hist {
+	_Atomic uint64_t buckets[HIST_BUCKETS]; /* not cumulative; +Inf = count - sum */
+	_Atomic uint64_t count;
+	_Atomic uint64_t sum_ns;
+} hist_t;
+
+struct wq {
+	pthread_mutex_t mu;
+	pthread_cond_t idle_cond;  /* getters with nothing to do */
+	pthread_cond_t timer_cond; /* the one getter waiting for the earliest delay */
+	pthread_cond_t drain_cond; /* wq_shutdown_with_drain */
+	const clk_t *clock;
+	bool real_clock;
+	char *name;
+	wq_ratelimiter_t *limiter;
+
+	wq_htab_t items;
+
+	item_t **ring; /* FIFO of DIRTY, not PROCESSING items */
+	size_t ring_head, ring_len, ring_cap;
+
+	item_t **heap; /* delayed items, min-heap on (ready_ns, seq) */
+	size_t heap_len, heap_cap;
+	uint64_t seq;
+
+	item_t *processing; /* doubly linked, for the scrape-time gauges */
+	size_t nprocessing;
+
+	item_t *free_items;
+	size_t nfree;
+
+	unsigned idle_waiters;
+	bool timer_waiter;
+	unsigned drain_waiters;
+	bool shutting_down;
+	bool drain;
+
+	/* Metrics: written under mu, read with atomic loads. */
+	_Atomic int64_t depth;
+	_Atomic uint64_t adds;
+	_Atomic uint64_t retries;
+	hist_t queue_hist;
+	hist_t work_hist;
+};
+
+/* ---- Small helpers ------------------------------------------------------------------ */
+
+/* One writer at a time (q->mu held): a relaxed load+store is enough and costs no RMW. */
+static inline void add_u64(_Atomic uint64_t *p, uint64_t d)
+{
+	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d,
+	                      memory_order_relaxed);
+}
+
+static inline void add_i64(_Atomic int64_t *p, int64_t d)
+{
+	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d,
+	                      memory_order_relaxed);
+}
+
+static void hist_observe(hist_t *h, uint64_t ns)
+{
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		if (ns <= hist_bounds_ns[i]) {
+			add_u64(&h->buckets[i], 1);
+			break;
+		}
+	}
+	add_u64(&h->count, 1);
+	add_u64(&h->sum_ns, ns);
+}
+
+static inline uint64_t since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+/* Returns 0 and the length of a usable key, or -1 for NULL / empty / absurdly long. */
+static int key_check(const char *key, size_t *len)
+{
+	if (key == NULL || key[0] == '\0')
+		return -1;
+	size_t n = strlen(key);
+	if (n > (size_t)INT32_MAX)
+		return -1;
+	*len = n;
+	return 0;
+}
+
+/* ---- Items ------------------------------------------------------------------------- */
+
+static item_t *item_find(wq_t *q, const char *key, size_t len, uint64_t h)
+{
+	return (item_t *)wq_htab_find(&q->items, key, len, h);
+}
+
+/* Returns the item for key, interning it (from the free list when possible). */
+static item_t *item_intern(wq_t *q, const char *key, size_t len, uint64_t h)
+{
+	item_t *it = item_find(q, key, len, h);
+	if (it != NULL)
+		return it;
+
+	it = q->free_items;
+	if (it != NULL && it->key_cap > len) {
+		q->free_items = it->next;
+		q->nfree--;
+	} else {
+		size_t cap = (len + 1 + KEY_ROUND - 1) / KEY_ROUND * KEY_ROUND;
+		it = xmalloc(sizeof(*it) + cap);
+		it->key_cap = cap;
+	}
+	memcpy(it->key, key, len + 1);
+	it->node.hash = h;
+	it->node.key = it->key;
+	it->node.len = len;
+	it->flags = 0;
+	it->heap_idx = NOT_IN_HEAP;
+	it->prev = it->next = NULL;
+	wq_htab_insert(&q->items, &it->node);
+	return it;
+}
+
+/* Recycles it if nothing refers to it any more. */
+static void item_release(wq_t *q, item_t *it)
+{
+	if ((it->flags & (F_DIRTY | F_PROCESSING)) != 0 || it->heap_idx != NOT_IN_HEAP)
+		return;
+	wq_htab_remove(&q->items, &it->node);
+	if (q->nfree < FREE_ITEMS_MAX) {
+		it->next = q->free_items;
+		q->free_items = it;
+		q->nfree++;
+	} else {
+		free(it);
+	}
+}
+
+/* ---- FIFO ring ------------------------------------------------------------------------ */
+
+static void ring_push(wq_t *q, item_t *it)
+{
+	if (q->ring_len == q->ring_cap) {
+		size_t cap = q->ring_cap == 0 ? RING_MIN_CAP : q->ring_cap * 2;
+		item_t **r = xmalloc(cap * sizeof(*r));
+		for (size_t i = 0; i < q->ring_len; i++)
+			r[i] = q->ring[(q->ring_head + i) & (q->ring_cap - 1)];
+		free(q->ring);
+		q->ring = r;
+		q->ring_head = 0;
+		q->ring_cap = cap;
+	}
+	q->ring[(q->ring_head + q->ring_len) & (q->ring_cap - 1)] = it;
+	q->ring_len++;
+}
+
+static item_t *ring_pop(wq_t *q)
+{
+	item_t *it = q->ring[q->ring_head];
+	q->ring_head = (q->ring_head + 1) & (q->ring_cap - 1);
+	q->ring_len--;
+	return it;
+}
+
+/* ---- Delay heap ------------------------------------------------------------------------ */
+
+static inline bool heap_less(const item_t *a, const item_t *b)
+{
+	return a->ready_ns < b->ready_ns || (a->ready_ns == b->ready_ns && a->seq < b->seq);
+}
+
+static inline void heap_set(wq_t *q, size_t i, item_t *it)
+{
+	q->heap[i] = it;
+	it->heap_idx = i;
+}
+
+static void heap_up(wq_t *q, size_t i)
+{
+	item_t *it = q->heap[i];
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!heap_less(it, q->heap[p]))
+			break;
+		heap_set(q, i, q->heap[p]);
+		i = p;
+	}
+	heap_set(q, i, it);
+}
+
+static void heap_down(wq_t *q, size_t i)
+{
+	item_t *it = q->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= q->heap_len)
+			break;
+		if (c + 1 < q->heap_len && heap_less(q->heap[c + 1], q->heap[c]))
+			c++;
+		if (!heap_less(q->heap[c], it))
+			break;
+		heap_set(q, i, q->heap[c]);
+		i = c;
+	}
+	heap_set(q, i, it);
+}
+
+static void heap_push(wq_t *q, item_t *it)
+{
+	if (q->heap_len == q->heap_cap) {
+		q->heap_cap = q->heap_cap == 0 ? RING_MIN_CAP : q->heap_cap * 2;
+		q->heap = xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
+	}
+	heap_set(q, q->heap_len++, it);
+	heap_up(q, q->heap_len - 1);
+}
+
+static item_t *heap_pop(wq_t *q)
+{
+	item_t *top = q->heap[0];
+	top->heap_idx = NOT_IN_HEAP;
+	if (--q->heap_len > 0) {
+		heap_set(q, 0, q->heap[q->heap_len]);
+		heap_down(q, 0);
+	}
+	return top;
+}
+
+/* ---- Core (q->mu held) ---------------------------------------------------------------- */
+
+/* Wakes one getter for a newly queued key: an idle one, else the timer waiter. */
+static void wake_getter(wq_t *q)
+{
+	if (q->idle_waiters > 0)
+		pthread_cond_signal(&q->idle_cond);
+	else if (q->timer_waiter)
+		pthread_cond_signal(&q->timer_cond);
+}
+
+/* client-go's Add on an interned item. Returns 1 if it became dirty, 0 if ignored. */
+static int add_locked(wq_t *q, item_t *it, uint64_t now)
+{
+	if (it->flags & F_DIRTY)
+		return 0;
+	it->flags |= F_DIRTY;
+	add_u64(&q->adds, 1);
+	add_i64(&q->depth, 1);
+	if (!(it->flags & F_ADD_TIME)) {
+		it->flags |= F_ADD_TIME;
+		it->add_ns = now;
+	}
+	if (it->flags & F_PROCESSING)
+		return 1; /* queued again by wq_done */
+	ring_push(q, it);
+	wake_getter(q);
+	return 1;
+}
+
+/* Moves every delayed item whose time has come to the FIFO. */
+static void promote_due(wq_t *q, uint64_t now)
+{
+	while (q->heap_len > 0 && q->heap[0]->ready_ns <= now)
+		add_locked(q, heap_pop(q), now);
+}
+
+/* Drops every delayed item (shutdown: they could never be added). */
+static void drop_delayed(wq_t *q)
+{
+	while (q->heap_len > 0)
+		item_release(q, heap_pop(q));
+}
+
+/*
+ * The timer waiter's sleep: until the earliest ready time on the real clock, or until
+ * wq_clock_changed / an add on any other clock (whose time we cannot map to a deadline).
+ */
+static void wait_for_delay(wq_t *q, uint64_t ready_ns)
+{
+	if (!q->real_clock) {
+		pthread_cond_wait(&q->timer_cond, &q->mu);
+		return;
+	}
+	struct timespec ts;
+	ts.tv_sec = (time_t)(ready_ns / NS_PER_SEC);
+	ts.tv_nsec = (long)(ready_ns % NS_PER_SEC);
+	pthread_cond_timedwait(&q->timer_cond, &q->mu, &ts);
+}
+
+/* ---- Public API ------------------------------------------------------------------------ */
+
+wq_t *wq_new(const wq_options_t *opts)
+{
+	wq_options_t none = {0};
+	if (opts == NULL)
+		opts = &none;
+	wq_t *q = xcalloc(1, sizeof(*q));
+	q->clock = opts->clock != NULL ? opts->clock : clk_real();
+	q->real_clock = q->clock == clk_real();
+	q->name = xstrdup(opts->name != NULL ? opts->name : "");
+	q->limiter = opts->limiter != NULL ? opts->limiter : wq_ratelimiter_default_new(q->clock);
+
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->idle_cond, NULL);
+	pthread_cond_init(&q->drain_cond, NULL);
+	/* clk_real() is CLOCK_MONOTONIC, so ready times are absolute deadlines as they are. */
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->timer_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return q;
+}
+
+void wq_free(wq_t *q)
+{
+	if (q == NULL)
+		return;
+	if (q->items.slots != NULL)
+		for (size_t i = 0; i <= q->items.mask; i++)
+			free(q->items.slots[i]);
+	wq_htab_free(&q->items);
+	while (q->free_items != NULL) {
+		item_t *next = q->free_items->next;
+		free(q->free_items);
+		q->free_items = next;
+	}
+	free(q->ring);
+	free(q->heap);
+	wq_ratelimiter_free(q->limiter);
+	free(q->name);
+	pthread_cond_destroy(&q->timer_cond);
+	pthread_cond_destroy(&q->drain_cond);
+	pthread_cond_destroy(&q->idle_cond);
+	pthread_mutex_destroy(&q->mu);
+	free(q);
+}
+
+const char *wq_name(const wq_t *q)
+{
+	return q->name;
+}
+
+int wq_add(wq_t *q, const char *key)
+{
+	size_t len;
+	if (key_check(key, &len) < 0)
+		return -1;
+	uint64_t h = wq_hash(key, len);
+	int result = 0;
+
+	pthread_mutex_lock(&q->mu);
+	if (q->shutting_down)
+		goto out;
+	uint64_t now = clk_mono_ns(q->clock);
+	/* Keys that fell due before this one go first, as with client-go's waiting loop. */
+	promote_due(q, now);
+	result = add_locked(q, item_intern(q, key, len, h), now);
+out:
+	pthread_mutex_unlock(&q->mu);
+	return result;
+}
+
+int wq_add_after(wq_t *q, const char *key, int64_t delay_ns)
+{
+	size_t len;
+	if (key_check(key, &len) < 0)
+		return -1;
+	uint64_t h = wq_hash(key, len);
+
+	pthread_mutex_lock(&q->mu);
+	if (q->shutting_down)
+		goto out;
+	add_u64(&q->retries, 1);
+	uint64_t now = clk_mono_ns(q->clock);
+	promote_due(q, now);
+	item_t *it = item_intern(q, key, len, h);
+	if (delay_ns <= 0) {
+		add_locked(q, it, now);
+		goto out;
+	}
+	uint64_t ready =
+	    (uint64_t)delay_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)delay_ns;
+	uint64_t old_first = q->heap_len > 0 ? q->heap[0]->ready_ns : UINT64_MAX;
+	if (it->heap_idx != NOT_IN_HEAP) {
+		/* Already waiting: the earlier ready time wins. */
+		if (ready < it->ready_ns) {
+			it->ready_ns = ready;
+			heap_up(q, it->heap_idx);
+		}
+	} else {
+		it->ready_ns = ready;
+		it->seq = q->seq++;
+		heap_push(q, it);
+	}
+	/* A new earliest deadline: the timer waiter must shorten its sleep. */
+	if (q->heap[0]->ready_ns < old_first) {
+		if (q->timer_waiter)
+			pthread_cond_signal(&q->timer_cond);
+		else if (q->idle_waiters > 0)
+			pthread_cond_signal(&q->idle_cond);
+	}
+out:
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+int wq_add_rate_limited(wq_t *q, const char *key)
+{
+	size_t len;
+	if (key_check(key, &len) < 0)
+		return -1;
+	uint64_t d = wq_ratelimiter_when(q->limiter, key);
+	return wq_add_after(q, key, d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d);
+}
+
+void wq_forget(wq_t *q, const char *key)
+{
+	size_t len;
+	if (key_check(key, &len) == 0)
+		wq_ratelimiter_forget(q->limiter, key);
+}
+
+unsigned wq_num_requeues(wq_t *q, const char *key)
+{
+	size_t len;
+	if (key_check(key, &len) < 0)
+		return 0;
+	return wq_ratelimiter_num_requeues(q->limiter, key);
+}
+
+const char *wq_get(wq_t *q)
+{
+	const char *result = NULL;
+	uint64_t now;
+
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		now = clk_mono_ns(q->clock);
+		if (!q->shutting_down)
+			promote_due(q, now);
+		if (q->ring_len > 0)
+			break;
+		if (q->shutting_down)
+			goto out;
+		if (q->heap_len > 0 && !q->timer_waiter) {
+			q->timer_waiter = true;
+			wait_for_delay(q, q->heap[0]->ready_ns);
+			q->timer_waiter = false;
+		} else {
+			q->idle_waiters++;
+			pthread_cond_wait(&q->idle_cond, &q->mu);
+			q->idle_waiters--;
+		}
+	}
+
+	item_t *it = ring_pop(q);
+	it->flags = (it->flags & ~(F_DIRTY | F_ADD_TIME)) | F_PROCESSING;
+	add_i64(&q->depth, -1);
+	hist_observe(&q->queue_hist, since(now, it->add_ns));
+	it->start_ns = now;
+	it->prev = NULL;
+	it->next = q->processing;
+	if (q->processing != NULL)
+		q->processing->prev = it;
+	q->processing = it;
+	q->nprocessing++;
+	result = it->key;
+
+	/* Pass the baton: more work for another getter, or the delay watch to be taken. */
+	if (q->ring_len > 0)
+		wake_getter(q);
+	else if (q->heap_len > 0 && !q->timer_waiter && q->idle_waiters > 0)
+		pthread_cond_signal(&q->idle_cond);
+out:
+	pthread_mutex_unlock(&q->mu);
+	return result;
+}
+
+void wq_done(wq_t *q, const char *key)
+{
+	size_t len;
+	if (key_check(key, &len) < 0)
+		return;
+	uint64_t h = wq_hash(key, len);
+
+	pthread_mutex_lock(&q->mu);
+	item_t *it = item_find(q, key, len, h);
+	if (it == NULL || !(it->flags & F_PROCESSING))
+		goto out; /* unknown or not being processed: harmless */
+	uint64_t now = clk_mono_ns(q->clock);
+	hist_observe(&q->work_hist, since(now, it->start_ns));
+	it->flags &= ~F_PROCESSING;
+	if (it->prev != NULL)
+		it->prev->next = it->next;
+	else
+		q->processing = it->next;
+	if (it->next != NULL)
+		it->next->prev = it->prev;
+	it->prev = it->next = NULL;
+	q->nprocessing--;
+
+	if (q->nprocessing == 0 && q->drain_waiters > 0)
+		pthread_cond_broadcast(&q->drain_cond);
+	if (it->flags & F_DIRTY) {
+		ring_push(q, it);
+		wake_getter(q);
+	} else {
+		/* key may point into it: not used after this. */
+		item_release(q, it);
+	}
+out:
+	pthread_mutex_unlock(&q->mu);
+}
+
+size_t wq_len(wq_t *q)
+{
+	pthread_mutex_lock(&q->mu);
+	if (!q->shutting_down && q->heap_len > 0)
+		promote_due(q, clk_mono_ns(q->clock));
+	size_t n = q->ring_len;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+size_t wq_waiting_len(wq_t *q)
+{
+	pthread_mutex_lock(&q->mu);
+	if (!q->shutting_down && q->heap_len > 0)
+		promote_due(q, clk_mono_ns(q->clock));
+	size_t n = q->heap_len;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+/* Sets the shutdown state and wakes everyone; mu held. */
+static void shutdown_locked(wq_t *q, bool drain)
+{
+	q->shutting_down = true;
+	q->drain = drain;
+	drop_delayed(q);
+	pthread_cond_broadcast(&q->idle_cond);
+	pthread_cond_broadcast(&q->timer_cond);
+	pthread_cond_broadcast(&q->drain_cond);
+}
+
+void wq_shutdown(wq_t *q)
+{
+	pthread_mutex_lock(&q->mu);
+	shutdown_locked(q, false);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void wq_shutdown_with_drain(wq_t *q)
+{
+	pthread_mutex_lock(&q->mu);
+	shutdown_locked(q, true);
+	q->drain_waiters++;
+	while (q->nprocessing > 0 && q->drain)
+		pthread_cond_wait(&q->drain_cond, &q->mu);
+	q->drain_waiters--;
+	pthread_mutex_unlock(&q->mu);
+}
+
+int wq_shutting_down(wq_t *q)
+{
+	pthread_mutex_lock(&q->mu);
+	int r = q->shutting_down;
+	pthread_mutex_unlock(&q->mu);
+	return r;
+}
+
+void wq_clock_changed(wq_t *q)
+{
+	pthread_mutex_lock(&q->mu);
+	pthread_cond_broadcast(&q->timer_cond);
+	pthread_cond_broadcast(&q->idle_cond);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- Metrics exposition ----------------------------------------------------------------- */
+
+typedef struct hist_snap {
+	uint64_t buckets[HIST_BUCKETS];
+	uint64_t count;
+	uint64_t sum_ns;
+} hist_snap_t;
+
+typedef struct snap {
+	const char *name;
+	int64_t depth;
+	uint64_t adds, retries;
+	hist_snap_t queue_hist, work_hist;
+	double unfinished_s, longest_s;
+} snap_t;
+
+static void hist_snapshot(const hist_t *h, hist_snap_t *s)
+{
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		s->buckets[i] = atomic_load_explicit(&h->buckets[i], memory_order_relaxed);
+	s->count = atomic_load_explicit(&h->count, memory_order_relaxed);
+	s->sum_ns = atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
+}
+
+/*
+ * Takes the lock once so the figures of one queue agree with each other (a histogram's
+ * buckets with its count) and so the processing list can be walked: unfinished work
+ * and the longest running processor are computed now, from the start times.
+ */
+static void snapshot(wq_t *q, snap_t *s)
+{
+	pthread_mutex_lock(&q->mu);
+	uint64_t now = clk_mono_ns(q->clock);
+	if (!q->shutting_down)
+		promote_due(q, now);
+	s->name = q->name;
+	s->depth = atomic_load_explicit(&q->depth, memory_order_relaxed);
+	s->adds = atomic_load_explicit(&q->adds, memory_order_relaxed);
+	s->retries = atomic_load_explicit(&q->retries, memory_order_relaxed);
+	hist_snapshot(&q->queue_hist, &s->queue_hist);
+	hist_snapshot(&q->work_hist, &s->work_hist);
+	uint64_t total = 0, longest = 0;
+	for (const item_t *it = q->processing; it != NULL; it = it->next) {
+		uint64_t d = since(now, it->start_ns);
+		total += d;
+		if (d > longest)
+			longest = d;
+	}
+	pthread_mutex_unlock(&q->mu);
+	s->unfinished_s = (double)total / (double)NS_PER_SEC;
+	s->longest_s = (double)longest / (double)NS_PER_SEC;
+}
+
+/* Label value escaping of the text format: backslash, double quote, newline. */
+static void put_label(sbuf_t *out, const char *v)
+{
+	for (; *v != '\0'; v++) {
+		if (*v == '\\')
+			sbuf_puts(out, "\\\\");
+		else if (*v == '"')
+			sbuf_puts(out, "\\\"");
+		else if (*v == '\n')
+			sbuf_puts(out, "\\n");
+		else
+			sbuf_putc(out, *v);
+	}
+}
+
+/* Shortest text that reads back as the same double. */
+static void put_double(sbuf_t *out, double v)
+{
+	char buf[40];
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	sbuf_puts(out, buf);
+}
+
+static void put_head(sbuf_t *out, const char *family, const char *type, const char *help)
+{
+	sbuf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
+}
+
+static void put_sample_u(sbuf_t *out, const char *family, const char *name, uint64_t v)
+{
+	sbuf_printf(out, "%s{name=\"", family);
+	put_label(out, name);
+	sbuf_printf(out, "\"} %llu\n", (unsigned long long)v);
+}
+
+static void put_sample_d(sbuf_t *out, const char *family, const char *name, double v)
+{
+	sbuf_printf(out, "%s{name=\"", family);
+	put_label(out, name);
+	sbuf_puts(out, "\"} ");
+	put_double(out, v);
+	sbuf_putc(out, '\n');
+}
+
+static void put_hist(sbuf_t *out, const char *family, const char *name, const hist_snap_t *h)
+{
+	uint64_t cum = 0;
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		cum += h->buckets[i];
+		sbuf_printf(out, "%s_bucket{name=\"", family);
+		put_label(out, name);
+		sbuf_printf(out, "\",le=\"%s\"} %llu\n", hist_bounds_text[i],
+		            (unsigned long long)cum);
+	}
+	sbuf_printf(out, "%s_bucket{name=\"", family);
+	put_label(out, name);
+	sbuf_printf(out, "\",le=\"+Inf\"} %llu\n", (unsigned long long)h->count);
+	sbuf_printf(out, "%s_sum{name=\"", family);
+	put_label(out, name);
+	sbuf_puts(out, "\"} ");
+	put_double(out, (double)h->sum_ns / (double)NS_PER_SEC);
+	sbuf_putc(out, '\n');
+	sbuf_printf(out, "%s_count{name=\"", family);
+	put_label(out, name);
+	sbuf_printf(out, "\"} %llu\n", (unsigned long long)h->count);
+}
+
+void wq_metrics_write_all(wq_t *const *qs, size_t n, sbuf_t *out)
+{
+	snap_t *s = xcalloc(n == 0 ? 1 : n, sizeof(*s));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (qs[i] != NULL && qs[i]->name[0] != '\0')
+			snapshot(qs[i], &s[k++]);
+	if (k == 0)
+		goto out;
+
+	put_head(out, "workqueue_depth", "gauge",
+	         "Current number of keys waiting in the workqueue.");
+	for (size_t i = 0; i < k; i++)
+		put_sample_d(out, "workqueue_depth", s[i].name, (double)s[i].depth);
+
+	put_head(out, "workqueue_adds_total", "counter", "Total number of adds to the workqueue.");
+	for (size_t i = 0; i < k; i++)
+		put_sample_u(out, "workqueue_adds_total", s[i].name, s[i].adds);
+
+	put_head(out, "workqueue_queue_duration_seconds", "histogram",
+	         "Seconds a key waits in the workqueue before a worker gets it.");
+	for (size_t i = 0; i < k; i++)
+		put_hist(out, "workqueue_queue_duration_seconds", s[i].name, &s[i].queue_hist);
+
+	put_head(out, "workqueue_work_duration_seconds", "histogram",
+	         "Seconds a worker spends processing a key from the workqueue.");
+	for (size_t i = 0; i < k; i++)
+		put_hist(out, "workqueue_work_duration_seconds", s[i].name, &s[i].work_hist);
+
+	put_head(out, "workqueue_unfinished_work_seconds", "gauge",
+	         "Seconds of work in progress not yet observed by work_duration; a steady "
+	         "rise means stuck workers.");
+	for (size_t i = 0; i < k; i++)
+		put_sample_d(out, "workqueue_unfinished_work_seconds", s[i].name,
+		             s[i].unfinished_s);
+
+	put_head(out, "workqueue_longest_running_processor_seconds", "gauge",
+	         "Seconds the longest running worker of the workqueue has been processing "
+	         "its key.");
+	for (size_t i = 0; i < k; i++)
+		put_sample_d(out, "workqueue_longest_running_processor_seconds", s[i].name,
+		             s[i].longest_s);
+
+	put_head(out, "workqueue_retries_total", "counter",
+	         "Total number of delayed and rate-limited adds to the workqueue.");
+	for (size_t i = 0; i < k; i++)
+		put_sample_u(out, "workqueue_retries_total", s[i].name, s[i].retries);
+out:
+	free(s);
+}
+
+void wq_metrics_write(wq_t *q, sbuf_t *out)
+{
+	wq_metrics_write_all(&q, 1, out);
+}

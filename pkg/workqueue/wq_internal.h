@@ -1,0 +1,44 @@
+/*
+ * Private to pkg/workqueue: the string hash table shared by the queue (key -> item)
+ * and the exponential limiter (key -> failures). Not part of the public API.
+ *
+ * Design note: open addressing with linear probing over an array of node pointers,
+ * capacity a power of two, at most half full; deletion shifts the following run back
+ * instead of leaving tombstones, so lookups never slow down with churn. Nodes are
+ * intrusive (the caller embeds wq_hnode_t and owns the memory), so the table itself
+ * never allocates except when it grows or shrinks.
+ */
+#ifndef CSC_WQ_INTERNAL_H
+#define CSC_WQ_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct wq_hnode {
+	uint64_t hash;
+	const char *key; /* borrowed from the embedding struct */
+	size_t len;
+} wq_hnode_t;
+
+typedef struct wq_htab {
+	wq_hnode_t **slots;
+	size_t mask; /* capacity - 1; 0 with no slots yet */
+	size_t count;
+} wq_htab_t;
+
+/* Returns a 64-bit hash of the len bytes at s. */
+uint64_t wq_hash(const char *s, size_t len);
+
+/* Borrows t; returns the node with this key or NULL. */
+wq_hnode_t *wq_htab_find(const wq_htab_t *t, const char *key, size_t len, uint64_t hash);
+
+/* Borrows n (must not be in t; its hash/key/len set). */
+void wq_htab_insert(wq_htab_t *t, wq_hnode_t *n);
+
+/* Removes n (which must be in t). */
+void wq_htab_remove(wq_htab_t *t, wq_hnode_t *n);
+
+/* Frees the slot array (not the nodes). */
+void wq_htab_free(wq_htab_t *t);
+
+#endif
