@@ -141,6 +141,9 @@ void kobj_builder_set_generation(kobj_builder_t *b, int64_t g);
 void kobj_builder_add_label(kobj_builder_t *b, const char *k, size_t kl, const char *v, size_t vl);
 void kobj_builder_add_annotation(kobj_builder_t *b, const char *k, size_t kl, const char *v,
 				 size_t vl);
+/* Drops the annotations added so far (the decoder keeps them until it knows whether
+ * a watch event is a BOOKMARK). */
+void kobj_builder_clear_annotations(kobj_builder_t *b);
 /* Starts a new ownerReference; following set_owner calls fill it. */
 void kobj_builder_add_owner(kobj_builder_t *b);
 void kobj_builder_set_owner(kobj_builder_t *b, const char *field, const char *v, size_t vl);

@@ -19,6 +19,7 @@ typedef struct kstatus {
 	char *details_kind;    /* details.kind */
 	char *details_group;   /* details.group */
 	int retry_after_seconds; /* details.retryAfterSeconds, or the Retry-After header */
+	char *causes; /* details.causes[*].reason joined by ',' (NULL if none); see kstatus_has_cause */
 } kstatus_t;
 
 /* Frees the strings inside s (not s itself) and zeroes it. */
@@ -30,6 +31,13 @@ void kstatus_clear(kstatus_t *s);
  * only code = http_code and a message made from the body's first bytes).
  */
 int kstatus_parse(const char *body, size_t len, int http_code, kstatus_t *out);
+
+/* Borrows s; true if one of details.causes has this reason ("NamespaceTerminating"). */
+bool kstatus_has_cause(const kstatus_t *s, const char *reason);
+/* The predicates behind kerr_is_gone / kerr_is_rv_too_large, for a bare Status such as a
+ * watch ERROR event's (borrows s). */
+bool kstatus_is_gone(const kstatus_t *s);
+bool kstatus_is_rv_too_large(const kstatus_t *s);
 
 /* The kind of failure, from the status code and reason. */
 typedef struct kresult kresult_t;

@@ -1,0 +1,1237 @@
+/*
+ * decode: streaming JSON -> kobj_t with yajl callbacks.
+ *
+ * Design note. yajl tokenises and calls us per token; it keeps a partial token
+ * (a string, a number, a UTF-8 sequence cut by a chunk boundary) in its own
+ * buffer, so we feed it chunks exactly as they arrive. We keep:
+ *
+ *   - a stack of frames, one per JSON container we care about, each with a
+ *     context (list, item, metadata, labels, ownerReferences, a node of the
+ *     kind's field trie, a Status's details, ...);
+ *   - the meaning of the last map key ("pending key"), which tells what the next
+ *     value is for;
+ *   - a skip counter: a value nobody wants (managedFields, spec.template, ...) is
+ *     skipped by counting brackets, with no frame and no allocation;
+ *   - a capture writer: a kept path naming an object or array is re-serialised as
+ *     compact JSON into a buffer, then stored as KVAL_JSON.
+ *
+ * Scalars at kept paths go straight into a kobj_builder, which packs one object
+ * into one allocation when its closing brace arrives.
+ *
+ * Memory bound: the input is fed to yajl in slices that never let the current
+ * "unit" (a single object, a list item, a watch event, or the bytes between
+ * units) grow past max_object_bytes, so neither yajl's token buffer nor our own
+ * buffers can outgrow the limit by more than a constant.
+ *
+ * Watch events: "type" normally precedes "object", but if it does not, the object
+ * is decoded both as a kind object and as a metav1.Status (the two share no
+ * buffers), annotations are kept, and the choice is made at the event's closing
+ * brace.
+ */
+#include "pkg/kube/decode.h"
+
+#include "pkg/base/base.h"
+#include "pkg/kube/decode_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+/* Contexts of structural frames. Arrays: C_ITEMS, C_OWNERS, C_CAUSES. */
+enum {
+	C_LIST,      /* a List's top-level map */
+	C_LIST_META, /* the List's metadata */
+	C_ITEMS,     /* the List's items array */
+	C_EVENT,     /* a watch event's map */
+	C_OBJ,       /* an object's top-level map */
+	C_META,      /* the object's metadata */
+	C_LABELS,
+	C_ANNOTS,
+	C_OWNERS,
+	C_OWNER,
+	C_NODE,    /* a map at an inner node of the field trie */
+	C_DETAILS, /* Status.details */
+	C_CAUSES,  /* Status.details.causes */
+	C_CAUSE,
+};
+
+/* What the value after the last map key is for. */
+enum {
+	PK_NONE, /* nothing: skip it */
+	PK_LIST_META,
+	PK_ITEMS,
+	PK_LM_RV,
+	PK_LM_CONT,
+	PK_LM_REMAIN,
+	PK_EV_TYPE,
+	PK_EV_OBJECT,
+	PK_META,
+	PK_META_STR, /* sub: index into meta_keys */
+	PK_GEN,
+	PK_LABELS,
+	PK_ANNOTS,
+	PK_LABEL_VAL,
+	PK_ANNOT_VAL,
+	PK_OWNERS,
+	PK_OWNER_STR,  /* sub: index into owner_keys */
+	PK_OWNER_BOOL, /* sub: 0 controller, 1 blockOwnerDeletion */
+	PK_NODE,       /* node: trie node (or -1); st: Status field (or ST_NONE) */
+	PK_D_STR,      /* sub: 0 name, 1 kind, 2 group */
+	PK_D_RETRY,
+	PK_D_CAUSES,
+	PK_CAUSE_REASON,
+};
+
+/* Top-level fields of a metav1.Status. */
+enum { ST_NONE, ST_KIND, ST_CODE, ST_STATUS, ST_REASON, ST_MESSAGE, ST_DETAILS };
+
+static const char *const meta_keys[] = {
+    "namespace", "name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+};
+static const char *const owner_keys[] = {"apiVersion", "kind", "name", "uid"};
+
+typedef struct frame {
+	uint8_t ctx;
+	int32_t node;
+} frame_t;
+
+/* The kind's kept paths as a trie of path segments. */
+typedef struct tnode {
+	const char *seg;
+	size_t len;
+	int32_t field; /* index into type->fields when a path ends here, else -1 */
+	int32_t child; /* first child, or -1 */
+	int32_t next;  /* next sibling, or -1 */
+} tnode_t;
+
+/* A capture level: is it a map, and has it had an element yet. */
+typedef struct caplvl {
+	bool map;
+	bool first;
+} caplvl_t;
+
+struct kdec {
+	const ktype_t *type;
+	kdec_mode_t mode;
+	const kdec_cb_t *cb;
+	void *ud;
+	size_t max;
+	bool status_only; /* kdec_status_parse: the object is a Status, build no kobj */
+
+	yajl_handle h;
+	uint64_t slice_base; /* absolute offset of the slice being parsed */
+	uint64_t total;      /* bytes consumed so far */
+	uint64_t unit_start; /* where the current object/event (or gap) began */
+	uint64_t last_top_end;
+	bool pending_garbage; /* WATCH: non-blank bytes after the last event */
+	bool dead, finished;
+	char *err;
+
+	tnode_t *nodes;
+	size_t nnodes;
+	int32_t meta_node; /* trie node for "metadata", or -1 */
+
+	frame_t *frames;
+	size_t nframes, capframes;
+	uint8_t pk, sub, pst;
+	int32_t pnode;
+	size_t skip;
+
+	caplvl_t *caps;
+	size_t ncaps, capcaps;
+	int32_t cap_field;
+	sbuf_t capbuf;
+
+	kobj_builder_t *b;
+	bool want_kobj, want_status, keep_annots;
+	size_t nlabels, nannots, nowners;
+	sbuf_t key; /* the current label/annotation key */
+
+	/* KDEC_LIST */
+	sbuf_t lm_rv, lm_cont;
+	int64_t lm_remain;
+	bool lm_emitted;
+
+	/* KDEC_WATCH */
+	int ev_type; /* -1 until seen */
+	bool ev_have_obj;
+
+	/* Status of a watch ERROR event or of kdec_status_parse. */
+	kstatus_t st;
+	bool st_kind_ok;
+	bool st_seen_obj;
+};
+
+static const char *const watch_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+const char *kwatch_type_name(kwatch_type_t t)
+{
+	if ((size_t)t < CSC_ARRAY_LEN(watch_names))
+		return watch_names[t];
+	return "UNKNOWN";
+}
+
+/* ---- helpers ---- */
+
+#define KEYIS(k, l, lit) ((l) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
+
+static uint64_t pos(const kdec_t *d) { return d->slice_base + yajl_get_bytes_consumed(d->h); }
+
+/* Records a decoding error and returns 0, which makes yajl stop. */
+static int fail(kdec_t *d, const char *fmt, ...) CSC_PRINTF(2, 3);
+static int fail(kdec_t *d, const char *fmt, ...)
+{
+	if (d->err == NULL) {
+		va_list ap;
+		va_start(ap, fmt);
+		char *msg = xvasprintf(fmt, ap);
+		va_end(ap);
+		d->err = xasprintf("%s at byte %llu", msg, (unsigned long long)pos(d));
+		free(msg);
+	}
+	return 0;
+}
+
+static int32_t trie_child(const kdec_t *d, int32_t node, const unsigned char *k, size_t l)
+{
+	if (node < 0)
+		return -1;
+	for (int32_t c = d->nodes[node].child; c >= 0; c = d->nodes[c].next)
+		if (d->nodes[c].len == l && memcmp(d->nodes[c].seg, k, l) == 0)
+			return c;
+	return -1;
+}
+
+static int32_t trie_add(kdec_t *d, int32_t parent, const char *seg, size_t len)
+{
+	int32_t c = trie_child(d, parent, (const unsigned char *)seg, len);
+	if (c >= 0)
+		return c;
+	tnode_t *n = &d->nodes[d->nnodes];
+	n->seg = seg;
+	n->len = len;
+	n->field = -1;
+	n->child = -1;
+	n->next = d->nodes[parent].child;
+	d->nodes[parent].child = (int32_t)d->nnodes;
+	return (int32_t)d->nnodes++;
+}
+
+/* Builds the trie of the kind's dotted paths. Node 0 is the object's root. */
+static void trie_build(kdec_t *d)
+{
+	size_t cap = 1;
+	for (size_t i = 0; i < d->type->nfields; i++)
+		cap += strlen(d->type->fields[i]) + 1; /* a bound on the segments */
+	d->nodes = xcalloc(cap, sizeof(*d->nodes));
+	d->nodes[0] = (tnode_t){"", 0, -1, -1, -1};
+	d->nnodes = 1;
+	for (size_t i = 0; i < d->type->nfields; i++) {
+		const char *p = d->type->fields[i];
+		int32_t n = 0;
+		for (;;) {
+			const char *dot = strchr(p, '.');
+			size_t len = dot ? (size_t)(dot - p) : strlen(p);
+			n = trie_add(d, n, p, len);
+			if (dot == NULL)
+				break;
+			p = dot + 1;
+		}
+		/* With nested kept paths ("spec" and "spec.replicas"), the first wins. */
+		if (d->nodes[n].field < 0 && d->nodes[n].child < 0)
+			d->nodes[n].field = (int32_t)i;
+	}
+	d->meta_node = trie_child(d, 0, (const unsigned char *)"metadata", 8);
+}
+
+static void push(kdec_t *d, uint8_t ctx, int32_t node)
+{
+	if (d->nframes == d->capframes) {
+		d->capframes = d->capframes ? d->capframes * 2 : 16;
+		d->frames = xrealloc(d->frames, d->capframes * sizeof(*d->frames));
+	}
+	d->frames[d->nframes++] = (frame_t){ctx, node};
+}
+
+static frame_t *top(kdec_t *d) { return &d->frames[d->nframes - 1]; }
+
+static bool ctx_is_array(uint8_t c) { return c == C_ITEMS || c == C_OWNERS || c == C_CAUSES; }
+
+/* Parses an integer JSON number; false if it has a fraction/exponent or overflows. */
+static bool parse_int(const char *s, size_t l, int64_t *out)
+{
+	size_t i = 0;
+	bool neg = false;
+	if (i < l && s[i] == '-') {
+		neg = true;
+		i++;
+	}
+	if (i == l)
+		return false;
+	uint64_t v = 0;
+	uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	for (; i < l; i++) {
+		unsigned c = (unsigned char)s[i] - '0';
+		if (c > 9)
+			return false;
+		if (v > (lim - c) / 10)
+			return false;
+		v = v * 10 + c;
+	}
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+static double parse_double(const char *s, size_t l)
+{
+	char tmp[64];
+	char *heap = NULL, *p = tmp;
+	if (l >= sizeof(tmp))
+		p = heap = xmalloc(l + 1);
+	memcpy(p, s, l);
+	p[l] = '\0';
+	double v = strtod(p, NULL);
+	free(heap);
+	return v;
+}
+
+/* Appends s as a JSON string literal; s may hold NULs (len-delimited). */
+static void put_json_str(sbuf_t *b, const unsigned char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	sbuf_putc(b, '"');
+	size_t run = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		sbuf_append(b, s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"': sbuf_append(b, "\\\"", 2); break;
+		case '\\': sbuf_append(b, "\\\\", 2); break;
+		case '\n': sbuf_append(b, "\\n", 2); break;
+		case '\r': sbuf_append(b, "\\r", 2); break;
+		case '\t': sbuf_append(b, "\\t", 2); break;
+		default: {
+			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			sbuf_append(b, u, 6);
+		}
+		}
+	}
+	sbuf_append(b, s + run, len - run);
+	sbuf_putc(b, '"');
+}
+
+static void set_str(char **dst, const unsigned char *s, size_t l)
+{
+	free(*dst);
+	*dst = xstrndup((const char *)s, l);
+}
+
+/* ---- units, objects, events ---- */
+
+static void unit_begin(kdec_t *d) { d->unit_start = pos(d) - 1; /* the '{' just read */ }
+static void unit_end(kdec_t *d) { d->unit_start = pos(d); }
+
+static void object_begin(kdec_t *d)
+{
+	d->nlabels = d->nannots = d->nowners = 0;
+	if (d->want_kobj)
+		kobj_builder_reset(d->b);
+	if (d->want_status) {
+		kstatus_clear(&d->st);
+		d->st_kind_ok = false;
+	}
+}
+
+static void emit_list_meta(kdec_t *d)
+{
+	if (d->lm_emitted)
+		return;
+	d->lm_emitted = true;
+	if (d->cb->on_list_meta)
+		d->cb->on_list_meta(d->ud, sbuf_cstr(&d->lm_rv), sbuf_cstr(&d->lm_cont),
+				    d->lm_remain);
+}
+
+static void emit_object(kdec_t *d)
+{
+	kobj_t *o = kobj_builder_finish(d->b);
+	if (d->cb->on_object)
+		d->cb->on_object(d->ud, o);
+	else
+		kobj_unref(o);
+}
+
+static void event_begin(kdec_t *d)
+{
+	d->ev_type = -1;
+	d->ev_have_obj = false;
+}
+
+static void event_object_begin(kdec_t *d)
+{
+	bool known = d->ev_type >= 0;
+	d->want_kobj = !known || d->ev_type != KWATCH_ERROR;
+	d->want_status = !known || d->ev_type == KWATCH_ERROR;
+	d->keep_annots = d->type->keep_annotations || !known || d->ev_type == KWATCH_BOOKMARK;
+	object_begin(d);
+}
+
+static int event_end(kdec_t *d)
+{
+	if (d->ev_type < 0)
+		return fail(d, "watch event without a \"type\"");
+	kwatch_type_t t = (kwatch_type_t)d->ev_type;
+	if (t == KWATCH_ERROR) {
+		/* want_status was set when the object began (the type was unknown, or ERROR);
+		 * without an object the Status is empty, which still ends the watch. */
+		if (!d->ev_have_obj || !d->want_status)
+			kstatus_clear(&d->st);
+		if (d->cb->on_event)
+			d->cb->on_event(d->ud, t, NULL, &d->st);
+		kstatus_clear(&d->st);
+		return 1;
+	}
+	if (!d->ev_have_obj || !d->want_kobj)
+		return fail(d, "watch event %s without an object", kwatch_type_name(t));
+	if (!d->type->keep_annotations && t != KWATCH_BOOKMARK)
+		kobj_builder_clear_annotations(d->b);
+	kobj_t *o = kobj_builder_finish(d->b);
+	if (d->cb->on_event)
+		d->cb->on_event(d->ud, t, o, NULL);
+	else
+		kobj_unref(o);
+	return 1;
+}
+
+/* ---- the capture writer ---- */
+
+static void cap_sep(kdec_t *d)
+{
+	caplvl_t *l = &d->caps[d->ncaps - 1];
+	if (!l->map) {
+		if (!l->first)
+			sbuf_putc(&d->capbuf, ',');
+		l->first = false;
+	}
+}
+
+static void cap_open(kdec_t *d, bool map)
+{
+	if (d->ncaps > 0)
+		cap_sep(d);
+	sbuf_putc(&d->capbuf, map ? '{' : '[');
+	if (d->ncaps == d->capcaps) {
+		d->capcaps = d->capcaps ? d->capcaps * 2 : 16;
+		d->caps = xrealloc(d->caps, d->capcaps * sizeof(*d->caps));
+	}
+	d->caps[d->ncaps++] = (caplvl_t){map, true};
+}
+
+static void cap_close(kdec_t *d)
+{
+	caplvl_t *l = &d->caps[--d->ncaps];
+	sbuf_putc(&d->capbuf, l->map ? '}' : ']');
+	if (d->ncaps == 0) {
+		kobj_builder_set_field(d->b, (size_t)d->cap_field, KVAL_JSON, false, 0, 0,
+				       sbuf_cstr(&d->capbuf), d->capbuf.len);
+		sbuf_reset(&d->capbuf);
+	}
+}
+
+static void cap_key(kdec_t *d, const unsigned char *k, size_t l)
+{
+	caplvl_t *lv = &d->caps[d->ncaps - 1];
+	if (!lv->first)
+		sbuf_putc(&d->capbuf, ',');
+	lv->first = false;
+	put_json_str(&d->capbuf, k, l);
+	sbuf_putc(&d->capbuf, ':');
+}
+
+/* ---- scalars ---- */
+
+enum { V_NULL, V_BOOL, V_NUM, V_STR };
+
+typedef struct sval {
+	int kind;
+	bool b;
+	const unsigned char *s; /* V_NUM: number text; V_STR: unescaped string */
+	size_t l;
+} sval_t;
+
+static void set_kval(kdec_t *d, int32_t field, const sval_t *v)
+{
+	size_t i = (size_t)field;
+	switch (v->kind) {
+	case V_NULL: kobj_builder_set_field(d->b, i, KVAL_NULL, false, 0, 0, NULL, 0); break;
+	case V_BOOL: kobj_builder_set_field(d->b, i, KVAL_BOOL, v->b, 0, 0, NULL, 0); break;
+	case V_NUM: {
+		int64_t n;
+		if (parse_int((const char *)v->s, v->l, &n))
+			kobj_builder_set_field(d->b, i, KVAL_INT, false, n, 0, NULL, 0);
+		else
+			kobj_builder_set_field(d->b, i, KVAL_DOUBLE, false, 0,
+					       parse_double((const char *)v->s, v->l), NULL, 0);
+		break;
+	}
+	case V_STR:
+		kobj_builder_set_field(d->b, i, KVAL_STRING, false, 0, 0, (const char *)v->s,
+				       v->l);
+		break;
+	}
+}
+
+static bool sval_int(const sval_t *v, int64_t *out)
+{
+	return v->kind == V_NUM && parse_int((const char *)v->s, v->l, out);
+}
+
+static void status_scalar(kdec_t *d, const sval_t *v)
+{
+	int64_t n;
+	switch (d->pst) {
+	case ST_KIND:
+		if (v->kind == V_STR)
+			d->st_kind_ok = KEYIS(v->s, v->l, "Status");
+		break;
+	case ST_CODE:
+		if (sval_int(v, &n) && n >= INT_MIN && n <= INT_MAX)
+			d->st.code = (int)n;
+		break;
+	case ST_STATUS:
+		if (v->kind == V_STR)
+			set_str(&d->st.status, v->s, v->l);
+		break;
+	case ST_REASON:
+		if (v->kind == V_STR)
+			set_str(&d->st.reason, v->s, v->l);
+		break;
+	case ST_MESSAGE:
+		if (v->kind == V_STR)
+			set_str(&d->st.message, v->s, v->l);
+		break;
+	default: break;
+	}
+}
+
+static int on_scalar(kdec_t *d, const sval_t *v)
+{
+	if (d->nframes == 0) {
+		if (d->mode == KDEC_WATCH)
+			return fail(d, "watch event is not a JSON object");
+		return fail(d, "expected a JSON object");
+	}
+	frame_t *f = top(d);
+	if (ctx_is_array(f->ctx)) {
+		if (f->ctx == C_ITEMS && v->kind != V_NULL)
+			return fail(d, "list item is not a JSON object");
+		return 1;
+	}
+	int64_t n;
+	switch (d->pk) {
+	case PK_LM_RV:
+		if (v->kind == V_STR) {
+			sbuf_reset(&d->lm_rv);
+			sbuf_append(&d->lm_rv, v->s, v->l);
+		}
+		break;
+	case PK_LM_CONT:
+		if (v->kind == V_STR) {
+			sbuf_reset(&d->lm_cont);
+			sbuf_append(&d->lm_cont, v->s, v->l);
+		}
+		break;
+	case PK_LM_REMAIN:
+		if (sval_int(v, &n))
+			d->lm_remain = n;
+		break;
+	case PK_EV_TYPE: {
+		if (v->kind != V_STR)
+			return fail(d, "watch event type is not a string");
+		for (size_t i = 0; i < CSC_ARRAY_LEN(watch_names); i++) {
+			if (v->l == strlen(watch_names[i]) && memcmp(v->s, watch_names[i], v->l) == 0) {
+				d->ev_type = (int)i;
+				return 1;
+			}
+		}
+		return fail(d, "unknown watch event type \"%.*s\"", (int)(v->l > 64 ? 64 : v->l),
+			    (const char *)v->s);
+	}
+	case PK_META_STR:
+		if (v->kind == V_STR)
+			kobj_builder_set_meta(d->b, meta_keys[d->sub], (const char *)v->s, v->l);
+		break;
+	case PK_GEN:
+		if (sval_int(v, &n))
+			kobj_builder_set_generation(d->b, n);
+		break;
+	case PK_LABEL_VAL:
+		if (v->kind != V_STR)
+			break;
+		if (++d->nlabels > 65535)
+			return fail(d, "too many labels");
+		kobj_builder_add_label(d->b, d->key.data, d->key.len, (const char *)v->s, v->l);
+		break;
+	case PK_ANNOT_VAL:
+		if (v->kind != V_STR)
+			break;
+		if (++d->nannots > 65535)
+			return fail(d, "too many annotations");
+		kobj_builder_add_annotation(d->b, d->key.data, d->key.len, (const char *)v->s,
+					    v->l);
+		break;
+	case PK_OWNER_STR:
+		if (v->kind == V_STR)
+			kobj_builder_set_owner(d->b, owner_keys[d->sub], (const char *)v->s, v->l);
+		break;
+	case PK_OWNER_BOOL:
+		if (v->kind == V_BOOL)
+			kobj_builder_set_owner_bool(d->b, d->sub ? "blockOwnerDeletion" : "controller",
+						    v->b);
+		break;
+	case PK_NODE:
+		if (d->pnode >= 0 && d->nodes[d->pnode].field >= 0)
+			set_kval(d, d->nodes[d->pnode].field, v);
+		if (d->pst != ST_NONE)
+			status_scalar(d, v);
+		break;
+	case PK_D_STR:
+		if (v->kind == V_STR) {
+			char **dst[] = {&d->st.details_name, &d->st.details_kind,
+					&d->st.details_group};
+			set_str(dst[d->sub], v->s, v->l);
+		}
+		break;
+	case PK_D_RETRY:
+		if (sval_int(v, &n) && n >= 0 && n <= INT_MAX)
+			d->st.retry_after_seconds = (int)n;
+		break;
+	case PK_CAUSE_REASON:
+		if (v->kind == V_STR) {
+			sbuf_t c = SBUF_INIT;
+			if (d->st.causes != NULL) {
+				sbuf_puts(&c, d->st.causes);
+				sbuf_putc(&c, ',');
+			}
+			sbuf_append(&c, v->s, v->l);
+			free(d->st.causes);
+			d->st.causes = sbuf_steal(&c);
+		}
+		break;
+	default: break;
+	}
+	return 1;
+}
+
+/* ---- containers ---- */
+
+static void skip_begin(kdec_t *d) { d->skip = 1; }
+
+static int on_open(kdec_t *d, bool map)
+{
+	if (d->nframes == 0) {
+		if (!map)
+			return fail(d, d->mode == KDEC_WATCH ? "watch event is not a JSON object"
+							     : "expected a JSON object");
+		switch (d->mode) {
+		case KDEC_OBJECT:
+			push(d, C_OBJ, 0);
+			unit_begin(d);
+			d->want_kobj = !d->status_only;
+			d->want_status = d->status_only;
+			d->keep_annots = d->type->keep_annotations;
+			d->st_seen_obj = true;
+			object_begin(d);
+			break;
+		case KDEC_LIST:
+			push(d, C_LIST, -1);
+			break;
+		case KDEC_WATCH:
+			push(d, C_EVENT, -1);
+			unit_begin(d);
+			event_begin(d);
+			break;
+		}
+		return 1;
+	}
+	frame_t *f = top(d);
+	if (ctx_is_array(f->ctx)) {
+		if (!map) {
+			if (f->ctx == C_ITEMS)
+				return fail(d, "list item is not a JSON object");
+			skip_begin(d);
+			return 1;
+		}
+		switch (f->ctx) {
+		case C_ITEMS:
+			push(d, C_OBJ, 0);
+			unit_begin(d);
+			d->want_kobj = true;
+			d->want_status = false;
+			d->keep_annots = d->type->keep_annotations;
+			object_begin(d);
+			break;
+		case C_OWNERS:
+			if (++d->nowners > 65535)
+				return fail(d, "too many ownerReferences");
+			push(d, C_OWNER, -1);
+			kobj_builder_add_owner(d->b);
+			break;
+		case C_CAUSES: push(d, C_CAUSE, -1); break;
+		}
+		return 1;
+	}
+	switch (d->pk) {
+	case PK_LIST_META:
+		if (map)
+			push(d, C_LIST_META, -1);
+		else
+			skip_begin(d);
+		break;
+	case PK_ITEMS:
+		if (!map)
+			push(d, C_ITEMS, -1);
+		else
+			skip_begin(d);
+		break;
+	case PK_EV_OBJECT:
+		if (map) {
+			push(d, C_OBJ, 0);
+			event_object_begin(d);
+		} else {
+			skip_begin(d);
+		}
+		break;
+	case PK_META:
+		if (map)
+			push(d, C_META, d->meta_node);
+		else
+			skip_begin(d);
+		break;
+	case PK_LABELS:
+		if (map)
+			push(d, C_LABELS, -1);
+		else
+			skip_begin(d);
+		break;
+	case PK_ANNOTS:
+		if (map)
+			push(d, C_ANNOTS, -1);
+		else
+			skip_begin(d);
+		break;
+	case PK_OWNERS:
+		if (!map)
+			push(d, C_OWNERS, -1);
+		else
+			skip_begin(d);
+		break;
+	case PK_NODE:
+		if (d->pnode >= 0 && d->want_kobj) {
+			const tnode_t *n = &d->nodes[d->pnode];
+			if (n->field >= 0) {
+				d->cap_field = n->field;
+				cap_open(d, map);
+			} else if (map) {
+				push(d, C_NODE, d->pnode);
+			} else {
+				skip_begin(d);
+			}
+		} else if (d->pst == ST_DETAILS && map) {
+			push(d, C_DETAILS, -1);
+		} else {
+			skip_begin(d);
+		}
+		break;
+	case PK_D_CAUSES:
+		if (!map)
+			push(d, C_CAUSES, -1);
+		else
+			skip_begin(d);
+		break;
+	default: skip_begin(d); break;
+	}
+	return 1;
+}
+
+static int on_close(kdec_t *d)
+{
+	frame_t f = d->frames[--d->nframes];
+	switch (f.ctx) {
+	case C_OBJ:
+		if (d->nframes == 0) { /* KDEC_OBJECT */
+			unit_end(d);
+			if (d->want_kobj)
+				emit_object(d);
+		} else if (top(d)->ctx == C_ITEMS) {
+			unit_end(d);
+			emit_object(d);
+		} else {
+			d->ev_have_obj = true; /* emitted when the event closes */
+		}
+		break;
+	case C_EVENT:
+		unit_end(d);
+		d->last_top_end = pos(d);
+		return event_end(d);
+	case C_LIST_META: emit_list_meta(d); break;
+	case C_LIST: emit_list_meta(d); break;
+	default: break;
+	}
+	return 1;
+}
+
+/* ---- yajl callbacks ---- */
+
+static int cb_null(void *ctx)
+{
+	kdec_t *d = ctx;
+	if (d->skip)
+		return 1;
+	if (d->ncaps) {
+		cap_sep(d);
+		sbuf_append(&d->capbuf, "null", 4);
+		return 1;
+	}
+	sval_t v = {V_NULL, false, NULL, 0};
+	return on_scalar(d, &v);
+}
+
+static int cb_bool(void *ctx, int b)
+{
+	kdec_t *d = ctx;
+	if (d->skip)
+		return 1;
+	if (d->ncaps) {
+		cap_sep(d);
+		sbuf_puts(&d->capbuf, b ? "true" : "false");
+		return 1;
+	}
+	sval_t v = {V_BOOL, b != 0, NULL, 0};
+	return on_scalar(d, &v);
+}
+
+static int cb_number(void *ctx, const char *s, size_t l)
+{
+	kdec_t *d = ctx;
+	if (d->skip)
+		return 1;
+	if (d->ncaps) {
+		cap_sep(d);
+		sbuf_append(&d->capbuf, s, l);
+		return 1;
+	}
+	sval_t v = {V_NUM, false, (const unsigned char *)s, l};
+	return on_scalar(d, &v);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t l)
+{
+	kdec_t *d = ctx;
+	if (d->skip)
+		return 1;
+	if (d->ncaps) {
+		cap_sep(d);
+		put_json_str(&d->capbuf, s, l);
+		return 1;
+	}
+	sval_t v = {V_STR, false, s, l};
+	return on_scalar(d, &v);
+}
+
+static int cb_start(kdec_t *d, bool map)
+{
+	if (d->skip) {
+		d->skip++;
+		return 1;
+	}
+	if (d->ncaps) {
+		cap_open(d, map);
+		return 1;
+	}
+	return on_open(d, map);
+}
+
+static int cb_start_map(void *ctx) { return cb_start(ctx, true); }
+static int cb_start_array(void *ctx) { return cb_start(ctx, false); }
+
+static int cb_end(void *ctx)
+{
+	kdec_t *d = ctx;
+	if (d->skip) {
+		d->skip--;
+		return 1;
+	}
+	if (d->ncaps) {
+		cap_close(d);
+		return 1;
+	}
+	return on_close(d);
+}
+
+static void key_meta(kdec_t *d, const unsigned char *k, size_t l)
+{
+	for (size_t i = 0; i < CSC_ARRAY_LEN(meta_keys); i++) {
+		if (l == strlen(meta_keys[i]) && memcmp(k, meta_keys[i], l) == 0) {
+			d->pk = PK_META_STR;
+			d->sub = (uint8_t)i;
+			return;
+		}
+	}
+	if (KEYIS(k, l, "managedFields"))
+		return; /* never kept, whatever the descriptor says */
+	if (KEYIS(k, l, "labels")) {
+		d->pk = PK_LABELS;
+	} else if (KEYIS(k, l, "annotations")) {
+		if (d->keep_annots)
+			d->pk = PK_ANNOTS;
+	} else if (KEYIS(k, l, "ownerReferences")) {
+		d->pk = PK_OWNERS;
+	} else if (KEYIS(k, l, "generation")) {
+		d->pk = PK_GEN;
+	} else {
+		int32_t n = trie_child(d, d->meta_node, k, l);
+		if (n >= 0) {
+			d->pk = PK_NODE;
+			d->pnode = n;
+		}
+	}
+}
+
+static void key_obj(kdec_t *d, const unsigned char *k, size_t l)
+{
+	if (d->want_kobj) {
+		if (KEYIS(k, l, "metadata")) {
+			d->pk = PK_META;
+			return;
+		}
+		d->pnode = trie_child(d, 0, k, l);
+	}
+	if (d->want_status) {
+		if (KEYIS(k, l, "kind"))
+			d->pst = ST_KIND;
+		else if (KEYIS(k, l, "code"))
+			d->pst = ST_CODE;
+		else if (KEYIS(k, l, "status"))
+			d->pst = ST_STATUS;
+		else if (KEYIS(k, l, "reason"))
+			d->pst = ST_REASON;
+		else if (KEYIS(k, l, "message"))
+			d->pst = ST_MESSAGE;
+		else if (KEYIS(k, l, "details"))
+			d->pst = ST_DETAILS;
+	}
+	if (d->pnode >= 0 || d->pst != ST_NONE)
+		d->pk = PK_NODE;
+}
+
+static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
+{
+	kdec_t *d = ctx;
+	if (d->skip)
+		return 1;
+	if (d->ncaps) {
+		cap_key(d, k, l);
+		return 1;
+	}
+	d->pk = PK_NONE;
+	d->pnode = -1;
+	d->pst = ST_NONE;
+	frame_t *f = top(d);
+	switch (f->ctx) {
+	case C_LIST:
+		if (KEYIS(k, l, "metadata"))
+			d->pk = PK_LIST_META;
+		else if (KEYIS(k, l, "items"))
+			d->pk = PK_ITEMS;
+		break;
+	case C_LIST_META:
+		if (KEYIS(k, l, "resourceVersion"))
+			d->pk = PK_LM_RV;
+		else if (KEYIS(k, l, "continue"))
+			d->pk = PK_LM_CONT;
+		else if (KEYIS(k, l, "remainingItemCount"))
+			d->pk = PK_LM_REMAIN;
+		break;
+	case C_EVENT:
+		if (KEYIS(k, l, "type"))
+			d->pk = PK_EV_TYPE;
+		else if (KEYIS(k, l, "object"))
+			d->pk = PK_EV_OBJECT;
+		break;
+	case C_OBJ: key_obj(d, k, l); break;
+	case C_META: key_meta(d, k, l); break;
+	case C_LABELS:
+	case C_ANNOTS:
+		sbuf_reset(&d->key);
+		sbuf_append(&d->key, k, l);
+		d->pk = f->ctx == C_LABELS ? PK_LABEL_VAL : PK_ANNOT_VAL;
+		break;
+	case C_OWNER:
+		for (size_t i = 0; i < CSC_ARRAY_LEN(owner_keys); i++) {
+			if (l == strlen(owner_keys[i]) && memcmp(k, owner_keys[i], l) == 0) {
+				d->pk = PK_OWNER_STR;
+				d->sub = (uint8_t)i;
+				return 1;
+			}
+		}
+		if (KEYIS(k, l, "controller")) {
+			d->pk = PK_OWNER_BOOL;
+			d->sub = 0;
+		} else if (KEYIS(k, l, "blockOwnerDeletion")) {
+			d->pk = PK_OWNER_BOOL;
+			d->sub = 1;
+		}
+		break;
+	case C_NODE:
+		d->pnode = trie_child(d, f->node, k, l);
+		if (d->pnode >= 0)
+			d->pk = PK_NODE;
+		break;
+	case C_DETAILS:
+		if (KEYIS(k, l, "name")) {
+			d->pk = PK_D_STR;
+			d->sub = 0;
+		} else if (KEYIS(k, l, "kind")) {
+			d->pk = PK_D_STR;
+			d->sub = 1;
+		} else if (KEYIS(k, l, "group")) {
+			d->pk = PK_D_STR;
+			d->sub = 2;
+		} else if (KEYIS(k, l, "retryAfterSeconds")) {
+			d->pk = PK_D_RETRY;
+		} else if (KEYIS(k, l, "causes")) {
+			d->pk = PK_D_CAUSES;
+		}
+		break;
+	case C_CAUSE:
+		if (KEYIS(k, l, "reason"))
+			d->pk = PK_CAUSE_REASON;
+		break;
+	default: break;
+	}
+	return 1;
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = cb_null,
+    .yajl_boolean = cb_bool,
+    .yajl_number = cb_number,
+    .yajl_string = cb_string,
+    .yajl_start_map = cb_start_map,
+    .yajl_map_key = cb_map_key,
+    .yajl_end_map = cb_end,
+    .yajl_start_array = cb_start_array,
+    .yajl_end_array = cb_end,
+};
+
+/* ---- public API ---- */
+
+kdec_t *kdec_new(const ktype_t *t, kdec_mode_t mode, const kdec_cb_t *cb, void *ud,
+		 size_t max_object_bytes)
+{
+	kdec_t *d = xcalloc(1, sizeof(*d));
+	d->type = t;
+	d->mode = mode;
+	d->cb = cb;
+	d->ud = ud;
+	d->max = max_object_bytes ? max_object_bytes : KDEC_DEFAULT_MAX_OBJECT;
+	d->lm_remain = -1;
+	d->ev_type = -1;
+	d->pnode = -1;
+	trie_build(d);
+	d->b = kobj_builder_new(t);
+	d->h = yajl_alloc(&callbacks, NULL, d);
+	if (d->h == NULL)
+		fatal("yajl_alloc failed");
+	if (mode == KDEC_WATCH)
+		yajl_config(d->h, yajl_allow_multiple_values, 1);
+	return d;
+}
+
+void kdec_free(kdec_t *d)
+{
+	if (d == NULL)
+		return;
+	yajl_free(d->h);
+	kobj_builder_free(d->b);
+	free(d->nodes);
+	free(d->frames);
+	free(d->caps);
+	sbuf_free(&d->capbuf);
+	sbuf_free(&d->key);
+	sbuf_free(&d->lm_rv);
+	sbuf_free(&d->lm_cont);
+	kstatus_clear(&d->st);
+	free(d->err);
+	free(d);
+}
+
+uint64_t kdec_bytes(const kdec_t *d) { return d->total; }
+
+/* Copies up to 24 bytes of input around the failure, unprintables as '.'. */
+static void excerpt(const unsigned char *buf, size_t len, size_t at, char out[64])
+{
+	size_t from = at > 12 ? at - 12 : 0, to = at + 12 < len ? at + 12 : len;
+	size_t n = 0;
+	for (size_t i = from; i < to && n < 63; i++)
+		out[n++] = buf[i] >= 0x20 && buf[i] < 0x7f ? (char)buf[i] : '.';
+	out[n] = '\0';
+}
+
+/* Builds the error for a failed yajl call on buf[0..len). */
+static void yajl_failed(kdec_t *d, const unsigned char *buf, size_t len)
+{
+	if (d->err != NULL)
+		return; /* one of our callbacks refused: its message says why */
+	size_t at = yajl_get_bytes_consumed(d->h);
+	unsigned char *ye = yajl_get_error(d->h, 0, buf, len);
+	size_t yl = ye ? strlen((char *)ye) : 0;
+	while (yl > 0 && (ye[yl - 1] == '\n' || ye[yl - 1] == ' '))
+		yl--;
+	char ex[64] = "";
+	if (buf != NULL && len > 0)
+		excerpt(buf, len, at > len ? len : at, ex);
+	d->err = xasprintf("malformed JSON at byte %llu: %.*s%s%s%s",
+			   (unsigned long long)(d->slice_base + at), (int)yl,
+			   ye ? (char *)ye : "", ex[0] ? " near \"" : "", ex, ex[0] ? "\"" : "");
+	if (ye)
+		yajl_free_error(d->h, ye);
+}
+
+static int dead_error(kdec_t *d, char **err)
+{
+	d->dead = true;
+	err_set(err, "decoding %s: %s", d->type->resource ? d->type->resource : "object",
+		d->err ? d->err : "decoder failed");
+	return -1;
+}
+
+/* WATCH: remembers whether bytes after the last event are more than blanks. */
+static void watch_tail(kdec_t *d, const unsigned char *buf, size_t len)
+{
+	if (d->mode != KDEC_WATCH || d->nframes != 0)
+		return;
+	uint64_t from = d->last_top_end > d->slice_base ? d->last_top_end - d->slice_base : 0;
+	if (from < len && d->last_top_end >= d->slice_base)
+		d->pending_garbage = false; /* an event ended in this slice */
+	for (uint64_t i = from; i < len; i++) {
+		unsigned char c = buf[i];
+		if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+			d->pending_garbage = true;
+			return;
+		}
+	}
+}
+
+int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
+{
+	if (d->dead || d->finished) {
+		if (d->err == NULL)
+			d->err = xstrdup("decoder used after it finished");
+		return dead_error(d, err);
+	}
+	const unsigned char *p = (const unsigned char *)buf;
+	while (len > 0) {
+		uint64_t used = d->total - d->unit_start;
+		if (used >= d->max) {
+			d->err = xasprintf("object larger than the limit of %zu bytes at byte %llu",
+					   d->max, (unsigned long long)d->total);
+			return dead_error(d, err);
+		}
+		uint64_t budget = d->max - used;
+		size_t n = len < budget ? len : (size_t)budget;
+		d->slice_base = d->total;
+		yajl_status s = yajl_parse(d->h, p, n);
+		if (s != yajl_status_ok) {
+			yajl_failed(d, p, n);
+			return dead_error(d, err);
+		}
+		watch_tail(d, p, n);
+		d->total += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int kdec_finish(kdec_t *d, char **err)
+{
+	if (d->dead || d->finished) {
+		if (d->err == NULL)
+			d->err = xstrdup("decoder used after it finished");
+		return dead_error(d, err);
+	}
+	d->finished = true;
+	d->slice_base = d->total;
+	if (d->mode == KDEC_WATCH && d->nframes == 0 && !d->pending_garbage)
+		return 0; /* between events: a clean end (yajl would call it premature) */
+	if (d->nframes > 0) {
+		d->err = xasprintf("input truncated inside %s at byte %llu",
+				   d->mode == KDEC_WATCH	 ? "a watch event"
+				   : d->mode == KDEC_LIST ? "a list"
+							  : "an object",
+				   (unsigned long long)d->total);
+		return dead_error(d, err);
+	}
+	yajl_status s = yajl_complete_parse(d->h);
+	if (s != yajl_status_ok) {
+		yajl_failed(d, NULL, 0);
+		return dead_error(d, err);
+	}
+	if (d->mode != KDEC_WATCH && d->unit_start == 0 && d->total == 0) {
+		d->err = xstrdup("empty input");
+		return dead_error(d, err);
+	}
+	return 0;
+}
+
+typedef struct one {
+	kobj_t *obj;
+} one_t;
+
+static void one_cb(void *ud, kobj_t *obj)
+{
+	one_t *o = ud;
+	kobj_unref(o->obj);
+	o->obj = obj;
+}
+
+kobj_t *kdec_object(const ktype_t *t, const char *buf, size_t len, char **err)
+{
+	one_t o = {NULL};
+	kdec_cb_t cb = {.on_object = one_cb};
+	kdec_t *d = kdec_new(t, KDEC_OBJECT, &cb, &o, 0);
+	if (kdec_feed(d, buf, len, err) < 0 || kdec_finish(d, err) < 0) {
+		kobj_unref(o.obj);
+		o.obj = NULL;
+	} else if (o.obj == NULL) {
+		err_set(err, "decoding %s: no object in the input", t->resource);
+	}
+	kdec_free(d);
+	return o.obj;
+}
+
+static const ktype_t status_type = {"", "v1", "Status", "status", false, NULL, 0, false};
+
+int kdec_status_parse(const char *buf, size_t len, kstatus_t *st)
+{
+	kdec_cb_t cb = {0};
+	kdec_t *d = kdec_new(&status_type, KDEC_OBJECT, &cb, NULL, 0);
+	d->status_only = true;
+	int rc = -1;
+	if (kdec_feed(d, buf, len, NULL) == 0 && kdec_finish(d, NULL) == 0 && d->st_seen_obj &&
+	    d->st_kind_ok)
+		rc = 0;
+	/* Hand over what was decoded, even from a body that is not quite a Status. */
+	*st = d->st;
+	memset(&d->st, 0, sizeof(d->st));
+	kdec_free(d);
+	return rc;
+}

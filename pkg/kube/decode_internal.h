@@ -1,0 +1,18 @@
+/*
+ * decode_internal: what status.c needs from the decoder; not a public header.
+ */
+#ifndef CSC_KUBE_DECODE_INTERNAL_H
+#define CSC_KUBE_DECODE_INTERNAL_H
+
+#include "pkg/kube/status.h"
+
+#include <stddef.h>
+
+/*
+ * Decodes a complete body as a metav1.Status into *st (which must be zeroed or
+ * cleared). Returns 0 if the body is a JSON object whose kind is "Status", else -1
+ * (st then holds whatever Status fields were seen, possibly none).
+ */
+int kdec_status_parse(const char *buf, size_t len, kstatus_t *st);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * status: metav1.Status decoding and the error predicates.
+ *
+ * Design note. The predicates follow apimachinery's errors package: a Status
+ * reason the server knows decides; only when the reason is empty or unknown does
+ * the HTTP code decide (a 404 whose reason is, say, "MethodNotAllowed" is not
+ * "not found"). The code used is Status.code, else the HTTP status.
+ */
+#include "pkg/kube/status.h"
+
+#include "pkg/base/base.h"
+#include "pkg/kube/decode_internal.h"
+#include "pkg/kube/obj.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void kstatus_clear(kstatus_t *s)
+{
+	if (s == NULL)
+		return;
+	free(s->status);
+	free(s->reason);
+	free(s->message);
+	free(s->details_name);
+	free(s->details_kind);
+	free(s->details_group);
+	free(s->causes);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The reason apimachinery assumes for a bare HTTP status, so the predicates work. */
+static const char *reason_for_code(int code)
+{
+	switch (code) {
+	case 400: return "BadRequest";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "NotFound";
+	case 405: return "MethodNotAllowed";
+	case 406: return "NotAcceptable";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 413: return "RequestEntityTooLarge";
+	case 415: return "UnsupportedMediaType";
+	case 422: return "Invalid";
+	case 429: return "TooManyRequests";
+	case 500: return "InternalError";
+	case 503: return "ServiceUnavailable";
+	case 504: return "Timeout";
+	default: return "";
+	}
+}
+
+int kstatus_parse(const char *body, size_t len, int http_code, kstatus_t *out)
+{
+	kstatus_clear(out);
+	if (body != NULL && len > 0 && kdec_status_parse(body, len, out) == 0) {
+		if (out->code == 0)
+			out->code = http_code;
+		return 0;
+	}
+	/* Not a Status (a proxy's HTML page, plain text, nothing): keep the code and
+	 * the start of the body so the message still says something true. */
+	kstatus_clear(out);
+	out->code = http_code;
+	out->status = xstrdup("Failure");
+	out->reason = xstrdup(reason_for_code(http_code));
+	sbuf_t m = SBUF_INIT;
+	size_t n = body == NULL ? 0 : len;
+	if (n == 0) {
+		sbuf_printf(&m, "the server answered HTTP %d with an empty body", http_code);
+	} else {
+		sbuf_printf(&m, "the server answered HTTP %d: ", http_code);
+		size_t max = n < 256 ? n : 256;
+		for (size_t i = 0; i < max; i++) {
+			unsigned char c = (unsigned char)body[i];
+			sbuf_putc(&m, c == '\n' || c == '\r' || c == '\t' ? ' '
+				      : c < 0x20 || c == 0x7f     ? '?'
+								  : (char)c);
+		}
+		if (n > max)
+			sbuf_puts(&m, "...");
+	}
+	out->message = sbuf_steal(&m);
+	return -1;
+}
+
+bool kstatus_has_cause(const kstatus_t *s, const char *reason)
+{
+	if (s == NULL || s->causes == NULL || reason == NULL || reason[0] == '\0')
+		return false;
+	size_t n = strlen(reason);
+	for (const char *p = s->causes; (p = strstr(p, reason)) != NULL; p += n) {
+		bool starts = p == s->causes || p[-1] == ',';
+		bool ends = p[n] == '\0' || p[n] == ',';
+		if (starts && ends)
+			return true;
+	}
+	return false;
+}
+
+void kresult_clear(kresult_t *r)
+{
+	if (r == NULL)
+		return;
+	kobj_unref(r->obj);
+	free(r->body);
+	free(r->error);
+	kstatus_clear(&r->status);
+	memset(r, 0, sizeof(*r));
+}
+
+bool kresult_ok(const kresult_t *r)
+{
+	return r->error == NULL && r->http_code >= 200 && r->http_code < 300;
+}
+
+bool kerr_is_transport(const kresult_t *r) { return r->http_code == 0 && r->error != NULL; }
+
+static const char *const known_reasons[] = {
+    "Unauthorized", "Forbidden",	 "NotFound",
+    "AlreadyExists", "Conflict",	 "Gone",
+    "Invalid",	     "ServerTimeout",	 "StoreReadError",
+    "Timeout",	     "TooManyRequests", "BadRequest",
+    "MethodNotAllowed", "NotAcceptable", "RequestEntityTooLarge",
+    "UnsupportedMediaType", "InternalError", "Expired",
+    "ServiceUnavailable",
+};
+
+static const char *st_reason(const kstatus_t *s) { return s->reason ? s->reason : ""; }
+
+static bool reason_is(const kstatus_t *s, const char *reason)
+{
+	return strcmp(st_reason(s), reason) == 0;
+}
+
+static bool reason_known(const kstatus_t *s)
+{
+	for (size_t i = 0; i < CSC_ARRAY_LEN(known_reasons); i++)
+		if (reason_is(s, known_reasons[i]))
+			return true;
+	return false;
+}
+
+/* Reason `reason`, or an unknown reason with HTTP code `code`. */
+static bool st_is(const kstatus_t *s, const char *reason, int code)
+{
+	if (reason_is(s, reason))
+		return true;
+	return !reason_known(s) && s->code == code;
+}
+
+/* The status to judge: the decoded one, with the HTTP code when it had none. */
+static kstatus_t api_status(const kresult_t *r)
+{
+	kstatus_t s = r->status;
+	if (s.code == 0)
+		s.code = r->http_code;
+	return s;
+}
+
+/* No API answer, or a 2xx, is never an API error. */
+static bool is_api_error(const kresult_t *r) { return r->http_code != 0 && r->http_code >= 300; }
+
+bool kerr_is_not_found(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && st_is(&s, "NotFound", 404);
+}
+
+bool kerr_is_conflict(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && st_is(&s, "Conflict", 409);
+}
+
+bool kerr_is_already_exists(const kresult_t *r)
+{
+	return is_api_error(r) && reason_is(&r->status, "AlreadyExists");
+}
+
+bool kstatus_is_gone(const kstatus_t *s)
+{
+	return s != NULL && (reason_is(s, "Expired") || st_is(s, "Gone", 410));
+}
+
+bool kerr_is_gone(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && kstatus_is_gone(&s);
+}
+
+bool kerr_is_forbidden(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && st_is(&s, "Forbidden", 403);
+}
+
+bool kerr_is_unauthorized(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && st_is(&s, "Unauthorized", 401);
+}
+
+/* Like apimachinery: the reason, or the code 429 whatever the reason. */
+bool kerr_is_too_many_requests(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && (reason_is(&s, "TooManyRequests") || s.code == 429);
+}
+
+bool kerr_is_server_error(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && s.code >= 500;
+}
+
+/*
+ * The cause ResourceVersionTooLarge; or, from servers that predate the cause
+ * (1.17-1.18), a Timeout whose message says so.
+ */
+bool kstatus_is_rv_too_large(const kstatus_t *s)
+{
+	if (s == NULL)
+		return false;
+	if (kstatus_has_cause(s, "ResourceVersionTooLarge"))
+		return true;
+	return st_is(s, "Timeout", 504) && s->message != NULL &&
+	       strstr(s->message, "Too large resource version") != NULL;
+}
+
+bool kerr_is_rv_too_large(const kresult_t *r)
+{
+	kstatus_t s = api_status(r);
+	return is_api_error(r) && kstatus_is_rv_too_large(&s);
+}
+
+bool kerr_is_namespace_terminating(const kresult_t *r)
+{
+	if (!is_api_error(r))
+		return false;
+	if (kstatus_has_cause(&r->status, "NamespaceTerminating"))
+		return true;
+	return r->status.message != NULL &&
+	       strstr(r->status.message, "because it is being terminated") != NULL;
+}
