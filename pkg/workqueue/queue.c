@@ -53,6 +53,8 @@
 /* Key buffers are rounded up so that keys of similar length share recycled items. */
 #define KEY_ROUND    32
 #define RING_MIN_CAP 16
+/* The ring and the heap shrink only above this many slots. */
+#define SHRINK_MIN_CAP 1024
 
 /* client-go's queue/work duration buckets: 1e-8 s * 10^i, i = 0..9. */
 #define HIST_BUCKETS 10
@@ -217,18 +219,22 @@ static void item_release(wq_t *q, item_t *it)
 
 /* ---- FIFO ring ------------------------------------------------------------------------ */
 
+/* Moves the ring into a new array of cap slots (a power of two >= ring_len). */
+static void ring_resize(wq_t *q, size_t cap)
+{
+	item_t **r = xmalloc(cap * sizeof(*r));
+	for (size_t i = 0; i < q->ring_len; i++)
+		r[i] = q->ring[(q->ring_head + i) & (q->ring_cap - 1)];
+	free(q->ring);
+	q->ring = r;
+	q->ring_head = 0;
+	q->ring_cap = cap;
+}
+
 static void ring_push(wq_t *q, item_t *it)
 {
-	if (q->ring_len == q->ring_cap) {
-		size_t cap = q->ring_cap == 0 ? RING_MIN_CAP : q->ring_cap * 2;
-		item_t **r = xmalloc(cap * sizeof(*r));
-		for (size_t i = 0; i < q->ring_len; i++)
-			r[i] = q->ring[(q->ring_head + i) & (q->ring_cap - 1)];
-		free(q->ring);
-		q->ring = r;
-		q->ring_head = 0;
-		q->ring_cap = cap;
-	}
+	if (q->ring_len == q->ring_cap)
+		ring_resize(q, q->ring_cap == 0 ? RING_MIN_CAP : q->ring_cap * 2);
 	q->ring[(q->ring_head + q->ring_len) & (q->ring_cap - 1)] = it;
 	q->ring_len++;
 }
@@ -238,6 +244,9 @@ static item_t *ring_pop(wq_t *q)
 	item_t *it = q->ring[q->ring_head];
 	q->ring_head = (q->ring_head + 1) & (q->ring_cap - 1);
 	q->ring_len--;
+	/* Give back the memory of a burst, with enough slack not to resize back and forth. */
+	if (q->ring_cap > SHRINK_MIN_CAP && q->ring_len * 8 < q->ring_cap)
+		ring_resize(q, q->ring_cap / 2);
 	return it;
 }
 
@@ -301,6 +310,10 @@ static item_t *heap_pop(wq_t *q)
 	if (--q->heap_len > 0) {
 		heap_set(q, 0, q->heap[q->heap_len]);
 		heap_down(q, 0);
+	}
+	if (q->heap_cap > SHRINK_MIN_CAP && q->heap_len * 8 < q->heap_cap) {
+		q->heap_cap /= 2;
+		q->heap = xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
 	}
 	return top;
 }

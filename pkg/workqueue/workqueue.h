@@ -16,6 +16,8 @@
  *    Delayed keys are dropped at shutdown.
  *  - wq_add_rate_limited(key) = wq_add_after(key, limiter.when(key)).
  *
+ * Ownership: every wq_* function borrows q (except wq_free, which takes it).
+ *
  * Threads: every function is thread-safe. Producers may be the event loop thread
  * (no call blocks except wq_get and wq_shutdown_with_drain) and any worker;
  * consumers are worker threads blocking in wq_get.

@@ -1,0 +1,268 @@
+/*
+ * Benchmark of pkg/workqueue: prints figures, asserts nothing about speed.
+ *
+ *   add+get+done per key, one thread
+ *   the same with 2 and 8 workers (each adds, gets and finishes), and with one
+ *     producer thread feeding 2 and 8 workers
+ *   add_after with 100,000 delayed keys pending
+ *   memory per queued key and per delayed key
+ *   allocations per add+get+done once warm (counted by wrapping malloc)
+ *
+ * Build and run: bash bench/bench_workqueue.sh
+ */
+#include "pkg/base/base.h"
+#include "pkg/workqueue/workqueue.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- Counting allocations: wrap glibc's allocator entry points. ------------------------ */
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+
+static _Atomic unsigned long n_allocs;
+
+void *malloc(size_t n)
+{
+	atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed);
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed);
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed);
+	return __libc_realloc(p, n);
+}
+
+/* ---- Helpers ------------------------------------------------------------------------- */
+
+enum { NKEYS = 4096 };
+static char keys[NKEYS][32];
+
+static uint64_t now_ns(void)
+{
+	return clk_mono_ns(clk_real());
+}
+
+static wq_t *new_queue(void)
+{
+	wq_options_t o = {.name = "bench"};
+	return wq_new(&o);
+}
+
+/* ---- add+get+done, one thread ---------------------------------------------------------- */
+
+static void bench_single(void)
+{
+	enum { N = 2000000, WARM = 10000 };
+	wq_t *q = new_queue();
+	for (int i = 0; i < WARM; i++) {
+		wq_add(q, keys[i % NKEYS]);
+		wq_done(q, wq_get(q));
+	}
+	unsigned long a0 = atomic_load(&n_allocs);
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < N; i++) {
+		wq_add(q, keys[i % NKEYS]);
+		wq_done(q, wq_get(q));
+	}
+	uint64_t t1 = now_ns();
+	unsigned long allocs = atomic_load(&n_allocs) - a0;
+	printf("add+get+done, 1 thread:              %7.1f ns/key   (%d keys)\n",
+	       (double)(t1 - t0) / N, N);
+	printf("allocations per add+get+done (warm): %7.4f        (%lu in %d)\n",
+	       (double)allocs / N, allocs, N);
+
+	/* Batched: 1000 adds, then 1000 get+done, so the queue is not always empty. */
+	t0 = now_ns();
+	for (int r = 0; r < N / 1000; r++) {
+		for (int i = 0; i < 1000; i++)
+			wq_add(q, keys[(r * 1000 + i) % NKEYS]);
+		for (int i = 0; i < 1000; i++)
+			wq_done(q, wq_get(q));
+	}
+	t1 = now_ns();
+	printf("add+get+done, 1 thread, 1000 queued: %7.1f ns/key\n", (double)(t1 - t0) / N);
+	wq_free(q);
+}
+
+/* ---- Several workers -------------------------------------------------------------------- */
+
+typedef struct worker_arg {
+	wq_t *q;
+	int id;
+	int n;
+	int nworkers;
+	unsigned long got;
+} worker_arg_t;
+
+/* Each worker adds its own keys and takes whatever is queued. */
+static void *mixed_worker(void *p)
+{
+	worker_arg_t *w = p;
+	int per = NKEYS / w->nworkers;
+	for (int i = 0; i < w->n; i++) {
+		wq_add(w->q, keys[w->id * per + i % per]);
+		const char *k = wq_get(w->q);
+		if (k == NULL)
+			break;
+		w->got++;
+		wq_done(w->q, k);
+	}
+	return NULL;
+}
+
+static void *consumer(void *p)
+{
+	worker_arg_t *w = p;
+	const char *k;
+	while ((k = wq_get(w->q)) != NULL) {
+		w->got++;
+		wq_done(w->q, k);
+	}
+	return NULL;
+}
+
+static void bench_workers(int nworkers)
+{
+	enum { N = 400000 };
+	pthread_t th[8];
+	worker_arg_t args[8];
+
+	/* Every worker is producer and consumer. */
+	wq_t *q = new_queue();
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < nworkers; i++) {
+		args[i] = (worker_arg_t){.q = q, .id = i, .n = N / nworkers, .nworkers = nworkers};
+		pthread_create(&th[i], NULL, mixed_worker, &args[i]);
+	}
+	/* Total gets equal total adds; shut down once all are done to release any straggler. */
+	unsigned long got = 0;
+	for (int i = 0; i < nworkers; i++) {
+		pthread_join(th[i], NULL);
+		got += args[i].got;
+		if (i == 0)
+			wq_shutdown(q);
+	}
+	uint64_t t1 = now_ns();
+	printf("add+get+done, %d workers (each adds): %6.1f ns/key   (%lu keys)\n", nworkers,
+	       (double)(t1 - t0) / (double)got, got);
+	wq_free(q);
+
+	/* One producer (the event loop's role), nworkers consumers. */
+	q = new_queue();
+	for (int i = 0; i < nworkers; i++) {
+		args[i] = (worker_arg_t){.q = q};
+		pthread_create(&th[i], NULL, consumer, &args[i]);
+	}
+	t0 = now_ns();
+	for (int i = 0; i < N; i++)
+		wq_add(q, keys[i % NKEYS]);
+	wq_shutdown_with_drain(q);
+	got = 0;
+	for (int i = 0; i < nworkers; i++) {
+		pthread_join(th[i], NULL);
+		got += args[i].got;
+	}
+	t1 = now_ns();
+	printf("1 producer -> %d workers:             %6.1f ns/add  (%d adds, %lu processed)\n",
+	       nworkers, (double)(t1 - t0) / N, N, got);
+	wq_free(q);
+}
+
+/* ---- add_after with many pending ---------------------------------------------------------- */
+
+static void bench_add_after(void)
+{
+	enum { PENDING = 100000, M = 100000 };
+	char key[48];
+	wq_t *q = new_queue();
+	const int64_t hour = 3600 * (int64_t)NS_PER_SEC;
+	for (int i = 0; i < PENDING; i++) {
+		snprintf(key, sizeof(key), "default/pending-%d", i);
+		wq_add_after(q, key, hour + (int64_t)(rand_u64() % NS_PER_SEC));
+	}
+	/* Pre-format the keys so that only the queue is timed. */
+	char(*fresh)[48] = xmalloc(M * sizeof(*fresh));
+	int64_t *jitter = xmalloc(M * sizeof(*jitter));
+	for (int i = 0; i < M; i++) {
+		snprintf(fresh[i], sizeof(fresh[i]), "default/fresh-%d", i);
+		jitter[i] = (int64_t)(rand_u64() % NS_PER_SEC);
+	}
+
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < M; i++)
+		wq_add_after(q, fresh[i], hour + jitter[i]);
+	uint64_t t1 = now_ns();
+	printf("add_after new key, %d..%d pending: %6.1f ns/op\n", PENDING, PENDING + M,
+	       (double)(t1 - t0) / M);
+
+	/* Same keys again, each with an earlier time: lookup + sift up. */
+	t0 = now_ns();
+	for (int i = 0; i < M; i++)
+		wq_add_after(q, fresh[i], hour / 2 + jitter[i]);
+	t1 = now_ns();
+	printf("add_after pending key, earlier time: %6.1f ns/op\n", (double)(t1 - t0) / M);
+
+	/* And later: lookup only, the earlier time is kept. */
+	t0 = now_ns();
+	for (int i = 0; i < M; i++)
+		wq_add_after(q, fresh[i], 2 * hour);
+	t1 = now_ns();
+	printf("add_after pending key, later time:   %6.1f ns/op   (%zu waiting)\n",
+	       (double)(t1 - t0) / M, wq_waiting_len(q));
+	free(fresh);
+	free(jitter);
+	wq_free(q);
+}
+
+/* ---- Memory per key ------------------------------------------------------------------------- */
+
+static void bench_memory(void)
+{
+	enum { N = 100000 };
+	char key[48];
+	for (int delayed = 0; delayed < 2; delayed++) {
+		malloc_trim(0);
+		size_t before = mallinfo2().uordblks;
+		wq_t *q = new_queue();
+		for (int i = 0; i < N; i++) {
+			snprintf(key, sizeof(key), "default/example-foo-%06d", i);
+			if (delayed)
+				wq_add_after(q, key, 3600 * (int64_t)NS_PER_SEC);
+			else
+				wq_add(q, key);
+		}
+		size_t after = mallinfo2().uordblks;
+		printf("memory per %s key (%zu-byte keys):  %6.1f bytes   (%d keys)\n",
+		       delayed ? "delayed" : "queued ", strlen(key), (double)(after - before) / N,
+		       N);
+		wq_free(q);
+	}
+}
+
+int main(void)
+{
+	for (int i = 0; i < NKEYS; i++)
+		snprintf(keys[i], sizeof(keys[i]), "default/foo-%d", i);
+	printf("pkg/workqueue benchmark (%ld CPUs online)\n", sysconf(_SC_NPROCESSORS_ONLN));
+	bench_single();
+	bench_workers(2);
+	bench_workers(8);
+	bench_add_after();
+	bench_memory();
+	return 0;
+}
