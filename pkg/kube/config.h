@@ -5,8 +5,11 @@
  * Source order (kconfig_load): an explicit kubeconfig path alone (a missing file
  * is an error); else every file in $KUBECONFIG (colon-separated, merged: the
  * first file that sets a cluster/user/context or current-context wins; relative
- * paths resolve against the file's own folder); else in-cluster (service account);
- * else ~/.kube/config. Then the optional context and --master overrides.
+ * paths resolve against the file's own folder; missing files are skipped); else
+ * in-cluster (service account); else ~/.kube/config; else --master alone (a server
+ * and no credentials). When $KUBECONFIG is set but names no existing (non-empty)
+ * file, in-cluster or --master alone are tried and ~/.kube/config is not, as in
+ * client-go. Then the optional context and --master overrides.
  *
  * Credentials that change over time (tokenFile, in-cluster token, exec plugins)
  * are fetched through kconfig_credentials(), which caches and refreshes them.
@@ -24,8 +27,8 @@
 typedef struct kexec_config {
 	char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
 	char *command;
-	char **args;       /* NULL-terminated */
-	char **env;        /* NULL-terminated "NAME=value", given to the child only */
+	char **args; /* NULL-terminated */
+	char **env;  /* NULL-terminated "NAME=value", given to the child only */
 	char *install_hint;
 	bool provide_cluster_info;
 	char *interactive_mode; /* Never / IfAvailable / Always */
@@ -35,39 +38,44 @@ typedef struct kconfig kconfig_t;
 
 /* Read-only view of a loaded configuration; strings owned by the kconfig_t. */
 struct kconfig_view {
-	const char *server;     /* "https://127.0.0.1:6443" (no trailing slash) */
-	const char *source;     /* "kubeconfig /path", "in-cluster", for messages */
-	const char *context;    /* context name used, "" in-cluster */
-	const char *cluster;    /* cluster name used */
-	const char *user;       /* user name used */
-	const char *namespace;  /* context's namespace, or in-cluster namespace, or "" */
-	const char *ca_pem;     /* CA bundle in memory (file or -data), NULL = system CAs */
+	const char *server;    /* "https://127.0.0.1:6443" (no trailing slash) */
+	const char *source;    /* "kubeconfig /path", "in-cluster", for messages */
+	const char *context;   /* context name used, "" in-cluster */
+	const char *cluster;   /* cluster name used */
+	const char *user;      /* user name used */
+	const char *namespace; /* context's namespace, or in-cluster namespace, or "" */
+	const char *ca_pem;    /* CA bundle in memory (file or -data), NULL = system CAs */
 	size_t ca_len;
-	bool insecure;          /* insecure-skip-tls-verify */
+	bool insecure; /* insecure-skip-tls-verify */
 	const char *tls_server_name;
 	const char *proxy_url;
-	const char *username;   /* basic auth, rarely used */
+	const char *username; /* basic auth, rarely used */
 	const char *password;
 	bool has_exec;
 };
 
 typedef struct kconfig_load_opts {
-	const char *kubeconfig;   /* --kubeconfig, or NULL */
-	const char *context;      /* --context override, or NULL */
-	const char *master;       /* --master override of the server, or NULL */
+	const char *kubeconfig; /* --kubeconfig, or NULL */
+	const char *context;    /* --context override, or NULL */
+	const char *master;     /* --master override of the server, or NULL */
 	/* Service-account folder; NULL = $CSC_SERVICEACCOUNT_DIR or
 	 * /var/run/secrets/kubernetes.io/serviceaccount */
 	const char *sa_dir;
 	/* Clock for token re-reads and exec expiry; NULL = real. */
 	const clk_t *clock;
+	/* Exec plugins are killed after this long; 0 = 30000 ms. */
+	uint32_t exec_timeout_ms;
 } kconfig_load_opts_t;
 
-/* Borrows opts. Returns a new config (free with kconfig_free()) or NULL with *err. */
+/* Borrows opts (NULL = all defaults). Returns a new config (free with kconfig_free())
+ * or NULL with *err. Reads every file it needs (CA, client cert/key, tokenFile) now;
+ * exec plugins run later, in kconfig_credentials(). */
 kconfig_t *kconfig_load(const kconfig_load_opts_t *opts, char **err);
 /* Loads a single kubeconfig file's text (tests, tools); path is for messages and
  * relative paths. Returns a new config or NULL with *err. */
 kconfig_t *kconfig_load_text(const char *text, size_t len, const char *path,
-			     const kconfig_load_opts_t *opts, char **err);
+                             const kconfig_load_opts_t *opts, char **err);
+/* Takes c; wipes the secrets it holds. NULL is a no-op. */
 void kconfig_free(kconfig_t *c);
 
 /* Borrows c; fills *v with borrowed pointers valid until kconfig_free(). */
@@ -78,7 +86,7 @@ typedef struct kcred {
 	char *token;    /* bearer token or NULL */
 	char *cert_pem; /* client certificate PEM in memory or NULL */
 	size_t cert_len;
-	char *key_pem;  /* client key PEM in memory or NULL */
+	char *key_pem; /* client key PEM in memory or NULL */
 	size_t key_len;
 	/* Non-zero when the credential came from something that can change
 	 * (tokenFile, exec, in-cluster); a changed generation means "reconnect". */
@@ -89,10 +97,16 @@ typedef struct kcred {
  * Returns the current credentials in *out (0), or -1 with *err. Re-reads a
  * tokenFile / in-cluster token at most once a minute (keeping the last good token
  * if a read fails); runs the exec plugin when it has no cached credential, when
- * the cached one expired, or when force_refresh (after a 401). Not thread-safe:
- * call from one thread (the client's loop). May block while a plugin runs.
+ * the cached one expired, or when force_refresh (after a 401; force_refresh also
+ * re-reads a token file at once). To avoid running a plugin once per failed
+ * request, pass force_refresh only when the 401'd request used the current
+ * generation. Calls are serialized by a mutex, but meant for one thread (the
+ * client's loop). May block while a plugin runs (up to exec_timeout_ms).
+ * A static token wins over tokenFile and over the plugin's token; a static client
+ * certificate wins over the plugin's.
  */
 int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **err);
+/* Borrows cr: wipes and frees its strings and zeroes it. NULL is a no-op. */
 void kcred_clear(kcred_t *cr);
 
 #endif
