@@ -124,7 +124,8 @@ struct kdec {
 	yajl_handle h;
 	uint64_t slice_base; /* absolute offset of the slice being parsed */
 	uint64_t total;      /* bytes consumed so far */
-	uint64_t unit_start; /* where the current object/event (or gap) began */
+	uint64_t unit_start; /* where the current object/event (or last token outside one) began */
+	bool in_unit;
 	uint64_t last_top_end;
 	bool pending_garbage; /* WATCH: non-blank bytes after the last event */
 	bool dead, finished;
@@ -334,8 +335,27 @@ static void set_str(char **dst, const unsigned char *s, size_t l)
 
 /* ---- units, objects, events ---- */
 
-static void unit_begin(kdec_t *d) { d->unit_start = pos(d) - 1; /* the '{' just read */ }
-static void unit_end(kdec_t *d) { d->unit_start = pos(d); }
+static void unit_begin(kdec_t *d)
+{
+	d->unit_start = pos(d) - 1; /* the '{' just read */
+	d->in_unit = true;
+}
+
+static void unit_end(kdec_t *d)
+{
+	d->unit_start = pos(d);
+	d->in_unit = false;
+}
+
+/*
+ * Outside an object (a List's own fields, between events) the limit applies to
+ * each token alone: a huge string there is refused, a long list is not.
+ */
+#define OUTSIDE_UNIT(d)                                                                            \
+	do {                                                                                       \
+		if (!(d)->in_unit)                                                                 \
+			(d)->unit_start = pos(d);                                                  \
+	} while (0)
 
 static void object_begin(kdec_t *d)
 {
@@ -792,6 +812,7 @@ static int on_close(kdec_t *d)
 static int cb_null(void *ctx)
 {
 	kdec_t *d = ctx;
+	OUTSIDE_UNIT(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -806,6 +827,7 @@ static int cb_null(void *ctx)
 static int cb_bool(void *ctx, int b)
 {
 	kdec_t *d = ctx;
+	OUTSIDE_UNIT(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -820,6 +842,7 @@ static int cb_bool(void *ctx, int b)
 static int cb_number(void *ctx, const char *s, size_t l)
 {
 	kdec_t *d = ctx;
+	OUTSIDE_UNIT(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -834,6 +857,7 @@ static int cb_number(void *ctx, const char *s, size_t l)
 static int cb_string(void *ctx, const unsigned char *s, size_t l)
 {
 	kdec_t *d = ctx;
+	OUTSIDE_UNIT(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -847,6 +871,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t l)
 
 static int cb_start(kdec_t *d, bool map)
 {
+	OUTSIDE_UNIT(d);
 	if (d->skip) {
 		d->skip++;
 		return 1;
@@ -864,6 +889,7 @@ static int cb_start_array(void *ctx) { return cb_start(ctx, false); }
 static int cb_end(void *ctx)
 {
 	kdec_t *d = ctx;
+	OUTSIDE_UNIT(d);
 	if (d->skip) {
 		d->skip--;
 		return 1;
@@ -934,6 +960,7 @@ static void key_obj(kdec_t *d, const unsigned char *k, size_t l)
 static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 {
 	kdec_t *d = ctx;
+	OUTSIDE_UNIT(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -1090,7 +1117,7 @@ static void yajl_failed(kdec_t *d, const unsigned char *buf, size_t len)
 {
 	if (d->err != NULL)
 		return; /* one of our callbacks refused: its message says why */
-	size_t at = yajl_get_bytes_consumed(d->h);
+	size_t at = buf != NULL ? yajl_get_bytes_consumed(d->h) : 0;
 	unsigned char *ye = yajl_get_error(d->h, 0, buf, len);
 	size_t yl = ye ? strlen((char *)ye) : 0;
 	while (yl > 0 && (ye[yl - 1] == '\n' || ye[yl - 1] == ' '))

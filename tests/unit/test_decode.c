@@ -1,0 +1,540 @@
+/*
+ * Streaming decoder: recorded API JSON (tests/fixtures/json) fed whole, split in
+ * two at every byte offset and fed one byte at a time must give identical
+ * results; plus the edge cases (type after object, limits, malformed input).
+ */
+#include "pkg/base/base.h"
+#include "pkg/kube/decode.h"
+#include "pkg/kube/types.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FIXTURES "../fixtures/json/"
+
+static char *fixture(const char *name, size_t *len)
+{
+	char *buf = NULL, *err = NULL;
+	char path[256];
+	snprintf(path, sizeof(path), FIXTURES "%s", name);
+	if (file_read_all(path, &buf, len, &err) != 0)
+		ck_abort_msg("reading %s: %s", path, err);
+	return buf;
+}
+
+/* Appends a canonical text of an object: everything it holds. */
+static void dump_obj(sbuf_t *o, const kobj_t *obj)
+{
+	sbuf_printf(o, "obj %s ns=%s name=%s uid=%s rv=%s gen=%lld ct=%s dt=%s\n", obj->type->kind,
+		    obj->ns, obj->name, obj->uid, obj->rv, (long long)obj->generation,
+		    obj->creation_timestamp,
+		    obj->deletion_timestamp ? obj->deletion_timestamp : "(null)");
+	for (size_t i = 0; i < obj->nlabels; i++)
+		sbuf_printf(o, " label %s=%s\n", obj->labels[i].key, obj->labels[i].value);
+	for (size_t i = 0; i < obj->nannotations; i++)
+		sbuf_printf(o, " annot %s=%s\n", obj->annotations[i].key,
+			    obj->annotations[i].value);
+	for (size_t i = 0; i < obj->nowners; i++) {
+		const kobj_owner_t *w = &obj->owners[i];
+		sbuf_printf(o, " owner %s %s %s %s c=%d b=%d\n", w->api_version, w->kind, w->name,
+			    w->uid, w->controller, w->block_owner_deletion);
+	}
+	for (size_t i = 0; i < obj->nfields; i++) {
+		const kval_t *v = &obj->fields[i];
+		sbuf_printf(o, " field %s ", obj->type->fields[i]);
+		switch (v->type) {
+		case KVAL_ABSENT: sbuf_puts(o, "absent"); break;
+		case KVAL_NULL: sbuf_puts(o, "null"); break;
+		case KVAL_BOOL: sbuf_printf(o, "bool %d", v->u.b); break;
+		case KVAL_INT: sbuf_printf(o, "int %lld", (long long)v->u.i); break;
+		case KVAL_DOUBLE: sbuf_printf(o, "double %.17g", v->u.d); break;
+		case KVAL_STRING: sbuf_printf(o, "string %s", v->u.s); break;
+		case KVAL_JSON: sbuf_printf(o, "json %s", v->u.s); break;
+		}
+		sbuf_putc(o, '\n');
+	}
+	sbuf_printf(o, " size %zu\n", kobj_size(obj));
+}
+
+typedef struct rec {
+	sbuf_t out;
+	size_t nobj, nmeta, nevents;
+	kobj_t *objs[16];
+	size_t nkept;
+} rec_t;
+
+static void keep(rec_t *r, kobj_t *obj)
+{
+	if (r->nkept < CSC_ARRAY_LEN(r->objs))
+		r->objs[r->nkept++] = obj;
+	else
+		kobj_unref(obj);
+}
+
+static void on_object(void *ud, kobj_t *obj)
+{
+	rec_t *r = ud;
+	r->nobj++;
+	dump_obj(&r->out, obj);
+	keep(r, obj);
+}
+
+static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
+{
+	rec_t *r = ud;
+	r->nmeta++;
+	sbuf_printf(&r->out, "listmeta rv=%s continue=%s remaining=%lld\n", rv, cont,
+		    (long long)remaining);
+}
+
+static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *st)
+{
+	rec_t *r = ud;
+	r->nevents++;
+	sbuf_printf(&r->out, "event %s\n", kwatch_type_name(type));
+	if (obj != NULL) {
+		dump_obj(&r->out, obj);
+		keep(r, obj);
+	}
+	if (st != NULL)
+		sbuf_printf(&r->out, " status code=%d status=%s reason=%s message=%s retry=%d\n",
+			    st->code, st->status ? st->status : "", st->reason ? st->reason : "",
+			    st->message ? st->message : "", st->retry_after_seconds);
+}
+
+static const kdec_cb_t cbs = {on_object, on_list_meta, on_event};
+
+static void rec_free(rec_t *r)
+{
+	for (size_t i = 0; i < r->nkept; i++)
+		kobj_unref(r->objs[i]);
+	sbuf_free(&r->out);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Decodes buf fed in chunks: split at each offset in cuts[0..ncuts). Returns 0,
+ * or -1 with the error appended to r->out (so that error results compare too).
+ */
+static int run(const ktype_t *t, kdec_mode_t mode, const char *buf, size_t len,
+	       const size_t *cuts, size_t ncuts, size_t max, rec_t *r)
+{
+	kdec_t *d = kdec_new(t, mode, &cbs, r, max);
+	char *err = NULL;
+	size_t at = 0;
+	int rc = 0;
+	for (size_t i = 0; i <= ncuts && rc == 0; i++) {
+		size_t end = i < ncuts ? cuts[i] : len;
+		rc = kdec_feed(d, buf + at, end - at, &err);
+		at = end;
+	}
+	if (rc == 0)
+		rc = kdec_finish(d, &err);
+	if (rc != 0)
+		sbuf_printf(&r->out, "error %s\n", err);
+	ck_assert_uint_eq(kdec_bytes(d), rc == 0 ? len : kdec_bytes(d));
+	free(err);
+	kdec_free(d);
+	return rc;
+}
+
+/* The whole-buffer result must equal every two-way split and the byte-wise feed. */
+static void check_all_splits(const ktype_t *t, kdec_mode_t mode, const char *buf, size_t len,
+			     const char *expect_whole)
+{
+	rec_t whole = {0};
+	run(t, mode, buf, len, NULL, 0, 0, &whole);
+	if (expect_whole != NULL)
+		ck_assert_str_eq(sbuf_cstr(&whole.out), expect_whole);
+	for (size_t cut = 0; cut <= len; cut++) {
+		rec_t r = {0};
+		run(t, mode, buf, len, &cut, 1, 0, &r);
+		if (strcmp(sbuf_cstr(&r.out), sbuf_cstr(&whole.out)) != 0)
+			ck_abort_msg("split at %zu differs:\n%s\n--- whole:\n%s", cut,
+				     sbuf_cstr(&r.out), sbuf_cstr(&whole.out));
+		rec_free(&r);
+	}
+	size_t *cuts = xmalloc(len * sizeof(*cuts));
+	for (size_t i = 0; i < len; i++)
+		cuts[i] = i;
+	rec_t r = {0};
+	run(t, mode, buf, len, cuts, len, 0, &r);
+	ck_assert_str_eq(sbuf_cstr(&r.out), sbuf_cstr(&whole.out));
+	rec_free(&r);
+	free(cuts);
+	rec_free(&whole);
+}
+
+START_TEST(test_single_object)
+{
+	size_t len;
+	char *buf = fixture("deployment.json", &len);
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_OBJECT, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nobj, 1);
+	kobj_t *o = r.objs[0];
+	ck_assert_ptr_eq(o->type, &ktype_deployment);
+	ck_assert_str_eq(o->ns, "default");
+	ck_assert_str_eq(o->name, "example-foo");
+	ck_assert_str_eq(o->uid, "3c5e1d2a-8f4b-4c6d-9e0f-1a2b3c4d5e6f");
+	ck_assert_str_eq(o->rv, "4711");
+	ck_assert_int_eq(o->generation, 2);
+	ck_assert_str_eq(o->creation_timestamp, "2024-05-02T10:11:12Z");
+	ck_assert_ptr_null(o->deletion_timestamp);
+	ck_assert_uint_eq(o->nlabels, 2);
+	ck_assert_str_eq(kobj_label(o, "app"), "nginx");
+	ck_assert_str_eq(kobj_label(o, "controller"), "example-foo");
+	/* Deployments do not keep annotations. */
+	ck_assert_uint_eq(o->nannotations, 0);
+	ck_assert_ptr_null(kobj_annotation(o, "deployment.kubernetes.io/revision"));
+	const kobj_owner_t *c = kobj_controller_ref(o);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(c->kind, "Foo");
+	ck_assert_str_eq(c->api_version, "samplecontroller.k8s.io/v1alpha1");
+	ck_assert_str_eq(c->uid, "9a1f3c6e-2b7d-4e1a-8f0c-5d6e7f8a9b0c");
+	ck_assert(c->block_owner_deletion);
+	int32_t v;
+	int64_t g;
+	ck_assert(deployment_spec_replicas(o, &v) && v == 1);
+	ck_assert(deployment_status_available_replicas(o, &v) && v == 1);
+	ck_assert(deployment_status_ready_replicas(o, &v) && v == 1);
+	ck_assert(deployment_status_replicas(o, &v) && v == 1);
+	ck_assert(deployment_status_updated_replicas(o, &v) && v == 1);
+	ck_assert(deployment_status_observed_generation(o, &g) && g == 2);
+	ck_assert_str_eq(deployment_template_containers_json(o),
+			 "[{\"name\":\"nginx\",\"image\":\"nginx:latest\",\"resources\":{},"
+			 "\"terminationMessagePath\":\"/dev/termination-log\","
+			 "\"terminationMessagePolicy\":\"File\",\"imagePullPolicy\":\"Always\"}]");
+	/* managedFields (most of the bytes) are not kept: the object is small. */
+	ck_assert_uint_lt(kobj_size(o), 1024);
+	ck_assert_uint_gt(kobj_size(o), 300);
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_OBJECT, buf, len, NULL);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_list)
+{
+	size_t len;
+	char *buf = fixture("deployment_list.json", &len);
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nobj, 3);
+	ck_assert_uint_eq(r.nmeta, 1);
+	/* The list meta precedes the items in the API server's output, and is emitted
+	 * as soon as it closes: first in the record. */
+	ck_assert(strncmp(sbuf_cstr(&r.out),
+			  "listmeta rv=5123 continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NTEy"
+			  "Mywic3RhcnQiOiJ0ZWFtLWEvY2FjaGVcdTAwMDAifQ remaining=2\n",
+			  strlen("listmeta rv=5123 continue=")) == 0);
+	ck_assert_str_eq(r.objs[0]->name, "web");
+	ck_assert_str_eq(r.objs[1]->name, "api");
+	ck_assert_ptr_null(kobj_controller_ref(r.objs[1]));
+	ck_assert_uint_eq(r.objs[1]->nowners, 0);
+	ck_assert_str_eq(r.objs[2]->ns, "team-a");
+	int32_t v;
+	ck_assert(deployment_spec_replicas(r.objs[2], &v) && v == 4);
+	ck_assert(deployment_status_ready_replicas(r.objs[2], &v) && v == 3);
+	char key[64];
+	ck_assert_uint_eq(kobj_key(r.objs[2], key, sizeof(key)), strlen("team-a/cache"));
+	ck_assert_str_eq(key, "team-a/cache");
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_LIST, buf, len, NULL);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_watch)
+{
+	size_t len;
+	char *buf = fixture("deployment_watch.json", &len);
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nevents, 5);
+	ck_assert_uint_eq(r.nkept, 4);
+	const char *out = sbuf_cstr(&r.out);
+	const char *a = strstr(out, "event ADDED"), *m = strstr(out, "event MODIFIED"),
+		   *b = strstr(out, "event BOOKMARK"), *dl = strstr(out, "event DELETED"),
+		   *e = strstr(out, "event ERROR");
+	ck_assert(a && m && b && dl && e && a < m && m < b && b < dl && dl < e);
+	/* ADDED and MODIFIED: annotations not kept for Deployments. */
+	ck_assert_uint_eq(r.objs[0]->nannotations, 0);
+	int32_t v;
+	ck_assert(deployment_status_ready_replicas(r.objs[0], &v) && v == 0);
+	ck_assert(deployment_status_ready_replicas(r.objs[1], &v) && v == 2);
+	/* BOOKMARK: only metadata, annotations kept so the end of initial events shows. */
+	kobj_t *bm = r.objs[2];
+	ck_assert_str_eq(bm->rv, "6002");
+	ck_assert_str_eq(bm->name, "");
+	ck_assert_str_eq(bm->creation_timestamp, "");
+	ck_assert_str_eq(kobj_annotation(bm, "k8s.io/initial-events-end"), "true");
+	ck_assert_int_eq(kobj_field(bm, DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS)->type, KVAL_NULL);
+	ck_assert_ptr_null(deployment_template_containers_json(bm));
+	ck_assert(!deployment_spec_replicas(bm, &v));
+	/* DELETED carries its deletionTimestamp. */
+	ck_assert_str_eq(r.objs[3]->deletion_timestamp, "2024-05-02T11:00:00Z");
+	ck_assert_ptr_nonnull(strstr(out, "status code=410 status=Failure reason=Expired "
+					  "message=too old resource version: 5123 (6004)"));
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_WATCH, buf, len, NULL);
+	free(buf);
+}
+END_TEST
+
+/* "type" usually precedes "object"; when it follows, the event must still decode. */
+START_TEST(test_watch_type_after_object)
+{
+	const char *in =
+	    "{\"object\":{\"kind\":\"Deployment\",\"metadata\":{\"name\":\"a\",\"namespace\":\"n\","
+	    "\"annotations\":{\"x\":\"y\"}},\"status\":{\"replicas\":3}},\"type\":\"MODIFIED\"}\n"
+	    "{\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+	    "\"status\":\"Failure\",\"message\":\"gone\",\"reason\":\"Expired\","
+	    "\"details\":{\"retryAfterSeconds\":3},\"code\":410},\"type\":\"ERROR\"}\n"
+	    "{\"object\":{\"metadata\":{\"resourceVersion\":\"9\",\"annotations\":"
+	    "{\"k8s.io/initial-events-end\":\"true\"}}},\"type\":\"BOOKMARK\"}\n";
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, in, strlen(in), NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nevents, 3);
+	ck_assert_uint_eq(r.nkept, 2);
+	int32_t v;
+	ck_assert_str_eq(r.objs[0]->name, "a");
+	ck_assert(deployment_status_replicas(r.objs[0], &v) && v == 3);
+	ck_assert_uint_eq(r.objs[0]->nannotations, 0); /* dropped once the type was known */
+	ck_assert_str_eq(kobj_annotation(r.objs[1], "k8s.io/initial-events-end"), "true");
+	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), "event ERROR\n status code=410 "
+							"status=Failure reason=Expired "
+							"message=gone retry=3\n"));
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_WATCH, in, strlen(in), NULL);
+}
+END_TEST
+
+START_TEST(test_watch_errors)
+{
+	static const struct {
+		const char *in;
+		const char *want;
+	} cases[] = {
+	    {"{\"type\":\"SOMETHING\",\"object\":{}}", "unknown watch event type \"SOMETHING\""},
+	    {"{\"object\":{}}", "watch event without a \"type\""},
+	    {"{\"type\":\"ADDED\"}", "watch event ADDED without an object"},
+	    {"[1]", "watch event is not a JSON object"},
+	    {"{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"ADDED\",\"obj",
+	     "input truncated inside a watch event"},
+	    {"{\"type\":\"ADDED\",\"object\":{}}\ntru", "malformed JSON"},
+	    {"{\"type\":\"ADDED\",\"object\":{}}\n{]", "malformed JSON at byte 31"},
+	};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+		rec_t r = {0};
+		ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, cases[i].in,
+				     strlen(cases[i].in), NULL, 0, 0, &r),
+				 -1);
+		if (strstr(sbuf_cstr(&r.out), cases[i].want) == NULL)
+			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
+				     sbuf_cstr(&r.out));
+		rec_free(&r);
+	}
+	/* A clean end between events, and an empty stream, are not errors. */
+	const char *ok[] = {"", "\n", "{\"type\":\"ADDED\",\"object\":{}}\n \n"};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(ok); i++) {
+		rec_t r = {0};
+		ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, ok[i], strlen(ok[i]), NULL, 0,
+				     0, &r),
+				 0);
+		rec_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	static const struct {
+		kdec_mode_t mode;
+		const char *in;
+		const char *want;
+	} cases[] = {
+	    {KDEC_OBJECT, "", "malformed JSON at byte 0"},
+	    {KDEC_OBJECT, "[]", "expected a JSON object"},
+	    {KDEC_OBJECT, "{\"metadata\":{\"name\":\"a\"}", "input truncated inside an object"},
+	    {KDEC_OBJECT, "{\"a\":1} x", "trailing garbage"},
+	    {KDEC_OBJECT, "{\"a\":\"\xff\"}", "malformed JSON"},
+	    {KDEC_LIST, "{\"items\":[1]}", "list item is not a JSON object"},
+	    {KDEC_LIST, "{\"items\":[{}", "input truncated inside a list"},
+	};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+		rec_t r = {0};
+		ck_assert_int_eq(
+		    run(&ktype_deployment, cases[i].mode, cases[i].in, strlen(cases[i].in), NULL, 0, 0, &r),
+		    -1);
+		if (strstr(sbuf_cstr(&r.out), cases[i].want) == NULL)
+			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
+				     sbuf_cstr(&r.out));
+		rec_free(&r);
+	}
+	/* After an error the decoder stays dead. */
+	rec_t r = {0};
+	kdec_t *d = kdec_new(&ktype_deployment, KDEC_OBJECT, &cbs, &r, 0);
+	char *err = NULL;
+	ck_assert_int_eq(kdec_feed(d, "]", 1, &err), -1);
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(kdec_feed(d, "{}", 2, &err), -1);
+	ck_assert_ptr_nonnull(err);
+	free(err);
+	kdec_free(d);
+	ck_assert_uint_eq(r.nobj, 0);
+	rec_free(&r);
+}
+END_TEST
+
+/* An object over the limit is an error, whatever the chunking; at the limit it is fine. */
+START_TEST(test_max_object_bytes)
+{
+	const char *item = "{\"metadata\":{\"name\":\"0123456789\"}}"; /* 34 bytes */
+	size_t il = strlen(item);
+	sbuf_t in = SBUF_INIT;
+	sbuf_puts(&in, "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[");
+	for (int i = 0; i < 50; i++) {
+		if (i)
+			sbuf_putc(&in, ',');
+		sbuf_puts(&in, item);
+	}
+	sbuf_puts(&in, "]}");
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL, 0, il, &r), 0);
+	ck_assert_uint_eq(r.nobj, 50);
+	rec_free(&r);
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL, 0, il - 1, &r),
+			 -1);
+	ck_assert_uint_eq(r.nobj, 0);
+	char want[64];
+	snprintf(want, sizeof(want), "larger than the limit of %zu bytes", il - 1);
+	ck_assert_msg(strstr(sbuf_cstr(&r.out), want) != NULL, "%s", sbuf_cstr(&r.out));
+	rec_free(&r);
+	/* A huge string is refused before it is buffered whole. */
+	sbuf_t big = SBUF_INIT;
+	sbuf_puts(&big, "{\"metadata\":{\"name\":\"");
+	for (int i = 0; i < 100000; i++)
+		sbuf_putc(&big, 'x');
+	kdec_t *d = kdec_new(&ktype_deployment, KDEC_OBJECT, &cbs, &r, 1000);
+	char *err = NULL;
+	ck_assert_int_eq(kdec_feed(d, big.data, big.len, &err), -1);
+	ck_assert_uint_le(kdec_bytes(d), 1000);
+	free(err);
+	kdec_free(d);
+	sbuf_free(&big);
+	sbuf_free(&in);
+	rec_free(&r);
+}
+END_TEST
+
+/* Kept JSON is re-serialised compactly with correct escaping; scalars keep their types. */
+START_TEST(test_capture_and_scalars)
+{
+	static const char *const fields[] = {"spec.a", "spec.b", "spec.c", "spec.d", "spec.e",
+					     "spec.f", "spec.g", "metadata.finalizers", "x"};
+	static const ktype_t t = {"example.com", "v1", "Thing", "things", false, fields,
+				  CSC_ARRAY_LEN(fields), true};
+	const char *in = "{ \"metadata\" : { \"name\" : \"n\", \"namespace\": \"ignored\", "
+			 "\"finalizers\": [\"a/b\"], \"annotations\": {\"b\":\"2\", \"a\":\"1\", "
+			 "\"b\":\"3\"}, \"managedFields\": [{\"manager\": \"m\"}] },\n"
+			 " \"spec\": { \"a\": [1, 2.5e3, -7, true, null, {\"k\\u0000\": "
+			 "\"q\\\"\\\\\\n\\u0001\\u00e9\"}, [], {}],\n"
+			 " \"b\": 9223372036854775807, \"c\": 9223372036854775808, \"d\": -1.5,"
+			 " \"e\": \"s\", \"f\": false, \"g\": null, \"zz\": {\"a\": [1]} },"
+			 " \"x\": {\"y\": {}} }";
+	kobj_t *o = kdec_object(&t, in, strlen(in), NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(kobj_field(o, 0)->type, KVAL_JSON);
+	ck_assert_str_eq(kobj_field(o, 0)->u.s, "[1,2.5e3,-7,true,null,{\"k\\u0000\":"
+						"\"q\\\"\\\\\\n\\u0001\xc3\xa9\"},[],{}]");
+	ck_assert_int_eq(kobj_field(o, 1)->type, KVAL_INT);
+	ck_assert(kobj_field(o, 1)->u.i == INT64_MAX);
+	ck_assert_int_eq(kobj_field(o, 2)->type, KVAL_DOUBLE);
+	ck_assert_int_eq(kobj_field(o, 3)->type, KVAL_DOUBLE);
+	ck_assert(kobj_field(o, 3)->u.d == -1.5);
+	ck_assert_int_eq(kobj_field(o, 4)->type, KVAL_STRING);
+	ck_assert_str_eq(kobj_field(o, 4)->u.s, "s");
+	ck_assert_int_eq(kobj_field(o, 5)->type, KVAL_BOOL);
+	ck_assert(!kobj_field(o, 5)->u.b);
+	ck_assert_int_eq(kobj_field(o, 6)->type, KVAL_NULL);
+	ck_assert_str_eq(kobj_field(o, 7)->u.s, "[\"a/b\"]");
+	ck_assert_str_eq(kobj_field(o, 8)->u.s, "{\"y\":{}}");
+	ck_assert_int_eq(kobj_field(o, 99)->type, KVAL_ABSENT);
+	/* keep_annotations: sorted, the last of a repeated key wins. */
+	ck_assert_uint_eq(o->nannotations, 2);
+	ck_assert_str_eq(o->annotations[0].key, "a");
+	ck_assert_str_eq(kobj_annotation(o, "b"), "3");
+	ck_assert_str_eq(o->ns, "ignored");
+	char key[8];
+	/* Cluster-scoped: the key is the name alone; a short buffer still says the size. */
+	ck_assert_uint_eq(kobj_key(o, key, 1), 1);
+	char *k = kobj_key_dup(o);
+	ck_assert_str_eq(k, "n");
+	free(k);
+	kobj_unref(o);
+	check_all_splits(&t, KDEC_OBJECT, in, strlen(in), NULL);
+}
+END_TEST
+
+START_TEST(test_event_and_lease)
+{
+	size_t len;
+	char *buf = fixture("event.json", &len);
+	char *err = NULL;
+	kobj_t *e = kdec_object(&ktype_event, buf, len, &err);
+	ck_assert_msg(e != NULL, "%s", err);
+	int32_t v;
+	ck_assert(event_count(e, &v) && v == 3);
+	ck_assert_str_eq(event_reason(e), "Synced");
+	ck_assert_str_eq(event_message(e), "Foo synced successfully");
+	ck_assert_str_eq(event_type(e), "Normal");
+	ck_assert_str_eq(event_first_timestamp(e), "2024-05-02T10:11:13Z");
+	ck_assert_str_eq(event_last_timestamp(e), "2024-05-02T10:15:13Z");
+	ck_assert_str_eq(event_source_json(e), "{\"component\":\"sample-controller\"}");
+	ck_assert_ptr_nonnull(strstr(event_involved_object_json(e), "\"kind\":\"Foo\""));
+	/* Accessors of another kind refuse. */
+	ck_assert(!deployment_spec_replicas(e, &v));
+	ck_assert_ptr_null(lease_holder_identity(e));
+	kobj_unref(e);
+	free(buf);
+
+	buf = fixture("lease.json", &len);
+	kobj_t *l = kdec_object(&ktype_lease, buf, len, &err);
+	ck_assert_msg(l != NULL, "%s", err);
+	ck_assert_str_eq(l->ns, "kube-system");
+	ck_assert_str_eq(lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
+	ck_assert(lease_duration_seconds(l, &v) && v == 15);
+	ck_assert(lease_transitions(l, &v) && v == 2);
+	ck_assert_str_eq(lease_renew_time(l), "2024-05-02T10:11:12.345678Z");
+	int64_t ns;
+	ck_assert(lease_renew_time_ns(l, &ns));
+	ck_assert(ns % NS_PER_SEC == 345678000);
+	ck_assert(lease_acquire_time_ns(l, &ns));
+	ck_assert(ns % NS_PER_SEC == 0);
+	kobj_unref(l);
+	free(buf);
+	ck_assert_ptr_null(err);
+}
+END_TEST
+
+Suite *suite_decode(void)
+{
+	Suite *s = suite_create("decode");
+	TCase *tc = tcase_create("decode");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_single_object);
+	tcase_add_test(tc, test_list);
+	tcase_add_test(tc, test_watch);
+	tcase_add_test(tc, test_watch_type_after_object);
+	tcase_add_test(tc, test_watch_errors);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_max_object_bytes);
+	tcase_add_test(tc, test_capture_and_scalars);
+	tcase_add_test(tc, test_event_and_lease);
+	suite_add_tcase(s, tc);
+	return s;
+}
