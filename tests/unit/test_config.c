@@ -915,6 +915,9 @@ END_TEST
 START_TEST(test_exec_no_expiry_and_cert)
 {
 	char *err = NULL;
+	/* The kubeconfig's env entry overrides our own variable of the same name, in the
+	 * child only. */
+	setenv("PLUGIN_MODE", "fail", 1);
 	/* v1beta1, no expiry: cached for good, until a 401. */
 	kconfig_t *c = exec_config("../exec-plugin.sh", "cert",
 	                           "client.authentication.k8s.io/v1beta1", NULL, NULL, &err);
@@ -930,6 +933,7 @@ START_TEST(test_exec_no_expiry_and_cert)
 	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.cert_pem, "CERT-1\n");
 	ck_assert_int_eq(plugin_runs(), 1);
+	ck_assert_str_eq(getenv("PLUGIN_MODE"), "fail");
 	kcred_clear(&cr);
 	kconfig_free(c);
 }
