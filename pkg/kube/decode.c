@@ -130,6 +130,8 @@ struct kdec {
 	bool pending_garbage; /* WATCH: non-blank bytes after the last event */
 	bool dead, finished;
 	char *err;
+	unsigned char tail[24]; /* the last bytes before the slice, for error excerpts */
+	size_t ntail;
 
 	tnode_t *nodes;
 	size_t nnodes;
@@ -1102,13 +1104,35 @@ void kdec_free(kdec_t *d)
 
 uint64_t kdec_bytes(const kdec_t *d) { return d->total; }
 
-/* Copies up to 24 bytes of input around the failure, unprintables as '.'. */
-static void excerpt(const unsigned char *buf, size_t len, size_t at, char out[64])
+/* Keeps the last bytes of the input, so an excerpt does not depend on chunking. */
+static void tail_push(kdec_t *d, const unsigned char *buf, size_t len)
 {
-	size_t from = at > 12 ? at - 12 : 0, to = at + 12 < len ? at + 12 : len;
+	size_t cap = sizeof(d->tail);
+	if (len >= cap) {
+		memcpy(d->tail, buf + len - cap, cap);
+		d->ntail = cap;
+		return;
+	}
+	size_t keep = d->ntail + len > cap ? cap - len : d->ntail;
+	memmove(d->tail, d->tail + d->ntail - keep, keep);
+	memcpy(d->tail + keep, buf, len);
+	d->ntail = keep + len;
+}
+
+/* The up to 24 bytes of input that precede the failure, unprintables as '.'. */
+static void excerpt(kdec_t *d, const unsigned char *buf, size_t at, char out[32])
+{
+	unsigned char tmp[sizeof(d->tail)];
 	size_t n = 0;
-	for (size_t i = from; i < to && n < 63; i++)
-		out[n++] = buf[i] >= 0x20 && buf[i] < 0x7f ? (char)buf[i] : '.';
+	size_t from_slice = at < sizeof(tmp) ? at : sizeof(tmp);
+	size_t from_tail = sizeof(tmp) - from_slice < d->ntail ? sizeof(tmp) - from_slice : d->ntail;
+	memcpy(tmp, d->tail + d->ntail - from_tail, from_tail);
+	n = from_tail;
+	if (from_slice > 0)
+		memcpy(tmp + n, buf + at - from_slice, from_slice);
+	n += from_slice;
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[i] >= 0x20 && tmp[i] < 0x7f ? (char)tmp[i] : '.';
 	out[n] = '\0';
 }
 
@@ -1122,12 +1146,11 @@ static void yajl_failed(kdec_t *d, const unsigned char *buf, size_t len)
 	size_t yl = ye ? strlen((char *)ye) : 0;
 	while (yl > 0 && (ye[yl - 1] == '\n' || ye[yl - 1] == ' '))
 		yl--;
-	char ex[64] = "";
-	if (buf != NULL && len > 0)
-		excerpt(buf, len, at > len ? len : at, ex);
+	char ex[32] = "";
+	excerpt(d, buf, at > len ? len : at, ex);
 	d->err = xasprintf("malformed JSON at byte %llu: %.*s%s%s%s",
 			   (unsigned long long)(d->slice_base + at), (int)yl,
-			   ye ? (char *)ye : "", ex[0] ? " near \"" : "", ex, ex[0] ? "\"" : "");
+			   ye ? (char *)ye : "", ex[0] ? " after \"" : "", ex, ex[0] ? "\"" : "");
 	if (ye)
 		yajl_free_error(d->h, ye);
 }
@@ -1181,6 +1204,7 @@ int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
 			return dead_error(d, err);
 		}
 		watch_tail(d, p, n);
+		tail_push(d, p, n);
 		d->total += n;
 		p += n;
 		len -= n;

@@ -336,6 +336,9 @@ START_TEST(test_watch_errors)
 			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
 				     sbuf_cstr(&r.out));
 		rec_free(&r);
+		/* The same error, at the same byte, however the input is cut. */
+		check_all_splits(&ktype_deployment, KDEC_WATCH, cases[i].in, strlen(cases[i].in),
+				 NULL);
 	}
 	/* A clean end between events, and an empty stream, are not errors. */
 	const char *ok[] = {"", "\n", "{\"type\":\"ADDED\",\"object\":{}}\n \n"};
@@ -373,6 +376,8 @@ START_TEST(test_errors)
 			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
 				     sbuf_cstr(&r.out));
 		rec_free(&r);
+		check_all_splits(&ktype_deployment, cases[i].mode, cases[i].in, strlen(cases[i].in),
+				 NULL);
 	}
 	/* After an error the decoder stays dead. */
 	rec_t r = {0};

@@ -1,0 +1,202 @@
+/*
+ * Benchmark of the streaming decoder (pkg/kube/decode.c): prints figures, asserts
+ * nothing about speed.
+ *
+ * Builds in memory a DeploymentList of N (default 10,000) realistic Deployments
+ * (the shape the API server returns, ~3.2 KB each, most of it managedFields), then
+ * decodes it with KDEC_LIST fed in 16 KiB chunks (what curl hands over) and prints:
+ *   MB/s and objects/s on one core (best of several runs),
+ *   peak RSS growth while decoding, with the objects dropped at once and kept,
+ *   bytes held per decoded object (kobj_size, and malloc's usable size).
+ *
+ * Build and run: bash bench/bench_decode.sh [N]
+ */
+#include "pkg/base/base.h"
+#include "pkg/kube/decode.h"
+#include "pkg/kube/types.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* One list item; placeholders: name, namespace, uid, resourceVersion, generation,
+ * label, owner name, spec.replicas, selector label, template label, status x5,
+ * ReplicaSet name. */
+static const char item_fmt[] =
+    "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":"
+    "\"%llu\",\"generation\":%d,\"creationTimestamp\":\"2024-05-02T10:11:12Z\",\"labels\":{\""
+    "app\":\"nginx\",\"controller\":\"%s\"},\"annotations\":{\"deployment.kubernetes.io/revis"
+    "ion\":\"1\"},\"ownerReferences\":[{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\","
+    "\"kind\":\"Foo\",\"name\":\"%s\",\"uid\":\"9a1f3c6e-2b7d-4e1a-8f0c-5d6e7f8a9b0c\",\"cont"
+    "roller\":true,\"blockOwnerDeletion\":true}],\"managedFields\":[{\"manager\":\"sample-con"
+    "troller\",\"operation\":\"Update\",\"apiVersion\":\"apps/v1\",\"time\":\"2024-05-02T10:1"
+    "1:12Z\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:ownerReferences\":"
+    "{\".\":{},\"k:{\\\"uid\\\":\\\"9a1f3c6e-2b7d-4e1a-8f0c-5d6e7f8a9b0c\\\"}\":{}}},\"f:spec"
+    "\":{\"f:progressDeadlineSeconds\":{},\"f:replicas\":{},\"f:revisionHistoryLimit\":{},\"f"
+    ":selector\":{},\"f:strategy\":{\"f:rollingUpdate\":{\".\":{},\"f:maxSurge\":{},\"f:maxUn"
+    "available\":{}},\"f:type\":{}},\"f:template\":{\"f:metadata\":{\"f:labels\":{\".\":{},\""
+    "f:app\":{},\"f:controller\":{}}},\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"ngi"
+    "nx\\\"}\":{\".\":{},\"f:image\":{},\"f:imagePullPolicy\":{},\"f:name\":{},\"f:resources"
+    "\":{},\"f:terminationMessagePath\":{},\"f:terminationMessagePolicy\":{}}},\"f:dnsPolicy"
+    "\":{},\"f:restartPolicy\":{},\"f:schedulerName\":{},\"f:securityContext\":{},\"f:termina"
+    "tionGracePeriodSeconds\":{}}}}}},{\"manager\":\"kube-controller-manager\",\"operation\":"
+    "\"Update\",\"apiVersion\":\"apps/v1\",\"time\":\"2024-05-02T10:11:20Z\",\"fieldsType\":"
+    "\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{\"f:annotations\":{\".\":{},\"f:deployment.ku"
+    "bernetes.io/revision\":{}}},\"f:status\":{\"f:availableReplicas\":{},\"f:conditions\":{"
+    "\".\":{},\"k:{\\\"type\\\":\\\"Available\\\"}\":{\".\":{},\"f:lastTransitionTime\":{},\""
+    "f:lastUpdateTime\":{},\"f:message\":{},\"f:reason\":{},\"f:status\":{},\"f:type\":{}},\""
+    "k:{\\\"type\\\":\\\"Progressing\\\"}\":{\".\":{},\"f:lastTransitionTime\":{},\"f:lastUpd"
+    "ateTime\":{},\"f:message\":{},\"f:reason\":{},\"f:status\":{},\"f:type\":{}}},\"f:observ"
+    "edGeneration\":{},\"f:readyReplicas\":{},\"f:replicas\":{},\"f:updatedReplicas\":{}}},\""
+    "subresource\":\"status\"}]},\"spec\":{\"replicas\":%d,\"selector\":{\"matchLabels\":{\"a"
+    "pp\":\"nginx\",\"controller\":\"%s\"}},\"template\":{\"metadata\":{\"creationTimestamp\""
+    ":null,\"labels\":{\"app\":\"nginx\",\"controller\":\"%s\"}},\"spec\":{\"containers\":[{"
+    "\"name\":\"nginx\",\"image\":\"nginx:latest\",\"resources\":{},\"terminationMessagePath"
+    "\":\"/dev/termination-log\",\"terminationMessagePolicy\":\"File\",\"imagePullPolicy\":\""
+    "Always\"}],\"restartPolicy\":\"Always\",\"terminationGracePeriodSeconds\":30,\"dnsPolicy"
+    "\":\"ClusterFirst\",\"securityContext\":{},\"schedulerName\":\"default-scheduler\"}},\"s"
+    "trategy\":{\"type\":\"RollingUpdate\",\"rollingUpdate\":{\"maxUnavailable\":\"25%%\",\"m"
+    "axSurge\":\"25%%\"}},\"revisionHistoryLimit\":10,\"progressDeadlineSeconds\":600},\"stat"
+    "us\":{\"observedGeneration\":%d,\"replicas\":%d,\"updatedReplicas\":%d,\"readyReplicas\""
+    ":%d,\"availableReplicas\":%d,\"conditions\":[{\"type\":\"Available\",\"status\":\"True\""
+    ",\"lastUpdateTime\":\"2024-05-02T10:11:20Z\",\"lastTransitionTime\":\"2024-05-02T10:11:2"
+    "0Z\",\"reason\":\"MinimumReplicasAvailable\",\"message\":\"Deployment has minimum availa"
+    "bility.\"},{\"type\":\"Progressing\",\"status\":\"True\",\"lastUpdateTime\":\"2024-05-02"
+    "T10:11:20Z\",\"lastTransitionTime\":\"2024-05-02T10:11:12Z\",\"reason\":\"NewReplicaSetA"
+    "vailable\",\"message\":\"ReplicaSet \\\"%s-7c5ddbdf54\\\" has successfully progressed.\""
+    "}]}}"
+    ;
+
+static void make_item(sbuf_t *b, size_t i)
+{
+	char name[32], ns[32], uid[48];
+	snprintf(name, sizeof(name), "app-%05zu", i);
+	snprintf(ns, sizeof(ns), "team-%03zu", i % 97);
+	snprintf(uid, sizeof(uid), "%08zx-1b2c-4d3e-8f4a-%012zx", i * 2654435761u % 0xffffffffu,
+		 i);
+	int gen = 1 + (int)(i % 5), rep = 1 + (int)(i % 10), ready = (int)(i % 10);
+	sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name,
+		    name, rep, name, name, gen, rep, rep, ready, ready, name);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+typedef struct sink {
+	bool keep;
+	kobj_t **objs;
+	size_t n;
+	size_t held, usable;
+} sink_t;
+
+static void on_object(void *ud, kobj_t *obj)
+{
+	sink_t *s = ud;
+	if (s->keep) {
+		s->held += kobj_size(obj);
+		s->usable += malloc_usable_size(obj);
+		s->objs[s->n] = obj;
+	} else {
+		kobj_unref(obj);
+	}
+	s->n++;
+}
+
+static void on_meta(void *ud, const char *rv, const char *cont, int64_t remaining) {}
+
+static double decode(const sbuf_t *in, sink_t *s)
+{
+	kdec_cb_t cb = {.on_object = on_object, .on_list_meta = on_meta};
+	char *err = NULL;
+	double t0 = now_s();
+	kdec_t *d = kdec_new(&ktype_deployment, KDEC_LIST, &cb, s, 0);
+	for (size_t off = 0; off < in->len; off += 16384) {
+		size_t n = in->len - off < 16384 ? in->len - off : 16384;
+		if (kdec_feed(d, in->data + off, n, &err) != 0)
+			fatal("decode: %s", err);
+	}
+	if (kdec_finish(d, &err) != 0)
+		fatal("decode: %s", err);
+	kdec_free(d);
+	return now_s() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
+	sbuf_t in = SBUF_INIT;
+	sbuf_puts(&in, "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
+		       "{\"resourceVersion\":\"200000\",\"continue\":\"\"},\"items\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			sbuf_putc(&in, ',');
+		make_item(&in, i);
+	}
+	sbuf_puts(&in, "]}");
+	printf("decode: DeploymentList of %zu items, %.1f MB, %.0f bytes per item\n", n,
+	       (double)in.len / 1e6, (double)in.len / (double)n);
+
+	/* Pass 1: objects dropped as they arrive: the decoder's own memory. */
+	long rss0 = maxrss_kib();
+	sink_t drop = {0};
+	double best = 1e9;
+	for (int r = 0; r < 5; r++) {
+		drop.n = 0;
+		double t = decode(&in, &drop);
+		if (t < best)
+			best = t;
+	}
+	long rss1 = maxrss_kib();
+	printf("  speed (best of 5, one core): %.1f MB/s, %.0f objects/s\n",
+	       (double)in.len / best / 1e6, (double)n / best);
+	printf("  peak RSS growth while decoding, objects dropped: %ld KiB (input buffer %zu KiB "
+	       "not counted)\n",
+	       rss1 - rss0, in.len / 1024);
+
+	/* Pass 2: objects kept, as an informer's cache would. */
+	sink_t keep = {.keep = true, .objs = xcalloc(n, sizeof(kobj_t *))};
+	double t = decode(&in, &keep);
+	long rss2 = maxrss_kib();
+	printf("  kept: %zu objects decoded in %.3f s (%.1f MB/s)\n", keep.n, t,
+	       (double)in.len / t / 1e6);
+	printf("  bytes held per Deployment: %.0f (kobj_size), %.0f (malloc usable size)\n",
+	       (double)keep.held / (double)n, (double)keep.usable / (double)n);
+	printf("  peak RSS growth with objects kept: %ld KiB (%.0f bytes per object)\n",
+	       rss2 - rss1, (double)(rss2 - rss1) * 1024.0 / (double)n);
+	/* Not a speed assertion: a benchmark of a decoder that decodes wrongly is void. */
+	for (size_t i = 0; i < keep.n; i++) {
+		char name[32];
+		int32_t rep;
+		snprintf(name, sizeof(name), "app-%05zu", i);
+		if (strcmp(keep.objs[i]->name, name) != 0 ||
+		    !deployment_spec_replicas(keep.objs[i], &rep) || rep != 1 + (int)(i % 10) ||
+		    strcmp(kobj_label(keep.objs[i], "controller"), name) != 0 ||
+		    kobj_controller_ref(keep.objs[i]) == NULL)
+			fatal("object %zu decoded wrongly", i);
+	}
+	size_t tmpl = 0;
+	for (size_t i = 0; i < keep.n; i++) {
+		const char *c = deployment_template_containers_json(keep.objs[i]);
+		tmpl += c ? strlen(c) + 1 : 0;
+		kobj_unref(keep.objs[i]);
+	}
+	printf("  of which spec.template.spec.containers JSON: %.0f bytes per object\n",
+	       (double)tmpl / (double)n);
+	free(keep.objs);
+	sbuf_free(&in);
+	return 0;
+}
