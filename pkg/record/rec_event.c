@@ -1,0 +1,276 @@
+/*
+ * rec_event: the core/v1 Event the poster thread handles: construction from a
+ * caller's reference, cache keys, names and the JSON sent to the API server.
+ */
+#include "pkg/record/rec_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_or_empty(const char *s)
+{
+	return xstrdup(s ? s : "");
+}
+
+rec_event_t *rec_event_new(const record_ref_t *ref, const char *type, const char *reason,
+                           const char *message, int64_t wall_ns)
+{
+	rec_event_t *e = xcalloc(1, sizeof(*e));
+	const char *obj_ns = ref->ns ? ref->ns : "";
+
+	e->name = xstrdup("");
+	/* Cluster-scoped objects' events live in "default", as in client-go. */
+	e->ns = xstrdup(*obj_ns ? obj_ns : "default");
+	e->io_api_version = dup_or_empty(ref->api_version);
+	e->io_kind = dup_or_empty(ref->kind);
+	e->io_ns = xstrdup(obj_ns);
+	e->io_name = dup_or_empty(ref->name);
+	e->io_uid = dup_or_empty(ref->uid);
+	e->io_rv = dup_or_empty(ref->resource_version);
+	e->type = dup_or_empty(type);
+	e->reason = dup_or_empty(reason);
+	e->message = rec_message_clean(message ? message : "", REC_MAX_MESSAGE);
+	e->first_ns = e->last_ns = wall_ns;
+	e->count = 1;
+	return e;
+}
+
+rec_event_t *rec_event_dup(const rec_event_t *s)
+{
+	rec_event_t *e = xcalloc(1, sizeof(*e));
+	*e = *s;
+	e->name = xstrdup(s->name);
+	e->ns = xstrdup(s->ns);
+	e->io_api_version = xstrdup(s->io_api_version);
+	e->io_kind = xstrdup(s->io_kind);
+	e->io_ns = xstrdup(s->io_ns);
+	e->io_name = xstrdup(s->io_name);
+	e->io_uid = xstrdup(s->io_uid);
+	e->io_rv = xstrdup(s->io_rv);
+	e->type = xstrdup(s->type);
+	e->reason = xstrdup(s->reason);
+	e->message = xstrdup(s->message);
+	return e;
+}
+
+void rec_event_free(rec_event_t *e)
+{
+	if (e == NULL)
+		return;
+	free(e->name);
+	free(e->ns);
+	free(e->io_api_version);
+	free(e->io_kind);
+	free(e->io_ns);
+	free(e->io_name);
+	free(e->io_uid);
+	free(e->io_rv);
+	free(e->type);
+	free(e->reason);
+	free(e->message);
+	free(e);
+}
+
+void rec_event_set_message(rec_event_t *e, char *msg)
+{
+	free(e->message);
+	e->message = msg;
+}
+
+/*
+ * Returns the length of the valid UTF-8 sequence at p (at most avail bytes), or 0
+ * if it is not one: overlong forms, surrogates and values past U+10FFFF are invalid.
+ */
+static size_t utf8_seq_len(const unsigned char *p, size_t avail)
+{
+	unsigned char c = p[0];
+	size_t n;
+	uint32_t min, cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2, min = 0x80, cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3, min = 0x800, cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4, min = 0x10000, cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (avail < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *rec_message_clean(const char *s, size_t max)
+{
+	static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s);
+	sbuf_t out = SBUF_INIT;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq_len(p + i, len - i);
+		const char *src = n ? s + i : repl;
+		size_t srclen = n ? n : 3;
+
+		/* Stop before a character that would not fit whole. */
+		if (out.len + srclen > max)
+			break;
+		sbuf_append(&out, src, srclen);
+		i += n ? n : 1;
+	}
+	return sbuf_steal(&out);
+}
+
+static void key_add(sbuf_t *b, const char *s)
+{
+	sbuf_puts(b, s ? s : "");
+	sbuf_putc(b, '\x1f');
+}
+
+static void key_source_object(sbuf_t *b, const rec_source_t *s, const rec_event_t *e, bool fp)
+{
+	key_add(b, s->component);
+	key_add(b, s->host);
+	key_add(b, e->io_kind);
+	key_add(b, e->io_ns);
+	key_add(b, e->io_name);
+	/* client-go's event key has the fieldPath here; we never set one. */
+	if (fp)
+		key_add(b, "");
+	key_add(b, e->io_uid);
+	key_add(b, e->io_api_version);
+}
+
+char *rec_key_event(const rec_source_t *s, const rec_event_t *e)
+{
+	sbuf_t b = SBUF_INIT;
+	key_source_object(&b, s, e, true);
+	key_add(&b, e->type);
+	key_add(&b, e->reason);
+	key_add(&b, e->message);
+	return sbuf_steal(&b);
+}
+
+char *rec_key_aggregate(const rec_source_t *s, const rec_event_t *e)
+{
+	sbuf_t b = SBUF_INIT;
+	key_source_object(&b, s, e, false);
+	key_add(&b, e->type);
+	key_add(&b, e->reason);
+	key_add(&b, s->reporting_controller);
+	key_add(&b, s->reporting_instance);
+	return sbuf_steal(&b);
+}
+
+char *rec_key_spam(const rec_source_t *s, const rec_event_t *e)
+{
+	sbuf_t b = SBUF_INIT;
+	key_source_object(&b, s, e, false);
+	return sbuf_steal(&b);
+}
+
+char *rec_event_name(const char *obj_name, int64_t ns)
+{
+	char suffix[24];
+	int sl = snprintf(suffix, sizeof(suffix), ".%" PRIx64, (uint64_t)ns);
+	size_t keep = strlen(obj_name);
+
+	/*
+	 * client-go does not cut, so an object with a 250-byte name gets events the
+	 * server refuses. Keep the name a valid subdomain: cut the object part and
+	 * drop the separators a cut may leave at its end.
+	 */
+	if (keep + (size_t)sl > REC_MAX_NAME) {
+		keep = REC_MAX_NAME - (size_t)sl;
+		while (keep > 0 && (obj_name[keep - 1] == '.' || obj_name[keep - 1] == '-'))
+			keep--;
+	}
+	return xasprintf("%.*s%s", (int)keep, obj_name, suffix);
+}
+
+static void json_kv_str(sbuf_t *b, bool *first, const char *k, const char *v, bool omit_empty)
+{
+	if (omit_empty && (v == NULL || *v == '\0'))
+		return;
+	if (!*first)
+		sbuf_putc(b, ',');
+	*first = false;
+	sbuf_put_json_str(b, k);
+	sbuf_putc(b, ':');
+	sbuf_put_json_str(b, v ? v : "");
+}
+
+static void json_kv_time(sbuf_t *b, bool *first, const char *k, int64_t ns)
+{
+	char ts[32];
+	time_format_rfc3339(ns, ts);
+	json_kv_str(b, first, k, ts, false);
+}
+
+void rec_json_create(sbuf_t *b, const rec_source_t *s, const rec_event_t *e)
+{
+	bool first = true, f2;
+
+	sbuf_putc(b, '{');
+	json_kv_str(b, &first, "apiVersion", "v1", false);
+	json_kv_str(b, &first, "kind", "Event", false);
+
+	sbuf_puts(b, ",\"metadata\":{");
+	f2 = true;
+	json_kv_str(b, &f2, "name", e->name, false);
+	json_kv_str(b, &f2, "namespace", e->ns, false);
+	sbuf_putc(b, '}');
+
+	/* ObjectReference fields are all omitempty in Go. */
+	sbuf_puts(b, ",\"involvedObject\":{");
+	f2 = true;
+	json_kv_str(b, &f2, "kind", e->io_kind, true);
+	json_kv_str(b, &f2, "namespace", e->io_ns, true);
+	json_kv_str(b, &f2, "name", e->io_name, true);
+	json_kv_str(b, &f2, "uid", e->io_uid, true);
+	json_kv_str(b, &f2, "apiVersion", e->io_api_version, true);
+	json_kv_str(b, &f2, "resourceVersion", e->io_rv, true);
+	sbuf_putc(b, '}');
+
+	json_kv_str(b, &first, "reason", e->reason, false);
+	json_kv_str(b, &first, "message", e->message, false);
+
+	sbuf_puts(b, ",\"source\":{");
+	f2 = true;
+	json_kv_str(b, &f2, "component", s->component, true);
+	json_kv_str(b, &f2, "host", s->host, true);
+	sbuf_putc(b, '}');
+
+	json_kv_time(b, &first, "firstTimestamp", e->first_ns);
+	json_kv_time(b, &first, "lastTimestamp", e->last_ns);
+	sbuf_printf(b, ",\"count\":%" PRId32, e->count);
+	json_kv_str(b, &first, "type", e->type, false);
+	/* A legacy (core/v1) event: eventTime stays null, the timestamps above rule. */
+	sbuf_puts(b, ",\"eventTime\":null");
+	json_kv_str(b, &first, "reportingComponent", s->reporting_controller, false);
+	json_kv_str(b, &first, "reportingInstance", s->reporting_instance, false);
+	sbuf_putc(b, '}');
+}
+
+void rec_json_patch(sbuf_t *b, const rec_event_t *e)
+{
+	bool first = true;
+
+	sbuf_printf(b, "{\"count\":%" PRId32, e->count);
+	first = false;
+	json_kv_time(b, &first, "lastTimestamp", e->last_ns);
+	json_kv_str(b, &first, "message", e->message, false);
+	sbuf_putc(b, '}');
+}

@@ -1,0 +1,112 @@
+/*
+ * Private to pkg/record: the event as the poster thread handles it, its JSON, the
+ * LRU cache the correlator is built on, and the REST-client sink. Not public API.
+ *
+ * Design note: everything here runs on the poster thread only (the queue is the one
+ * structure shared with callers), so the caches take no locks.
+ */
+#ifndef CSC_REC_INTERNAL_H
+#define CSC_REC_INTERNAL_H
+
+#include "pkg/base/base.h"
+#include "pkg/record/record.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of a message kept (the limit events.k8s.io validates; client-go's too). */
+#define REC_MAX_MESSAGE 1024
+/* A DNS subdomain, which event names must be. */
+#define REC_MAX_NAME 253
+
+/* One core/v1 Event. Every string is owned (never NULL after rec_event_new). */
+typedef struct rec_event {
+	char *name; /* metadata.name; "" until the correlator names it */
+	char *ns;   /* metadata.namespace */
+	char *io_api_version;
+	char *io_kind;
+	char *io_ns;
+	char *io_name;
+	char *io_uid;
+	char *io_rv;
+	char *type;
+	char *reason;
+	char *message;
+	int64_t first_ns; /* wall clock */
+	int64_t last_ns;
+	int32_t count;
+} rec_event_t;
+
+/* Source and reporting fields, the same for every event of a recorder. */
+typedef struct rec_source {
+	const char *component;
+	const char *host;
+	const char *reporting_controller;
+	const char *reporting_instance;
+} rec_source_t;
+
+/*
+ * Borrows every argument; returns a new event with count 1 at wall_ns, the message
+ * already sanitised and cut (rec_message_clean), free with rec_event_free().
+ */
+rec_event_t *rec_event_new(const record_ref_t *ref, const char *type, const char *reason,
+                           const char *message, int64_t wall_ns);
+/* Borrows e; returns a new deep copy, free with rec_event_free(). */
+rec_event_t *rec_event_dup(const rec_event_t *e);
+void rec_event_free(rec_event_t *e);
+/* Takes msg (the old message is freed). */
+void rec_event_set_message(rec_event_t *e, char *msg);
+
+/*
+ * Borrows s; returns a new string: invalid UTF-8 replaced by U+FFFD, cut to at most
+ * max bytes without splitting a character. Free with free().
+ */
+char *rec_message_clean(const char *s, size_t max);
+
+/*
+ * Cache keys (new strings, free with free()). Fields are joined with 0x1f, which
+ * cannot occur in Kubernetes names, so no two field lists give the same key.
+ *   event key:     source, involved object (with uid, apiVersion), type, reason, message
+ *   aggregate key: the same without message, plus reporting controller and instance
+ *   spam key:      source and involved object only
+ */
+char *rec_key_event(const rec_source_t *s, const rec_event_t *e);
+char *rec_key_aggregate(const rec_source_t *s, const rec_event_t *e);
+char *rec_key_spam(const rec_source_t *s, const rec_event_t *e);
+
+/*
+ * Returns a new event name "<object name>.<hex ns>" (free with free()), the object
+ * part cut so that the whole stays a valid DNS subdomain length.
+ */
+char *rec_event_name(const char *obj_name, int64_t ns);
+
+/* Appends the complete core/v1 Event JSON for a create to out. Borrows s and e. */
+void rec_json_create(sbuf_t *out, const rec_source_t *s, const rec_event_t *e);
+/* Appends the count/lastTimestamp/message patch to out. Borrows e. */
+void rec_json_patch(sbuf_t *out, const rec_event_t *e);
+
+/*
+ * A string-keyed LRU cache of at most cap values. get() makes the entry the most
+ * recent; put() of a new key evicts the least recent entry when full, calling
+ * free_val on its value. Keys are copied.
+ */
+typedef struct rec_lru rec_lru_t;
+typedef void (*rec_lru_free_fn)(void *ud, void *val);
+/* Returns a new cache, free with rec_lru_free() (which calls free_val on every value). */
+rec_lru_t *rec_lru_new(size_t cap, rec_lru_free_fn free_val, void *ud);
+void rec_lru_free(rec_lru_t *l);
+/* Borrows key; returns the value (borrowed) or NULL, and marks it most recent. */
+void *rec_lru_get(rec_lru_t *l, const char *key);
+/* The same without changing the order. */
+void *rec_lru_peek(rec_lru_t *l, const char *key);
+/* Borrows key, takes val. An existing value under key is freed and replaced. */
+void rec_lru_put(rec_lru_t *l, const char *key, void *val);
+size_t rec_lru_len(const rec_lru_t *l);
+/* Calls fn on every entry, most recent first; fn must not change the cache. */
+void rec_lru_foreach(rec_lru_t *l, void (*fn)(void *ud, const char *key, void *val), void *ud);
+
+/* The sink that writes through the REST client's blocking calls (borrows c). */
+void rec_sink_kclient(kclient_t *c, record_sink_t *out);
+
+#endif

@@ -1,0 +1,874 @@
+/*
+ * Unit tests for pkg/record: the recorder against a fake sink and a fake clock.
+ * The fake sink keeps every call (create/patch, namespace, name, body) and answers
+ * from a script, so correlation, aggregation, the spam filter and retries are seen
+ * exactly as the API server would see them.
+ */
+#include "pkg/base/base.h"
+#include "pkg/log/log.h"
+#include "pkg/record/rec_internal.h"
+#include "pkg/record/record.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+
+/* --- The fake sink ---------------------------------------------------------- */
+
+typedef struct call {
+	char op; /* 'C' create, 'P' patch */
+	char *ns;
+	char *name; /* patch: the URL name; create: metadata.name from the body */
+	char *body;
+} call_t;
+
+typedef struct fake {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	call_t *calls;
+	size_t n;
+	size_t cap;
+	record_sink_result_t script[64]; /* answers in call order; then OK */
+	size_t nscript;
+	size_t pos;
+	bool gate_closed; /* calls wait while closed */
+	size_t entered;   /* calls that have started */
+} fake_t;
+
+static fake_t F;
+static clk_fake_t CLK;
+
+#define WALL0 (1700000000LL * (int64_t)NS_PER_SEC)
+
+static char *body_str(const char *body, const char *const *path)
+{
+	char eb[256];
+	yajl_val v = yajl_tree_parse(body, eb, sizeof(eb));
+	ck_assert_msg(v != NULL, "bad JSON %s: %s", body, eb);
+	yajl_val s = yajl_tree_get(v, (const char **)path, yajl_t_string);
+	char *out = s ? xstrdup(YAJL_GET_STRING(s)) : NULL;
+	yajl_tree_free(v);
+	return out;
+}
+
+static record_sink_result_t fake_call(char op, const char *ns, const char *name, const char *body,
+                                      char **err)
+{
+	record_sink_result_t result = RECORD_SINK_OK;
+
+	pthread_mutex_lock(&F.mu);
+	F.entered++;
+	pthread_cond_broadcast(&F.cv);
+	while (F.gate_closed)
+		pthread_cond_wait(&F.cv, &F.mu);
+	if (F.n == F.cap) {
+		F.cap = F.cap ? F.cap * 2 : 64;
+		F.calls = xrealloc(F.calls, F.cap * sizeof(*F.calls));
+	}
+	call_t *c = &F.calls[F.n++];
+	c->op = op;
+	c->ns = xstrdup(ns);
+	if (name) {
+		c->name = xstrdup(name);
+	} else {
+		static const char *const p[] = {"metadata", "name", NULL};
+		c->name = body_str(body, p);
+	}
+	c->body = xstrdup(body);
+	if (F.pos < F.nscript)
+		result = F.script[F.pos++];
+	pthread_mutex_unlock(&F.mu);
+	if (result != RECORD_SINK_OK)
+		*err = xasprintf("fake answer %d", (int)result);
+	return result;
+}
+
+static record_sink_result_t fake_create(void *ud, const char *ns, const char *body, char **err)
+{
+	return fake_call('C', ns, NULL, body, err);
+}
+
+static record_sink_result_t fake_patch(void *ud, const char *ns, const char *name, const char *body,
+                                       char **err)
+{
+	return fake_call('P', ns, name, body, err);
+}
+
+static const record_sink_t FAKE_SINK = {fake_create, fake_patch, NULL};
+
+static void fake_setup(void)
+{
+	memset(&F, 0, sizeof(F));
+	pthread_mutex_init(&F.mu, NULL);
+	pthread_cond_init(&F.cv, NULL);
+	clk_fake_init(&CLK, 1000 * NS_PER_SEC, WALL0);
+}
+
+static void fake_teardown(void)
+{
+	for (size_t i = 0; i < F.n; i++) {
+		free(F.calls[i].ns);
+		free(F.calls[i].name);
+		free(F.calls[i].body);
+	}
+	free(F.calls);
+	pthread_mutex_destroy(&F.mu);
+	pthread_cond_destroy(&F.cv);
+	log_set_fd(2);
+}
+
+static void script(size_t n, const record_sink_result_t *r)
+{
+	pthread_mutex_lock(&F.mu);
+	memcpy(F.script, r, n * sizeof(*r));
+	F.nscript = n;
+	F.pos = 0;
+	pthread_mutex_unlock(&F.mu);
+}
+
+static size_t ncalls(void)
+{
+	pthread_mutex_lock(&F.mu);
+	size_t n = F.n;
+	pthread_mutex_unlock(&F.mu);
+	return n;
+}
+
+static record_opts_t base_opts(void)
+{
+	return (record_opts_t){
+	    .component = "sample-controller",
+	    .reporting_controller = RECORD_SAMPLE_CONTROLLER,
+	    .reporting_instance = "test-instance",
+	    .retry_interval_ms = 1,
+	    .clock = &CLK.base,
+	    .sink = &FAKE_SINK,
+	};
+}
+
+static record_t *new_rec(const record_opts_t *o)
+{
+	char *err = NULL;
+	record_t *r = record_new(NULL, o, &err);
+	ck_assert_msg(r != NULL, "record_new: %s", err ? err : "?");
+	return r;
+}
+
+static const record_ref_t FOO = {
+    "samplecontroller.k8s.io/v1alpha1", "Foo", "ns1", "example-foo", "uid-1", "42"};
+static const record_ref_t BAR = {
+    "samplecontroller.k8s.io/v1alpha1", "Foo", "ns1", "other-foo", "uid-2", "7"};
+
+static void flush(record_t *r)
+{
+	ck_assert_int_eq(record_flush(r, 10000), 0);
+}
+
+static const char *const P_NS[] = {"metadata", "namespace", NULL};
+static const char *const P_MSG[] = {"message", NULL};
+static const char *const P_LAST[] = {"lastTimestamp", NULL};
+
+/* Asserts body[path] == want. */
+static void ck_body(const char *body, const char *const *path, const char *want)
+{
+	char *got = body_str(body, path);
+	ck_assert_msg(got != NULL, "no %s in %s", path[0], body);
+	ck_assert_str_eq(got, want);
+	free(got);
+}
+
+static long long body_int(const char *body, const char *key)
+{
+	char eb[256];
+	const char *p[] = {key, NULL};
+	yajl_val v = yajl_tree_parse(body, eb, sizeof(eb));
+	ck_assert_ptr_nonnull(v);
+	yajl_val n = yajl_tree_get(v, p, yajl_t_number);
+	ck_assert_msg(n != NULL && YAJL_IS_INTEGER(n), "no integer %s in %s", key, body);
+	long long out = YAJL_GET_INTEGER(n);
+	yajl_tree_free(v);
+	return out;
+}
+
+/* --- Tests -------------------------------------------------------------------- */
+
+START_TEST(test_create_body)
+{
+	record_opts_t o = base_opts();
+	o.host = "node-1";
+	record_t *r = new_rec(&o);
+
+	record_event_ref(r, &FOO, RECORD_WARNING, "ErrResourceExists",
+	                 "Resource %s already exists and is not managed by Foo", "\"dep\"");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 1);
+	call_t *c = &F.calls[0];
+	ck_assert_int_eq(c->op, 'C');
+	ck_assert_str_eq(c->ns, "ns1");
+
+	char want_name[64];
+	snprintf(want_name, sizeof(want_name), "example-foo.%llx", (unsigned long long)WALL0);
+	ck_assert_str_eq(c->name, want_name);
+
+	char eb[256];
+	yajl_val v = yajl_tree_parse(c->body, eb, sizeof(eb));
+	ck_assert_ptr_nonnull(v);
+	struct {
+		const char *path[3];
+		const char *want;
+	} fields[] = {
+	    {{"apiVersion"}, "v1"},
+	    {{"kind"}, "Event"},
+	    {{"metadata", "namespace"}, "ns1"},
+	    {{"involvedObject", "kind"}, "Foo"},
+	    {{"involvedObject", "namespace"}, "ns1"},
+	    {{"involvedObject", "name"}, "example-foo"},
+	    {{"involvedObject", "uid"}, "uid-1"},
+	    {{"involvedObject", "apiVersion"}, "samplecontroller.k8s.io/v1alpha1"},
+	    {{"involvedObject", "resourceVersion"}, "42"},
+	    {{"reason"}, "ErrResourceExists"},
+	    {{"message"}, "Resource \"dep\" already exists and is not managed by Foo"},
+	    {{"source", "component"}, "sample-controller"},
+	    {{"source", "host"}, "node-1"},
+	    {{"firstTimestamp"}, "2023-11-14T22:13:20Z"},
+	    {{"lastTimestamp"}, "2023-11-14T22:13:20Z"},
+	    {{"type"}, "Warning"},
+	    {{"reportingComponent"}, RECORD_SAMPLE_CONTROLLER},
+	    {{"reportingInstance"}, "test-instance"},
+	};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(fields); i++) {
+		yajl_val s = yajl_tree_get(v, fields[i].path, yajl_t_string);
+		ck_assert_msg(s != NULL, "missing %s", fields[i].path[0]);
+		ck_assert_str_eq(YAJL_GET_STRING(s), fields[i].want);
+	}
+	const char *pc[] = {"count", NULL}, *pe[] = {"eventTime", NULL};
+	ck_assert_int_eq(YAJL_GET_INTEGER(yajl_tree_get(v, pc, yajl_t_number)), 1);
+	yajl_val et = yajl_tree_get(v, pe, yajl_t_any);
+	ck_assert(et != NULL && YAJL_IS_NULL(et));
+	yajl_tree_free(v);
+
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_uint_eq(st.patched, 0);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_cluster_scoped_and_kobj)
+{
+	static const ktype_t node_type = {.group = "", .version = "v1", .kind = "Node"};
+	static const ktype_t dep_type = {.group = "apps", .version = "v1", .kind = "Deployment"};
+	kobj_t node = {.type = &node_type, .ns = "", .name = "n1", .uid = "u", .rv = "1"};
+	kobj_t dep = {.type = &dep_type, .ns = "ns2", .name = "d1", .uid = "u2", .rv = "9"};
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+
+	record_event(r, &node, RECORD_NORMAL, "Ready", "node %s ready", "n1");
+	record_event(r, &dep, RECORD_NORMAL, "Synced", "ok");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 2);
+	/* Cluster-scoped: the event goes to "default", involvedObject has no namespace. */
+	ck_assert_str_eq(F.calls[0].ns, "default");
+	ck_body(F.calls[0].body, P_NS, "default");
+	const char *const p_ions[] = {"involvedObject", "namespace", NULL};
+	const char *const p_ioav[] = {"involvedObject", "apiVersion", NULL};
+	char *ions = body_str(F.calls[0].body, p_ions);
+	ck_assert_ptr_null(ions);
+	ck_body(F.calls[0].body, p_ioav, "v1");
+	ck_assert_str_eq(F.calls[1].ns, "ns2");
+	ck_body(F.calls[1].body, p_ioav, "apps/v1");
+	/* Two events on a frozen clock still get distinct names. */
+	ck_assert_str_ne(strchr(F.calls[0].name, '.'), strchr(F.calls[1].name, '.'));
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_identical_events_patch_count)
+{
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+
+	for (int i = 0; i < 5; i++) {
+		record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "boom");
+		flush(r);
+		clk_fake_advance(&CLK, NS_PER_SEC);
+	}
+	ck_assert_uint_eq(ncalls(), 5);
+	ck_assert_int_eq(F.calls[0].op, 'C');
+	for (int i = 1; i < 5; i++) {
+		call_t *c = &F.calls[i];
+		ck_assert_int_eq(c->op, 'P');
+		ck_assert_str_eq(c->name, F.calls[0].name);
+		ck_assert_str_eq(c->ns, "ns1");
+		ck_assert_int_eq(body_int(c->body, "count"), i + 1);
+		ck_body(c->body, P_MSG, "boom");
+		char ts[32];
+		time_format_rfc3339(WALL0 + i * (int64_t)NS_PER_SEC, ts);
+		ck_body(c->body, P_LAST, ts);
+		/* The patch carries exactly count, lastTimestamp and message. */
+		char eb[128];
+		yajl_val v = yajl_tree_parse(c->body, eb, sizeof(eb));
+		ck_assert_uint_eq(YAJL_GET_OBJECT(v)->len, 3);
+		yajl_tree_free(v);
+	}
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_uint_eq(st.patched, 4);
+
+	/* A different message (or reason, or object) is a different event. */
+	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "bang");
+	record_event_ref(r, &FOO, RECORD_NORMAL, "SyncFailed", "boom");
+	record_event_ref(r, &BAR, RECORD_WARNING, "SyncFailed", "boom");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 8);
+	for (int i = 5; i < 8; i++)
+		ck_assert_int_eq(F.calls[i].op, 'C');
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_aggregation)
+{
+	record_opts_t o = base_opts();
+	o.spam_burst = -1; /* look at aggregation alone */
+	record_t *r = new_rec(&o);
+	char first_agg[300] = "";
+
+	for (int i = 1; i <= 12; i++) {
+		record_event_ref(r, &FOO, RECORD_WARNING, "Failed", "failure number %d", i);
+		flush(r);
+		clk_fake_advance(&CLK, NS_PER_SEC);
+	}
+	ck_assert_uint_eq(ncalls(), 12);
+	/* The first 9 distinct messages have their own events. */
+	for (int i = 0; i < 9; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "failure number %d", i + 1);
+		ck_assert_int_eq(F.calls[i].op, 'C');
+		ck_body(F.calls[i].body, P_MSG, want);
+	}
+	/* The 10th creates the aggregate; the 11th and 12th count on it. */
+	ck_assert_int_eq(F.calls[9].op, 'C');
+	ck_body(F.calls[9].body, P_MSG, "(combined from similar events): failure number 10");
+	snprintf(first_agg, sizeof(first_agg), "%s", F.calls[9].name);
+	for (int i = 10; i < 12; i++) {
+		char want[80];
+		snprintf(want, sizeof(want), "(combined from similar events): failure number %d",
+		         i + 1);
+		ck_assert_int_eq(F.calls[i].op, 'P');
+		ck_assert_str_eq(F.calls[i].name, first_agg);
+		ck_body(F.calls[i].body, P_MSG, want);
+		ck_assert_int_eq(body_int(F.calls[i].body, "count"), i - 8);
+	}
+	/* A message seen before keeps counting on its own event. */
+	record_event_ref(r, &FOO, RECORD_WARNING, "Failed", "failure number 3");
+	flush(r);
+	ck_assert_int_eq(F.calls[12].op, 'P');
+	ck_assert_str_eq(F.calls[12].name, F.calls[2].name);
+	ck_assert_int_eq(body_int(F.calls[12].body, "count"), 2);
+
+	/* After 10 quiet minutes the similar-message set starts over. */
+	clk_fake_advance(&CLK, 601 * NS_PER_SEC);
+	record_event_ref(r, &FOO, RECORD_WARNING, "Failed", "failure number 99");
+	flush(r);
+	ck_assert_int_eq(F.calls[13].op, 'C');
+	ck_body(F.calls[13].body, P_MSG, "failure number 99");
+	record_free(r);
+}
+END_TEST
+
+/* Distinct reasons: neither dedup nor aggregation apply, only the spam filter. */
+static void distinct_events(record_t *r, const record_ref_t *ref, int from, int n)
+{
+	for (int i = from; i < from + n; i++)
+		record_event_ref(r, ref, RECORD_NORMAL, "Reason", "message %d", i);
+}
+
+START_TEST(test_spam_filter_burst_refill)
+{
+	record_opts_t o = base_opts();
+	o.aggregate_max_events = 1000;
+	record_t *r = new_rec(&o);
+	record_stats_t st;
+
+	distinct_events(r, &FOO, 0, 30);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 25);
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 25);
+	ck_assert_uint_eq(st.dropped_spam, 5);
+
+	/* Another object has its own bucket. */
+	distinct_events(r, &BAR, 0, 3);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 28);
+
+	/* Not yet five minutes: still nothing. */
+	clk_fake_advance(&CLK, 299 * NS_PER_SEC);
+	distinct_events(r, &FOO, 100, 1);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 28);
+	/* One token back after five minutes, and only one. */
+	clk_fake_advance(&CLK, 1 * NS_PER_SEC);
+	distinct_events(r, &FOO, 200, 2);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 29);
+	ck_body(F.calls[28].body, P_MSG, "message 200");
+	/* Ten minutes: two tokens. */
+	clk_fake_advance(&CLK, 600 * NS_PER_SEC);
+	distinct_events(r, &FOO, 300, 3);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 31);
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.dropped_spam, 5 + 1 + 1 + 1);
+	record_free(r);
+}
+END_TEST
+
+static size_t count_lines_with(const char *path, const char *needle)
+{
+	char *text = NULL;
+	size_t n = 0;
+	ck_assert_int_eq(file_read_all(path, &text, NULL, NULL), 0);
+	for (char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+START_TEST(test_spam_drops_logged_rate_limited)
+{
+	char path[] = "/tmp/test_record_log_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	log_set_fd(fd);
+
+	record_opts_t o = base_opts();
+	o.aggregate_max_events = 1000;
+	record_t *r = new_rec(&o);
+
+	distinct_events(r, &FOO, 0, 40); /* 15 dropped */
+	distinct_events(r, &BAR, 0, 26); /* 1 dropped */
+	flush(r);
+	ck_assert_uint_eq(count_lines_with(path, "spam filter held back"), 2);
+	ck_assert_uint_eq(count_lines_with(path, "object=\"ns1/example-foo\""), 1);
+	ck_assert_uint_eq(count_lines_with(path, "object=\"ns1/other-foo\""), 1);
+
+	/* Within the interval: counted, not logged again. */
+	clk_fake_advance(&CLK, 60 * NS_PER_SEC);
+	distinct_events(r, &FOO, 100, 5);
+	flush(r);
+	ck_assert_uint_eq(count_lines_with(path, "spam filter held back"), 2);
+
+	/* After it: one more line, with what was held back meanwhile. */
+	clk_fake_advance(&CLK, 300 * NS_PER_SEC);
+	distinct_events(r, &FOO, 200, 3); /* one token back, two dropped */
+	flush(r);
+	ck_assert_uint_eq(count_lines_with(path, "spam filter held back"), 3);
+	/* 14 + 5 held back since the first line, and the one that triggered this one. */
+	ck_assert_uint_eq(count_lines_with(path, "dropped=20"), 1);
+
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.dropped_spam, 15 + 1 + 5 + 2);
+	record_free(r);
+	close(fd);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_spam_defers_increments)
+{
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+	record_stats_t st;
+
+	for (int i = 0; i < 30; i++)
+		record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "same");
+	flush(r);
+	/* 25 writes (1 create + 24 patches), the other 5 increments held back. */
+	ck_assert_uint_eq(ncalls(), 25);
+	ck_assert_int_eq(body_int(F.calls[24].body, "count"), 25);
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.deferred_spam, 5);
+	ck_assert_uint_eq(st.dropped_spam, 0);
+
+	/* When a token is back, the held-back count is written in one patch. */
+	clk_fake_advance(&CLK, 300 * NS_PER_SEC);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 26);
+	ck_assert_int_eq(F.calls[25].op, 'P');
+	ck_assert_int_eq(body_int(F.calls[25].body, "count"), 30);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_hundred_identical_one_event)
+{
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+
+	for (int i = 0; i < 100; i++)
+		record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "same failure");
+	flush(r);
+	/* Freeing writes the count the spam filter held back. */
+	record_free(r);
+	size_t n = ncalls();
+	ck_assert_uint_eq(n, 26);
+	size_t creates = 0;
+	for (size_t i = 0; i < n; i++) {
+		creates += F.calls[i].op == 'C';
+		ck_assert_str_eq(F.calls[i].name, F.calls[0].name);
+	}
+	ck_assert_uint_eq(creates, 1);
+	ck_assert_int_eq(body_int(F.calls[n - 1].body, "count"), 100);
+}
+END_TEST
+
+START_TEST(test_queue_full_never_blocks)
+{
+	record_opts_t o = base_opts();
+	o.queue_size = 10;
+	o.aggregate_max_events = 1000;
+	o.spam_burst = -1;
+	record_t *r = new_rec(&o);
+
+	/* The poster blocks inside the first write; the queue then fills up. */
+	pthread_mutex_lock(&F.mu);
+	F.gate_closed = true;
+	pthread_mutex_unlock(&F.mu);
+	distinct_events(r, &FOO, 0, 1);
+	pthread_mutex_lock(&F.mu);
+	while (F.entered == 0)
+		pthread_cond_wait(&F.cv, &F.mu);
+	pthread_mutex_unlock(&F.mu);
+
+	distinct_events(r, &FOO, 1, 60); /* returns although nothing moves */
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.dropped_queue_full, 50);
+
+	pthread_mutex_lock(&F.mu);
+	F.gate_closed = false;
+	pthread_cond_broadcast(&F.cv);
+	pthread_mutex_unlock(&F.mu);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 11);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_retry_then_success)
+{
+	static const record_sink_result_t s[] = {RECORD_SINK_RETRY, RECORD_SINK_RETRY,
+	                                         RECORD_SINK_RETRY};
+	script(3, s);
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 4);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(F.calls[i].op, 'C');
+		ck_assert_str_eq(F.calls[i].body, F.calls[0].body);
+	}
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_uint_eq(st.retries, 3);
+	ck_assert_uint_eq(st.failed, 0);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_retry_gives_up)
+{
+	record_sink_result_t s[12];
+	for (size_t i = 0; i < CSC_ARRAY_LEN(s); i++)
+		s[i] = RECORD_SINK_RETRY;
+	script(CSC_ARRAY_LEN(s), s);
+	record_opts_t o = base_opts();
+	o.max_tries = 12;
+	record_t *r = new_rec(&o);
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 12);
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 0);
+	ck_assert_uint_eq(st.failed, 1);
+	ck_assert_uint_eq(st.retries, 11);
+
+	/* The failed Event was never created: the next occurrence creates it, counted. */
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 13);
+	ck_assert_int_eq(F.calls[12].op, 'C');
+	ck_assert_int_eq(body_int(F.calls[12].body, "count"), 2);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_not_retried)
+{
+	static const record_sink_result_t s[] = {RECORD_SINK_ALREADY_EXISTS,
+	                                         RECORD_SINK_NS_TERMINATING, RECORD_SINK_REJECTED};
+	script(3, s);
+	record_opts_t o = base_opts();
+	o.aggregate_max_events = 1000;
+	record_t *r = new_rec(&o);
+	for (int i = 0; i < 3; i++) {
+		distinct_events(r, &FOO, i, 1);
+		flush(r);
+		ck_assert_uint_eq(ncalls(), (size_t)i + 1);
+	}
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.failed, 3);
+	ck_assert_uint_eq(st.retries, 0);
+	ck_assert_uint_eq(st.posted, 0);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_already_exists_then_patch)
+{
+	/* A create that answers AlreadyExists means the Event is there: count on it. */
+	static const record_sink_result_t s[] = {RECORD_SINK_ALREADY_EXISTS};
+	script(1, s);
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 2);
+	ck_assert_int_eq(F.calls[1].op, 'P');
+	ck_assert_int_eq(body_int(F.calls[1].body, "count"), 2);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_patch_not_found_creates)
+{
+	static const record_sink_result_t s[] = {RECORD_SINK_OK, RECORD_SINK_NOT_FOUND};
+	script(2, s);
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "x");
+	clk_fake_advance(&CLK, 5 * NS_PER_SEC);
+	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "x");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 3);
+	ck_assert_int_eq(F.calls[0].op, 'C');
+	ck_assert_int_eq(F.calls[1].op, 'P');
+	ck_assert_int_eq(F.calls[2].op, 'C');
+	/* The new Event keeps the name and carries the whole count. */
+	ck_assert_str_eq(F.calls[2].name, F.calls[0].name);
+	ck_assert_int_eq(body_int(F.calls[2].body, "count"), 2);
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 2);
+	ck_assert_uint_eq(st.failed, 0);
+
+	/* From then on, patches again. */
+	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "x");
+	flush(r);
+	ck_assert_int_eq(F.calls[3].op, 'P');
+	ck_assert_int_eq(body_int(F.calls[3].body, "count"), 3);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_message_utf8_cut)
+{
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+	char msg[1100];
+	memset(msg, 'a', 1023);
+	memcpy(msg + 1023, "\xc3\xa9zzz", 6); /* "é" straddles byte 1024 */
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Long", "%s", msg);
+	record_event_ref(r, &FOO, RECORD_NORMAL, "Bad", "x\xff\xc3y");
+	flush(r);
+	char *m = body_str(F.calls[0].body, P_MSG);
+	ck_assert_uint_eq(strlen(m), 1023);
+	free(m);
+	ck_body(F.calls[1].body, P_MSG, "x\xef\xbf\xbd\xef\xbf\xbdy");
+	record_free(r);
+
+	char *c = rec_message_clean("ab\xe2\x82\xac", 4); /* the euro sign does not fit */
+	ck_assert_str_eq(c, "ab");
+	free(c);
+	c = rec_message_clean("\xed\xa0\x80|\xc0\xaf", 100); /* surrogate, overlong */
+	ck_assert_str_eq(c, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd");
+	free(c);
+}
+END_TEST
+
+START_TEST(test_invalid_dropped)
+{
+	record_opts_t o = base_opts();
+	record_t *r = new_rec(&o);
+	record_event_ref(r, &FOO, "Error", "Reason", "x");
+	record_event_ref(r, &FOO, RECORD_NORMAL, "", "x");
+	record_event_ref(r, NULL, RECORD_NORMAL, "Reason", "x");
+	record_event(r, NULL, RECORD_NORMAL, "Reason", "x");
+	record_event(NULL, NULL, RECORD_NORMAL, "Reason", "x"); /* no-op */
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 0);
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.dropped_invalid, 4);
+	record_free(r);
+}
+END_TEST
+
+START_TEST(test_free_drains_queue)
+{
+	record_opts_t o = base_opts();
+	o.aggregate_max_events = 1000;
+	record_t *r = new_rec(&o);
+	distinct_events(r, &FOO, 0, 20);
+	record_free(r);
+	ck_assert_uint_eq(ncalls(), 20);
+}
+END_TEST
+
+START_TEST(test_new_errors)
+{
+	char *err = NULL;
+	record_opts_t o = base_opts();
+	o.component = NULL;
+	ck_assert_ptr_null(record_new(NULL, &o, &err));
+	ck_assert_ptr_nonnull(strstr(err, "component"));
+	free(err);
+	err = NULL;
+	o = base_opts();
+	o.sink = NULL;
+	ck_assert_ptr_null(record_new(NULL, &o, &err));
+	ck_assert_ptr_nonnull(err);
+	free(err);
+	record_free(NULL);
+}
+END_TEST
+
+START_TEST(test_event_name_cut)
+{
+	char longname[300];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	longname[235] = '-';
+	char *n = rec_event_name(longname, 0x1234);
+	ck_assert_uint_le(strlen(n), REC_MAX_NAME);
+	ck_assert_ptr_nonnull(strstr(n, "x.1234"));
+	free(n);
+	n = rec_event_name("foo", 255);
+	ck_assert_str_eq(n, "foo.ff");
+	free(n);
+}
+END_TEST
+
+static int lru_frees;
+static void count_free(void *ud, void *val)
+{
+	lru_frees++;
+	free(val);
+}
+
+START_TEST(test_lru)
+{
+	rec_lru_t *l = rec_lru_new(3, count_free, NULL);
+	rec_lru_put(l, "a", xstrdup("A"));
+	rec_lru_put(l, "b", xstrdup("B"));
+	rec_lru_put(l, "c", xstrdup("C"));
+	ck_assert_str_eq(rec_lru_get(l, "a"), "A"); /* a is now the most recent */
+	rec_lru_put(l, "d", xstrdup("D"));          /* evicts b */
+	ck_assert_ptr_null(rec_lru_get(l, "b"));
+	ck_assert_int_eq(lru_frees, 1);
+	ck_assert_str_eq(rec_lru_peek(l, "c"), "C"); /* peek does not refresh c */
+	rec_lru_put(l, "e", xstrdup("E"));           /* evicts c */
+	ck_assert_ptr_null(rec_lru_get(l, "c"));
+	rec_lru_put(l, "a", xstrdup("A2")); /* replaces, frees the old value */
+	ck_assert_int_eq(lru_frees, 3);
+	ck_assert_str_eq(rec_lru_get(l, "a"), "A2");
+	ck_assert_uint_eq(rec_lru_len(l), 3);
+	rec_lru_free(l);
+	ck_assert_int_eq(lru_frees, 6);
+}
+END_TEST
+
+typedef struct thr_arg {
+	record_t *r;
+	int id;
+} thr_arg_t;
+
+static void *thr_main(void *p)
+{
+	thr_arg_t *a = p;
+	record_ref_t ref = FOO;
+	char name[32];
+	snprintf(name, sizeof(name), "obj-%d", a->id);
+	ref.name = name;
+	for (int i = 0; i < 200; i++)
+		record_event_ref(a->r, &ref, RECORD_NORMAL, "Tick", "tick");
+	return NULL;
+}
+
+START_TEST(test_concurrent_callers)
+{
+	record_opts_t o = base_opts();
+	o.queue_size = 10000;
+	o.spam_burst = -1;
+	record_t *r = new_rec(&o);
+	pthread_t t[4];
+	thr_arg_t a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i] = (thr_arg_t){r, i};
+		pthread_create(&t[i], NULL, thr_main, &a[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	flush(r);
+	record_stats_t st;
+	record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 4);
+	ck_assert_uint_eq(st.patched, 4 * 199);
+	ck_assert_uint_eq(ncalls(), 800);
+	record_free(r);
+}
+END_TEST
+
+Suite *suite_record(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("record");
+	tcase_add_checked_fixture(tc, fake_setup, fake_teardown);
+	tcase_add_test(tc, test_create_body);
+	tcase_add_test(tc, test_cluster_scoped_and_kobj);
+	tcase_add_test(tc, test_identical_events_patch_count);
+	tcase_add_test(tc, test_aggregation);
+	tcase_add_test(tc, test_spam_filter_burst_refill);
+	tcase_add_test(tc, test_spam_drops_logged_rate_limited);
+	tcase_add_test(tc, test_spam_defers_increments);
+	tcase_add_test(tc, test_hundred_identical_one_event);
+	tcase_add_test(tc, test_queue_full_never_blocks);
+	tcase_add_test(tc, test_retry_then_success);
+	tcase_add_test(tc, test_retry_gives_up);
+	tcase_add_test(tc, test_not_retried);
+	tcase_add_test(tc, test_already_exists_then_patch);
+	tcase_add_test(tc, test_patch_not_found_creates);
+	tcase_add_test(tc, test_message_utf8_cut);
+	tcase_add_test(tc, test_invalid_dropped);
+	tcase_add_test(tc, test_free_drains_queue);
+	tcase_add_test(tc, test_new_errors);
+	tcase_add_test(tc, test_event_name_cut);
+	tcase_add_test(tc, test_lru);
+	tcase_add_test(tc, test_concurrent_callers);
+	suite_add_tcase(s, tc);
+	return s;
+}
