@@ -12,6 +12,12 @@
  *
  * Bodies are decoded as they arrive (decode.h). Non-2xx answers carry the decoded
  * metav1.Status in kresult_t (status.h).
+ *
+ * The client's own watchers do not keep the loop alive (ev_unref): ev_run() returns
+ * when no request is in flight and nothing else holds the loop, so a process that
+ * makes *_sync calls must keep its loop running (signal watchers, informers, ...).
+ * The thread that runs the loop is recorded each time the loop iterates (and at
+ * kclient_new), which is how *_sync calls detect being called on it.
  */
 #ifndef CSC_KUBE_CLIENT_H
 #define CSC_KUBE_CLIENT_H
@@ -35,18 +41,24 @@ typedef struct kclient_opts {
 	const char *user_agent;   /* default "sample-controller/<version> (linux) c" */
 	uint32_t connect_timeout_ms; /* default 10000 */
 	uint32_t request_timeout_ms; /* non-watch requests; default 60000 */
-	int max_retries;          /* on 429/5xx with Retry-After; default 10 */
+	int max_retries;          /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
 	size_t max_object_bytes;  /* default KDEC_DEFAULT_MAX_OBJECT */
 	const clk_t *clock;       /* NULL = real */
 } kclient_opts_t;
 
 /*
  * Borrows loop (must outlive the client) and opts; takes cfg (freed with the
- * client). Returns a new client, free with kclient_free() on the loop thread
- * after the loop stopped running requests; or NULL with *err.
+ * client, also on error). Call it on the thread that will run the loop. Returns a
+ * new client, free with kclient_free(); or NULL with *err.
  */
 kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_t *opts,
 		       char **err);
+/*
+ * Loop thread only, never from inside one of the client's callbacks. Pending and
+ * in-flight *_sync calls complete with the error "client shutting down" (workers
+ * blocked in them return; kclient_free waits until they have all left); async
+ * requests still outstanding are dropped without their callbacks. NULL is a no-op.
+ */
 void kclient_free(kclient_t *c);
 /* Borrowed; the client's configuration. */
 kconfig_t *kclient_config(kclient_t *c);
@@ -66,15 +78,19 @@ typedef struct kreq_spec {
 	size_t body_len;
 	kdec_mode_t decode;      /* how to decode a 2xx body */
 	bool keep_body;          /* also return the raw 2xx body in kresult.body */
-	uint32_t timeout_ms;     /* 0 = client default; watches use none */
-	bool is_watch;           /* long-running: no request timeout, no retry */
+	uint32_t timeout_ms;     /* 0 = client default; watches use none unless set */
+	/* Long-running: no default request timeout, not in the latency histogram. Like
+	 * any GET it is retried only before the first event reached dcb. */
+	bool is_watch;
+	bool no_decode;          /* do not decode a 2xx body (DELETE answers: object or Status) */
 } kreq_spec_t;
 
 typedef struct kreq kreq_t;
 
 /*
  * Completion for an async request: result is borrowed for the call (take
- * result->obj by setting it to NULL if you keep it).
+ * result->obj or result->body by setting it to NULL if you keep it). For
+ * KDEC_OBJECT the decoded object is result->obj (dcb is not used).
  */
 typedef void (*kreq_done_cb)(void *ud, kresult_t *result);
 
@@ -104,7 +120,12 @@ typedef struct klist_opts {
 	bool send_initial_events;
 } klist_opts_t;
 
-/* Borrows o; returns a new encoded query string (free with free()). */
+/*
+ * Borrows o (may be NULL); returns a new encoded query string without '?' ("" when
+ * empty), free with free(). watch adds "watch=true" and the watch-only options.
+ * With a continue token, resourceVersion(Match) are left out (the server rejects
+ * them together).
+ */
 char *klist_opts_query(const klist_opts_t *o, bool watch);
 
 /* Async list (one page): items to dcb->on_object, list meta to dcb->on_list_meta. */
@@ -136,8 +157,27 @@ typedef struct kdelete_opts {
 	int64_t grace_period_seconds;     /* -1 = unset */
 } kdelete_opts_t;
 
-/* Runs spec on the loop and waits. Borrows spec. Any thread but the loop's. */
+/*
+ * Helpers for building a kreq_spec_t by hand (async writes on the loop thread).
+ * Borrows o (may be NULL: field manager "sample-controller"); returns a new query
+ * string "fieldManager=...[&dryRun=All][&force=true]" (force only when apply),
+ * free with free().
+ */
+char *kwrite_opts_query(const kwrite_opts_t *o, bool apply);
+/* Returns the Content-Type of a patch type (static string). */
+const char *kpatch_content_type(kpatch_type_t pt);
+/* Borrows o; returns a new DeleteOptions JSON body, free with free(). */
+char *kdelete_opts_body(const kdelete_opts_t *o);
+
+/*
+ * Runs spec on the loop and waits. Borrows spec. Any thread but the loop's (there
+ * it fails at once with an error instead of deadlocking). res must be zeroed.
+ * For KDEC_LIST/KDEC_WATCH use kclient_do_sync_stream.
+ */
 int kclient_do_sync(kclient_t *c, const kreq_spec_t *spec, kresult_t *res);
+/* Same, with dcb (borrowed) called on the LOOP thread with ud while this thread waits. */
+int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
+			   void *ud, kresult_t *res);
 
 int kclient_get_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
 		     kresult_t *res);
@@ -150,19 +190,34 @@ int kclient_update_status_sync(kclient_t *c, const ktype_t *t, const char *ns, c
 			       const char *body, const kwrite_opts_t *o, kresult_t *res);
 int kclient_patch_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
 		       kpatch_type_t pt, const char *body, const kwrite_opts_t *o, kresult_t *res);
+/* o may be NULL (server defaults). The answer is not decoded (res->obj stays NULL). */
 int kclient_delete_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
 			const kdelete_opts_t *o, kresult_t *res);
-/* A whole list, all pages; objects appended to *items (new refs, free each and the array). */
+/*
+ * A whole list, all pages (o->limit per page); objects appended to *items (new refs,
+ * free each and the array); *list_rv (may be NULL) gets a new string, free with
+ * free(). An expired continue token restarts once as a single unpaged list.
+ */
 int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
 		      kobj_t ***items, size_t *nitems, char **list_rv, kresult_t *res);
 
 /* --- Figures for pkg/metrics (thread-safe snapshot). --- */
 typedef void (*kclient_request_stat_cb)(void *ud, const char *method, int code, uint64_t count);
-/* Calls cb once per (method, code) pair seen; code 0 = transport error. */
+/*
+ * Calls cb once per (method, code) pair seen, counting every attempt (retries
+ * too); code 0 = transport error. Thread-safe; cb runs on a copy, no lock held.
+ */
 void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud);
-/* Latency histogram of completed non-watch requests: buckets in seconds. */
-void kclient_latency_snapshot(kclient_t *c, const double **bounds, uint64_t *counts,
-			      size_t *nbuckets, double *sum, uint64_t *count);
+/* Latency histogram of non-watch request attempts (Prometheus histogram shape). */
+#define KCLIENT_LATENCY_NBUCKETS 13
+typedef struct kclient_latency {
+	double bounds[KCLIENT_LATENCY_NBUCKETS];   /* upper bounds in seconds, ascending */
+	uint64_t counts[KCLIENT_LATENCY_NBUCKETS]; /* cumulative: attempts <= bounds[i] */
+	double sum;                                /* seconds */
+	uint64_t count;                            /* all attempts (the +Inf bucket) */
+} kclient_latency_t;
+/* Fills *out with a consistent copy. Thread-safe. */
+void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out);
 
 /* The loop the client runs on (borrowed). */
 struct ev_loop *kclient_loop(kclient_t *c);

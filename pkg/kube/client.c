@@ -1,0 +1,1511 @@
+/*
+ * client: the Kubernetes REST client (see client.h).
+ *
+ * Design note. Everything that touches the network runs on the loop thread: one
+ * curl multi handle whose sockets and timeout are libev watchers (ev_io per socket,
+ * one ev_timer). A request (kreq_t) moves through three states:
+ *
+ *   WAIT    an ev_timer is pending: the first start, a Retry-After delay, or the
+ *           wait for a rate-limiter token. Every start goes through it, even with
+ *           no delay, so that curl is never entered from inside its own callbacks
+ *           (a caller may start a request from a decoder callback).
+ *   FLIGHT  an easy handle is in the multi; the body is fed to a kdec_t chunk by
+ *           chunk from the write callback (2xx) or collected, bounded (non-2xx).
+ *   DONE    the done callback runs, then the request is freed.
+ *
+ * Each attempt gets a fresh easy handle; connections (and the HTTP/2 session with
+ * every watch multiplexed on it) live in the multi handle's pool. A retry goes
+ * back to WAIT. A cancel while curl is on the stack only marks the request; it is
+ * removed as soon as curl returns.
+ *
+ * Worker threads hand requests over through a mutex-protected queue and an
+ * ev_async, and sleep on a condition variable of their own until the loop fills
+ * their result. kclient_free completes whatever is still pending with an error and
+ * waits for the sleepers to leave before the mutex goes away.
+ */
+#include "pkg/kube/client.h"
+
+#include "pkg/kube/ratelimit.h"
+
+#include <curl/curl.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define DEFAULT_QPS                20.0
+#define DEFAULT_BURST              30
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000u
+#define DEFAULT_REQUEST_TIMEOUT_MS 60000u
+#define DEFAULT_MAX_RETRIES        10
+#define DEFAULT_FIELD_MANAGER      "sample-controller"
+/* Non-2xx bodies are Status objects of a few hundred bytes; keep at most this. */
+#define MAX_ERROR_BODY (1024u * 1024u)
+/* The wait before retrying a GET after a reset, as if the server said Retry-After: 1. */
+#define RESET_RETRY_SECONDS 1
+
+static const double latency_bounds[KCLIENT_LATENCY_NBUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+};
+
+typedef enum kreq_state {
+	KREQ_WAIT,
+	KREQ_FLIGHT,
+	KREQ_DONE,
+} kreq_state_t;
+
+/* A *_sync call, on the stack of the worker that waits for it. */
+typedef struct sync_call {
+	struct sync_call *next;
+	const kreq_spec_t *spec;
+	const kdec_cb_t *dcb;
+	void *ud;
+	kresult_t *res;
+	bool done;
+	pthread_cond_t cond;
+} sync_call_t;
+
+/* One socket curl asked us to watch. */
+typedef struct ksock {
+	ev_io io;
+	kclient_t *c;
+	struct ksock *prev, *next;
+} ksock_t;
+
+typedef struct stat_entry {
+	const char *method; /* static string */
+	int code;
+	uint64_t count;
+} stat_entry_t;
+
+struct kreq {
+	kclient_t *c;
+	struct kreq *prev, *next; /* c->reqs */
+	kreq_state_t state;
+	bool cancelled;
+
+	/* The request, copied from the spec. */
+	const char *method; /* static string */
+	const ktype_t *type;
+	kdec_mode_t decode;
+	bool no_decode;
+	bool keep_body;
+	bool is_watch;
+	uint32_t timeout_ms;
+	char *url;
+	char *content_type;
+	char *body;
+	size_t body_len;
+	kdec_cb_t ucb; /* the caller's decoder callbacks (zeroed if none) */
+	kreq_done_cb done;
+	void *ud;
+	sync_call_t *sync; /* set when a worker waits for this request */
+
+	/* Retry bookkeeping, across attempts. */
+	ev_timer timer;
+	bool token_held; /* a rate-limiter token is reserved for the next start */
+	int retries;
+	bool auth_refreshed;
+	unsigned cred_gen;  /* generation of the credential the current attempt used */
+	uint64_t delivered; /* callbacks made to ucb: past this point a retry would repeat them */
+
+	/* The current attempt. */
+	CURL *easy;
+	struct curl_slist *headers;
+	char errbuf[CURL_ERROR_SIZE];
+	long code;       /* HTTP status, 0 until the first body byte or the end */
+	int retry_after; /* Retry-After seconds, -1 when absent */
+	uint64_t body_bytes;
+	kdec_t *dec;
+	sbuf_t errbody;
+	sbuf_t keep;
+	char *abort_err; /* why the write callback stopped the transfer */
+	uint64_t start_ns;
+
+	kresult_t res;
+};
+
+struct kclient {
+	struct ev_loop *loop;
+	kconfig_t *cfg;
+	struct kconfig_view view;
+	const clk_t *clock;
+
+	double qps;
+	int burst;
+	char *user_agent;
+	uint32_t connect_timeout_ms;
+	uint32_t request_timeout_ms;
+	int max_retries;
+	size_t max_object_bytes;
+
+	char *base; /* server URL without trailing slash */
+	char *host;
+	struct curl_slist *connect_to; /* tls-server-name: connect to the real host */
+
+	CURLM *multi;
+	ev_timer curl_timer;
+	ev_async async;
+	ev_prepare prepare;
+	ksock_t *socks;
+	kreq_t *reqs;
+	int in_curl;  /* > 0 while curl_multi_socket_action is on the stack */
+	ktb_t bucket; /* loop thread only */
+	_Atomic pid_t loop_tid;
+
+	pthread_mutex_t mu; /* queue, shutting_down, waiters */
+	pthread_cond_t idle;
+	sync_call_t *queue_head, *queue_tail;
+	bool shutting_down;
+	int waiters;
+
+	pthread_mutex_t stats_mu;
+	stat_entry_t *stats;
+	size_t nstats, capstats;
+	uint64_t lat_counts[KCLIENT_LATENCY_NBUCKETS];
+	double lat_sum;
+	uint64_t lat_count;
+};
+
+static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void multi_process(kclient_t *c);
+
+/* ---------------------------------------------------------------- helpers */
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static uint64_t now_ns(const kclient_t *c)
+{
+	return clk_mono_ns(c->clock);
+}
+
+/* Returns the static spelling of a known method, or NULL. */
+static const char *method_static(const char *m)
+{
+	static const char *const known[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+	if (m == NULL)
+		return NULL;
+	for (size_t i = 0; i < CSC_ARRAY_LEN(known); i++)
+		if (strcmp(m, known[i]) == 0)
+			return known[i];
+	return NULL;
+}
+
+/* Appends s percent-encoded: everything but RFC 3986 unreserved characters. */
+static void put_escaped(sbuf_t *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+			sbuf_putc(b, (char)*p);
+		} else {
+			sbuf_putc(b, '%');
+			sbuf_putc(b, hex[*p >> 4]);
+			sbuf_putc(b, hex[*p & 15]);
+		}
+	}
+}
+
+static void put_param(sbuf_t *b, const char *key, const char *value)
+{
+	if (b->len > 0)
+		sbuf_putc(b, '&');
+	sbuf_puts(b, key);
+	sbuf_putc(b, '=');
+	put_escaped(b, value);
+}
+
+/* Returns a new URL for spec, free with free(). */
+static char *build_url(const kclient_t *c, const kreq_spec_t *spec)
+{
+	const ktype_t *t = spec->type;
+	sbuf_t b = SBUF_INIT;
+	sbuf_puts(&b, c->base);
+	if (t->group == NULL || t->group[0] == '\0')
+		sbuf_printf(&b, "/api/%s", t->version);
+	else
+		sbuf_printf(&b, "/apis/%s/%s", t->group, t->version);
+	if (t->namespaced && spec->ns != NULL && spec->ns[0] != '\0') {
+		sbuf_puts(&b, "/namespaces/");
+		put_escaped(&b, spec->ns);
+	}
+	sbuf_putc(&b, '/');
+	sbuf_puts(&b, t->resource);
+	if (spec->name != NULL) {
+		sbuf_putc(&b, '/');
+		put_escaped(&b, spec->name);
+	}
+	if (spec->subresource != NULL && spec->subresource[0] != '\0') {
+		sbuf_putc(&b, '/');
+		sbuf_puts(&b, spec->subresource);
+	}
+	if (spec->query != NULL && spec->query[0] != '\0') {
+		sbuf_putc(&b, '?');
+		sbuf_puts(&b, spec->query);
+	}
+	return sbuf_steal(&b);
+}
+
+char *klist_opts_query(const klist_opts_t *o, bool watch)
+{
+	sbuf_t b = SBUF_INIT;
+	if (watch)
+		put_param(&b, "watch", "true");
+	if (o != NULL) {
+		bool cont = !watch && o->continue_token != NULL && o->continue_token[0] != '\0';
+		if (o->label_selector != NULL && o->label_selector[0] != '\0')
+			put_param(&b, "labelSelector", o->label_selector);
+		if (o->field_selector != NULL && o->field_selector[0] != '\0')
+			put_param(&b, "fieldSelector", o->field_selector);
+		/* "" means "most recent", which is what leaving it out means too. */
+		if (!cont && o->resource_version != NULL && o->resource_version[0] != '\0')
+			put_param(&b, "resourceVersion", o->resource_version);
+		if (!cont && o->resource_version_match != NULL &&
+		    o->resource_version_match[0] != '\0')
+			put_param(&b, "resourceVersionMatch", o->resource_version_match);
+		if (!watch && o->limit > 0) {
+			char n[24];
+			snprintf(n, sizeof(n), "%lld", (long long)o->limit);
+			put_param(&b, "limit", n);
+		}
+		if (cont)
+			put_param(&b, "continue", o->continue_token);
+		if (watch && o->allow_watch_bookmarks)
+			put_param(&b, "allowWatchBookmarks", "true");
+		if (watch && o->timeout_seconds > 0) {
+			char n[24];
+			snprintf(n, sizeof(n), "%lld", (long long)o->timeout_seconds);
+			put_param(&b, "timeoutSeconds", n);
+		}
+		if (watch && o->send_initial_events)
+			put_param(&b, "sendInitialEvents", "true");
+	}
+	if (b.len == 0)
+		return xstrdup("");
+	return sbuf_steal(&b);
+}
+
+char *kwrite_opts_query(const kwrite_opts_t *o, bool apply)
+{
+	sbuf_t b = SBUF_INIT;
+	const char *fm = o != NULL && o->field_manager != NULL && o->field_manager[0] != '\0'
+	                     ? o->field_manager
+	                     : DEFAULT_FIELD_MANAGER;
+	put_param(&b, "fieldManager", fm);
+	if (o != NULL && o->dry_run)
+		put_param(&b, "dryRun", "All");
+	if (apply && o != NULL && o->force)
+		put_param(&b, "force", "true");
+	return sbuf_steal(&b);
+}
+
+const char *kpatch_content_type(kpatch_type_t pt)
+{
+	switch (pt) {
+	case KPATCH_MERGE:
+		return "application/merge-patch+json";
+	case KPATCH_STRATEGIC:
+		return "application/strategic-merge-patch+json";
+	case KPATCH_JSON:
+		return "application/json-patch+json";
+	case KPATCH_APPLY:
+		return "application/apply-patch+yaml";
+	}
+	return "application/merge-patch+json";
+}
+
+char *kdelete_opts_body(const kdelete_opts_t *o)
+{
+	sbuf_t b = SBUF_INIT;
+	sbuf_puts(&b, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
+	if (o != NULL && o->propagation_policy != NULL) {
+		sbuf_puts(&b, ",\"propagationPolicy\":");
+		sbuf_put_json_str(&b, o->propagation_policy);
+	}
+	if (o != NULL && o->grace_period_seconds >= 0)
+		sbuf_printf(&b, ",\"gracePeriodSeconds\":%lld", (long long)o->grace_period_seconds);
+	if (o != NULL && (o->precondition_uid != NULL || o->precondition_rv != NULL)) {
+		sbuf_puts(&b, ",\"preconditions\":{");
+		if (o->precondition_uid != NULL) {
+			sbuf_puts(&b, "\"uid\":");
+			sbuf_put_json_str(&b, o->precondition_uid);
+		}
+		if (o->precondition_rv != NULL) {
+			if (o->precondition_uid != NULL)
+				sbuf_putc(&b, ',');
+			sbuf_puts(&b, "\"resourceVersion\":");
+			sbuf_put_json_str(&b, o->precondition_rv);
+		}
+		sbuf_putc(&b, '}');
+	}
+	sbuf_putc(&b, '}');
+	return sbuf_steal(&b);
+}
+
+/* ---------------------------------------------------------------- figures */
+
+static void stats_record(kclient_t *c, const char *method, int code, bool timed, double secs)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	size_t i;
+	for (i = 0; i < c->nstats; i++)
+		if (c->stats[i].method == method && c->stats[i].code == code)
+			break;
+	if (i == c->nstats) {
+		if (c->nstats == c->capstats) {
+			c->capstats = c->capstats ? c->capstats * 2 : 16;
+			c->stats = xrealloc(c->stats, c->capstats * sizeof(*c->stats));
+		}
+		c->stats[c->nstats++] = (stat_entry_t){method, code, 0};
+	}
+	c->stats[i].count++;
+	if (timed) {
+		for (size_t k = 0; k < KCLIENT_LATENCY_NBUCKETS; k++)
+			if (secs <= latency_bounds[k])
+				c->lat_counts[k]++;
+		c->lat_sum += secs;
+		c->lat_count++;
+	}
+	pthread_mutex_unlock(&c->stats_mu);
+}
+
+void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	size_t n = c->nstats;
+	stat_entry_t *copy = xmalloc((n ? n : 1) * sizeof(*copy));
+	if (n)
+		memcpy(copy, c->stats, n * sizeof(*copy));
+	pthread_mutex_unlock(&c->stats_mu);
+	for (size_t i = 0; i < n; i++)
+		cb(ud, copy[i].method, copy[i].code, copy[i].count);
+	free(copy);
+}
+
+void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out)
+{
+	memcpy(out->bounds, latency_bounds, sizeof(latency_bounds));
+	pthread_mutex_lock(&c->stats_mu);
+	memcpy(out->counts, c->lat_counts, sizeof(out->counts));
+	out->sum = c->lat_sum;
+	out->count = c->lat_count;
+	pthread_mutex_unlock(&c->stats_mu);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void req_link(kclient_t *c, kreq_t *r)
+{
+	r->next = c->reqs;
+	if (c->reqs)
+		c->reqs->prev = r;
+	c->reqs = r;
+}
+
+static void req_unlink(kclient_t *c, kreq_t *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		c->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+}
+
+/* Drops the current attempt's easy handle and everything it produced. */
+static void req_attempt_reset(kreq_t *r)
+{
+	if (r->easy != NULL) {
+		curl_multi_remove_handle(r->c->multi, r->easy);
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+	}
+	curl_slist_free_all(r->headers);
+	r->headers = NULL;
+	r->errbuf[0] = '\0';
+	r->code = 0;
+	r->retry_after = -1;
+	r->body_bytes = 0;
+	kdec_free(r->dec);
+	r->dec = NULL;
+	sbuf_reset(&r->errbody);
+	sbuf_reset(&r->keep);
+	free(r->abort_err);
+	r->abort_err = NULL;
+	kresult_clear(&r->res);
+}
+
+static void req_free(kreq_t *r)
+{
+	kclient_t *c = r->c;
+	if (r->state == KREQ_WAIT) {
+		ev_timer_stop(c->loop, &r->timer);
+		if (r->token_held)
+			ktb_unreserve(&c->bucket, now_ns(c));
+	}
+	req_attempt_reset(r);
+	sbuf_free(&r->errbody);
+	sbuf_free(&r->keep);
+	req_unlink(c, r);
+	free(r->url);
+	free(r->content_type);
+	free(r->body);
+	free(r);
+}
+
+/* Moves a finished worker's result over and wakes the worker. */
+static void sync_complete(kclient_t *c, sync_call_t *call, kresult_t *res)
+{
+	pthread_mutex_lock(&c->mu);
+	*call->res = *res;
+	memset(res, 0, sizeof(*res));
+	call->done = true;
+	pthread_cond_signal(&call->cond);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void sync_fail(kclient_t *c, sync_call_t *call, const char *msg)
+{
+	kresult_t res = {0};
+	res.error = xstrdup(msg);
+	sync_complete(c, call, &res);
+}
+
+/* Ends the request: the caller learns the result, then the request is freed. */
+static void req_complete(kreq_t *r)
+{
+	r->state = KREQ_DONE;
+	if (r->sync != NULL)
+		sync_complete(r->c, r->sync, &r->res);
+	else if (r->done != NULL)
+		r->done(r->ud, &r->res);
+	req_free(r);
+}
+
+/* Back to WAIT for delay seconds (0 = next loop iteration). */
+static void req_schedule(kreq_t *r, double delay)
+{
+	r->state = KREQ_WAIT;
+	ev_timer_set(&r->timer, delay, 0.);
+	ev_timer_start(r->c->loop, &r->timer);
+}
+
+static void req_fail_transport(kreq_t *r, int transport_code, const char *why)
+{
+	r->res.http_code = 0;
+	r->res.transport_code = transport_code;
+	r->res.error = xasprintf("%s %s: %s", r->method, r->url, why);
+	req_complete(r);
+}
+
+/* --- decoder callbacks: forward to the caller, counting what it has seen. --- */
+
+static void wrap_object(void *ud, kobj_t *obj)
+{
+	kreq_t *r = ud;
+	if (r->decode == KDEC_OBJECT) {
+		/* Held until the end, so an OBJECT request can still be retried. */
+		kobj_unref(r->res.obj);
+		r->res.obj = obj;
+		return;
+	}
+	if (r->cancelled || r->ucb.on_object == NULL) {
+		kobj_unref(obj);
+		return;
+	}
+	r->delivered++;
+	r->ucb.on_object(r->ud, obj);
+}
+
+static void wrap_list_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
+{
+	kreq_t *r = ud;
+	if (r->cancelled || r->ucb.on_list_meta == NULL)
+		return;
+	r->delivered++;
+	r->ucb.on_list_meta(r->ud, rv, cont, remaining);
+}
+
+static void wrap_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+{
+	kreq_t *r = ud;
+	if (r->cancelled || r->ucb.on_event == NULL) {
+		kobj_unref(obj);
+		return;
+	}
+	r->delivered++;
+	r->ucb.on_event(r->ud, type, obj, status);
+}
+
+static const kdec_cb_t wrap_cb = {
+    .on_object = wrap_object,
+    .on_list_meta = wrap_list_meta,
+    .on_event = wrap_event,
+};
+
+/* --- curl easy callbacks --- */
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ud)
+{
+	kreq_t *r = ud;
+	size_t len = size * n;
+	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
+		r->retry_after = -1; /* a new response head (after a 1xx, say) */
+	} else if (len > 12 && strncasecmp(buf, "Retry-After:", 12) == 0) {
+		/* Only delay-seconds, as client-go: an HTTP date is ignored. */
+		size_t i = 12;
+		while (i < len && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		long v = 0;
+		size_t digits = 0;
+		while (i < len && buf[i] >= '0' && buf[i] <= '9' && digits < 9) {
+			v = v * 10 + (buf[i] - '0');
+			i++;
+			digits++;
+		}
+		while (i < len &&
+		       (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+			i++;
+		if (digits > 0 && i == len)
+			r->retry_after = (int)v;
+	}
+	return len;
+}
+
+static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
+{
+	kreq_t *r = ud;
+	kclient_t *c = r->c;
+	size_t len = size * n;
+	if (r->cancelled)
+		return 0; /* aborts the transfer */
+	if (r->code == 0)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
+	r->body_bytes += len;
+	if (r->code < 200 || r->code >= 300) {
+		if (r->errbody.len < MAX_ERROR_BODY) {
+			size_t room = MAX_ERROR_BODY - r->errbody.len;
+			sbuf_append(&r->errbody, ptr, len < room ? len : room);
+		}
+		return len;
+	}
+	if (r->keep_body) {
+		if (r->keep.len + len > c->max_object_bytes) {
+			r->abort_err =
+			    xasprintf("response body larger than %zu bytes", c->max_object_bytes);
+			return 0;
+		}
+		sbuf_append(&r->keep, ptr, len);
+	}
+	if (r->no_decode)
+		return len;
+	if (r->dec == NULL)
+		r->dec = kdec_new(r->type, r->decode, &wrap_cb, r, c->max_object_bytes);
+	char *err = NULL;
+	if (kdec_feed(r->dec, ptr, len, &err) < 0) {
+		/* The decoder names the byte offset itself. */
+		r->abort_err = xasprintf("decoding the response body: %s", err ? err : "failed");
+		free(err);
+		return 0;
+	}
+	return r->cancelled ? 0 : len;
+}
+
+/* Sets up and adds an easy handle for the next attempt; completes r on failure. */
+static void req_start_attempt(kreq_t *r)
+{
+	kclient_t *c = r->c;
+	kcred_t cred = {0};
+	char *err = NULL;
+	if (kconfig_credentials(c->cfg, false, &cred, &err) < 0) {
+		char *why = xasprintf("credentials: %s", err ? err : "failed");
+		free(err);
+		req_fail_transport(r, 0, why);
+		free(why);
+		return;
+	}
+
+	CURL *e = curl_easy_init();
+	if (e == NULL) {
+		kcred_clear(&cred);
+		req_fail_transport(r, CURLE_FAILED_INIT, "curl_easy_init failed");
+		return;
+	}
+	r->easy = e;
+	r->errbuf[0] = '\0';
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+	/* curl sends "Accept-Encoding: gzip" and inflates before on_write sees it. */
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip");
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	/* Wait for a connection in progress to say whether it multiplexes rather than
+	 * opening a second one: every watch shares one HTTP/2 connection. */
+	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 30L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
+	uint32_t timeout = r->timeout_ms;
+	if (timeout == 0 && !r->is_watch)
+		timeout = c->request_timeout_ms;
+	if (timeout > 0)
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout);
+
+	if (c->view.insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (c->view.ca_pem != NULL && c->view.ca_len > 0) {
+		/* The kubeconfig's CA is the only trust anchor, as in client-go. */
+		struct curl_blob ca = {(void *)c->view.ca_pem, c->view.ca_len, CURL_BLOB_COPY};
+		curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
+		curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
+		curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+	}
+	if (cred.cert_pem != NULL && cred.key_pem != NULL) {
+		struct curl_blob cert = {cred.cert_pem, cred.cert_len, CURL_BLOB_COPY};
+		struct curl_blob key = {cred.key_pem, cred.key_len, CURL_BLOB_COPY};
+		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
+		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+		curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
+	}
+	if (c->connect_to != NULL)
+		curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
+	if (c->view.proxy_url != NULL && c->view.proxy_url[0] != '\0')
+		curl_easy_setopt(e, CURLOPT_PROXY, c->view.proxy_url);
+	if (cred.token == NULL && c->view.username != NULL && c->view.username[0] != '\0') {
+		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(e, CURLOPT_USERNAME, c->view.username);
+		curl_easy_setopt(e, CURLOPT_PASSWORD, c->view.password ? c->view.password : "");
+	}
+
+	struct curl_slist *h = NULL;
+	h = curl_slist_append(h, "Accept: application/json");
+	/* No "Expect: 100-continue" round trip before large bodies. */
+	h = curl_slist_append(h, "Expect:");
+	if (r->body != NULL) {
+		char *ct = xasprintf("Content-Type: %s", r->content_type);
+		h = curl_slist_append(h, ct);
+		free(ct);
+	}
+	if (cred.token != NULL && cred.token[0] != '\0') {
+		char *auth = xasprintf("Authorization: Bearer %s", cred.token);
+		h = curl_slist_append(h, auth);
+		memset(auth, 0, strlen(auth));
+		free(auth);
+	}
+	r->cred_gen = cred.generation;
+	kcred_clear(&cred);
+	r->headers = h;
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+
+	if (strcmp(r->method, "GET") == 0) {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(r->method, "HEAD") == 0) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else {
+		if (r->body != NULL) {
+			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+		}
+		if (strcmp(r->method, "POST") != 0 || r->body == NULL)
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+	}
+
+	r->state = KREQ_FLIGHT;
+	r->start_ns = now_ns(c);
+	CURLMcode mc = curl_multi_add_handle(c->multi, e);
+	if (mc != CURLM_OK) {
+		curl_easy_cleanup(e);
+		r->easy = NULL;
+		r->state = KREQ_DONE;
+		req_fail_transport(r, CURLE_FAILED_INIT, curl_multi_strerror(mc));
+	}
+}
+
+/* A WAIT ended: take a rate-limiter token (maybe waiting again), then start. */
+static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	kreq_t *r = (kreq_t *)((char *)w - offsetof(kreq_t, timer));
+	kclient_t *c = r->c;
+	if (!r->token_held && ktb_enabled(&c->bucket)) {
+		uint64_t wait = ktb_reserve(&c->bucket, now_ns(c));
+		r->token_held = true;
+		if (wait > 0) {
+			req_schedule(r, (double)wait / 1e9);
+			return;
+		}
+	}
+	r->token_held = false;
+	req_start_attempt(r);
+}
+
+static bool transport_retryable(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_RECV_ERROR:   /* connection reset */
+	case CURLE_SEND_ERROR:   /* reset while sending */
+	case CURLE_PARTIAL_FILE: /* early EOF: fewer bytes than announced */
+	case CURLE_GOT_NOTHING:  /* closed before any response */
+	case CURLE_HTTP2:        /* GOAWAY, connection-level errors */
+	case CURLE_HTTP2_STREAM: /* stream reset */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Builds the message of a non-2xx answer from its decoded Status. */
+static char *status_message(const kreq_t *r)
+{
+	const kstatus_t *s = &r->res.status;
+	sbuf_t b = SBUF_INIT;
+	sbuf_printf(&b, "%s %s: %ld", r->method, r->url, r->code);
+	if (s->reason != NULL && s->reason[0] != '\0')
+		sbuf_printf(&b, " %s", s->reason);
+	if (s->message != NULL && s->message[0] != '\0')
+		sbuf_printf(&b, ": %s", s->message);
+	return sbuf_steal(&b);
+}
+
+/* The current attempt ended with cc; decide: complete, or retry. */
+static void req_attempt_done(kreq_t *r, CURLcode cc)
+{
+	kclient_t *c = r->c;
+	if (r->code == 0)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
+	double secs = (double)(now_ns(c) - r->start_ns) / 1e9;
+	bool transport = cc != CURLE_OK && r->abort_err == NULL;
+	stats_record(c, r->method, transport ? 0 : (int)r->code, !r->is_watch, secs);
+	curl_multi_remove_handle(c->multi, r->easy);
+	curl_easy_cleanup(r->easy);
+	r->easy = NULL;
+
+	if (r->cancelled) {
+		req_free(r);
+		return;
+	}
+
+	if (r->abort_err != NULL) {
+		r->res.http_code = (int)r->code;
+		r->res.error = xasprintf("%s %s: %s", r->method, r->url, r->abort_err);
+		req_complete(r);
+		return;
+	}
+
+	if (transport) {
+		if (strcmp(r->method, "GET") == 0 && transport_retryable(cc) && r->delivered == 0 &&
+		    r->retries < c->max_retries) {
+			r->retries++;
+			req_attempt_reset(r);
+			req_schedule(r, RESET_RETRY_SECONDS);
+			return;
+		}
+		const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+		char *msg = xasprintf("%s (curl error %d)", why, (int)cc);
+		req_fail_transport(r, (int)cc, msg);
+		free(msg);
+		return;
+	}
+
+	if (r->code >= 200 && r->code < 300) {
+		char *err = NULL;
+		if (r->dec != NULL && kdec_finish(r->dec, &err) < 0) {
+			r->res.http_code = (int)r->code;
+			r->res.error = xasprintf("%s %s: decoding the response body: %s", r->method,
+			                         r->url, err ? err : "failed");
+			free(err);
+			req_complete(r);
+			return;
+		}
+		r->res.http_code = (int)r->code;
+		if (r->keep_body) {
+			r->res.body_len = r->keep.len;
+			sbuf_cstr(&r->keep);
+			r->res.body = sbuf_steal(&r->keep);
+		}
+		req_complete(r);
+		return;
+	}
+
+	kstatus_parse(r->errbody.data ? r->errbody.data : "", r->errbody.len, (int)r->code,
+	              &r->res.status);
+	if (r->res.status.retry_after_seconds == 0 && r->retry_after > 0)
+		r->res.status.retry_after_seconds = r->retry_after;
+
+	if (r->code == 401 && !r->auth_refreshed) {
+		/* Exec plugins and bound tokens: retry once with a fresh credential. If
+		 * another request already refreshed it meanwhile, its new one will do;
+		 * otherwise force a refresh (a plugin run), once for this request. */
+		kcred_t cred = {0};
+		char *err = NULL;
+		r->auth_refreshed = true;
+		int rc = kconfig_credentials(c->cfg, false, &cred, &err);
+		if (rc == 0 && cred.generation == r->cred_gen) {
+			kcred_clear(&cred);
+			rc = kconfig_credentials(c->cfg, true, &cred, &err);
+		}
+		kcred_clear(&cred);
+		free(err); /* if the refresh failed, the 401 below says enough */
+		if (rc == 0) {
+			req_attempt_reset(r);
+			req_schedule(r, 0);
+			return;
+		}
+	}
+	if ((r->code == 429 || r->code >= 500) && r->retry_after >= 0 &&
+	    r->retries < c->max_retries) {
+		int delay = r->retry_after;
+		r->retries++;
+		req_attempt_reset(r);
+		req_schedule(r, delay);
+		return;
+	}
+	r->res.http_code = (int)r->code;
+	r->res.error = status_message(r);
+	req_complete(r);
+}
+
+/* After curl ran: drop requests cancelled meanwhile, then handle finished transfers. */
+static void multi_process(kclient_t *c)
+{
+	for (kreq_t *r = c->reqs, *next; r != NULL; r = next) {
+		next = r->next;
+		if (r->cancelled && r->state == KREQ_FLIGHT)
+			req_free(r);
+	}
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		char *priv = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+		if (priv != NULL)
+			req_attempt_done((kreq_t *)priv, msg->data.result);
+	}
+}
+
+/* ---------------------------------------------------------------- curl <-> libev */
+
+static void socket_action(kclient_t *c, curl_socket_t fd, int action)
+{
+	int running = 0;
+	c->in_curl++;
+	curl_multi_socket_action(c->multi, fd, action, &running);
+	c->in_curl--;
+	multi_process(c);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ksock_t *s = (ksock_t *)w;
+	int action = ((revents & EV_READ) ? CURL_CSELECT_IN : 0) |
+	             ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+	socket_action(s->c, w->fd, action);
+}
+
+static void curl_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, curl_timer));
+	socket_action(c, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int multi_socket_cb(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+	kclient_t *c = userp;
+	ksock_t *s = socketp;
+	if (what == CURL_POLL_REMOVE) {
+		if (s != NULL) {
+			ev_io_stop(c->loop, &s->io);
+			if (s->prev)
+				s->prev->next = s->next;
+			else
+				c->socks = s->next;
+			if (s->next)
+				s->next->prev = s->prev;
+			free(s);
+			curl_multi_assign(c->multi, fd, NULL);
+		}
+		return 0;
+	}
+	if (s == NULL) {
+		s = xcalloc(1, sizeof(*s));
+		s->c = c;
+		s->next = c->socks;
+		if (c->socks)
+			c->socks->prev = s;
+		c->socks = s;
+		ev_init(&s->io, io_cb);
+		curl_multi_assign(c->multi, fd, s);
+	} else {
+		ev_io_stop(c->loop, &s->io);
+	}
+	int events =
+	    ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+	ev_io_set(&s->io, fd, events);
+	ev_io_start(c->loop, &s->io);
+	return 0;
+}
+
+static int multi_timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+	kclient_t *c = userp;
+	ev_timer_stop(c->loop, &c->curl_timer);
+	if (timeout_ms >= 0) {
+		ev_timer_set(&c->curl_timer, (double)timeout_ms / 1000.0, 0.);
+		ev_timer_start(c->loop, &c->curl_timer);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- threads */
+
+static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, prepare));
+	atomic_store(&c->loop_tid, gettid());
+}
+
+static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
+                             kreq_done_cb done, void *ud, sync_call_t *sync, char **err);
+
+/* Workers queued requests: start them on the loop. */
+static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, async));
+	atomic_store(&c->loop_tid, gettid());
+	pthread_mutex_lock(&c->mu);
+	sync_call_t *q = c->queue_head;
+	c->queue_head = c->queue_tail = NULL;
+	pthread_mutex_unlock(&c->mu);
+	while (q != NULL) {
+		sync_call_t *call = q;
+		q = q->next;
+		char *err = NULL;
+		if (request_start(c, call->spec, call->dcb, NULL, call->ud, call, &err) == NULL) {
+			sync_fail(c, call, err ? err : "request failed");
+			free(err);
+		}
+	}
+}
+
+static int sync_run(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb, void *ud,
+                    kresult_t *res)
+{
+	if (atomic_load(&c->loop_tid) == gettid()) {
+		res->error = xasprintf("%s: a blocking client call was made on the client's "
+		                       "loop thread (it would deadlock); use kclient_request",
+		                       spec->method ? spec->method : "request");
+		return -1;
+	}
+	sync_call_t call = {.spec = spec, .dcb = dcb, .ud = ud, .res = res};
+	pthread_cond_init(&call.cond, NULL);
+	pthread_mutex_lock(&c->mu);
+	if (c->shutting_down) {
+		pthread_mutex_unlock(&c->mu);
+		pthread_cond_destroy(&call.cond);
+		res->error = xstrdup("client shutting down");
+		return -1;
+	}
+	if (c->queue_tail)
+		c->queue_tail->next = &call;
+	else
+		c->queue_head = &call;
+	c->queue_tail = &call;
+	c->waiters++;
+	ev_async_send(c->loop, &c->async);
+	while (!call.done)
+		pthread_cond_wait(&call.cond, &c->mu);
+	c->waiters--;
+	if (c->shutting_down && c->waiters == 0)
+		pthread_cond_signal(&c->idle);
+	pthread_mutex_unlock(&c->mu);
+	pthread_cond_destroy(&call.cond);
+	return res->error == NULL ? 0 : -1;
+}
+
+int kclient_do_sync(kclient_t *c, const kreq_spec_t *spec, kresult_t *res)
+{
+	return sync_run(c, spec, NULL, NULL, res);
+}
+
+int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb, void *ud,
+                           kresult_t *res)
+{
+	return sync_run(c, spec, dcb, ud, res);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+/* Splits the server URL for messages, metrics and tls-server-name. */
+static int parse_server(kclient_t *c, char **err)
+{
+	const char *server = c->view.server;
+	if (server == NULL || server[0] == '\0')
+		return err_set(err, "client: %s: no server URL",
+		               c->view.source ? c->view.source : "config");
+	size_t n = strlen(server);
+	while (n > 0 && server[n - 1] == '/')
+		n--;
+	c->base = xstrndup(server, n);
+
+	int result = -1;
+	char *scheme = NULL, *host = NULL, *port = NULL;
+	CURLU *u = curl_url();
+	if (curl_url_set(u, CURLUPART_URL, c->base, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+		err_set(err, "client: %s: server URL %s cannot be parsed",
+		        c->view.source ? c->view.source : "config", c->base);
+		goto out;
+	}
+	if (strcmp(scheme, "https") != 0 && strcmp(scheme, "http") != 0) {
+		err_set(err, "client: %s: server URL %s: scheme must be https or http",
+		        c->view.source ? c->view.source : "config", c->base);
+		goto out;
+	}
+	curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+	bool explicit_port = false;
+	char *p2 = NULL;
+	if (curl_url_get(u, CURLUPART_PORT, &p2, 0) == CURLUE_OK) {
+		explicit_port = true;
+		curl_free(p2);
+	}
+	c->host = explicit_port ? xasprintf("%s:%s", host, port) : xstrdup(host);
+
+	if (c->view.tls_server_name != NULL && c->view.tls_server_name[0] != '\0' &&
+	    strcmp(c->view.tls_server_name, host) != 0) {
+		/* curl verifies the certificate against the URL's host: ask for the
+		 * TLS name in the URL and connect to the real address underneath. */
+		char *conn = xasprintf("%s:%s:%s:%s", c->view.tls_server_name, port, host, port);
+		c->connect_to = curl_slist_append(NULL, conn);
+		free(conn);
+		curl_url_set(u, CURLUPART_HOST, c->view.tls_server_name, 0);
+		char *url = NULL;
+		if (curl_url_get(u, CURLUPART_URL, &url, 0) == CURLUE_OK) {
+			free(c->base);
+			n = strlen(url);
+			while (n > 0 && url[n - 1] == '/')
+				n--;
+			c->base = xstrndup(url, n);
+			curl_free(url);
+		}
+	}
+	result = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return result;
+}
+
+kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_t *opts, char **err)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, curl_init_once);
+	if (loop == NULL || cfg == NULL) {
+		kconfig_free(cfg);
+		err_set(err, "client: no loop or no configuration");
+		return NULL;
+	}
+	kclient_opts_t o = opts ? *opts : (kclient_opts_t){0};
+	kclient_t *c = xcalloc(1, sizeof(*c));
+	c->loop = loop;
+	c->cfg = cfg;
+	kconfig_view(cfg, &c->view);
+	c->clock = o.clock ? o.clock : clk_real();
+	c->qps = o.qps == 0 ? DEFAULT_QPS : o.qps;
+	c->burst = o.burst > 0 ? o.burst : DEFAULT_BURST;
+	c->user_agent = o.user_agent ? xstrdup(o.user_agent)
+	                             : xstrdup("sample-controller/" CSC_VERSION " (linux) c");
+	c->connect_timeout_ms =
+	    o.connect_timeout_ms ? o.connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+	c->request_timeout_ms =
+	    o.request_timeout_ms ? o.request_timeout_ms : DEFAULT_REQUEST_TIMEOUT_MS;
+	c->max_retries =
+	    o.max_retries == 0 ? DEFAULT_MAX_RETRIES : (o.max_retries < 0 ? 0 : o.max_retries);
+	c->max_object_bytes = o.max_object_bytes ? o.max_object_bytes : KDEC_DEFAULT_MAX_OBJECT;
+	ktb_init(&c->bucket, c->qps, c->burst, now_ns(c));
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	pthread_mutex_init(&c->stats_mu, NULL);
+	atomic_store(&c->loop_tid, gettid());
+
+	if (parse_server(c, err) < 0)
+		goto fail;
+
+	c->multi = curl_multi_init();
+	if (c->multi == NULL) {
+		err_set(err, "client: curl_multi_init failed");
+		goto fail;
+	}
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, multi_socket_cb);
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, multi_timer_cb);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+
+	ev_init(&c->curl_timer, curl_timer_cb);
+	ev_async_init(&c->async, async_cb);
+	ev_async_start(loop, &c->async);
+	ev_unref(loop);
+	ev_prepare_init(&c->prepare, prepare_cb);
+	ev_prepare_start(loop, &c->prepare);
+	ev_unref(loop);
+	return c;
+fail:
+	free(c->base);
+	free(c->host);
+	free(c->user_agent);
+	curl_slist_free_all(c->connect_to);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->stats_mu);
+	kconfig_free(cfg);
+	free(c);
+	return NULL;
+}
+
+void kclient_free(kclient_t *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->shutting_down = true;
+	sync_call_t *q = c->queue_head;
+	c->queue_head = c->queue_tail = NULL;
+	pthread_mutex_unlock(&c->mu);
+	while (q != NULL) {
+		sync_call_t *call = q;
+		q = q->next;
+		sync_fail(c, call, "client shutting down");
+	}
+	while (c->reqs != NULL) {
+		kreq_t *r = c->reqs;
+		if (r->sync != NULL) {
+			kresult_clear(&r->res);
+			r->res.error = xasprintf("%s %s: client shutting down", r->method, r->url);
+			sync_complete(c, r->sync, &r->res);
+		}
+		req_free(r);
+	}
+	pthread_mutex_lock(&c->mu);
+	while (c->waiters > 0)
+		pthread_cond_wait(&c->idle, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+
+	ev_ref(c->loop);
+	ev_async_stop(c->loop, &c->async);
+	ev_ref(c->loop);
+	ev_prepare_stop(c->loop, &c->prepare);
+	ev_timer_stop(c->loop, &c->curl_timer);
+	curl_multi_cleanup(c->multi);
+	while (c->socks != NULL) {
+		ksock_t *s = c->socks;
+		c->socks = s->next;
+		ev_io_stop(c->loop, &s->io);
+		free(s);
+	}
+	curl_slist_free_all(c->connect_to);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->stats_mu);
+	kconfig_free(c->cfg);
+	free(c->stats);
+	free(c->base);
+	free(c->host);
+	free(c->user_agent);
+	free(c);
+}
+
+kconfig_t *kclient_config(kclient_t *c)
+{
+	return c->cfg;
+}
+
+const char *kclient_host(const kclient_t *c)
+{
+	return c->host;
+}
+
+struct ev_loop *kclient_loop(kclient_t *c)
+{
+	return c->loop;
+}
+
+/* ---------------------------------------------------------------- async API */
+
+static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
+                             kreq_done_cb done, void *ud, sync_call_t *sync, char **err)
+{
+	const char *method = method_static(spec->method);
+	if (method == NULL) {
+		err_set(err, "client: unsupported method %s",
+		        spec->method ? spec->method : "(null)");
+		return NULL;
+	}
+	if (spec->type == NULL || spec->type->resource == NULL || spec->type->version == NULL) {
+		err_set(err, "client: %s: request without a complete type", method);
+		return NULL;
+	}
+	if (c->shutting_down) {
+		err_set(err, "client shutting down");
+		return NULL;
+	}
+	kreq_t *r = xcalloc(1, sizeof(*r));
+	r->c = c;
+	r->method = method;
+	r->type = spec->type;
+	r->decode = spec->decode;
+	r->no_decode = spec->no_decode;
+	r->keep_body = spec->keep_body;
+	r->is_watch = spec->is_watch;
+	r->timeout_ms = spec->timeout_ms;
+	r->url = build_url(c, spec);
+	if (spec->body != NULL) {
+		r->body = xmalloc(spec->body_len + 1);
+		memcpy(r->body, spec->body, spec->body_len);
+		r->body[spec->body_len] = '\0';
+		r->body_len = spec->body_len;
+		r->content_type =
+		    xstrdup(spec->content_type ? spec->content_type : "application/json");
+	}
+	if (dcb != NULL)
+		r->ucb = *dcb;
+	r->done = done;
+	r->ud = ud;
+	r->sync = sync;
+	r->retry_after = -1;
+	ev_init(&r->timer, req_timer_cb);
+	req_link(c, r);
+	req_schedule(r, 0);
+	return r;
+}
+
+kreq_t *kclient_request(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
+                        kreq_done_cb done, void *ud, char **err)
+{
+	if (done == NULL) {
+		err_set(err, "client: request without a done callback");
+		return NULL;
+	}
+	return request_start(c, spec, dcb, done, ud, NULL, err);
+}
+
+void kreq_cancel(kreq_t *r)
+{
+	if (r == NULL || r->cancelled)
+		return;
+	r->cancelled = true;
+	switch (r->state) {
+	case KREQ_WAIT:
+		req_free(r);
+		break;
+	case KREQ_FLIGHT:
+		/* curl may be on the stack (a decoder callback): multi_process frees it. */
+		if (r->c->in_curl == 0)
+			req_free(r);
+		break;
+	case KREQ_DONE:
+		break; /* its done callback is running; it is freed right after */
+	}
+}
+
+kreq_t *kclient_list(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
+                     const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err)
+{
+	char *q = klist_opts_query(o, false);
+	kreq_spec_t spec = {.method = "GET", .type = t, .ns = ns, .query = q, .decode = KDEC_LIST};
+	kreq_t *r = kclient_request(c, &spec, dcb, done, ud, err);
+	free(q);
+	return r;
+}
+
+kreq_t *kclient_watch(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
+                      const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err)
+{
+	char *q = klist_opts_query(o, true);
+	kreq_spec_t spec = {.method = "GET",
+	                    .type = t,
+	                    .ns = ns,
+	                    .query = q,
+	                    .decode = KDEC_WATCH,
+	                    .is_watch = true};
+	/* The server ends the watch after timeoutSeconds; if it goes silent instead (a
+	 * dead peer behind a proxy), give up a minute later. */
+	if (o != NULL && o->timeout_seconds > 0 && o->timeout_seconds < 24 * 3600)
+		spec.timeout_ms = (uint32_t)(o->timeout_seconds + 60) * 1000u;
+	kreq_t *r = kclient_request(c, &spec, dcb, done, ud, err);
+	free(q);
+	return r;
+}
+
+/* ---------------------------------------------------------------- blocking verbs */
+
+int kclient_get_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
+                     kresult_t *res)
+{
+	kreq_spec_t spec = {
+	    .method = "GET", .type = t, .ns = ns, .name = name, .decode = KDEC_OBJECT};
+	return kclient_do_sync(c, &spec, res);
+}
+
+static int write_sync(kclient_t *c, const char *method, const ktype_t *t, const char *ns,
+                      const char *name, const char *sub, const char *ctype, bool apply,
+                      const char *body, const kwrite_opts_t *o, kresult_t *res)
+{
+	char *q = kwrite_opts_query(o, apply);
+	kreq_spec_t spec = {.method = method,
+	                    .type = t,
+	                    .ns = ns,
+	                    .name = name,
+	                    .subresource = sub,
+	                    .query = q,
+	                    .content_type = ctype,
+	                    .body = body ? body : "",
+	                    .body_len = body ? strlen(body) : 0,
+	                    .decode = KDEC_OBJECT};
+	int rc = kclient_do_sync(c, &spec, res);
+	free(q);
+	return rc;
+}
+
+int kclient_create_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *body,
+                        const kwrite_opts_t *o, kresult_t *res)
+{
+	return write_sync(c, "POST", t, ns, NULL, NULL, NULL, false, body, o, res);
+}
+
+int kclient_update_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
+                        const char *body, const kwrite_opts_t *o, kresult_t *res)
+{
+	return write_sync(c, "PUT", t, ns, name, NULL, NULL, false, body, o, res);
+}
+
+int kclient_update_status_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
+                               const char *body, const kwrite_opts_t *o, kresult_t *res)
+{
+	return write_sync(c, "PUT", t, ns, name, "status", NULL, false, body, o, res);
+}
+
+int kclient_patch_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
+                       kpatch_type_t pt, const char *body, const kwrite_opts_t *o, kresult_t *res)
+{
+	return write_sync(c, "PATCH", t, ns, name, NULL, kpatch_content_type(pt),
+	                  pt == KPATCH_APPLY, body, o, res);
+}
+
+int kclient_delete_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
+                        const kdelete_opts_t *o, kresult_t *res)
+{
+	char *body = o != NULL ? kdelete_opts_body(o) : NULL;
+	kreq_spec_t spec = {.method = "DELETE",
+	                    .type = t,
+	                    .ns = ns,
+	                    .name = name,
+	                    .body = body,
+	                    .body_len = body ? strlen(body) : 0,
+	                    .no_decode = true};
+	int rc = kclient_do_sync(c, &spec, res);
+	free(body);
+	return rc;
+}
+
+/* list_sync's page collector; runs on the loop thread while the worker waits. */
+typedef struct list_acc {
+	kobj_t **items;
+	size_t n, cap;
+	char *rv;
+	char *cont;
+} list_acc_t;
+
+static void acc_object(void *ud, kobj_t *obj)
+{
+	list_acc_t *a = ud;
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 64;
+		a->items = xrealloc(a->items, a->cap * sizeof(*a->items));
+	}
+	a->items[a->n++] = obj;
+}
+
+static void acc_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
+{
+	list_acc_t *a = ud;
+	free(a->rv);
+	free(a->cont);
+	a->rv = xstrdup(rv ? rv : "");
+	a->cont = xstrdup(cont ? cont : "");
+}
+
+int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
+                      kobj_t ***items, size_t *nitems, char **list_rv, kresult_t *res)
+{
+	static const kdec_cb_t acc_cb = {.on_object = acc_object, .on_list_meta = acc_meta};
+	klist_opts_t page = o ? *o : (klist_opts_t){0};
+	list_acc_t a = {0};
+	char *token = NULL; /* the continue token of the page being asked for */
+	bool restarted = false;
+	int rc;
+	for (;;) {
+		page.continue_token = token;
+		bool paged = token != NULL;
+		char *q = klist_opts_query(&page, false);
+		kreq_spec_t spec = {
+		    .method = "GET", .type = t, .ns = ns, .query = q, .decode = KDEC_LIST};
+		rc = kclient_do_sync_stream(c, &spec, &acc_cb, &a, res);
+		free(q);
+		free(token);
+		token = a.cont;
+		a.cont = NULL;
+		if (rc < 0 && kerr_is_gone(res) && paged && !restarted) {
+			/* The continue token expired: one full list instead of pages. */
+			restarted = true;
+			for (size_t i = 0; i < a.n; i++)
+				kobj_unref(a.items[i]);
+			a.n = 0;
+			kresult_clear(res);
+			page = o ? *o : (klist_opts_t){0};
+			page.limit = 0;
+			free(token);
+			token = NULL;
+			continue;
+		}
+		if (rc < 0 || token == NULL || token[0] == '\0')
+			break;
+		kresult_clear(res);
+	}
+	free(token);
+	if (rc < 0) {
+		for (size_t i = 0; i < a.n; i++)
+			kobj_unref(a.items[i]);
+		free(a.items);
+		a.items = NULL;
+		a.n = 0;
+	}
+	*items = a.items;
+	*nitems = a.n;
+	if (list_rv != NULL)
+		*list_rv = rc == 0 ? xstrdup(a.rv ? a.rv : "") : NULL;
+	free(a.rv);
+	return rc;
+}

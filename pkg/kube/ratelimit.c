@@ -1,0 +1,50 @@
+/* ratelimit: see ratelimit.h. */
+#include "pkg/kube/ratelimit.h"
+
+#include <math.h>
+
+void ktb_init(ktb_t *b, double qps, int burst, uint64_t now_ns)
+{
+	b->qps = qps;
+	b->burst = burst < 1 ? 1 : burst;
+	b->tokens = b->burst;
+	b->last_ns = now_ns;
+}
+
+bool ktb_enabled(const ktb_t *b)
+{
+	return b->qps > 0;
+}
+
+/* Adds what accrued since the last call; a clock that went backwards adds nothing. */
+static void ktb_refill(ktb_t *b, uint64_t now_ns)
+{
+	if (now_ns <= b->last_ns)
+		return;
+	b->tokens += (double)(now_ns - b->last_ns) * b->qps / 1e9;
+	if (b->tokens > b->burst)
+		b->tokens = b->burst;
+	b->last_ns = now_ns;
+}
+
+uint64_t ktb_reserve(ktb_t *b, uint64_t now_ns)
+{
+	if (!ktb_enabled(b))
+		return 0;
+	ktb_refill(b, now_ns);
+	b->tokens -= 1.0;
+	if (b->tokens >= 0)
+		return 0;
+	/* ceil so that the waiter never wakes a hair before its token exists. */
+	return (uint64_t)ceil(-b->tokens * 1e9 / b->qps);
+}
+
+void ktb_unreserve(ktb_t *b, uint64_t now_ns)
+{
+	if (!ktb_enabled(b))
+		return;
+	ktb_refill(b, now_ns);
+	b->tokens += 1.0;
+	if (b->tokens > b->burst)
+		b->tokens = b->burst;
+}

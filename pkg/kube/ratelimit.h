@@ -1,0 +1,32 @@
+/*
+ * ratelimit: the client-side token bucket of pkg/kube/client.c (internal header).
+ *
+ * A bucket holds up to `burst` tokens and refills at `qps` tokens a second. A
+ * caller reserves one token and is told how long to wait before using it; the
+ * count may go negative, so every waiter is spaced 1/qps after the one before
+ * it, first come first served, without a queue. Time is passed in (monotonic
+ * nanoseconds) so that a fake clock can drive it in tests.
+ */
+#ifndef CSC_KUBE_RATELIMIT_H
+#define CSC_KUBE_RATELIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ktb {
+	double qps;    /* tokens per second; <= 0 disables the bucket */
+	double burst;  /* capacity */
+	double tokens; /* may be negative: tokens promised to waiters */
+	uint64_t last_ns;
+} ktb_t;
+
+/* A full bucket at now_ns. qps < 0 disables limiting (every reservation is free). */
+void ktb_init(ktb_t *b, double qps, int burst, uint64_t now_ns);
+/* True when the bucket limits anything. */
+bool ktb_enabled(const ktb_t *b);
+/* Takes one token; returns the nanoseconds to wait before using it (0 = now). */
+uint64_t ktb_reserve(ktb_t *b, uint64_t now_ns);
+/* Gives back a token reserved but not used (a cancelled waiter). */
+void ktb_unreserve(ktb_t *b, uint64_t now_ns);
+
+#endif

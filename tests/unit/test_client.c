@@ -1,0 +1,1128 @@
+/*
+ * Unit tests for pkg/kube/client.c: the transport's behaviour under faults, with a
+ * scripted HTTP/1.1 server (fault_server.h) on loopback, and the token bucket with
+ * a fake clock. The real API server is exercised in tests/integration/test_client.c.
+ */
+#include "pkg/kube/client.h"
+#include "pkg/kube/ratelimit.h"
+
+#include "tests/unit/fault_server.h"
+
+#include <check.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKEN "s3cr3t-t0ken-value"
+
+static const char *const dep_fields[] = {"spec.replicas"};
+static const ktype_t t_dep = {
+    .group = "apps",
+    .version = "v1",
+    .kind = "Deployment",
+    .resource = "deployments",
+    .namespaced = true,
+    .fields = dep_fields,
+    .nfields = 1,
+};
+static const ktype_t t_ns = {
+    .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
+static const ktype_t t_pod = {
+    .group = "", .version = "v1", .kind = "Pod", .resource = "pods", .namespaced = true};
+
+/* --- fixture: a loop, a fault server and a client pointed at it --- */
+
+typedef struct fx {
+	struct ev_loop *loop;
+	fault_server_t *fs;
+	kclient_t *c;
+	char base[64];
+} fx_t;
+
+static kclient_t *client_for_port(struct ev_loop *loop, int port, const kclient_opts_t *opts)
+{
+	char *text =
+	    xasprintf("apiVersion: v1\nkind: Config\n"
+	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
+	              "users:\n- name: u\n  user:\n    token: " TOKEN "\n"
+	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	              "current-context: c\n",
+	              port);
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
+	free(text);
+	ck_assert_msg(cfg != NULL, "kconfig: %s", err ? err : "?");
+	kclient_t *c = kclient_new(loop, cfg, opts, &err);
+	ck_assert_msg(c != NULL, "kclient_new: %s", err ? err : "?");
+	return c;
+}
+
+static void fx_init(fx_t *f, const kclient_opts_t *opts)
+{
+	f->loop = ev_loop_new(EVFLAG_AUTO);
+	f->fs = fs_new();
+	f->c = client_for_port(f->loop, f->fs->port, opts);
+	snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", f->fs->port);
+}
+
+static void fx_done(fx_t *f)
+{
+	kclient_free(f->c);
+	fs_free(f->fs);
+	ev_loop_destroy(f->loop);
+}
+
+/* Runs the loop until *flag is set (or 20 s pass: then the test fails). */
+typedef struct until {
+	ev_timer tick;
+	atomic_int *flag;
+	double deadline;
+} until_t;
+
+static void until_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	until_t *u = (until_t *)w;
+	if (atomic_load(u->flag) || ev_now(loop) > u->deadline)
+		ev_break(loop, EVBREAK_ONE);
+}
+
+static void run_until(struct ev_loop *loop, atomic_int *flag)
+{
+	until_t u = {.flag = flag, .deadline = ev_now(loop) + 20};
+	ev_timer_init(&u.tick, until_cb, 0.005, 0.005);
+	ev_timer_start(loop, &u.tick);
+	ev_run(loop, 0);
+	ev_timer_stop(loop, &u.tick);
+	ck_assert_msg(atomic_load(flag), "timed out waiting on the loop");
+}
+
+/* --- an async call and its captured result --- */
+
+typedef struct call {
+	atomic_int done;
+	kresult_t res;
+	int objects;
+	int events[5];
+	char names[8][32];
+	char *list_rv;
+	char *list_cont;
+	atomic_int *on_object_flag; /* set when the first object arrives */
+	kreq_t *cancel_on_event;    /* cancel this request from inside on_event */
+} call_t;
+
+static void call_done(void *ud, kresult_t *res)
+{
+	call_t *c = ud;
+	c->res = *res;
+	memset(res, 0, sizeof(*res));
+	atomic_store(&c->done, 1);
+}
+
+static void call_object(void *ud, kobj_t *obj)
+{
+	call_t *c = ud;
+	if (c->objects < 8)
+		snprintf(c->names[c->objects], sizeof(c->names[0]), "%s", obj->name);
+	c->objects++;
+	if (c->on_object_flag)
+		atomic_store(c->on_object_flag, 1);
+	kobj_unref(obj);
+}
+
+static void call_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
+{
+	call_t *c = ud;
+	free(c->list_rv);
+	free(c->list_cont);
+	c->list_rv = xstrdup(rv);
+	c->list_cont = xstrdup(cont ? cont : "");
+}
+
+static void call_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+{
+	call_t *c = ud;
+	c->events[type]++;
+	kobj_unref(obj);
+	if (c->cancel_on_event != NULL) {
+		kreq_cancel(c->cancel_on_event);
+		c->cancel_on_event = NULL;
+		atomic_store(&c->done, 1);
+	}
+}
+
+static const kdec_cb_t call_cb = {
+    .on_object = call_object, .on_list_meta = call_meta, .on_event = call_event};
+
+static void call_clear(call_t *c)
+{
+	kresult_clear(&c->res);
+	free(c->list_rv);
+	free(c->list_cont);
+}
+
+/* Starts spec on the loop and runs it to completion. */
+static void run_call(fx_t *f, const kreq_spec_t *spec, call_t *c)
+{
+	char *err = NULL;
+	kreq_t *r = kclient_request(f->c, spec, &call_cb, call_done, c, &err);
+	ck_assert_msg(r != NULL, "kclient_request: %s", err ? err : "?");
+	run_until(f->loop, &c->done);
+}
+
+static void run_get(fx_t *f, const ktype_t *t, const char *ns, const char *name, call_t *c)
+{
+	kreq_spec_t spec = {
+	    .method = "GET", .type = t, .ns = ns, .name = name, .decode = KDEC_OBJECT};
+	run_call(f, &spec, c);
+}
+
+#define DEP_JSON(name)                                                                             \
+	"{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"" name       \
+	"\",\"namespace\":\"ns1\",\"resourceVersion\":\"5\"},\"spec\":{\"replicas\":2}}"
+
+static const char status_404[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+    "\"message\":\"deployments.apps \\\"y\\\" not found\",\"reason\":\"NotFound\","
+    "\"details\":{\"name\":\"y\",\"group\":\"apps\",\"kind\":\"deployments\"},\"code\":404}";
+
+/* ------------------------------------------------------------------ tests */
+
+START_TEST(test_get_ok_and_request_shape)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(c.res.http_code, 200);
+	ck_assert_ptr_nonnull(c.res.obj);
+	ck_assert_str_eq(c.res.obj->name, "d1");
+	ck_assert_int_eq(kobj_field(c.res.obj, 0)->u.i, 2);
+
+	const fs_request_t *rq = fs_request(f.fs, 0);
+	ck_assert_str_eq(rq->method, "GET");
+	ck_assert_str_eq(rq->target, "/apis/apps/v1/namespaces/ns1/deployments/d1");
+	ck_assert_ptr_nonnull(strstr(rq->headers, "Authorization: Bearer " TOKEN));
+	ck_assert_ptr_nonnull(strstr(rq->headers, "User-Agent: sample-controller/" CSC_VERSION));
+	ck_assert_ptr_nonnull(strstr(rq->headers, "Accept-Encoding: gzip"));
+	ck_assert_ptr_nonnull(strstr(rq->headers, "Accept: application/json"));
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_paths_and_queries)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	for (int i = 0; i < 4; i++)
+		fs_push_simple(f.fs, 200, NULL, "{\"kind\":\"X\",\"metadata\":{\"name\":\"a\"}}");
+	call_t c[4] = {{0}};
+	run_get(&f, &t_ns, "ignored", "kube-system", &c[0]); /* cluster-scoped: no ns */
+	run_get(&f, &t_pod, "a b", "p/1", &c[1]);            /* escaped path segments */
+	run_get(&f, &t_pod, NULL, NULL, &c[2]);              /* all namespaces */
+	klist_opts_t lo = {.label_selector = "app=nginx,tier in (a,b)",
+	                   .resource_version = "123",
+	                   .resource_version_match = "NotOlderThan",
+	                   .limit = 500};
+	char *q = klist_opts_query(&lo, false);
+	kreq_spec_t spec = {
+	    .method = "GET", .type = &t_pod, .ns = "ns1", .query = q, .decode = KDEC_OBJECT};
+	run_call(&f, &spec, &c[3]);
+	free(q);
+	ck_assert_str_eq(fs_request(f.fs, 0)->target, "/api/v1/namespaces/kube-system");
+	ck_assert_str_eq(fs_request(f.fs, 1)->target, "/api/v1/namespaces/a%20b/pods/p%2F1");
+	ck_assert_str_eq(fs_request(f.fs, 2)->target, "/api/v1/pods");
+	ck_assert_str_eq(
+	    fs_request(f.fs, 3)->target,
+	    "/api/v1/namespaces/ns1/pods?labelSelector=app%3Dnginx%2Ctier%20in%20%28a%2Cb%29"
+	    "&resourceVersion=123&resourceVersionMatch=NotOlderThan&limit=500");
+	for (int i = 0; i < 4; i++)
+		call_clear(&c[i]);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_query_builders)
+{
+	klist_opts_t w = {.resource_version = "77",
+	                  .allow_watch_bookmarks = true,
+	                  .timeout_seconds = 300,
+	                  .send_initial_events = true,
+	                  .resource_version_match = "NotOlderThan",
+	                  .limit = 9,
+	                  .field_selector = "metadata.name=x"};
+	char *q = klist_opts_query(&w, true);
+	ck_assert_str_eq(q, "watch=true&fieldSelector=metadata.name%3Dx&resourceVersion=77&"
+	                    "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&"
+	                    "timeoutSeconds=300&sendInitialEvents=true");
+	free(q);
+	/* continue excludes resourceVersion; "" resourceVersion is left out */
+	klist_opts_t l = {.resource_version = "5", .continue_token = "abc=", .limit = 2};
+	q = klist_opts_query(&l, false);
+	ck_assert_str_eq(q, "limit=2&continue=abc%3D");
+	free(q);
+	klist_opts_t e = {.resource_version = ""};
+	q = klist_opts_query(&e, false);
+	ck_assert_str_eq(q, "");
+	free(q);
+	q = klist_opts_query(NULL, false);
+	ck_assert_str_eq(q, "");
+	free(q);
+
+	q = kwrite_opts_query(NULL, false);
+	ck_assert_str_eq(q, "fieldManager=sample-controller");
+	free(q);
+	kwrite_opts_t wo = {.field_manager = "me", .force = true, .dry_run = true};
+	q = kwrite_opts_query(&wo, true);
+	ck_assert_str_eq(q, "fieldManager=me&dryRun=All&force=true");
+	free(q);
+	q = kwrite_opts_query(&wo, false);
+	ck_assert_str_eq(q, "fieldManager=me&dryRun=All");
+	free(q);
+
+	kdelete_opts_t d = {.propagation_policy = "Foreground",
+	                    .precondition_uid = "u-1",
+	                    .precondition_rv = "9",
+	                    .grace_period_seconds = 0};
+	q = kdelete_opts_body(&d);
+	ck_assert_str_eq(q,
+	                 "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
+	                 "\"Foreground\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":"
+	                 "\"u-1\",\"resourceVersion\":\"9\"}}");
+	free(q);
+	ck_assert_str_eq(kpatch_content_type(KPATCH_APPLY), "application/apply-patch+yaml");
+	ck_assert_str_eq(kpatch_content_type(KPATCH_STRATEGIC),
+	                 "application/strategic-merge-patch+json");
+}
+END_TEST
+
+typedef struct stat_seen {
+	int n429, n200, n500, n0;
+} stat_seen_t;
+
+static void stat_cb(void *ud, const char *method, int code, uint64_t count)
+{
+	stat_seen_t *s = ud;
+	if (strcmp(method, "GET") != 0)
+		return;
+	if (code == 429)
+		s->n429 += (int)count;
+	else if (code == 200)
+		s->n200 += (int)count;
+	else if (code == 500)
+		s->n500 += (int)count;
+	else if (code == 0)
+		s->n0 += (int)count;
+}
+
+START_TEST(test_429_retry_after_then_success)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 429, "Retry-After: 0\r\n",
+	               "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\"}");
+	fs_push_simple(f.fs, 429, "Retry-After: 0\r\n", "{}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_str_eq(c.res.obj->name, "d1");
+	ck_assert_int_eq(fs_nrequests(f.fs), 3);
+	stat_seen_t s = {0};
+	kclient_stats_foreach(f.c, stat_cb, &s);
+	ck_assert_int_eq(s.n429, 2);
+	ck_assert_int_eq(s.n200, 1);
+	kclient_latency_t lat;
+	kclient_latency_snapshot(f.c, &lat);
+	ck_assert_uint_eq(lat.count, 3);
+	ck_assert_uint_eq(lat.counts[KCLIENT_LATENCY_NBUCKETS - 1], 3);
+	ck_assert(lat.bounds[0] > 0 && lat.bounds[0] < lat.bounds[1]);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_429_gives_up_after_max_retries)
+{
+	kclient_opts_t o = {.max_retries = 2};
+	fx_t f;
+	fx_init(&f, &o);
+	for (int i = 0; i < 3; i++)
+		fs_push_simple(f.fs, 429, "Retry-After: 0\r\n",
+		               "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
+		               "\"message\":\"slow down\"}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_int_eq(fs_nrequests(f.fs), 3);
+	ck_assert(kerr_is_too_many_requests(&c.res));
+	ck_assert_ptr_nonnull(strstr(c.res.error, "429 TooManyRequests: slow down"));
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_500_with_retry_after_is_retried)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 500, "Retry-After: 1\r\n", "{}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	call_t c = {0};
+	double t0 = ev_time();
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	/* The delay was honoured (a lower bound, not a speed). */
+	ck_assert(ev_time() - t0 >= 0.9);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_500_without_retry_after_is_not_retried)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 500, NULL,
+	               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"boom\","
+	               "\"reason\":\"InternalError\",\"code\":500}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	ck_assert_int_eq(c.res.http_code, 500);
+	ck_assert(kerr_is_server_error(&c.res));
+	ck_assert_ptr_nonnull(strstr(c.res.error, "500 InternalError: boom"));
+	ck_assert_ptr_null(c.res.obj);
+	stat_seen_t s = {0};
+	kclient_stats_foreach(f.c, stat_cb, &s);
+	ck_assert_int_eq(s.n500, 1);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_reset_mid_body_get_is_retried)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	const char *body = DEP_JSON("d1");
+	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	                       "Content-Length: %zu\r\n\r\n",
+	                       strlen(body));
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, head);
+	fs_writen(r, body, 40);
+	fs_sleep(r, 50);
+	fs_reset(r);
+	fs_push(f.fs, r);
+	free(head);
+	fs_push_simple(f.fs, 200, NULL, body);
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_str_eq(c.res.obj->name, "d1");
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	stat_seen_t s = {0};
+	kclient_stats_foreach(f.c, stat_cb, &s);
+	ck_assert_int_eq(s.n0, 1);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_early_eof_get_is_retried)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	const char *body = DEP_JSON("d1");
+	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, head);
+	fs_writen(r, body, 10);
+	fs_close(r); /* a clean FIN, fewer bytes than announced */
+	fs_push(f.fs, r);
+	free(head);
+	fs_push_simple(f.fs, 200, NULL, body);
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+/* A worker thread's blocking call. */
+typedef struct worker {
+	kclient_t *c;
+	int which; /* 0 get, 1 create */
+	int rc;
+	kresult_t res;
+	atomic_int done;
+} worker_t;
+
+static void *worker_main(void *arg)
+{
+	worker_t *w = arg;
+	if (w->which == 0)
+		w->rc = kclient_get_sync(w->c, &t_dep, "ns1", "d1", &w->res);
+	else
+		w->rc = kclient_create_sync(w->c, &t_dep, "ns1", DEP_JSON("d1"), NULL, &w->res);
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static void run_worker(fx_t *f, worker_t *w)
+{
+	pthread_t th;
+	w->c = f->c;
+	pthread_create(&th, NULL, worker_main, w);
+	run_until(f->loop, &w->done);
+	pthread_join(th, NULL);
+}
+
+START_TEST(test_reset_mid_body_post_is_not_retried)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	const char *body = DEP_JSON("d1");
+	char *head = xasprintf("HTTP/1.1 201 Created\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, head);
+	fs_writen(r, body, 40);
+	fs_sleep(r, 50);
+	fs_reset(r);
+	fs_push(f.fs, r);
+	free(head);
+	fs_push_simple(f.fs, 201, NULL, body);
+	worker_t w = {.which = 1};
+	run_worker(&f, &w);
+	ck_assert_int_eq(w.rc, -1);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	ck_assert(kerr_is_transport(&w.res));
+	ck_assert_int_eq(w.res.http_code, 0);
+	ck_assert_int_ne(w.res.transport_code, 0);
+	char *want = xasprintf("POST %s/apis/apps/v1/namespaces/ns1/deployments"
+	                       "?fieldManager=sample-controller: ",
+	                       f.base);
+	ck_assert_msg(strncmp(w.res.error, want, strlen(want)) == 0, "%s", w.res.error);
+	ck_assert_ptr_null(strstr(w.res.error, TOKEN));
+	free(want);
+	const fs_request_t *rq = fs_request(f.fs, 0);
+	ck_assert_str_eq(rq->method, "POST");
+	ck_assert_str_eq(rq->body, body);
+	ck_assert_ptr_nonnull(strstr(rq->headers, "Content-Type: application/json"));
+	kresult_clear(&w.res);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_slow_body_decoded_incrementally)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	atomic_int first_seen = 0;
+	const char *p1 = "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
+	                 "{\"resourceVersion\":\"42\"},\"items\":[" DEP_JSON("a") ",";
+	const char *p2 = DEP_JSON("b") "]}";
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	            "Transfer-Encoding: chunked\r\n\r\n");
+	char *chunk = xasprintf("%zx\r\n%s\r\n", strlen(p1), p1);
+	fs_write(r, chunk);
+	free(chunk);
+	/* The rest only once the client has handed the first item over. */
+	fs_wait_flag(r, &first_seen);
+	fs_sleep(r, 20);
+	chunk = xasprintf("%zx\r\n%s\r\n0\r\n\r\n", strlen(p2), p2);
+	/* and byte by byte, to cut tokens everywhere */
+	for (size_t i = 0; chunk[i]; i++)
+		fs_writen(r, chunk + i, 1), i % 8 == 0 ? fs_sleep(r, 1) : r;
+	free(chunk);
+	fs_push(f.fs, r);
+
+	call_t c = {.on_object_flag = &first_seen};
+	char *err = NULL;
+	kreq_t *req = kclient_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err);
+	ck_assert_ptr_nonnull(req);
+	run_until(f.loop, &c.done);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(c.objects, 2);
+	ck_assert_str_eq(c.names[0], "a");
+	ck_assert_str_eq(c.names[1], "b");
+	ck_assert_str_eq(c.list_rv, "42");
+	pthread_mutex_lock(&f.fs->mu);
+	ck_assert_int_eq(f.fs->flag_timeouts, 0);
+	pthread_mutex_unlock(&f.fs->mu);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+static const unsigned char gz_body[] = {
+    0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0xdd, 0x90, 0x41, 0x0a, 0x02, 0x31,
+    0x0c, 0x45, 0xaf, 0x32, 0x64, 0x2d, 0x88, 0xb8, 0x10, 0x5c, 0x7b, 0x06, 0xf7, 0xb1, 0x13, 0x86,
+    0x32, 0x6d, 0x1a, 0x9a, 0x2a, 0xea, 0xd0, 0xbb, 0xdb, 0x64, 0xe5, 0x19, 0x26, 0xbb, 0xfc, 0x17,
+    0x7e, 0xf8, 0x7f, 0x83, 0x35, 0xf2, 0x0c, 0xd7, 0x09, 0x6e, 0x24, 0xa9, 0x7c, 0x32, 0x71, 0x83,
+    0xc3, 0x04, 0x28, 0xf1, 0x4e, 0x55, 0x63, 0x61, 0x63, 0x28, 0xa2, 0xc7, 0xd7, 0xc9, 0x40, 0xa6,
+    0x86, 0x33, 0x36, 0x1c, 0xf2, 0x06, 0x8c, 0x99, 0x8c, 0x2f, 0x5f, 0x43, 0xb6, 0xa9, 0x60, 0x70,
+    0x89, 0xd5, 0xcf, 0x2b, 0x69, 0x79, 0xd6, 0x40, 0x7f, 0x66, 0x17, 0xd3, 0x13, 0x3e, 0x28, 0xa9,
+    0x9b, 0x08, 0xfa, 0xff, 0xf7, 0x4e, 0x06, 0x7a, 0x1f, 0xf9, 0x54, 0x28, 0x78, 0xba, 0x3a, 0x6a,
+    0x8d, 0x01, 0x2d, 0xea, 0xb9, 0xf7, 0x1f, 0xeb, 0x1f, 0xd8, 0x04, 0x6f, 0x01, 0x00, 0x00};
+
+START_TEST(test_gzip_body)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	                       "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
+	                       sizeof(gz_body));
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, head);
+	fs_writen(r, gz_body, 60);
+	fs_sleep(r, 10);
+	fs_writen(r, gz_body + 60, sizeof(gz_body) - 60);
+	fs_push(f.fs, r);
+	free(head);
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "gz", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_str_eq(c.res.obj->name, "gz");
+	ck_assert_int_eq(kobj_field(c.res.obj, 0)->u.i, 3);
+	ck_assert_uint_eq(strlen(kobj_label(c.res.obj, "pad")), 200);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_malformed_json)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 200, NULL, "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"replicas\":}}");
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_ptr_nonnull(c.res.error);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	ck_assert_ptr_null(c.res.obj);
+	char *want =
+	    xasprintf("GET %s/apis/apps/v1/namespaces/ns1/deployments/d1: decoding", f.base);
+	ck_assert_msg(strncmp(c.res.error, want, strlen(want)) == 0, "%s", c.res.error);
+	ck_assert_msg(strstr(c.res.error, "byte") != NULL, "%s", c.res.error);
+	free(want);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_truncated_json)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	/* A complete HTTP body holding half a JSON object. */
+	fs_push_simple(f.fs, 200, NULL, "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"repl");
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_ptr_nonnull(c.res.error);
+	ck_assert_msg(strstr(c.res.error, "trunc") != NULL, "%s", c.res.error);
+	ck_assert_ptr_null(c.res.obj);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_oversized_object)
+{
+	kclient_opts_t o = {.max_object_bytes = 4096};
+	fx_t f;
+	fx_init(&f, &o);
+	/* A 1 MiB label value, streamed with no Content-Length (ends at close). */
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+	            "{\"metadata\":{\"name\":\"big\",\"labels\":{\"x\":\"");
+	char *pad = xmalloc(65536);
+	memset(pad, 'a', 65536);
+	for (int i = 0; i < 16; i++)
+		fs_writen(r, pad, 65536);
+	free(pad);
+	fs_write(r, "\"}}}");
+	fs_close(r);
+	fs_push(f.fs, r);
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "big", &c);
+	ck_assert_ptr_nonnull(c.res.error);
+	ck_assert_msg(strstr(c.res.error, "larger than the limit of 4096 bytes") != NULL, "%s",
+	              c.res.error);
+	ck_assert_ptr_null(c.res.obj);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_404_status_decoded)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 404, NULL, status_404);
+	call_t c = {0};
+	run_get(&f, &t_dep, "x", "y", &c);
+	ck_assert_int_eq(c.res.http_code, 404);
+	ck_assert(kerr_is_not_found(&c.res));
+	ck_assert(!kerr_is_transport(&c.res));
+	ck_assert_str_eq(c.res.status.reason, "NotFound");
+	ck_assert_str_eq(c.res.status.details_name, "y");
+	char *want = xasprintf("GET %s/apis/apps/v1/namespaces/x/deployments/y: 404 NotFound: "
+	                       "deployments.apps \"y\" not found",
+	                       f.base);
+	ck_assert_str_eq(c.res.error, want);
+	free(want);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_non_status_error_body)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 502, NULL, "<html>bad gateway</html>");
+	call_t c = {0};
+	run_get(&f, &t_dep, "x", "y", &c);
+	ck_assert_int_eq(c.res.http_code, 502);
+	ck_assert(kerr_is_server_error(&c.res));
+	ck_assert_msg(strstr(c.res.error, ": 502") != NULL, "%s", c.res.error);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_401_refreshes_and_retries_once)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	const char *unauth = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+	                     "\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}";
+	fs_push_simple(f.fs, 401, NULL, unauth);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	fs_push_simple(f.fs, 401, NULL, unauth);
+	fs_push_simple(f.fs, 401, NULL, unauth);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	call_clear(&c);
+	call_t c2 = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c2);
+	ck_assert(kerr_is_unauthorized(&c2.res));
+	ck_assert_int_eq(fs_nrequests(f.fs), 4);
+	call_clear(&c2);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_connect_refused)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	/* A port that was just free: bind, read the number, close. */
+	fault_server_t *fs = fs_new();
+	int port = fs->port;
+	fs_free(fs);
+	kclient_t *cl = client_for_port(loop, port, NULL);
+	fx_t f = {.loop = loop, .c = cl};
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_int_eq(c.res.http_code, 0);
+	ck_assert_int_eq(c.res.transport_code, 7); /* CURLE_COULDNT_CONNECT */
+	ck_assert(kerr_is_transport(&c.res));
+	char *want =
+	    xasprintf("GET http://127.0.0.1:%d/apis/apps/v1/namespaces/ns1/deployments/d1: ", port);
+	ck_assert_msg(strncmp(c.res.error, want, strlen(want)) == 0, "%s", c.res.error);
+	free(want);
+	call_clear(&c);
+	kclient_free(cl);
+	ev_loop_destroy(loop);
+}
+END_TEST
+
+START_TEST(test_watch_events_and_cancel)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	const char *ev1 = "{\"type\":\"ADDED\",\"object\":" DEP_JSON("a") "}\n";
+	const char *ev2 = "{\"type\":\"MODIFIED\",\"object\":" DEP_JSON("a") "}\n";
+	const char *ev3 =
+	    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Deployment\",\"apiVersion\":"
+	    "\"apps/v1\",\"metadata\":{\"resourceVersion\":\"9\"}}}\n";
+	const char *ev4 = "{\"type\":\"DELETED\",\"object\":" DEP_JSON("a") "}\n";
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	            "Transfer-Encoding: chunked\r\n\r\n");
+	const char *evs[] = {ev1, ev2, ev3, ev4};
+	for (int i = 0; i < 4; i++) {
+		char *ch = xasprintf("%zx\r\n%s\r\n", strlen(evs[i]), evs[i]);
+		fs_write(r, ch);
+		free(ch);
+		fs_sleep(r, 5);
+	}
+	fs_write(r, "0\r\n\r\n");
+	fs_push(f.fs, r);
+
+	klist_opts_t o = {
+	    .resource_version = "5", .allow_watch_bookmarks = true, .timeout_seconds = 60};
+	call_t c = {0};
+	char *err = NULL;
+	kreq_t *req = kclient_watch(f.c, &t_dep, "ns1", &o, &call_cb, call_done, &c, &err);
+	ck_assert_ptr_nonnull(req);
+	run_until(f.loop, &c.done);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(c.events[KWATCH_ADDED], 1);
+	ck_assert_int_eq(c.events[KWATCH_MODIFIED], 1);
+	ck_assert_int_eq(c.events[KWATCH_BOOKMARK], 1);
+	ck_assert_int_eq(c.events[KWATCH_DELETED], 1);
+	ck_assert_str_eq(fs_request(f.fs, 0)->target,
+	                 "/apis/apps/v1/namespaces/ns1/deployments?watch=true&resourceVersion=5&"
+	                 "allowWatchBookmarks=true&timeoutSeconds=60");
+	call_clear(&c);
+
+	/* A watch cancelled from inside its own event callback: no done, no leak. */
+	fs_resp_t *r2 = fs_resp_new();
+	fs_write(r2, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+	char *ch = xasprintf("%zx\r\n%s%s\r\n", strlen(ev1) + strlen(ev2), ev1, ev2);
+	fs_write(r2, ch);
+	free(ch);
+	fs_sleep(r2, 200);
+	fs_push(f.fs, r2);
+	call_t c2 = {0};
+	kreq_t *w2 = kclient_watch(f.c, &t_dep, "ns1", &o, &call_cb, call_done, &c2, &err);
+	c2.cancel_on_event = w2;
+	run_until(f.loop, &c2.done);
+	ck_assert_int_eq(c2.events[KWATCH_ADDED], 1);
+	ck_assert_int_eq(c2.events[KWATCH_MODIFIED], 0); /* nothing after the cancel */
+	ck_assert_ptr_null(c2.res.error);
+	ck_assert_int_eq(c2.res.http_code, 0); /* done never ran */
+	call_clear(&c2);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_cancel_before_start)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	call_t c = {0};
+	kreq_spec_t spec = {.method = "GET", .type = &t_dep, .ns = "a", .name = "b"};
+	kreq_t *r = kclient_request(f.c, &spec, NULL, call_done, &c, NULL);
+	kreq_cancel(r);
+	/* Bad specs fail at once and never call back. */
+	char *err = NULL;
+	kreq_spec_t bad = {.method = "BREW", .type = &t_dep};
+	ck_assert_ptr_null(kclient_request(f.c, &bad, NULL, call_done, &c, &err));
+	ck_assert_ptr_nonnull(strstr(err, "BREW"));
+	free(err);
+	ev_run(f.loop, EVRUN_NOWAIT);
+	ev_run(f.loop, 0); /* returns: nothing left that holds the loop */
+	ck_assert_int_eq(atomic_load(&c.done), 0);
+	ck_assert_int_eq(fs_nrequests(f.fs), 0);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_sync_from_worker_thread)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	worker_t w = {.which = 0};
+	run_worker(&f, &w);
+	ck_assert_msg(w.rc == 0, "%s", w.res.error);
+	ck_assert_str_eq(w.res.obj->name, "d1");
+	kresult_clear(&w.res);
+	fx_done(&f);
+}
+END_TEST
+
+/* A blocking call made on the loop thread fails instead of deadlocking. */
+static void on_loop_sync_done(void *ud, kresult_t *res)
+{
+	call_t *c = ud;
+	kclient_t *cl = (kclient_t *)c->list_rv; /* smuggled: the client */
+	c->list_rv = NULL;
+	kresult_t r2 = {0};
+	int rc = kclient_get_sync(cl, &t_dep, "ns1", "d1", &r2);
+	c->objects = rc;
+	c->res = r2;
+	atomic_store(&c->done, 1);
+}
+
+START_TEST(test_sync_on_loop_thread_fails)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	call_t c = {0};
+	c.list_rv = (char *)f.c;
+	kreq_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
+	kclient_request(f.c, &spec, NULL, on_loop_sync_done, &c, NULL);
+	run_until(f.loop, &c.done);
+	ck_assert_int_eq(c.objects, -1);
+	ck_assert_ptr_nonnull(strstr(c.res.error, "loop thread"));
+	kresult_clear(&c.res);
+	fx_done(&f);
+}
+END_TEST
+
+START_TEST(test_free_completes_pending_sync)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	atomic_int release = 0;
+	fs_resp_t *r = fs_resp_new();
+	fs_wait_flag(r, &release); /* never answers until the test is over */
+	fs_push(f.fs, r);
+	worker_t w = {.which = 0, .c = f.c};
+	pthread_t th;
+	pthread_create(&th, NULL, worker_main, &w);
+	/* Run the loop until the request reached the server. */
+	for (int i = 0; i < 2000 && fs_nrequests(f.fs) == 0; i++)
+		ev_run(f.loop, EVRUN_NOWAIT), fs_sleep_ms(1);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	kclient_free(f.c);
+	f.c = NULL;
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, -1);
+	ck_assert_ptr_nonnull(strstr(w.res.error, "client shutting down"));
+	kresult_clear(&w.res);
+	atomic_store(&release, 1);
+	fx_done(&f);
+}
+END_TEST
+
+/* The verbs, called from a worker thread as a controller would. */
+typedef struct verbs {
+	kclient_t *c;
+	int rc[5];
+	kresult_t r[5];
+	kobj_t **items[2];
+	size_t n[2];
+	char *rv[2];
+	atomic_int done;
+} verbs_t;
+
+static void *verbs_main(void *arg)
+{
+	verbs_t *v = arg;
+	kdelete_opts_t d = {.propagation_policy = "Background",
+	                    .precondition_uid = "u1",
+	                    .grace_period_seconds = -1};
+	v->rc[0] = kclient_delete_sync(v->c, &t_dep, "ns1", "d1", &d, &v->r[0]);
+	kwrite_opts_t wo = {.field_manager = "ctl", .force = true};
+	v->rc[1] = kclient_patch_sync(v->c, &t_dep, "ns1", "d1", KPATCH_APPLY,
+	                              "{\"spec\":{\"replicas\":2}}", &wo, &v->r[1]);
+	v->rc[2] =
+	    kclient_update_status_sync(v->c, &t_dep, "ns1", "d1", DEP_JSON("d1"), NULL, &v->r[2]);
+	klist_opts_t lo = {.limit = 1, .label_selector = "app=x"};
+	v->rc[3] = kclient_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[0], &v->n[0], &v->rv[0],
+	                             &v->r[3]);
+	v->rc[4] = kclient_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[1], &v->n[1], &v->rv[1],
+	                             &v->r[4]);
+	atomic_store(&v->done, 1);
+	return NULL;
+}
+
+#define LIST_JSON(rv, cont, items)                                                                 \
+	"{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/"                                      \
+	"v1\",\"metadata\":{\"resourceVersion\":"                                                  \
+	"\"" rv "\",\"continue\":\"" cont "\"},\"items\":[" items "]}"
+
+START_TEST(test_verbs_from_worker)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 200, NULL, "{\"kind\":\"Status\",\"status\":\"Success\"}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	/* list 1: two pages */
+	fs_push_simple(f.fs, 200, NULL, LIST_JSON("50", "tok1", DEP_JSON("a")));
+	fs_push_simple(f.fs, 200, NULL, LIST_JSON("50", "", DEP_JSON("b")));
+	/* list 2: the continue token expires; one unpaged list instead */
+	fs_push_simple(f.fs, 200, NULL, LIST_JSON("60", "tok2", DEP_JSON("a")));
+	fs_push_simple(f.fs, 410, NULL,
+	               "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\","
+	               "\"message\":\"continue token expired\",\"code\":410}");
+	fs_push_simple(f.fs, 200, NULL,
+	               LIST_JSON("70", "", DEP_JSON("a") "," DEP_JSON("b") "," DEP_JSON("c")));
+
+	verbs_t v = {.c = f.c};
+	pthread_t th;
+	pthread_create(&th, NULL, verbs_main, &v);
+	run_until(f.loop, &v.done);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 5; i++)
+		ck_assert_msg(v.rc[i] == 0, "call %d: %s", i, v.r[i].error);
+	ck_assert_ptr_null(v.r[0].obj); /* a delete's answer is not decoded */
+	ck_assert_str_eq(v.r[1].obj->name, "d1");
+	ck_assert_uint_eq(v.n[0], 2);
+	ck_assert_str_eq(v.items[0][0]->name, "a");
+	ck_assert_str_eq(v.items[0][1]->name, "b");
+	ck_assert_str_eq(v.rv[0], "50");
+	ck_assert_uint_eq(v.n[1], 3);
+	ck_assert_str_eq(v.rv[1], "70");
+
+	const char *dep = "/apis/apps/v1/namespaces/ns1/deployments";
+	char want[256];
+	const fs_request_t *rq = fs_request(f.fs, 0);
+	ck_assert_str_eq(rq->method, "DELETE");
+	snprintf(want, sizeof(want), "%s/d1", dep);
+	ck_assert_str_eq(rq->target, want);
+	ck_assert_str_eq(rq->body,
+	                 "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+	                 "\"propagationPolicy\":\"Background\",\"preconditions\":{\"uid\":"
+	                 "\"u1\"}}");
+	rq = fs_request(f.fs, 1);
+	ck_assert_str_eq(rq->method, "PATCH");
+	snprintf(want, sizeof(want), "%s/d1?fieldManager=ctl&force=true", dep);
+	ck_assert_str_eq(rq->target, want);
+	ck_assert_ptr_nonnull(strstr(rq->headers, "Content-Type: application/apply-patch+yaml"));
+	rq = fs_request(f.fs, 2);
+	ck_assert_str_eq(rq->method, "PUT");
+	snprintf(want, sizeof(want), "%s/d1/status?fieldManager=sample-controller", dep);
+	ck_assert_str_eq(rq->target, want);
+	snprintf(want, sizeof(want), "%s?labelSelector=app%%3Dx&limit=1", dep);
+	ck_assert_str_eq(fs_request(f.fs, 3)->target, want);
+	snprintf(want, sizeof(want), "%s?labelSelector=app%%3Dx&limit=1&continue=tok1", dep);
+	ck_assert_str_eq(fs_request(f.fs, 4)->target, want);
+	snprintf(want, sizeof(want), "%s?labelSelector=app%%3Dx", dep);
+	ck_assert_str_eq(fs_request(f.fs, 7)->target, want);
+
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < v.n[k]; i++)
+			kobj_unref(v.items[k][i]);
+		free(v.items[k]);
+		free(v.rv[k]);
+	}
+	for (int i = 0; i < 5; i++)
+		kresult_clear(&v.r[i]);
+	fx_done(&f);
+}
+END_TEST
+
+/* --- the token bucket, on a fake clock --- */
+
+START_TEST(test_bucket_burst_then_qps)
+{
+	clk_fake_t clk;
+	clk_fake_init(&clk, 1000 * NS_PER_SEC, 0);
+	ktb_t b;
+	ktb_init(&b, 10, 3, clk_mono_ns(&clk.base));
+	ck_assert(ktb_enabled(&b));
+	/* The burst is free... */
+	for (int i = 0; i < 3; i++)
+		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 0);
+	/* ...then each waiter is spaced 1/qps after the one before. */
+	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 200 * NS_PER_MS);
+	clk_fake_advance(&clk, 200 * NS_PER_MS);
+	/* Both promised tokens are now used up; the next one is 100 ms away. */
+	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	/* A cancelled waiter gives its token back. */
+	ktb_unreserve(&b, clk_mono_ns(&clk.base));
+	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	/* A long idle refills to the burst, not beyond. */
+	clk_fake_advance(&clk, 3600 * NS_PER_SEC);
+	for (int i = 0; i < 3; i++)
+		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 0);
+	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	/* Steady state: one token per 100 ms. */
+	for (int i = 0; i < 5; i++) {
+		clk_fake_advance(&clk, 100 * NS_PER_MS);
+		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	}
+}
+END_TEST
+
+START_TEST(test_bucket_negative_qps_disables)
+{
+	clk_fake_t clk;
+	clk_fake_init(&clk, 5, 0);
+	ktb_t b;
+	ktb_init(&b, -1, 1, clk_mono_ns(&clk.base));
+	ck_assert(!ktb_enabled(&b));
+	for (int i = 0; i < 1000; i++)
+		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 0);
+}
+END_TEST
+
+/* The client spaces requests with its bucket: burst 1, 4 qps -> the third request
+ * cannot have been sent before 0.5 s (a lower bound: nothing about speed). */
+START_TEST(test_client_rate_limited)
+{
+	kclient_opts_t o = {.qps = 4, .burst = 1};
+	fx_t f;
+	fx_init(&f, &o);
+	call_t c[3] = {{0}};
+	kreq_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
+	for (int i = 0; i < 3; i++) {
+		fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+		ck_assert_ptr_nonnull(kclient_request(f.c, &spec, NULL, call_done, &c[i], NULL));
+	}
+	double t0 = ev_time();
+	run_until(f.loop, &c[2].done);
+	run_until(f.loop, &c[1].done);
+	run_until(f.loop, &c[0].done);
+	ck_assert(ev_time() - t0 >= 0.45);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_msg(c[i].res.error == NULL, "%s", c[i].res.error);
+		call_clear(&c[i]);
+	}
+	fx_done(&f);
+}
+END_TEST
+
+Suite *suite_client(void)
+{
+	Suite *s = suite_create("client");
+	TCase *tc = tcase_create("transport");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_get_ok_and_request_shape);
+	tcase_add_test(tc, test_paths_and_queries);
+	tcase_add_test(tc, test_query_builders);
+	tcase_add_test(tc, test_429_retry_after_then_success);
+	tcase_add_test(tc, test_429_gives_up_after_max_retries);
+	tcase_add_test(tc, test_500_with_retry_after_is_retried);
+	tcase_add_test(tc, test_500_without_retry_after_is_not_retried);
+	tcase_add_test(tc, test_reset_mid_body_get_is_retried);
+	tcase_add_test(tc, test_early_eof_get_is_retried);
+	tcase_add_test(tc, test_reset_mid_body_post_is_not_retried);
+	tcase_add_test(tc, test_slow_body_decoded_incrementally);
+	tcase_add_test(tc, test_gzip_body);
+	tcase_add_test(tc, test_malformed_json);
+	tcase_add_test(tc, test_truncated_json);
+	tcase_add_test(tc, test_oversized_object);
+	tcase_add_test(tc, test_404_status_decoded);
+	tcase_add_test(tc, test_non_status_error_body);
+	tcase_add_test(tc, test_401_refreshes_and_retries_once);
+	tcase_add_test(tc, test_connect_refused);
+	tcase_add_test(tc, test_watch_events_and_cancel);
+	tcase_add_test(tc, test_cancel_before_start);
+	tcase_add_test(tc, test_sync_from_worker_thread);
+	tcase_add_test(tc, test_sync_on_loop_thread_fails);
+	tcase_add_test(tc, test_free_completes_pending_sync);
+	tcase_add_test(tc, test_verbs_from_worker);
+	tcase_add_test(tc, test_client_rate_limited);
+	suite_add_tcase(s, tc);
+	TCase *tb = tcase_create("ratelimit");
+	tcase_add_test(tb, test_bucket_burst_then_qps);
+	tcase_add_test(tb, test_bucket_negative_qps_disables);
+	suite_add_tcase(s, tb);
+	return s;
+}
