@@ -1,0 +1,212 @@
+/*
+ * lease_lock: the election record stored in a coordination.k8s.io/v1 Lease,
+ * through the blocking client calls (the elector has its own thread).
+ *
+ * Optimistic concurrency: the lock remembers the resourceVersion of the Lease it
+ * last read or wrote, and every write carries it, so a write over a version that
+ * moved on fails with 409 Conflict. Writes are JSON merge patches of spec plus
+ * metadata.resourceVersion rather than PUTs of a whole object: the decoded Lease
+ * keeps only the fields the election needs, and a PUT of that would wipe whatever
+ * else the object carries (annotations, finalizers, owner references set by
+ * others); the resourceVersion in the patch is checked by the server exactly as a
+ * PUT's is.
+ */
+#include "pkg/kube/client.h"
+#include "pkg/kube/types.h"
+#include "pkg/leaderelection/le_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lease_lock {
+	le_lock_t base;
+	kclient_t *client; /* borrowed */
+	char *ns;
+	char *name;
+	char *rv; /* resourceVersion last read or written; NULL before */
+} lease_lock_t;
+
+/* Maps a failed call to a lock code and sets *err from the client's message. */
+static int lock_fail(const kresult_t *res, const char *what, char **err)
+{
+	int rc = LE_LOCK_ERROR;
+	if (kerr_is_not_found(res))
+		rc = LE_LOCK_NOT_FOUND;
+	else if (kerr_is_conflict(res) || kerr_is_already_exists(res))
+		rc = LE_LOCK_CONFLICT;
+	err_set(err, "%s: %s", what, res->error != NULL ? res->error : "request failed");
+	return rc;
+}
+
+/* Reads the Lease's spec into *out and remembers its resourceVersion. */
+static void lock_take(lease_lock_t *l, const kobj_t *obj, le_record_t *out)
+{
+	free(l->rv);
+	l->rv = xstrdup(obj->rv);
+	if (out == NULL)
+		return;
+	int32_t v;
+	const char *s;
+	le_record_clear(out);
+	if ((s = lease_holder_identity(obj)) != NULL) {
+		free(out->holder);
+		out->holder = xstrdup(s);
+	}
+	if (lease_duration_seconds(obj, &v))
+		out->lease_duration_s = v;
+	if ((s = lease_acquire_time(obj)) != NULL) {
+		free(out->acquire_time);
+		out->acquire_time = xstrdup(s);
+	}
+	if ((s = lease_renew_time(obj)) != NULL) {
+		free(out->renew_time);
+		out->renew_time = xstrdup(s);
+	}
+	if (lease_transitions(obj, &v))
+		out->transitions = v;
+}
+
+/* "spec":{...}; absent times as null (a merge patch then removes them). */
+static void put_spec(sbuf_t *b, const le_record_t *rec)
+{
+	sbuf_puts(b, "\"spec\":{\"holderIdentity\":");
+	sbuf_put_json_str(b, rec->holder);
+	sbuf_printf(b, ",\"leaseDurationSeconds\":%lld", (long long)rec->lease_duration_s);
+	sbuf_puts(b, ",\"acquireTime\":");
+	if (rec->acquire_time[0] != '\0')
+		sbuf_put_json_str(b, rec->acquire_time);
+	else
+		sbuf_puts(b, "null");
+	sbuf_puts(b, ",\"renewTime\":");
+	if (rec->renew_time[0] != '\0')
+		sbuf_put_json_str(b, rec->renew_time);
+	else
+		sbuf_puts(b, "null");
+	sbuf_printf(b, ",\"leaseTransitions\":%lld}", (long long)rec->transitions);
+}
+
+static int lock_do(lease_lock_t *l, kreq_spec_t *spec, const char *what, uint32_t timeout_ms,
+                   le_record_t *out, char **err)
+{
+	int result;
+	kresult_t res;
+	memset(&res, 0, sizeof(res));
+	spec->type = &ktype_lease;
+	spec->ns = l->ns;
+	spec->decode = KDEC_OBJECT;
+	spec->timeout_ms = timeout_ms;
+	if (kclient_do_sync(l->client, spec, &res) != 0) {
+		result = lock_fail(&res, what, err);
+		goto out;
+	}
+	if (res.obj == NULL) {
+		result = LE_LOCK_ERROR;
+		err_set(err, "%s: the answer carried no Lease", what);
+		goto out;
+	}
+	lock_take(l, res.obj, out);
+	result = LE_LOCK_OK;
+out:
+	kresult_clear(&res);
+	return result;
+}
+
+static int lease_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, char **err)
+{
+	lease_lock_t *l = (lease_lock_t *)base;
+	kreq_spec_t spec;
+	memset(&spec, 0, sizeof(spec));
+	spec.method = "GET";
+	spec.name = l->name;
+	return lock_do(l, &spec, "get", timeout_ms, out, err);
+}
+
+static int lease_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t *rec, char **err)
+{
+	lease_lock_t *l = (lease_lock_t *)base;
+	sbuf_t body = SBUF_INIT;
+	kreq_spec_t spec;
+	char *query = kwrite_opts_query(NULL, false);
+
+	sbuf_puts(&body, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+	                 "\"metadata\":{\"name\":");
+	sbuf_put_json_str(&body, l->name);
+	sbuf_puts(&body, ",\"namespace\":");
+	sbuf_put_json_str(&body, l->ns);
+	sbuf_puts(&body, "},");
+	put_spec(&body, rec);
+	sbuf_putc(&body, '}');
+
+	memset(&spec, 0, sizeof(spec));
+	spec.method = "POST";
+	spec.query = query;
+	spec.body = sbuf_cstr(&body);
+	spec.body_len = body.len;
+	int rc = lock_do(l, &spec, "create", timeout_ms, NULL, err);
+	sbuf_free(&body);
+	free(query);
+	return rc;
+}
+
+static int lease_update(le_lock_t *base, uint32_t timeout_ms, const le_record_t *rec, char **err)
+{
+	lease_lock_t *l = (lease_lock_t *)base;
+	sbuf_t body = SBUF_INIT;
+	kreq_spec_t spec;
+	char *query = NULL;
+	int rc;
+
+	if (l->rv == NULL || l->rv[0] == '\0') {
+		/* Never write blind: without a version the write would win any race. */
+		err_set(err, "update: the lease was not read yet");
+		return LE_LOCK_CONFLICT;
+	}
+	query = kwrite_opts_query(NULL, false);
+	sbuf_puts(&body, "{\"metadata\":{\"resourceVersion\":");
+	sbuf_put_json_str(&body, l->rv);
+	sbuf_puts(&body, "},");
+	put_spec(&body, rec);
+	sbuf_putc(&body, '}');
+
+	memset(&spec, 0, sizeof(spec));
+	spec.method = "PATCH";
+	spec.name = l->name;
+	spec.query = query;
+	spec.content_type = kpatch_content_type(KPATCH_MERGE);
+	spec.body = sbuf_cstr(&body);
+	spec.body_len = body.len;
+	rc = lock_do(l, &spec, "update", timeout_ms, NULL, err);
+	sbuf_free(&body);
+	free(query);
+	return rc;
+}
+
+static void lease_free(le_lock_t *base)
+{
+	lease_lock_t *l = (lease_lock_t *)base;
+	if (l == NULL)
+		return;
+	free(l->base.desc);
+	free(l->ns);
+	free(l->name);
+	free(l->rv);
+	free(l);
+}
+
+static const le_lock_ops_t lease_ops = {
+    .get = lease_get,
+    .create = lease_create,
+    .update = lease_update,
+    .free = lease_free,
+};
+
+le_lock_t *le_lock_lease_new(struct kclient *c, const char *ns, const char *name)
+{
+	lease_lock_t *l = xcalloc(1, sizeof(*l));
+	l->base.ops = &lease_ops;
+	l->base.desc = xasprintf("%s/%s", ns, name);
+	l->client = c;
+	l->ns = xstrdup(ns);
+	l->name = xstrdup(name);
+	return &l->base;
+}
