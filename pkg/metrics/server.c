@@ -1,0 +1,532 @@
+/*
+ * The metrics and probes HTTP server, on libmicrohttpd with one internal thread.
+ *
+ * Design note. We create, bind and listen on the socket ourselves and hand it to
+ * libmicrohttpd: that gives exact error messages for bad addresses ("bind: Address
+ * already in use" rather than a bare NULL from MHD_start_daemon), Go-style address
+ * parsing, and the bound port for ":0" through getsockname. Every response is built
+ * whole in a buffer and handed over as a copy, so nothing outlives the handler call.
+ * Malformed HTTP is answered by libmicrohttpd itself; our handler only ever sees a
+ * parsed request, and answers any method but GET and HEAD with 405.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pkg/log/log.h"
+#include "pkg/metrics/metrics.h"
+
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+#define PROM_TEXT  "text/plain; version=0.0.4; charset=utf-8"
+
+enum { EP_HEALTHZ, EP_READYZ, EP_COUNT };
+static const char *const endpoint_names[EP_COUNT] = {"healthz", "readyz"};
+
+struct check {
+	char *name;
+	metrics_check_fn fn;
+	void *ud;
+};
+
+struct metrics_server {
+	struct MHD_Daemon *mhd;
+	metrics_registry_t *reg; /* borrowed; NULL = no /metrics */
+	int probes;
+	int port;
+	pthread_mutex_t lock; /* the check lists; held while checks run */
+	struct check *checks[EP_COUNT];
+	size_t nchecks[EP_COUNT];
+};
+
+/* --- Addresses. --- */
+
+/* Returns 0 and the port, or -1 if s is not a decimal port number ("" means 0, as in Go). */
+static int parse_port(const char *s, int *port)
+{
+	long v = 0;
+	if (strlen(s) > 5)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	if (v > 65535)
+		return -1;
+	*port = (int)v;
+	return 0;
+}
+
+/*
+ * Splits "host:port", "[v6]:port" or ":port" and resolves the host into ss.
+ * Returns 0, or -1 with *why set to a new string.
+ */
+static int resolve_bind(const char *addr, struct sockaddr_storage *ss, socklen_t *sslen, char **why)
+{
+	int result = -1;
+	char *host = NULL;
+	const char *port_str;
+	int port;
+	struct addrinfo *ai = NULL;
+
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (close == NULL) {
+			err_set(why, "missing ']' in address");
+			goto out;
+		}
+		if (close[1] != ':') {
+			err_set(why, "missing port in address");
+			goto out;
+		}
+		host = xstrndup(addr + 1, (size_t)(close - addr - 1));
+		port_str = close + 2;
+	} else {
+		const char *colon = strrchr(addr, ':');
+		if (colon == NULL) {
+			err_set(why, "missing port in address");
+			goto out;
+		}
+		host = xstrndup(addr, (size_t)(colon - addr));
+		if (strchr(host, ':') != NULL) {
+			err_set(why, "too many colons in address (an IPv6 address needs brackets)");
+			goto out;
+		}
+		port_str = colon + 1;
+	}
+	if (parse_port(port_str, &port) != 0) {
+		err_set(why, "invalid port \"%s\"", port_str);
+		goto out;
+	}
+
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+	if (host[0] == '\0') {
+		/* Every address: IPv6 any, dual stack (the caller falls back to IPv4). */
+		v6->sin6_family = AF_INET6;
+		v6->sin6_addr = in6addr_any;
+		v6->sin6_port = htons((uint16_t)port);
+		*sslen = sizeof(*v6);
+	} else if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)port);
+		*sslen = sizeof(*v4);
+	} else {
+		/* A v6 literal (with an optional %zone) or a name; Go prefers IPv4 for names. */
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+		int rc = getaddrinfo(host, NULL, &hints, &ai);
+		if (rc != 0) {
+			err_set(why, "lookup %s: %s", host, gai_strerror(rc));
+			goto out;
+		}
+		struct addrinfo *pick = ai;
+		for (struct addrinfo *p = ai; p != NULL; p = p->ai_next)
+			if (p->ai_family == AF_INET) {
+				pick = p;
+				break;
+			}
+		if (pick->ai_addrlen > sizeof(*ss)) {
+			err_set(why, "lookup %s: address too long", host);
+			goto out;
+		}
+		memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+		*sslen = pick->ai_addrlen;
+		if (ss->ss_family == AF_INET)
+			v4->sin_port = htons((uint16_t)port);
+		else
+			v6->sin6_port = htons((uint16_t)port);
+	}
+	result = 0;
+out:
+	if (ai != NULL)
+		freeaddrinfo(ai);
+	free(host);
+	return result;
+}
+
+/* Returns a listening socket for addr and its port, or -1 with *why. */
+static int listen_on(const char *addr, int *port_out, char **why)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	if (resolve_bind(addr, &ss, &len, why) != 0)
+		return -1;
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 && ss.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr) &&
+	    (errno == EAFNOSUPPORT || errno == EPROTONOSUPPORT)) {
+		/* No IPv6 in this network namespace: every IPv4 address then. */
+		uint16_t port = ((struct sockaddr_in6 *)&ss)->sin6_port;
+		struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+		memset(&ss, 0, sizeof(ss));
+		v4->sin_family = AF_INET;
+		v4->sin_addr.s_addr = htonl(INADDR_ANY);
+		v4->sin_port = port;
+		len = sizeof(*v4);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	}
+	if (fd < 0)
+		return err_set(why, "socket: %s", strerror(errno));
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+		err_set(why, "bind: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (listen(fd, 128) != 0) {
+		err_set(why, "listen: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	if (getsockname(fd, (struct sockaddr *)&bound, &blen) != 0) {
+		err_set(why, "getsockname: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	*port_out = ntohs(bound.ss_family == AF_INET ? ((struct sockaddr_in *)&bound)->sin_port
+	                                             : ((struct sockaddr_in6 *)&bound)->sin6_port);
+	return fd;
+}
+
+/* --- Probes. --- */
+
+struct query {
+	int verbose;
+	char **exclude;
+	size_t nexclude;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+	struct query *q = cls;
+	if (key == NULL)
+		return MHD_YES;
+	if (strcmp(key, "verbose") == 0) {
+		q->verbose = 1;
+	} else if (strcmp(key, "exclude") == 0 && value != NULL && q->nexclude < 64) {
+		q->exclude = xrealloc(q->exclude, (q->nexclude + 1) * sizeof(char *));
+		q->exclude[q->nexclude++] = xstrdup(value);
+	}
+	return MHD_YES;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int always_ok(void *ud, char **reason)
+{
+	return 0;
+}
+
+/* Runs one check; returns 0 or -1 with a new reason string in *reason. */
+static int run_check(const struct check *c, char **reason)
+{
+	*reason = NULL;
+	if (c->fn(c->ud, reason) == 0) {
+		free(*reason);
+		*reason = NULL;
+		return 0;
+	}
+	if (*reason == NULL)
+		*reason = xstrdup("check failed");
+	return -1;
+}
+
+/* The /healthz and /readyz answer, in kube-apiserver's words. Returns the status. */
+static int probe_root(struct metrics_server *srv, int ep, const struct query *q, sbuf_t *body)
+{
+	static const struct check ping = {"ping", always_ok, NULL};
+	const char *epname = endpoint_names[ep];
+	sbuf_t lines = SBUF_INIT;
+	int failed = 0;
+	char *used = xcalloc(q->nexclude ? q->nexclude : 1, 1);
+
+	pthread_mutex_lock(&srv->lock);
+	size_t n = srv->nchecks[ep];
+	const struct check *checks = n ? srv->checks[ep] : &ping;
+	if (n == 0)
+		n = 1;
+	for (size_t i = 0; i < n; i++) {
+		const struct check *c = &checks[i];
+		int excluded = 0;
+		for (size_t j = 0; j < q->nexclude; j++) {
+			if (!used[j] && strcmp(q->exclude[j], c->name) == 0) {
+				used[j] = 1;
+				excluded = 1;
+			}
+		}
+		if (excluded) {
+			sbuf_printf(&lines, "[+]%s excluded: ok\n", c->name);
+			continue;
+		}
+		char *reason = NULL;
+		if (run_check(c, &reason) == 0) {
+			sbuf_printf(&lines, "[+]%s ok\n", c->name);
+			continue;
+		}
+		/* The endpoint is unauthenticated: the reason goes to the log only. */
+		sbuf_printf(&lines, "[-]%s failed: reason withheld\n", c->name);
+		LOG_V(2, "Probe check failed", KV_STR("endpoint", epname), KV_STR("check", c->name),
+		      KV_STR("reason", reason));
+		free(reason);
+		failed = 1;
+	}
+	pthread_mutex_unlock(&srv->lock);
+
+	/* Names asked to be excluded that match no check, sorted and %q-quoted. */
+	char **left = xcalloc(q->nexclude ? q->nexclude : 1, sizeof(char *));
+	size_t nleft = 0;
+	for (size_t j = 0; j < q->nexclude; j++) {
+		int dup = 0;
+		for (size_t k = 0; k < nleft; k++)
+			dup |= strcmp(left[k], q->exclude[j]) == 0;
+		if (!used[j] && !dup)
+			left[nleft++] = q->exclude[j];
+	}
+	if (nleft > 0) {
+		qsort(left, nleft, sizeof(char *), cmp_str);
+		sbuf_puts(&lines, "warn: some health checks cannot be excluded: no matches for ");
+		for (size_t k = 0; k < nleft; k++) {
+			if (k)
+				sbuf_putc(&lines, ',');
+			log_quote(&lines, left[k]);
+		}
+		sbuf_putc(&lines, '\n');
+	}
+	free(left);
+	free(used);
+
+	int status = MHD_HTTP_OK;
+	if (failed) {
+		/* Always verbose on failure; the trailing newline is Go's http.Error's. */
+		sbuf_append(body, lines.data ? lines.data : "", lines.len);
+		sbuf_printf(body, "%s check failed\n", epname);
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	} else if (!q->verbose) {
+		sbuf_puts(body, "ok");
+	} else {
+		sbuf_append(body, lines.data ? lines.data : "", lines.len);
+		sbuf_printf(body, "%s check passed\n", epname);
+	}
+	sbuf_free(&lines);
+	return status;
+}
+
+/* /healthz/<name>: one check alone. Returns the status, or 0 when there is no such check. */
+static int probe_one(struct metrics_server *srv, int ep, const char *name, sbuf_t *body)
+{
+	int status = 0;
+	pthread_mutex_lock(&srv->lock);
+	const struct check *found = NULL;
+	for (size_t i = 0; i < srv->nchecks[ep]; i++)
+		if (strcmp(srv->checks[ep][i].name, name) == 0)
+			found = &srv->checks[ep][i];
+	if (found != NULL || (srv->nchecks[ep] == 0 && strcmp(name, "ping") == 0)) {
+		char *reason = NULL;
+		if (found == NULL || run_check(found, &reason) == 0) {
+			sbuf_puts(body, "ok");
+			status = MHD_HTTP_OK;
+		} else {
+			sbuf_printf(body, "internal server error: %s\n", reason);
+			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		}
+		free(reason);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return status;
+}
+
+int metrics_probe_add_check(metrics_server_t *srv, const char *endpoint, const char *name,
+                            metrics_check_fn check, void *ud, char **err)
+{
+	if (srv == NULL)
+		return 0;
+	int ep = -1;
+	for (int i = 0; i < EP_COUNT; i++)
+		if (endpoint != NULL && strcmp(endpoint, endpoint_names[i]) == 0)
+			ep = i;
+	if (ep < 0)
+		return err_set(
+		    err, "probe check \"%s\": unknown endpoint \"%s\" (want healthz or readyz)",
+		    name ? name : "", endpoint ? endpoint : "");
+	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL || check == NULL)
+		return err_set(err, "%s check \"%s\": invalid name or no function", endpoint,
+		               name ? name : "");
+	int result = 0;
+	pthread_mutex_lock(&srv->lock);
+	for (size_t i = 0; i < srv->nchecks[ep]; i++) {
+		if (strcmp(srv->checks[ep][i].name, name) == 0) {
+			result = err_set(err, "%s check \"%s\": already added", endpoint, name);
+			goto out;
+		}
+	}
+	srv->checks[ep] = xrealloc(srv->checks[ep], (srv->nchecks[ep] + 1) * sizeof(struct check));
+	srv->checks[ep][srv->nchecks[ep]++] = (struct check){xstrdup(name), check, ud};
+out:
+	pthread_mutex_unlock(&srv->lock);
+	return result;
+}
+
+/* --- Requests. --- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, int status, const char *ctype,
+                               sbuf_t *body, int allow_header)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    body->len, (void *)sbuf_cstr(body), MHD_RESPMEM_MUST_COPY);
+	if (resp == NULL)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (allow_header)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **req_cls)
+{
+	struct metrics_server *srv = cls;
+	sbuf_t body = SBUF_INIT;
+	int status = MHD_HTTP_NOT_FOUND;
+	const char *ctype = TEXT_PLAIN;
+	int allow = 0;
+	if (url == NULL)
+		url = "";
+
+	if (method == NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		sbuf_puts(&body, "method not allowed\n");
+		allow = 1;
+	} else if (srv->reg != NULL && strcmp(url, "/metrics") == 0) {
+		metrics_registry_render(srv->reg, &body);
+		status = MHD_HTTP_OK;
+		ctype = PROM_TEXT;
+	} else if (srv->probes) {
+		for (int ep = 0; ep < EP_COUNT; ep++) {
+			size_t n = strlen(endpoint_names[ep]);
+			if (url[0] != '/' || strncmp(url + 1, endpoint_names[ep], n) != 0)
+				continue;
+			const char *rest = url + 1 + n;
+			if (*rest == '\0') {
+				struct query q = {0, NULL, 0};
+				MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_arg,
+				                          &q);
+				status = probe_root(srv, ep, &q, &body);
+				for (size_t i = 0; i < q.nexclude; i++)
+					free(q.exclude[i]);
+				free(q.exclude);
+			} else if (rest[0] == '/' && rest[1] != '\0') {
+				status = probe_one(srv, ep, rest + 1, &body);
+				if (status == 0)
+					status = MHD_HTTP_NOT_FOUND;
+			}
+			break;
+		}
+	}
+	if (status == MHD_HTTP_NOT_FOUND) {
+		sbuf_reset(&body);
+		sbuf_puts(&body, "404 page not found\n");
+	}
+	enum MHD_Result ret = respond(conn, status, ctype, &body, allow);
+	sbuf_free(&body);
+	return ret;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	if (!log_v_enabled(2))
+		return;
+	char *msg = xvasprintf(fmt, ap);
+	size_t n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	LOG_V(2, "HTTP server", KV_STR("message", msg));
+	free(msg);
+}
+
+/* --- Life cycle. --- */
+
+int metrics_server_start(const char *bind_addr, const char *flag, metrics_registry_t *reg,
+                         int probes, metrics_server_t **out, char **err)
+{
+	int result = -1;
+	char *why = NULL;
+	int fd = -1;
+	struct metrics_server *srv = NULL;
+	if (flag == NULL)
+		flag = "bind address";
+	*out = NULL;
+	if (bind_addr == NULL || bind_addr[0] == '\0' || strcmp(bind_addr, "0") == 0)
+		return 0; /* disabled */
+
+	srv = xcalloc(1, sizeof(*srv));
+	srv->reg = reg;
+	srv->probes = probes;
+	pthread_mutex_init(&srv->lock, NULL);
+	fd = listen_on(bind_addr, &srv->port, &why);
+	if (fd < 0) {
+		err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
+		goto out;
+	}
+	srv->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	                            on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+	                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+	                            (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+	                            MHD_OPTION_END);
+	if (srv->mhd == NULL) {
+		err_set(err, "%s \"%s\": cannot start the HTTP server", flag, bind_addr);
+		goto out;
+	}
+	fd = -1; /* the daemon owns it now */
+	*out = srv;
+	srv = NULL;
+	result = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (srv != NULL) {
+		pthread_mutex_destroy(&srv->lock);
+		free(srv);
+	}
+	free(why);
+	return result;
+}
+
+int metrics_server_port(const metrics_server_t *srv)
+{
+	return srv ? srv->port : 0;
+}
+
+void metrics_server_stop(metrics_server_t *srv)
+{
+	if (srv == NULL)
+		return;
+	MHD_stop_daemon(srv->mhd);
+	for (int ep = 0; ep < EP_COUNT; ep++) {
+		for (size_t i = 0; i < srv->nchecks[ep]; i++)
+			free(srv->checks[ep][i].name);
+		free(srv->checks[ep]);
+	}
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}

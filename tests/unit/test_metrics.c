@@ -1,0 +1,864 @@
+/*
+ * Unit tests for pkg/metrics: exact exposition text, escaping, number format,
+ * concurrent updates, the process collector, and the HTTP server (fetched with
+ * libcurl, parsed with prometheus_client's parser through prom_parse_check.py).
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "pkg/base/base.h"
+#include "pkg/metrics/metrics.h"
+
+static char *render(metrics_registry_t *reg)
+{
+	sbuf_t b = SBUF_INIT;
+	metrics_registry_render(reg, &b);
+	return sbuf_steal(&b);
+}
+
+START_TEST(render_exact)
+{
+	char *err = NULL;
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_counter_t *c = metrics_counter_new(reg, "c_total", "Counts things.", &err);
+	ck_assert_ptr_nonnull(c);
+	metrics_gauge_vec_t *g =
+	    metrics_gauge_vec_new(reg, "g", "A gauge with \\ backslash\nand newline.",
+	                          METRICS_LABELS("kind", "ns"), &err);
+	ck_assert_ptr_nonnull(g);
+	static const double b[] = {0.1, 1, 10};
+	metrics_histogram_vec_t *h = metrics_histogram_vec_new(
+	    reg, "h_seconds", "Latency.", METRICS_LABELS("op"), b, CSC_ARRAY_LEN(b), &err);
+	ck_assert_ptr_nonnull(h);
+	/* A vec without children prints nothing at all. */
+	ck_assert_ptr_nonnull(
+	    metrics_counter_vec_new(reg, "e_total", "Empty.", METRICS_LABELS("x"), &err));
+	static const double one[] = {1, INFINITY};
+	metrics_histogram_t *z = metrics_histogram_new(reg, "z", "Zero.", one, 2, &err);
+	ck_assert_ptr_nonnull(z);
+	ck_assert_ptr_null(err);
+
+	metrics_counter_inc(c);
+	metrics_counter_inc(c);
+	metrics_counter_add(c, 1.5);
+	metrics_counter_add(c, -4);  /* ignored */
+	metrics_counter_add(c, NAN); /* ignored */
+	ck_assert(metrics_counter_value(c) == 3.5);
+	metrics_gauge_set(metrics_gauge_vec_get(g, METRICS_LABELS("b", "x")), 2);
+	metrics_gauge_set(metrics_gauge_vec_get(g, METRICS_LABELS("a", "y")), -1.5e-7);
+	metrics_gauge_t *ax = metrics_gauge_vec_get(g, METRICS_LABELS("a", "x"));
+	metrics_gauge_set(ax, 999999);
+	metrics_gauge_inc(ax);
+	metrics_gauge_inc(ax);
+	metrics_gauge_dec(ax);
+	ck_assert_ptr_eq(metrics_gauge_vec_get(g, METRICS_LABELS("a", "x")), ax);
+	ck_assert(metrics_gauge_value(ax) == 1e6);
+	metrics_histogram_t *get = metrics_histogram_vec_get(h, METRICS_LABELS("get"));
+	metrics_histogram_observe(get, 0.0625);
+	metrics_histogram_observe(get, 0.5);
+	metrics_histogram_observe(get, 4);
+	metrics_histogram_observe(get, 64);
+	metrics_histogram_vec_get(h, METRICS_LABELS("put"));
+	ck_assert_uint_eq(metrics_histogram_count(get), 4);
+
+	char *text = render(reg);
+	ck_assert_str_eq(text, "# HELP c_total Counts things.\n"
+	                       "# TYPE c_total counter\n"
+	                       "c_total 3.5\n"
+	                       "# HELP g A gauge with \\\\ backslash\\nand newline.\n"
+	                       "# TYPE g gauge\n"
+	                       "g{kind=\"a\",ns=\"x\"} 1e+06\n"
+	                       "g{kind=\"a\",ns=\"y\"} -1.5e-07\n"
+	                       "g{kind=\"b\",ns=\"x\"} 2\n"
+	                       "# HELP h_seconds Latency.\n"
+	                       "# TYPE h_seconds histogram\n"
+	                       "h_seconds_bucket{op=\"get\",le=\"0.1\"} 1\n"
+	                       "h_seconds_bucket{op=\"get\",le=\"1\"} 2\n"
+	                       "h_seconds_bucket{op=\"get\",le=\"10\"} 3\n"
+	                       "h_seconds_bucket{op=\"get\",le=\"+Inf\"} 4\n"
+	                       "h_seconds_sum{op=\"get\"} 68.5625\n"
+	                       "h_seconds_count{op=\"get\"} 4\n"
+	                       "h_seconds_bucket{op=\"put\",le=\"0.1\"} 0\n"
+	                       "h_seconds_bucket{op=\"put\",le=\"1\"} 0\n"
+	                       "h_seconds_bucket{op=\"put\",le=\"10\"} 0\n"
+	                       "h_seconds_bucket{op=\"put\",le=\"+Inf\"} 0\n"
+	                       "h_seconds_sum{op=\"put\"} 0\n"
+	                       "h_seconds_count{op=\"put\"} 0\n"
+	                       "# HELP z Zero.\n"
+	                       "# TYPE z histogram\n"
+	                       "z_bucket{le=\"1\"} 0\n"
+	                       "z_bucket{le=\"+Inf\"} 0\n"
+	                       "z_sum 0\n"
+	                       "z_count 0\n");
+	free(text);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+START_TEST(label_escaping)
+{
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_counter_vec_t *v =
+	    metrics_counter_vec_new(reg, "esc_total", "Escapes.", METRICS_LABELS("v"), NULL);
+	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("a\"b\\c\nd")));
+	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("bad\xff utf8")));
+	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("bad\xff utf8")));
+	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("caf\xc3\xa9")));
+	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS(NULL)));
+	char *text = render(reg);
+	ck_assert_str_eq(text, "# HELP esc_total Escapes.\n"
+	                       "# TYPE esc_total counter\n"
+	                       "esc_total{v=\"\"} 1\n"
+	                       "esc_total{v=\"a\\\"b\\\\c\\nd\"} 1\n"
+	                       "esc_total{v=\"bad\xef\xbf\xbd utf8\"} 2\n"
+	                       "esc_total{v=\"caf\xc3\xa9\"} 1\n");
+	free(text);
+
+	/* The helpers for collectors escape the same way. */
+	sbuf_t b = SBUF_INIT;
+	metrics_label_t l[] = {{"name", "q\"1"}, {"le", "+Inf"}};
+	metrics_write_header(&b, "x_bucket", "h\\", METRICS_UNTYPED);
+	metrics_write_sample(&b, "x_bucket", l, 2, 7);
+	ck_assert_str_eq(sbuf_cstr(&b), "# HELP x_bucket h\\\\\n# TYPE x_bucket untyped\n"
+	                                "x_bucket{name=\"q\\\"1\",le=\"+Inf\"} 7\n");
+	sbuf_free(&b);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+static void expect_value(double v, const char *want)
+{
+	sbuf_t b = SBUF_INIT;
+	metrics_write_value(&b, v);
+	ck_assert_msg(strcmp(sbuf_cstr(&b), want) == 0, "%.17g printed as %s, want %s", v,
+	              sbuf_cstr(&b), want);
+	sbuf_free(&b);
+}
+
+START_TEST(value_format_like_go)
+{
+	/* What Go's strconv.FormatFloat(v, 'g', -1, 64) prints. */
+	expect_value(0, "0");
+	expect_value(-0.0, "0");
+	expect_value(1, "1");
+	expect_value(-1, "-1");
+	expect_value(0.005, "0.005");
+	expect_value(2.5, "2.5");
+	expect_value(0.1, "0.1");
+	expect_value(100000, "100000");
+	expect_value(123456, "123456");
+	expect_value(1e6, "1e+06");
+	expect_value(1234567, "1.234567e+06");
+	expect_value(0.0001, "0.0001");
+	expect_value(0.00001, "1e-05");
+	expect_value(1.0 / 3.0, "0.3333333333333333");
+	expect_value(1.5e300, "1.5e+300");
+	expect_value(1669723250.25, "1.66972325025e+09");
+	expect_value(INFINITY, "+Inf");
+	expect_value(-INFINITY, "-Inf");
+	expect_value(NAN, "NaN");
+}
+END_TEST
+
+START_TEST(registration_errors)
+{
+	metrics_registry_t *reg = metrics_registry_new();
+	char *err = NULL;
+#define EXPECT_ERR(call, msg)                                                                      \
+	do {                                                                                       \
+		ck_assert_ptr_null(call);                                                          \
+		ck_assert_ptr_nonnull(err);                                                        \
+		ck_assert_str_eq(err, msg);                                                        \
+		free(err);                                                                         \
+		err = NULL;                                                                        \
+	} while (0)
+	EXPECT_ERR(metrics_counter_new(reg, "9bad", "h", &err),
+	           "metric \"9bad\": invalid metric name");
+	EXPECT_ERR(metrics_gauge_new(reg, "with-dash", "h", &err),
+	           "metric \"with-dash\": invalid metric name");
+	EXPECT_ERR(metrics_counter_vec_new(reg, "ok_total", "h", METRICS_LABELS("__x"), &err),
+	           "metric ok_total: invalid label name \"__x\"");
+	EXPECT_ERR(metrics_counter_vec_new(reg, "ok_total", "h", METRICS_LABELS("a", "a"), &err),
+	           "metric ok_total: duplicate label name \"a\"");
+	EXPECT_ERR(metrics_histogram_vec_new(reg, "hh", "h", METRICS_LABELS("le"), NULL, 0, &err),
+	           "metric hh: label \"le\" is reserved in histograms");
+	static const double bad[] = {1, 1};
+	EXPECT_ERR(metrics_histogram_new(reg, "hh", "h", bad, 2, &err),
+	           "metric hh: buckets must be finite and strictly increasing (bucket 1)");
+	ck_assert_ptr_nonnull(metrics_counter_new(reg, "ok_total", "h", &err));
+	EXPECT_ERR(metrics_gauge_new(reg, "ok_total", "h", &err),
+	           "metric ok_total: already registered");
+	/* Default buckets when none are given. */
+	metrics_histogram_t *d = metrics_histogram_new(reg, "d", "h", NULL, 0, &err);
+	ck_assert_ptr_nonnull(d);
+	metrics_histogram_observe(d, 0.3);
+	char *text = render(reg);
+	ck_assert_ptr_nonnull(strstr(text, "d_bucket{le=\"0.005\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(text, "d_bucket{le=\"0.25\"} 0\nd_bucket{le=\"0.5\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "d_bucket{le=\"10\"} 1\nd_bucket{le=\"+Inf\"} 1\n"));
+	free(text);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+/* --- Concurrency. --- */
+
+#define THREADS 4
+#define ITERS   100000
+
+struct worker {
+	metrics_counter_vec_t *cv;
+	metrics_gauge_t *g;
+	metrics_histogram_t *h;
+	int id;
+};
+
+static void *hammer(void *arg)
+{
+	struct worker *w = arg;
+	char own[16], key[16];
+	snprintf(own, sizeof(own), "t%d", w->id);
+	for (int i = 0; i < ITERS; i++) {
+		/* The lookup is on the hot path on purpose: it must be lock-free and right. */
+		metrics_counter_inc(metrics_counter_vec_get(w->cv, METRICS_LABELS("shared")));
+		metrics_counter_add(metrics_counter_vec_get(w->cv, METRICS_LABELS(own)), 0.5);
+		if (i % 1000 == 0) {
+			/* Every thread races to create the same 100 children. */
+			snprintf(key, sizeof(key), "k%02d", (i / 1000) % 100);
+			metrics_counter_inc(metrics_counter_vec_get(w->cv, METRICS_LABELS(key)));
+		}
+		metrics_gauge_add(w->g, 1);
+		metrics_histogram_observe(w->h, (i % 4) * 0.25);
+	}
+	return NULL;
+}
+
+START_TEST(concurrent_updates_add_up)
+{
+	metrics_registry_t *reg = metrics_registry_new();
+	struct worker w[THREADS];
+	pthread_t t[THREADS];
+	metrics_counter_vec_t *cv =
+	    metrics_counter_vec_new(reg, "ops_total", "Ops.", METRICS_LABELS("who"), NULL);
+	metrics_gauge_t *g = metrics_gauge_new(reg, "level", "Level.", NULL);
+	static const double b[] = {0.3, 0.6};
+	metrics_histogram_t *h = metrics_histogram_new(reg, "sizes", "Sizes.", b, 2, NULL);
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){cv, g, h, i};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, hammer, &w[i]), 0);
+	}
+	/* Scrape while they run: must not crash or tear. */
+	for (int i = 0; i < 20; i++)
+		free(render(reg));
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+
+	ck_assert(metrics_counter_value(metrics_counter_vec_get(cv, METRICS_LABELS("shared"))) ==
+	          THREADS * ITERS);
+	for (int i = 0; i < THREADS; i++) {
+		char own[16];
+		snprintf(own, sizeof(own), "t%d", i);
+		ck_assert(metrics_counter_value(metrics_counter_vec_get(cv, METRICS_LABELS(own))) ==
+		          ITERS * 0.5);
+	}
+	ck_assert(metrics_gauge_value(g) == THREADS * ITERS);
+	ck_assert_uint_eq(metrics_histogram_count(h), THREADS * ITERS);
+	char *text = render(reg);
+	/* Each of the 100 racing keys exists once, counted once per thread. */
+	for (int k = 0; k < 100; k++) {
+		char line[64];
+		snprintf(line, sizeof(line), "ops_total{who=\"k%02d\"} %d\n", k, THREADS);
+		ck_assert_msg(strstr(text, line) != NULL, "missing %s", line);
+		char *first = strstr(text, line);
+		ck_assert_ptr_null(strstr(first + 1, line));
+	}
+	/* Multiples of 0.25 add exactly, so the sum is exact whatever the order. */
+	ck_assert_ptr_nonnull(strstr(text, "sizes_sum 150000\n"));
+	ck_assert_ptr_nonnull(strstr(text, "sizes_bucket{le=\"0.3\"} 200000\n"));
+	ck_assert_ptr_nonnull(strstr(text, "sizes_bucket{le=\"0.6\"} 300000\n"));
+	ck_assert_ptr_nonnull(strstr(text, "sizes_count 400000\n"));
+	free(text);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+/* --- Process collector. --- */
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+	char *path = xasprintf("%s/%s", dir, rel);
+	FILE *f = fopen(path, "w");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+	free(path);
+}
+
+START_TEST(process_collector_fixture)
+{
+	char dir[] = "/tmp/test_metrics_proc_XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *self = xasprintf("%s/self", dir), *fd = xasprintf("%s/self/fd", dir);
+	ck_assert_int_eq(mkdir(self, 0700), 0);
+	ck_assert_int_eq(mkdir(fd, 0700), 0);
+	/* A command name with spaces and parentheses must not shift the fields. */
+	write_file(dir, "self/stat",
+	           "1234 (my (odd) proc) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 150 0 0 20 0 4 "
+	           "0 5025 104857600 2560 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0\n");
+	write_file(dir, "stat", "cpu  1 2 3 4\nintr 5\nbtime 1669723200\nprocesses 9\n");
+	write_file(dir, "self/limits",
+	           "Limit                     Soft Limit           Hard Limit           Units\n"
+	           "Max cpu time              unlimited            unlimited            seconds\n"
+	           "Max open files            1024                 524288               files\n");
+	write_file(dir, "self/fd/0", "");
+	write_file(dir, "self/fd/1", "");
+	write_file(dir, "self/fd/2", "");
+
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_registry_add_process_collector(reg, dir);
+	char *text = render(reg);
+	double ticks = (double)sysconf(_SC_CLK_TCK), page = (double)sysconf(_SC_PAGESIZE);
+	sbuf_t want = SBUF_INIT;
+	metrics_write_header(&want, "process_cpu_seconds_total",
+	                     "Total user and system CPU time spent in seconds.", METRICS_COUNTER);
+	metrics_write_sample(&want, "process_cpu_seconds_total", NULL, 0, 400 / ticks);
+	sbuf_puts(&want, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+	                 "# TYPE process_max_fds gauge\nprocess_max_fds 1024\n"
+	                 "# HELP process_open_fds Number of open file descriptors.\n"
+	                 "# TYPE process_open_fds gauge\nprocess_open_fds 3\n");
+	metrics_write_header(&want, "process_resident_memory_bytes",
+	                     "Resident memory size in bytes.", METRICS_GAUGE);
+	metrics_write_sample(&want, "process_resident_memory_bytes", NULL, 0, 2560 * page);
+	metrics_write_header(&want, "process_start_time_seconds",
+	                     "Start time of the process since unix epoch in seconds.",
+	                     METRICS_GAUGE);
+	metrics_write_sample(&want, "process_start_time_seconds", NULL, 0,
+	                     1669723200 + 5025 / ticks);
+	sbuf_puts(&want, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+	                 "# TYPE process_virtual_memory_bytes gauge\n"
+	                 "process_virtual_memory_bytes 1.048576e+08\n");
+	ck_assert_str_eq(text, sbuf_cstr(&want));
+	free(text);
+	sbuf_free(&want);
+
+	/* Broken files drop their figures, nothing else. */
+	write_file(dir, "self/stat", "1234 (truncated");
+	write_file(dir, "self/limits", "garbage");
+	text = render(reg);
+	ck_assert_str_eq(text, "# HELP process_open_fds Number of open file descriptors.\n"
+	                       "# TYPE process_open_fds gauge\nprocess_open_fds 3\n");
+	free(text);
+	metrics_registry_free(reg);
+
+	const char *rels[] = {"self/fd/0", "self/fd/1",   "self/fd/2",
+	                      "self/stat", "self/limits", "stat"};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(rels); i++) {
+		char *p = xasprintf("%s/%s", dir, rels[i]);
+		unlink(p);
+		free(p);
+	}
+	rmdir(fd);
+	rmdir(self);
+	rmdir(dir);
+	free(fd);
+	free(self);
+}
+END_TEST
+
+static double sample_value(const char *text, const char *name)
+{
+	char *key = xasprintf("\n%s ", name);
+	const char *p = strstr(text, key);
+	ck_assert_msg(p != NULL, "no sample %s", name);
+	double v = strtod(p + strlen(key), NULL);
+	free(key);
+	return v;
+}
+
+START_TEST(process_collector_real)
+{
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_registry_add_process_collector(reg, NULL);
+	char *text = render(reg);
+	struct timeval now;
+	gettimeofday(&now, NULL);
+	ck_assert(sample_value(text, "process_open_fds") >= 3);
+	ck_assert(sample_value(text, "process_max_fds") >= sample_value(text, "process_open_fds"));
+	ck_assert(sample_value(text, "process_resident_memory_bytes") > 0);
+	ck_assert(sample_value(text, "process_virtual_memory_bytes") >=
+	          sample_value(text, "process_resident_memory_bytes"));
+	ck_assert(sample_value(text, "process_cpu_seconds_total") >= 0);
+	double start = sample_value(text, "process_start_time_seconds");
+	ck_assert(start > 1.6e9 && start <= (double)now.tv_sec + 1);
+	free(text);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+/* --- The server. --- */
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	sbuf_append(ud, p, size * n);
+	return size * n;
+}
+
+/* Performs one request on 127.0.0.1:port; returns the status, the body in *body. */
+static long http(const char *method, int port, const char *path, sbuf_t *body, char *ctype,
+                 size_t ctlen)
+{
+	CURL *c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	char *url = xasprintf("http://127.0.0.1:%d%s", port, path);
+	sbuf_reset(body);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(method, "GET") != 0) {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "a=1");
+	}
+	CURLcode rc = curl_easy_perform(c);
+	ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, url, curl_easy_strerror(rc));
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (ctype != NULL) {
+		char *ct = NULL;
+		curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+		snprintf(ctype, ctlen, "%s", ct ? ct : "");
+	}
+	sbuf_cstr(body);
+	curl_easy_cleanup(c);
+	free(url);
+	return status;
+}
+
+#define EXPECT_HTTP(method, path, want_status, want_body)                                          \
+	do {                                                                                       \
+		long st_ = http(method, port, path, &body, NULL, 0);                               \
+		ck_assert_msg(st_ == (want_status), "%s %s: status %ld, want %d", method, path,    \
+		              st_, (int)(want_status));                                            \
+		ck_assert_str_eq(sbuf_cstr(&body), want_body);                                     \
+	} while (0)
+
+static const char *python(void)
+{
+	/* The Debian package installs the parser for the system interpreter. */
+	return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+/* Runs prom_parse_check.py on text with the given arguments; returns its exit status. */
+static int prom_check(const char *text, const char *args)
+{
+	char path[] = "/tmp/test_metrics_body_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	char *cmd = xasprintf("%s prom_parse_check.py %s < %s", python(), args, path);
+	int rc = system(cmd);
+	free(cmd);
+	unlink(path);
+	ck_assert_msg(rc != -1 && WIFEXITED(rc), "could not run the checker");
+	return WEXITSTATUS(rc);
+}
+
+static void custom_collector(void *ud, sbuf_t *out)
+{
+	metrics_label_t l[] = {{"name", ud}};
+	metrics_write_header(out, "custom_queue_depth", "Depth of a queue.", METRICS_GAUGE);
+	metrics_write_sample(out, "custom_queue_depth", l, 1, 3);
+}
+
+START_TEST(prom_checker_rejects_bad_text)
+{
+	/* The checker itself must be able to fail, or the next test proves nothing. */
+	ck_assert_int_eq(prom_check("# TYPE x counter\nx_total 1\n", "x:counter"), 0);
+	ck_assert_int_ne(prom_check("x{a=\"1\" 2\n", ""), 0);
+	ck_assert_int_ne(prom_check("# TYPE x counter\nx_total 1\n", "y"), 0);
+	ck_assert_int_ne(prom_check("# TYPE h histogram\nh_bucket{le=\"1\"} 3\n"
+	                            "h_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n",
+	                            ""),
+	                 0);
+}
+END_TEST
+
+START_TEST(server_metrics_parse)
+{
+	char *err = NULL;
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_counter_vec_t *cv = metrics_counter_vec_new(reg, "c_total", "Counts \"things\".",
+	                                                    METRICS_LABELS("k"), &err);
+	metrics_counter_inc(metrics_counter_vec_get(cv, METRICS_LABELS("odd \"v\" \\ \n x")));
+	metrics_gauge_set(metrics_gauge_new(reg, "g", "Gauge.", &err), 1e-9);
+	metrics_histogram_vec_t *h = metrics_histogram_vec_new(reg, "h_seconds", "Latency.",
+	                                                       METRICS_LABELS("op"), NULL, 0, &err);
+	metrics_histogram_observe(metrics_histogram_vec_get(h, METRICS_LABELS("get")), 0.2);
+	metrics_histogram_observe(metrics_histogram_vec_get(h, METRICS_LABELS("get")), 20);
+	metrics_registry_add_process_collector(reg, NULL);
+	metrics_registry_add_collector(reg, custom_collector, "workqueue");
+	ck_assert_ptr_null(err);
+
+	metrics_server_t *srv = NULL;
+	ck_assert_int_eq(
+	    metrics_server_start("127.0.0.1:0", "--metrics-bind-address", reg, 0, &srv, &err), 0);
+	ck_assert_ptr_nonnull(srv);
+	int port = metrics_server_port(srv);
+	ck_assert_int_gt(port, 0);
+
+	sbuf_t body = SBUF_INIT;
+	char ctype[128];
+	ck_assert_int_eq(http("GET", port, "/metrics", &body, ctype, sizeof(ctype)), 200);
+	ck_assert_str_eq(ctype, "text/plain; version=0.0.4; charset=utf-8");
+	ck_assert_ptr_nonnull(
+	    strstr(sbuf_cstr(&body), "custom_queue_depth{name=\"workqueue\"} 3\n"));
+	ck_assert_int_eq(
+	    prom_check(sbuf_cstr(&body),
+	               "c:counter g:gauge h_seconds:histogram process_cpu_seconds:counter "
+	               "process_open_fds:gauge process_max_fds:gauge "
+	               "process_resident_memory_bytes:gauge "
+	               "process_virtual_memory_bytes:gauge "
+	               "process_start_time_seconds:gauge custom_queue_depth:gauge"),
+	    0);
+	/* Metrics only: no probes here. */
+	EXPECT_HTTP("GET", "/healthz", 404, "404 page not found\n");
+	sbuf_free(&body);
+	metrics_server_stop(srv);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+struct flag {
+	_Atomic int ok;
+	const char *why;
+};
+
+static int check_flag(void *ud, char **reason)
+{
+	struct flag *f = ud;
+	if (atomic_load(&f->ok))
+		return 0;
+	*reason = xstrdup(f->why);
+	return 1;
+}
+
+START_TEST(server_probes)
+{
+	char *err = NULL;
+	metrics_server_t *srv = NULL;
+	ck_assert_int_eq(
+	    metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL, 1, &srv, &err),
+	    0);
+	int port = metrics_server_port(srv);
+	sbuf_t body = SBUF_INIT;
+
+	/* No checks: kube's implicit ping. */
+	EXPECT_HTTP("GET", "/healthz", 200, "ok");
+	EXPECT_HTTP("GET", "/healthz?verbose", 200, "[+]ping ok\nhealthz check passed\n");
+	EXPECT_HTTP("GET", "/healthz/ping", 200, "ok");
+
+	struct flag synced = {0, "caches not synced"}, leader = {1, NULL};
+	ck_assert_int_eq(
+	    metrics_probe_add_check(srv, "readyz", "informer-sync", check_flag, &synced, &err), 0);
+	ck_assert_int_eq(
+	    metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), 0);
+	ck_assert_int_eq(metrics_probe_add_check(srv, "healthz", "loop", check_flag, &leader, &err),
+	                 0);
+
+	EXPECT_HTTP(
+	    "GET", "/readyz", 500,
+	    "[-]informer-sync failed: reason withheld\n[+]leader ok\nreadyz check failed\n");
+	EXPECT_HTTP(
+	    "GET", "/readyz?verbose=1", 500,
+	    "[-]informer-sync failed: reason withheld\n[+]leader ok\nreadyz check failed\n");
+	EXPECT_HTTP("GET", "/readyz/informer-sync", 500,
+	            "internal server error: caches not synced\n");
+	EXPECT_HTTP("GET", "/readyz/leader", 200, "ok");
+	EXPECT_HTTP("GET", "/readyz/nope", 404, "404 page not found\n");
+	EXPECT_HTTP("GET", "/readyz?exclude=informer-sync", 200, "ok");
+	EXPECT_HTTP("GET", "/readyz?exclude=informer-sync&verbose", 200,
+	            "[+]informer-sync excluded: ok\n[+]leader ok\nreadyz check passed\n");
+	EXPECT_HTTP(
+	    "GET", "/readyz?exclude=nope&exclude=alpha&exclude=nope", 500,
+	    "[-]informer-sync failed: reason withheld\n[+]leader ok\n"
+	    "warn: some health checks cannot be excluded: no matches for \"alpha\",\"nope\"\n"
+	    "readyz check failed\n");
+	EXPECT_HTTP("GET", "/healthz?verbose", 200, "[+]loop ok\nhealthz check passed\n");
+	EXPECT_HTTP("GET", "/healthz/ping", 404, "404 page not found\n");
+
+	atomic_store(&synced.ok, 1);
+	EXPECT_HTTP("GET", "/readyz", 200, "ok");
+	EXPECT_HTTP("GET", "/readyz?verbose", 200,
+	            "[+]informer-sync ok\n[+]leader ok\nreadyz check passed\n");
+
+	/* Methods and paths. */
+	EXPECT_HTTP("HEAD", "/readyz", 200, "");
+	EXPECT_HTTP("POST", "/readyz", 405, "method not allowed\n");
+	EXPECT_HTTP("DELETE", "/healthz", 405, "method not allowed\n");
+	EXPECT_HTTP("GET", "/", 404, "404 page not found\n");
+	EXPECT_HTTP("GET", "/readyzz", 404, "404 page not found\n");
+	EXPECT_HTTP("GET", "/readyz/", 404, "404 page not found\n");
+	EXPECT_HTTP("GET", "/metrics", 404, "404 page not found\n");
+
+	/* Bad checks. */
+	ck_assert_int_eq(metrics_probe_add_check(srv, "livez", "x", check_flag, &leader, &err), -1);
+	ck_assert_str_eq(err,
+	                 "probe check \"x\": unknown endpoint \"livez\" (want healthz or readyz)");
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(
+	    metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), -1);
+	ck_assert_str_eq(err, "readyz check \"leader\": already added");
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(metrics_probe_add_check(srv, "readyz", "a/b", check_flag, &leader, &err),
+	                 -1);
+	free(err);
+	sbuf_free(&body);
+	metrics_server_stop(srv);
+}
+END_TEST
+
+START_TEST(server_one_address_both)
+{
+	char *err = NULL;
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_gauge_set(metrics_gauge_new(reg, "up_gauge", "Up.", &err), 1);
+	metrics_server_t *srv = NULL;
+	/* ":0" listens on every address, dual stack when the host has IPv6. */
+	ck_assert_int_eq(metrics_server_start(":0", "--metrics-bind-address", reg, 1, &srv, &err),
+	                 0);
+	int port = metrics_server_port(srv);
+	sbuf_t body = SBUF_INIT;
+	EXPECT_HTTP("GET", "/metrics", 200,
+	            "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n");
+	EXPECT_HTTP("GET", "/readyz", 200, "ok");
+	EXPECT_HTTP("GET", "/healthz", 200, "ok");
+	sbuf_free(&body);
+	metrics_server_stop(srv);
+
+	/* localhost resolves without DNS; and IPv6 loopback where the host has it. */
+	ck_assert_int_eq(metrics_server_start("localhost:0", "--x", reg, 0, &srv, &err), 0);
+	ck_assert_int_gt(metrics_server_port(srv), 0);
+	metrics_server_stop(srv);
+	if (metrics_server_start("[::1]:0", "--x", reg, 0, &srv, &err) == 0) {
+		ck_assert_int_gt(metrics_server_port(srv), 0);
+		metrics_server_stop(srv);
+	} else {
+		/* No IPv6 here: the error must still name the address. */
+		ck_assert_ptr_nonnull(strstr(err, "--x \"[::1]:0\": "));
+		free(err);
+		err = NULL;
+	}
+	metrics_registry_free(reg);
+}
+END_TEST
+
+START_TEST(server_disabled_and_bad_addresses)
+{
+	char *err = NULL;
+	metrics_server_t *srv = (metrics_server_t *)&err; /* must be overwritten */
+	ck_assert_int_eq(metrics_server_start("0", "--metrics-bind-address", NULL, 1, &srv, &err),
+	                 0);
+	ck_assert_ptr_null(srv);
+	ck_assert_ptr_null(err);
+	ck_assert_int_eq(metrics_server_start("", "--metrics-bind-address", NULL, 1, &srv, &err),
+	                 0);
+	ck_assert_ptr_null(srv);
+	ck_assert_int_eq(metrics_server_port(NULL), 0);
+	ck_assert_int_eq(metrics_probe_add_check(NULL, "readyz", "x", check_flag, NULL, &err), 0);
+	metrics_server_stop(NULL);
+
+	static const struct {
+		const char *addr, *msg;
+	} bad[] = {
+	    {"x", "--metrics-bind-address \"x\": missing port in address"},
+	    {"8080", "--metrics-bind-address \"8080\": missing port in address"},
+	    {"127.0.0.1:99999",
+	     "--metrics-bind-address \"127.0.0.1:99999\": invalid port \"99999\""},
+	    {"127.0.0.1:http", "--metrics-bind-address \"127.0.0.1:http\": invalid port \"http\""},
+	    {":-1", "--metrics-bind-address \":-1\": invalid port \"-1\""},
+	    {"::1:8080", "--metrics-bind-address \"::1:8080\": too many colons in address (an IPv6 "
+	                 "address needs brackets)"},
+	    {"[::1", "--metrics-bind-address \"[::1\": missing ']' in address"},
+	    {"[::1]8080", "--metrics-bind-address \"[::1]8080\": missing port in address"},
+	};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(bad); i++) {
+		ck_assert_int_eq(metrics_server_start(bad[i].addr, "--metrics-bind-address", NULL,
+		                                      1, &srv, &err),
+		                 -1);
+		ck_assert_ptr_null(srv);
+		ck_assert_str_eq(err, bad[i].msg);
+		free(err);
+		err = NULL;
+	}
+
+	/* A port in use. */
+	metrics_server_t *first = NULL;
+	ck_assert_int_eq(metrics_server_start("127.0.0.1:0", "--a", NULL, 1, &first, &err), 0);
+	char *addr = xasprintf("127.0.0.1:%d", metrics_server_port(first));
+	ck_assert_int_eq(
+	    metrics_server_start(addr, "--health-probe-bind-address", NULL, 1, &srv, &err), -1);
+	char *want =
+	    xasprintf("--health-probe-bind-address \"%s\": bind: Address already in use", addr);
+	ck_assert_str_eq(err, want);
+	free(want);
+	free(err);
+	free(addr);
+	metrics_server_stop(first);
+}
+END_TEST
+
+static int count_open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Sends raw bytes, half-closes, returns the first line of the answer (new string). */
+static char *raw_request(int port, const char *data, size_t len)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct timeval tv = {10, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = send(fd, data + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break; /* the server may close early on garbage: fine */
+		off += (size_t)n;
+	}
+	shutdown(fd, SHUT_WR);
+	sbuf_t b = SBUF_INIT;
+	char chunk[4096];
+	ssize_t n;
+	while ((n = recv(fd, chunk, sizeof(chunk), 0)) > 0)
+		sbuf_append(&b, chunk, (size_t)n);
+	close(fd);
+	char *all = sbuf_steal(&b);
+	char *eol = strstr(all, "\r\n");
+	if (eol != NULL)
+		*eol = '\0';
+	return all;
+}
+
+START_TEST(server_survives_odd_requests)
+{
+	char *err = NULL;
+	metrics_registry_t *reg = metrics_registry_new();
+	metrics_counter_inc(metrics_counter_new(reg, "alive_total", "Alive.", &err));
+	int fds_before = count_open_fds();
+	metrics_server_t *srv = NULL;
+	ck_assert_int_eq(metrics_server_start("127.0.0.1:0", "--m", reg, 1, &srv, &err), 0);
+	int port = metrics_server_port(srv);
+
+	sbuf_t body = SBUF_INIT;
+	char *longurl = xmalloc(20100);
+	memcpy(longurl, "GET /", 5);
+	memset(longurl + 5, 'a', 20000);
+	memcpy(longurl + 20005, " HTTP/1.0\r\n\r\n", 14);
+#define S(lit) lit, sizeof(lit) - 1
+	static const char junk[] = {0, 1, 2, 3, '\r', '\n', '\r', '\n', (char)0xff};
+	const struct {
+		const char *data;
+		size_t len;
+		const char *want; /* prefix of the status line; NULL = any answer or none */
+	} reqs[] = {
+	    {S("GARBAGE\r\n\r\n"), NULL},
+	    {junk, sizeof(junk), NULL},
+	    {longurl, strlen(longurl), NULL},
+	    {S("GET /metrics HTTP/1.1\r\n\r\n"), NULL}, /* 1.1 without Host */
+	    {S("GET /metrics HTTP/1.0\r\n\r\n"), "HTTP/1.1 200"},
+	    {S("POST /metrics HTTP/1.0\r\nContent-Length: 5\r\n\r\nhello"), "HTTP/1.1 405"},
+	    {S("PUT /readyz HTTP/1.0\r\nContent-Length: 100\r\n\r\nshort"), NULL},
+	    {S("GET /healthz?exclude=%ff%00&verbose HTTP/1.0\r\n\r\n"), "HTTP/1.1 200"},
+	    {S("GET /healthz//x HTTP/1.0\r\n\r\n"), "HTTP/1.1 404"},
+	    {S("GET /../metrics HTTP/1.0\r\n\r\n"), NULL},
+	    {S("GET /metrics HTTP/1.0\r\nX: \x01\x02\r\n\r\n"), NULL},
+	    {"", 0, NULL},
+	};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(reqs); i++) {
+		char *line = raw_request(port, reqs[i].data, reqs[i].len);
+		/* Whatever it was, no crash: the server still answers a proper request. */
+		ck_assert_int_eq(http("GET", port, "/healthz", &body, NULL, 0), 200);
+		if (reqs[i].want != NULL)
+			ck_assert_msg(strncmp(line, reqs[i].want, strlen(reqs[i].want)) == 0,
+			              "request %zu: got \"%s\", want \"%s\"", i, line,
+			              reqs[i].want);
+		free(line);
+	}
+	free(longurl);
+
+	/* Still serving. */
+	EXPECT_HTTP("GET", "/metrics", 200,
+	            "# HELP alive_total Alive.\n# TYPE alive_total counter\nalive_total 1\n");
+	sbuf_free(&body);
+	metrics_server_stop(srv);
+	/* The listening socket and the daemon's own descriptors are all closed. */
+	ck_assert_int_eq(count_open_fds(), fds_before);
+	metrics_registry_free(reg);
+}
+END_TEST
+
+static void curl_setup(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+static void curl_teardown(void)
+{
+	curl_global_cleanup();
+}
+
+Suite *suite_metrics(void)
+{
+	Suite *s = suite_create("metrics");
+	TCase *reg = tcase_create("registry");
+	tcase_set_timeout(reg, 120);
+	tcase_add_test(reg, render_exact);
+	tcase_add_test(reg, label_escaping);
+	tcase_add_test(reg, value_format_like_go);
+	tcase_add_test(reg, registration_errors);
+	tcase_add_test(reg, concurrent_updates_add_up);
+	tcase_add_test(reg, process_collector_fixture);
+	tcase_add_test(reg, process_collector_real);
+	suite_add_tcase(s, reg);
+
+	TCase *srv = tcase_create("server");
+	tcase_add_checked_fixture(srv, curl_setup, curl_teardown);
+	tcase_set_timeout(srv, 120);
+	tcase_add_test(srv, prom_checker_rejects_bad_text);
+	tcase_add_test(srv, server_metrics_parse);
+	tcase_add_test(srv, server_probes);
+	tcase_add_test(srv, server_one_address_both);
+	tcase_add_test(srv, server_disabled_and_bad_addresses);
+	tcase_add_test(srv, server_survives_odd_requests);
+	suite_add_tcase(s, srv);
+	return s;
+}
