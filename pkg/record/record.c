@@ -97,6 +97,7 @@ struct record {
 	rec_lru_t *obs;
 	rec_lru_t *spam;
 	size_t npending;
+	uint64_t pending_due; /* clock ns before which no pending entry can be written */
 	int64_t last_name_ns;
 	bool freeing;
 
@@ -431,6 +432,9 @@ static void handle_event(record_t *r, rec_event_t *ev)
 
 	if (!spam_take(r, o->spam_key, now)) {
 		if (o->on_server && !o->pending) {
+			uint64_t due = now + spam_due_in(r, o->spam_key, now);
+			if (r->npending == 0 || due < r->pending_due)
+				r->pending_due = due;
 			o->pending = true;
 			r->npending++;
 		}
@@ -465,6 +469,10 @@ static uint64_t write_pending(record_t *r, bool force)
 
 	if (r->npending == 0)
 		return next;
+	/* Nothing can be due yet: spare the walk over the cache on every wake-up. */
+	uint64_t start = clk_mono_ns(r->clock);
+	if (!force && start < r->pending_due)
+		return r->pending_due - start;
 	/* Collected first: writing sleeps between retries, the cache stays put. */
 	l.v = xcalloc(r->npending, sizeof(*l.v));
 	rec_lru_foreach(r->obs, collect_pending, &l);
@@ -488,6 +496,8 @@ static uint64_t write_pending(record_t *r, bool force)
 		}
 	}
 	free(l.v);
+	if (next != UINT64_MAX)
+		r->pending_due = clk_mono_ns(r->clock) + next;
 	return next;
 }
 

@@ -499,8 +499,12 @@ START_TEST(test_spam_defers_increments)
 	ck_assert_uint_eq(st.deferred_spam, 5);
 	ck_assert_uint_eq(st.dropped_spam, 0);
 
-	/* When a token is back, the held-back count is written in one patch. */
-	clk_fake_advance(&CLK, 300 * NS_PER_SEC);
+	/* Not before a token is back... */
+	clk_fake_advance(&CLK, 299 * NS_PER_SEC);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 25);
+	/* ...then the held-back count is written in one patch. */
+	clk_fake_advance(&CLK, 1 * NS_PER_SEC);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 26);
 	ck_assert_int_eq(F.calls[25].op, 'P');
