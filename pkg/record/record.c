@@ -739,6 +739,9 @@ void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const
 		r->qlen++;
 		ev = NULL;
 		pthread_cond_signal(&r->cv);
+	} else if (r->stopping) {
+		/* A caller racing record_free(): counted, not reported as a full queue. */
+		stat_inc(&r->st_dropped_queue_full, 1);
 	} else {
 		uint64_t now = clk_mono_ns(r->clock);
 		stat_inc(&r->st_dropped_queue_full, 1);
