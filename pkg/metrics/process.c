@@ -12,15 +12,14 @@
 #include "pkg/metrics/metrics.h"
 #include "pkg/metrics/metrics_internal.h"
 
-/* Reads <root>/<rel> into a new string, or returns NULL. */
-static char *read_proc(const char *root, const char *rel)
+/* Reads <root>/<rel> into *out (a new string, or NULL when it cannot be read). */
+static void read_proc(const char *root, const char *rel, char **out)
 {
 	char *path = xasprintf("%s/%s", root, rel);
-	char *data = NULL;
-	if (file_read_all(path, &data, NULL, NULL) != 0)
-		data = NULL;
+	*out = NULL;
+	if (file_read_all(path, out, NULL, NULL) != 0)
+		*out = NULL;
 	free(path);
-	return data;
 }
 
 static void gauge(sbuf_t *out, const char *name, const char *help, metrics_type_t type, double v)
@@ -101,9 +100,10 @@ static void process_collect(void *ud, sbuf_t *out)
 	const char *root = ud;
 	long ticks = sysconf(_SC_CLK_TCK);
 	long page = sysconf(_SC_PAGESIZE);
-	char *stat_text = read_proc(root, "self/stat");
-	char *sys_stat = read_proc(root, "stat");
-	char *limits = read_proc(root, "self/limits");
+	char *stat_text, *sys_stat, *limits;
+	read_proc(root, "self/stat", &stat_text);
+	read_proc(root, "stat", &sys_stat);
+	read_proc(root, "self/limits", &limits);
 	struct proc_stat st;
 	int have_stat = parse_stat(stat_text, &st) == 0 && ticks > 0 && page > 0;
 	unsigned long long btime = 0;

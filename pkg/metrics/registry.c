@@ -548,7 +548,9 @@ void metrics_counter_add(metrics_counter_t *c, double v)
 	struct child *ch = (struct child *)c;
 	if (!(v >= 0)) /* negative or NaN: a counter never goes down */
 		return;
-	if (v == (double)(uint64_t)v && v < 9007199254740992.0)
+	/* Whole numbers below 2^53 take the integer fast path (the range check comes
+	 * first: casting a larger double to uint64_t is undefined). */
+	if (v < 9007199254740992.0 && v == (double)(uint64_t)v)
 		atomic_fetch_add_explicit(&ch->ival, (uint64_t)v, memory_order_relaxed);
 	else
 		atomic_add_double(&ch->bits, v);
