@@ -1,0 +1,278 @@
+/*
+ * internal: what the files of pkg/cache share and the unit tests reach into.
+ * Not part of the public API (cache.h); nothing outside pkg/cache and its tests
+ * includes this.
+ *
+ *   chash      open-addressing hash table of {hash, pointer} slots
+ *   keys       hashing and comparing store keys without building the string
+ *   backoff    the reflector's retry delay, a pure function of a clock reading
+ *   dq         the delta queue (client-go DeltaFIFO semantics), loop thread only
+ *   reflector  list, then watch, with relist/backoff/stall logic
+ *   test hooks run timers and processing by hand with a fake clock
+ */
+#ifndef CSC_CACHE_INTERNAL_H
+#define CSC_CACHE_INTERNAL_H
+
+#include "pkg/cache/cache.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- chash */
+
+/*
+ * Linear probing over a power-of-two array; an empty slot has p == NULL;
+ * deletion shifts the following cluster back (no tombstones), so lookups stay
+ * short under churn. The hash is stored so that growing never recomputes it.
+ */
+typedef struct chash_slot {
+	uint64_t h;
+	void *p;
+} chash_slot_t;
+
+typedef struct chash {
+	chash_slot_t *slots;
+	size_t cap; /* 0 or a power of two */
+	size_t len;
+} chash_t;
+
+typedef bool (*chash_eq_fn)(const void *p, const void *key);
+
+/* Returns the slot index holding a match, or SIZE_MAX. Borrows everything. */
+size_t chash_find(const chash_t *t, uint64_t h, chash_eq_fn eq, const void *key);
+/* Inserts p (not NULL) without looking for a duplicate; grows as needed. */
+void chash_insert(chash_t *t, uint64_t h, void *p);
+/* Removes the slot at idx; may shrink the table (invalidates indexes). */
+void chash_remove_at(chash_t *t, size_t idx);
+/* Finds p by pointer identity under hash h and removes it. Returns true if found. */
+bool chash_remove_ptr(chash_t *t, uint64_t h, const void *p);
+/* Frees the slots (not what they point to) and zeroes t. */
+void chash_free(chash_t *t);
+/* Bytes of the slot array. */
+static inline size_t chash_bytes(const chash_t *t)
+{
+	return t->cap * sizeof(chash_slot_t);
+}
+
+uint64_t chash_bytes_hash(const void *p, size_t n, uint64_t seed);
+uint64_t chash_ptr_hash(const void *p);
+#define CHASH_SEED 0xcbf29ce484222325ULL
+
+/* ---------------------------------------------------------------- keys */
+
+/* true if the object's key has a namespace part (as kobj_key decides). */
+static inline bool cache_obj_has_ns(const kobj_t *o)
+{
+	return o->ns[0] != '\0' && o->type->namespaced;
+}
+/* Hash of the object's store key, equal to cache_key_hash() of kobj_key(). */
+uint64_t cache_obj_key_hash(const kobj_t *o);
+/* Hash of a key string of len bytes. */
+uint64_t cache_key_hash(const char *key, size_t len);
+/* true if the object's key is exactly key[0..len). */
+bool cache_obj_key_eq(const kobj_t *o, const char *key, size_t len);
+/* true if a and b have the same key. */
+bool cache_obj_same_key(const kobj_t *a, const kobj_t *b);
+
+/* A key written into a small buffer, or a heap one when long (bad input). */
+typedef struct cache_keybuf {
+	char *s;
+	size_t len;
+	char small[320];
+} cache_keybuf_t;
+void cache_keybuf_set(cache_keybuf_t *kb, const kobj_t *o);
+void cache_keybuf_free(cache_keybuf_t *kb);
+
+/* ---------------------------------------------------------------- store (internal) */
+
+/*
+ * Writer-side operations used by the informer's delta processing. They lock
+ * like the public ones; the _nolock readers are for the single writer thread,
+ * which may read without the lock because nobody else writes.
+ */
+kobj_t *cache_store_get_obj_nolock(cache_store_t *s, const kobj_t *like);
+/* Removes the entry with obj's key; returns the store's reference or NULL. */
+kobj_t *cache_store_delete_obj(cache_store_t *s, const kobj_t *obj);
+/* Calls fn for every object without locking (writer thread only). */
+void cache_store_foreach_nolock(cache_store_t *s, void (*fn)(void *ud, kobj_t *obj), void *ud);
+/* Snapshot of every object (new refs), without locking (writer thread only). */
+void cache_store_list_nolock(cache_store_t *s, cache_objs_t *out);
+/* The lister view of a store (the same pointer, narrowed). */
+const cache_lister_t *cache_lister_from_store(cache_store_t *s);
+
+/* ---------------------------------------------------------------- backoff */
+
+typedef struct cache_backoff {
+	uint64_t initial_ns;
+	uint64_t max_ns;
+	uint64_t reset_ns; /* quiet time after which the next delay starts over */
+	double jitter;     /* delay = base + rnd * jitter * base */
+	uint64_t base_ns;  /* the next un-jittered delay */
+	uint64_t last_ns;  /* when the last delay was handed out */
+	bool used;
+} cache_backoff_t;
+
+void cache_backoff_init(cache_backoff_t *b, uint64_t initial_ns, uint64_t max_ns, uint64_t reset_ns,
+                        double jitter);
+/*
+ * Returns the delay before the next retry, given the clock reading now_ns and a
+ * random rnd in [0, 1). The un-jittered base doubles from initial to max; if no
+ * delay was handed out for reset_ns (the source was healthy that long), it
+ * starts over at initial.
+ */
+uint64_t cache_backoff_next(cache_backoff_t *b, uint64_t now_ns, double rnd);
+
+/* A watch's server-side timeout in seconds, uniform in [min_s, max_s). */
+int64_t cache_watch_timeout_s(int64_t min_s, int64_t max_s, double rnd);
+/* The time after which a watch that has delivered nothing since last_ns is dead. */
+static inline uint64_t cache_watch_stall_deadline(uint64_t last_ns, int64_t timeout_s,
+                                                  uint64_t margin_ns)
+{
+	return last_ns + (uint64_t)timeout_s * NS_PER_SEC + margin_ns;
+}
+
+/* ---------------------------------------------------------------- delta queue */
+
+typedef enum cache_delta_type {
+	CACHE_DELTA_ADDED,
+	CACHE_DELTA_UPDATED,
+	CACHE_DELTA_DELETED,
+	CACHE_DELTA_REPLACED,
+	CACHE_DELTA_SYNC,
+} cache_delta_type_t;
+
+const char *cache_delta_type_name(cache_delta_type_t t);
+
+typedef struct cache_delta {
+	uint8_t type; /* cache_delta_type_t */
+	bool unknown; /* Deleted with final state unknown: obj is the last known state */
+	kobj_t *obj;  /* one reference */
+} cache_delta_t;
+
+/* The deltas of one key, in order; popped as a unit. */
+typedef struct cache_dq_entry {
+	uint64_t h;
+	struct cache_dq_entry *next; /* FIFO link, or free-list link */
+	uint32_t n, cap;
+	cache_delta_t *d; /* == inl while n <= 2 */
+	cache_delta_t inl[2];
+} cache_dq_entry_t;
+
+typedef struct cache_dq {
+	chash_t map; /* key -> entry */
+	cache_dq_entry_t *head, *tail;
+	cache_dq_entry_t *spare; /* recycled entries */
+	size_t nspare;
+	cache_store_t *known; /* borrowed: the objects already processed */
+	bool populated;       /* something was queued or a Replace happened */
+	size_t initial;       /* keys of the first Replace not yet popped */
+	uint64_t queued_total;
+} cache_dq_t;
+
+void cache_dq_init(cache_dq_t *q, cache_store_t *known);
+/* Drops everything queued and frees the queue's memory. */
+void cache_dq_free(cache_dq_t *q);
+/* Queues Added, Updated or Sync for obj (takes obj). */
+void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, kobj_t *obj);
+/* Queues Deleted for obj (takes obj); a no-op when the key is neither known nor queued. */
+void cache_dq_delete(cache_dq_t *q, kobj_t *obj);
+/*
+ * A (re)list's result: Replaced for every item, Deleted with final state unknown
+ * for every queued or known key that is not in items. Takes the references in
+ * items (the array itself is borrowed).
+ */
+void cache_dq_replace(cache_dq_t *q, kobj_t **items, size_t n);
+/* Queues Sync for every known key that has nothing queued. */
+void cache_dq_resync(cache_dq_t *q);
+/*
+ * Removes the oldest key's entry and returns it (release it with
+ * cache_dq_release), or NULL when empty. *initial is set to whether the entry
+ * belongs to the first list (client-go's isInInitialList).
+ */
+cache_dq_entry_t *cache_dq_pop(cache_dq_t *q, bool *initial);
+/* Drops the entry's references and recycles it. */
+void cache_dq_release(cache_dq_t *q, cache_dq_entry_t *e);
+/* Keys queued. */
+static inline size_t cache_dq_len(const cache_dq_t *q)
+{
+	return q->map.len;
+}
+/* true once the first Replace's keys have all been popped. */
+static inline bool cache_dq_has_synced(const cache_dq_t *q)
+{
+	return q->populated && q->initial == 0;
+}
+
+/* ---------------------------------------------------------------- reflector */
+
+typedef struct cache_reflector cache_reflector_t;
+
+/* What the reflector feeds; all calls on the loop thread. */
+typedef struct cache_reflector_sink {
+	/* A complete (re)list: takes the references in items and the array. */
+	void (*replace)(void *ud, kobj_t **items, size_t n, const char *rv);
+	/* ADDED, MODIFIED or DELETED; takes obj. */
+	void (*event)(void *ud, kwatch_type_t type, kobj_t *obj);
+	/* A failed attempt: msg borrowed, res borrowed (may be NULL), healing = a retry may
+	 * succeed (false for 401/403/404). */
+	void (*error)(void *ud, const char *msg, const kresult_t *res, bool healing);
+	/* The reflector's deadline changed: re-arm the timer. */
+	void (*rearm)(void *ud);
+} cache_reflector_sink_t;
+
+typedef struct cache_reflector_opts {
+	const char *name; /* for messages: "deployments.apps" */
+	const char *label_selector;
+	const char *field_selector;
+	uint32_t page_size;
+	bool streaming_list;
+	uint64_t backoff_initial_ns, backoff_max_ns, backoff_reset_ns;
+	int64_t watch_timeout_min_s, watch_timeout_max_s;
+	uint64_t stall_margin_ns;
+} cache_reflector_opts_t;
+
+typedef struct cache_reflector_stats {
+	uint64_t lists;          /* list operations started (every page counts once per list) */
+	uint64_t lists_done;     /* completed (Replace delivered) */
+	uint64_t relists;        /* lists after the first */
+	uint64_t watches;        /* watch requests started */
+	uint64_t watch_restarts; /* watch requests after the first */
+	uint64_t stalls;         /* watches replaced because they delivered nothing */
+	uint64_t errors;         /* failed attempts */
+	uint64_t events;         /* watch events received (bookmarks included) */
+	int64_t last_event_wall_ns;
+} cache_reflector_stats_t;
+
+/* Borrows lw, clk, sink (must outlive it); copies opts. */
+cache_reflector_t *cache_reflector_new(cache_lw_t *lw, const clk_t *clk,
+                                       const cache_reflector_opts_t *o,
+                                       const cache_reflector_sink_t *sink, void *ud);
+/* Starts the first list. */
+void cache_reflector_start(cache_reflector_t *r);
+/* Cancels anything in flight; no sink call afterwards. */
+void cache_reflector_stop(cache_reflector_t *r);
+void cache_reflector_free(cache_reflector_t *r);
+/* The time (clock ns) at which cache_reflector_tick has work, UINT64_MAX if none. */
+uint64_t cache_reflector_deadline(const cache_reflector_t *r);
+/* Runs what is due at now_ns: a retry after backoff, a stalled or ERRORed watch. */
+void cache_reflector_tick(cache_reflector_t *r, uint64_t now_ns);
+/* Thread-safe copy of the counters. */
+void cache_reflector_stats(const cache_reflector_t *r, cache_reflector_stats_t *out);
+/* Borrowed, loop thread: the last resourceVersion seen ("" before the first list). */
+const char *cache_reflector_last_rv(const cache_reflector_t *r);
+/* true once the server refused a streaming list and the reflector fell back. */
+bool cache_reflector_streaming_refused(const cache_reflector_t *r);
+
+/* ---------------------------------------------------------------- test hooks */
+
+/* Runs the informer's timers against its clock now (a fake clock in tests). */
+void cache_informer_tick(cache_informer_t *inf);
+/* Processes queued deltas and late-handler adds until nothing is left. */
+void cache_informer_drain(cache_informer_t *inf);
+/* Keys queued plus late-handler adds not yet delivered. */
+size_t cache_informer_pending(cache_informer_t *inf);
+/* The informer's reflector (borrowed). */
+cache_reflector_t *cache_informer_reflector(cache_informer_t *inf);
+
+#endif

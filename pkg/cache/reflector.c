@@ -1,0 +1,736 @@
+/*
+ * reflector: keeps a delta queue fed from the API server: list (paged), then
+ * watch from the list's resourceVersion, forever, on the loop thread.
+ *
+ * Design note. The reflector is a small state machine -- LISTING, WATCHING,
+ * BACKOFF -- driven by three kinds of input: request callbacks (items, events,
+ * done), and cache_reflector_tick() at the deadline it publishes (a retry after
+ * backoff, a watch that ended with an ERROR event, a watch that went silent).
+ * It owns no timer: its informer arms one libev timer at the published
+ * deadline, and tests call the tick by hand with a fake clock. Every delay is
+ * computed from the injected clock by pure functions (util.c).
+ *
+ * Retry policy (REFERENCE.md, client-go's reflector):
+ *   list 410 on a continue token     -> one full list, no limit, same call
+ *   list 410 / "too large RV"        -> relist at once from resourceVersion=""
+ *   watch clean close                -> re-watch from the last RV, no relist
+ *   watch 410 (or ERROR 410)         -> relist (quietly: it is routine)
+ *   transport, 429, 5xx on a watch   -> re-watch after backoff (429: Retry-After)
+ *   anything else                    -> relist after backoff
+ * Errors are reported to the sink on every attempt but logged once per change
+ * of message, so a missing CRD or RBAC rule does not flood the log.
+ */
+#include "pkg/cache/internal.h"
+#include "pkg/log/log.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum rstate {
+	R_IDLE,
+	R_LISTING,
+	R_WATCHING,
+	R_BACKOFF,
+	R_STOPPED,
+} rstate_t;
+
+typedef enum raction {
+	A_RELIST,
+	A_REWATCH,
+} raction_t;
+
+#define INITIAL_EVENTS_END "k8s.io/initial-events-end"
+
+struct cache_reflector {
+	cache_lw_t *lw;
+	const clk_t *clk;
+	cache_reflector_opts_t o; /* strings owned */
+	cache_reflector_sink_t sink;
+	void *ud;
+
+	rstate_t state;
+	cache_lw_req_t *req;
+	uint64_t seq;
+	bool inflight;
+
+	char *last_rv;
+	bool rv_unavailable; /* after 410/too-large: the next list asks for "" */
+	bool listed_once;
+	bool watched_once;
+
+	/* The list being assembled (or a streaming list's initial events). */
+	kobj_t **items;
+	size_t nitems, capitems;
+	char *list_rv;
+	char *cont;
+	char *list_rv_param;
+	bool page_had_cont;
+	bool full_fallback;
+
+	/* The watch. */
+	bool stream_refused;
+	bool initial_phase;
+	uint64_t watch_start_ns;
+	uint64_t last_activity_ns;
+	int64_t watch_timeout_s;
+	uint64_t watch_events;
+	bool closing;
+	kstatus_t err_status;
+
+	cache_backoff_t bo;
+	uint64_t retry_at_ns;
+	raction_t next_action;
+	char *last_err;
+
+	_Atomic uint64_t n_lists, n_lists_done, n_relists, n_watches, n_watch_restarts, n_stalls,
+	    n_errors, n_events;
+	_Atomic int64_t last_event_wall_ns;
+};
+
+static void start_list(cache_reflector_t *r);
+static void start_watch(cache_reflector_t *r, bool initial);
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t now_ns(const cache_reflector_t *r)
+{
+	return clk_mono_ns(r->clk);
+}
+
+static void set_str(char **dst, const char *src)
+{
+	char *n = xstrdup(src ? src : "");
+	free(*dst);
+	*dst = n;
+}
+
+static void drop_items(cache_reflector_t *r)
+{
+	for (size_t i = 0; i < r->nitems; i++)
+		kobj_unref(r->items[i]);
+	free(r->items);
+	r->items = NULL;
+	r->nitems = r->capitems = 0;
+}
+
+static void push_item(cache_reflector_t *r, kobj_t *obj)
+{
+	if (r->nitems == r->capitems) {
+		r->capitems = r->capitems ? r->capitems * 2 : 64;
+		r->items = xrealloc(r->items, r->capitems * sizeof(*r->items));
+	}
+	r->items[r->nitems++] = obj;
+}
+
+static void status_copy(kstatus_t *dst, const kstatus_t *src)
+{
+	kstatus_clear(dst);
+	if (src == NULL)
+		return;
+	dst->code = src->code;
+	dst->status = xstrdup(src->status);
+	dst->reason = xstrdup(src->reason);
+	dst->message = xstrdup(src->message);
+	dst->details_name = xstrdup(src->details_name);
+	dst->details_kind = xstrdup(src->details_kind);
+	dst->details_group = xstrdup(src->details_group);
+	dst->retry_after_seconds = src->retry_after_seconds;
+	dst->causes = xstrdup(src->causes);
+}
+
+static bool non_healing(const kresult_t *res)
+{
+	return res != NULL &&
+	       (kerr_is_forbidden(res) || kerr_is_not_found(res) || kerr_is_unauthorized(res));
+}
+
+/* "list foos.samplecontroller.k8s.io: <the server's words>" */
+static char *fmt_error(const cache_reflector_t *r, const char *what, const kresult_t *res)
+{
+	const char *detail = NULL;
+	if (res->status.message != NULL && res->status.message[0] != '\0')
+		detail = res->status.message;
+	else if (res->error != NULL && res->error[0] != '\0')
+		detail = res->error;
+	sbuf_t b = SBUF_INIT;
+	sbuf_printf(&b, "%s %s: ", what, r->o.name);
+	if (detail != NULL)
+		sbuf_puts(&b, detail);
+	else
+		sbuf_printf(&b, "HTTP %d", res->http_code);
+	if (kerr_is_not_found(res))
+		sbuf_puts(&b, " (is the resource served: API group enabled, CRD installed?)");
+	return sbuf_steal(&b);
+}
+
+static void cancel_req(cache_reflector_t *r)
+{
+	if (r->inflight && r->req != NULL)
+		r->lw->ops->cancel(r->lw, r->req);
+	r->req = NULL;
+	r->inflight = false;
+}
+
+static void recovered(cache_reflector_t *r)
+{
+	if (r->last_err == NULL)
+		return;
+	LOG_INFO("List/watch recovered", KV_STR("resource", r->o.name),
+	         KV_STR("previousError", r->last_err));
+	free(r->last_err);
+	r->last_err = NULL;
+}
+
+/*
+ * A failed attempt: log it if the message is new, schedule the retry, then tell
+ * the sink (last: the sink's callback may shut the informer down).
+ * Either res or msg is given. quiet: routine (410), not reported.
+ */
+static void fail(cache_reflector_t *r, const char *what, const kresult_t *res, const char *msg,
+                 raction_t action, bool quiet)
+{
+	char *m = msg ? xstrdup(msg) : fmt_error(r, what, res);
+	bool healing = !non_healing(res);
+	atomic_fetch_add(&r->n_errors, 1);
+	if (quiet) {
+		LOG_V(2, "List/watch will retry", KV_STR("resource", r->o.name), KV_ERR(m));
+	} else if (r->last_err == NULL || strcmp(r->last_err, m) != 0) {
+		if (healing)
+			LOG_WARN("List/watch failed, will retry", KV_STR("resource", r->o.name),
+			         KV_ERR(m));
+		else
+			LOG_ERROR(m, "List/watch failed and will not heal by retrying",
+			          KV_STR("resource", r->o.name));
+		set_str(&r->last_err, m);
+	} else {
+		LOG_V(4, "List/watch failed again", KV_STR("resource", r->o.name), KV_ERR(m));
+	}
+	uint64_t now = now_ns(r);
+	uint64_t delay = cache_backoff_next(&r->bo, now, rand_unit());
+	if (res != NULL && kerr_is_too_many_requests(res) && res->status.retry_after_seconds > 0)
+		delay = (uint64_t)res->status.retry_after_seconds * NS_PER_SEC;
+	r->state = R_BACKOFF;
+	r->retry_at_ns = now + delay;
+	r->next_action = action;
+	r->sink.rearm(r->ud);
+	if (!quiet)
+		r->sink.error(r->ud, m, res, healing);
+	free(m);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void on_item(void *ud, kobj_t *obj);
+static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t remaining);
+static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status);
+static void list_done_cb(void *ud, kresult_t *res);
+static void watch_done_cb(void *ud, kresult_t *res);
+
+static const kdec_cb_t list_cb = {.on_object = on_item, .on_list_meta = on_list_meta};
+static const kdec_cb_t watch_cb = {.on_event = on_event};
+
+static void issue(cache_reflector_t *r, bool watch, const klist_opts_t *o)
+{
+	char *err = NULL;
+	uint64_t seq = ++r->seq;
+	r->inflight = true;
+	cache_lw_req_t *h = watch ? r->lw->ops->watch(r->lw, o, &watch_cb, watch_done_cb, r, &err)
+	                          : r->lw->ops->list(r->lw, o, &list_cb, list_done_cb, r, &err);
+	if (h == NULL) {
+		r->inflight = false;
+		char *m = xasprintf("%s %s: %s", watch ? "watch" : "list", r->o.name,
+		                    err ? err : "cannot start the request");
+		free(err);
+		bool relist = !watch || r->initial_phase;
+		drop_items(r);
+		r->initial_phase = false;
+		fail(r, NULL, NULL, m, relist ? A_RELIST : A_REWATCH, false);
+		free(m);
+		return;
+	}
+	/* A done callback run from inside the call has already moved on. */
+	if (r->seq == seq && r->inflight)
+		r->req = h;
+}
+
+static void base_opts(const cache_reflector_t *r, klist_opts_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->label_selector = r->o.label_selector;
+	o->field_selector = r->o.field_selector;
+}
+
+/* ---------------------------------------------------------------- list */
+
+static const char *relist_rv(const cache_reflector_t *r)
+{
+	if (r->rv_unavailable)
+		return "";
+	return r->last_rv[0] != '\0' ? r->last_rv : "0";
+}
+
+static void list_page(cache_reflector_t *r)
+{
+	klist_opts_t o;
+	base_opts(r, &o);
+	char *cont = r->cont;
+	r->cont = NULL;
+	r->page_had_cont = false;
+	if (r->full_fallback) {
+		/* The pages so far are void: one unpaged list of the current state. */
+		o.resource_version = "";
+	} else if (cont != NULL && cont[0] != '\0') {
+		/* A continue token carries its own resourceVersion. */
+		o.continue_token = cont;
+		o.limit = r->o.page_size;
+		r->page_had_cont = true;
+	} else {
+		o.resource_version = r->list_rv_param;
+		o.limit = r->o.page_size;
+	}
+	r->state = R_LISTING;
+	issue(r, false, &o);
+	free(cont);
+}
+
+static void start_list(cache_reflector_t *r)
+{
+	atomic_fetch_add(&r->n_lists, 1);
+	if (r->listed_once)
+		atomic_fetch_add(&r->n_relists, 1);
+	r->listed_once = true;
+	if (r->o.streaming_list && !r->stream_refused) {
+		start_watch(r, true);
+		return;
+	}
+	drop_items(r);
+	free(r->cont);
+	r->cont = NULL;
+	free(r->list_rv);
+	r->list_rv = NULL;
+	r->full_fallback = false;
+	set_str(&r->list_rv_param, relist_rv(r));
+	list_page(r);
+}
+
+static void on_item(void *ud, kobj_t *obj)
+{
+	cache_reflector_t *r = ud;
+	if (r->state != R_LISTING || obj == NULL) {
+		kobj_unref(obj);
+		return;
+	}
+	push_item(r, obj);
+}
+
+static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
+{
+	cache_reflector_t *r = ud;
+	(void)remaining;
+	if (r->state != R_LISTING)
+		return;
+	if (rv != NULL && rv[0] != '\0')
+		set_str(&r->list_rv, rv);
+	free(r->cont);
+	r->cont = (cont != NULL && cont[0] != '\0') ? xstrdup(cont) : NULL;
+}
+
+/* Hands a complete list to the sink and moves on to the watch. */
+static void list_complete(cache_reflector_t *r, const char *rv)
+{
+	kobj_t **items = r->items;
+	size_t n = r->nitems;
+	r->items = NULL;
+	r->nitems = r->capitems = 0;
+	set_str(&r->last_rv, rv);
+	r->rv_unavailable = false;
+	atomic_fetch_add(&r->n_lists_done, 1);
+	atomic_store(&r->last_event_wall_ns, clk_wall_ns(r->clk));
+	recovered(r);
+	r->sink.replace(r->ud, items, n, r->last_rv);
+}
+
+static void list_done(cache_reflector_t *r, kresult_t *res)
+{
+	if (kresult_ok(res)) {
+		if (r->cont != NULL && !r->full_fallback) {
+			list_page(r);
+			return;
+		}
+		char *rv = r->list_rv ? r->list_rv : xstrdup("");
+		r->list_rv = NULL;
+		list_complete(r, rv);
+		free(rv);
+		if (r->state == R_LISTING)
+			start_watch(r, false);
+		return;
+	}
+	drop_items(r);
+	free(r->cont);
+	r->cont = NULL;
+	if (kerr_is_gone(res) && r->page_had_cont && !r->full_fallback) {
+		LOG_V(2, "List continue token expired, listing in full",
+		      KV_STR("resource", r->o.name));
+		r->full_fallback = true;
+		list_page(r);
+		return;
+	}
+	if ((kerr_is_gone(res) || kerr_is_rv_too_large(res)) && !r->rv_unavailable &&
+	    r->list_rv_param[0] != '\0') {
+		/* Our resourceVersion is compacted away or ahead of this server: the one
+		 * list that cannot fail that way is the most recent state. */
+		LOG_V(2, "List resourceVersion unavailable, listing the most recent state",
+		      KV_STR("resource", r->o.name), KV_STR("resourceVersion", r->list_rv_param));
+		r->rv_unavailable = true;
+		start_list(r);
+		return;
+	}
+	fail(r, "list", res, NULL, A_RELIST, false);
+}
+
+static void list_done_cb(void *ud, kresult_t *res)
+{
+	cache_reflector_t *r = ud;
+	r->inflight = false;
+	r->req = NULL;
+	if (r->state != R_LISTING)
+		return;
+	list_done(r, res);
+}
+
+/* ---------------------------------------------------------------- watch */
+
+static void start_watch(cache_reflector_t *r, bool initial)
+{
+	klist_opts_t o;
+	base_opts(r, &o);
+	atomic_fetch_add(&r->n_watches, 1);
+	if (r->watched_once)
+		atomic_fetch_add(&r->n_watch_restarts, 1);
+	r->watched_once = true;
+	r->watch_timeout_s =
+	    cache_watch_timeout_s(r->o.watch_timeout_min_s, r->o.watch_timeout_max_s, rand_unit());
+	o.allow_watch_bookmarks = true;
+	o.timeout_seconds = r->watch_timeout_s;
+	if (initial) {
+		drop_items(r);
+		o.send_initial_events = true;
+		o.resource_version_match = "NotOlderThan";
+		o.resource_version = r->rv_unavailable ? "" : r->last_rv;
+	} else {
+		o.resource_version = r->last_rv;
+	}
+	r->initial_phase = initial;
+	r->watch_start_ns = r->last_activity_ns = now_ns(r);
+	r->watch_events = 0;
+	r->closing = false;
+	kstatus_clear(&r->err_status);
+	r->state = R_WATCHING;
+	issue(r, true, &o);
+	if (r->state == R_WATCHING)
+		r->sink.rearm(r->ud);
+}
+
+static void end_initial_phase(cache_reflector_t *r, const char *rv)
+{
+	r->initial_phase = false;
+	list_complete(r, rv);
+}
+
+static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+{
+	cache_reflector_t *r = ud;
+	if (r->state != R_WATCHING || r->closing) {
+		kobj_unref(obj);
+		return;
+	}
+	r->last_activity_ns = now_ns(r);
+	r->watch_events++;
+	atomic_fetch_add(&r->n_events, 1);
+	atomic_store(&r->last_event_wall_ns, clk_wall_ns(r->clk));
+	switch (type) {
+	case KWATCH_ADDED:
+	case KWATCH_MODIFIED:
+	case KWATCH_DELETED:
+		if (obj == NULL)
+			return;
+		if (r->initial_phase) {
+			/* Initial events are all ADDED; anything else would be a server bug. */
+			if (type == KWATCH_ADDED)
+				push_item(r, obj);
+			else
+				kobj_unref(obj);
+			return;
+		}
+		if (obj->rv[0] != '\0')
+			set_str(&r->last_rv, obj->rv);
+		r->sink.event(r->ud, type, obj);
+		return;
+	case KWATCH_BOOKMARK:
+		if (obj == NULL)
+			return;
+		if (r->initial_phase) {
+			const char *end = kobj_annotation(obj, INITIAL_EVENTS_END);
+			if (end != NULL && strcmp(end, "true") == 0)
+				end_initial_phase(r, obj->rv);
+		} else if (obj->rv[0] != '\0') {
+			set_str(&r->last_rv, obj->rv);
+		}
+		kobj_unref(obj);
+		return;
+	case KWATCH_ERROR:
+		kobj_unref(obj);
+		/* Ending the request from inside its own callback is not ours to do:
+		 * ask for an immediate tick. */
+		status_copy(&r->err_status, status);
+		if (status == NULL)
+			r->err_status.code = 500;
+		r->closing = true;
+		r->sink.rearm(r->ud);
+		return;
+	}
+	kobj_unref(obj);
+}
+
+/* A 4xx that says the server will not stream a list (an old or gated server). */
+static bool refuses_streaming(const kresult_t *res)
+{
+	int c = res->http_code;
+	return c >= 400 && c < 500 && c != 401 && c != 403 && c != 404 && c != 408 && c != 410 &&
+	       c != 429;
+}
+
+static void refuse_streaming(cache_reflector_t *r, const char *why)
+{
+	r->stream_refused = true;
+	LOG_WARN("Streaming list refused, falling back to list and watch",
+	         KV_STR("resource", r->o.name), KV_STR("reason", why));
+}
+
+/* The watch is over: res is the request's result, or NULL after an ERROR event. */
+static void watch_ended(cache_reflector_t *r, const kresult_t *res)
+{
+	kresult_t synth;
+	char *synth_err = NULL;
+	bool errored = r->closing;
+	if (errored) {
+		memset(&synth, 0, sizeof(synth));
+		synth.http_code = r->err_status.code > 0 ? r->err_status.code : 500;
+		synth.status = r->err_status;
+		synth_err =
+		    xasprintf("watch ERROR event: %s",
+		              r->err_status.message ? r->err_status.message : "(no message)");
+		synth.error = synth_err;
+		res = &synth;
+	}
+	r->closing = false;
+	bool initial = r->initial_phase;
+	r->initial_phase = false;
+	r->state = R_IDLE;
+
+	if (!errored && kresult_ok(res)) {
+		if (initial) {
+			drop_items(r);
+			refuse_streaming(r,
+			                 "the stream ended before the initial-events-end bookmark");
+			start_list(r);
+		} else if (r->watch_events == 0 && now_ns(r) - r->watch_start_ns < NS_PER_SEC) {
+			char *m =
+			    xasprintf("watch %s: closed within 1s without any event", r->o.name);
+			fail(r, NULL, NULL, m, A_REWATCH, false);
+			free(m);
+		} else {
+			start_watch(r, false);
+		}
+		goto out;
+	}
+	if (initial) {
+		drop_items(r);
+		if (refuses_streaming(res)) {
+			char *m = fmt_error(r, "watch", res);
+			refuse_streaming(r, m);
+			free(m);
+			start_list(r);
+			goto out;
+		}
+	}
+	if (kerr_is_gone(res)) {
+		fail(r, "watch", res, NULL, A_RELIST, true);
+	} else if (kerr_is_rv_too_large(res)) {
+		r->rv_unavailable = true;
+		fail(r, "watch", res, NULL, A_RELIST, false);
+	} else if (!initial && (kerr_is_transport(res) || kerr_is_too_many_requests(res) ||
+	                        kerr_is_server_error(res))) {
+		/* The server or the path to it hiccupped; our resourceVersion is still good. */
+		fail(r, "watch", res, NULL, A_REWATCH, false);
+	} else {
+		fail(r, "watch", res, NULL, A_RELIST, false);
+	}
+out:
+	free(synth_err);
+	/* synth borrowed err_status' strings; they go now. */
+	kstatus_clear(&r->err_status);
+}
+
+static void watch_done_cb(void *ud, kresult_t *res)
+{
+	cache_reflector_t *r = ud;
+	r->inflight = false;
+	r->req = NULL;
+	if (r->state != R_WATCHING)
+		return;
+	watch_ended(r, res);
+}
+
+/* ---------------------------------------------------------------- public */
+
+static char *dup_or_null(const char *s)
+{
+	return s && s[0] ? xstrdup(s) : NULL;
+}
+
+cache_reflector_t *cache_reflector_new(cache_lw_t *lw, const clk_t *clk,
+                                       const cache_reflector_opts_t *o,
+                                       const cache_reflector_sink_t *sink, void *ud)
+{
+	cache_reflector_t *r = xcalloc(1, sizeof(*r));
+	r->lw = lw;
+	r->clk = clk ? clk : clk_real();
+	r->o = *o;
+	r->o.name = xstrdup(o->name ? o->name : "objects");
+	r->o.label_selector = dup_or_null(o->label_selector);
+	r->o.field_selector = dup_or_null(o->field_selector);
+	if (r->o.page_size == 0)
+		r->o.page_size = 500;
+	if (r->o.backoff_initial_ns == 0)
+		r->o.backoff_initial_ns = 800 * NS_PER_MS;
+	if (r->o.backoff_max_ns == 0)
+		r->o.backoff_max_ns = 30 * NS_PER_SEC;
+	if (r->o.backoff_reset_ns == 0)
+		r->o.backoff_reset_ns = 120 * NS_PER_SEC;
+	if (r->o.watch_timeout_min_s <= 0)
+		r->o.watch_timeout_min_s = 300;
+	if (r->o.watch_timeout_max_s < r->o.watch_timeout_min_s)
+		r->o.watch_timeout_max_s =
+		    r->o.watch_timeout_min_s == 300 ? 600 : r->o.watch_timeout_min_s;
+	if (r->o.stall_margin_ns == 0)
+		r->o.stall_margin_ns = 30 * NS_PER_SEC;
+	r->sink = *sink;
+	r->ud = ud;
+	r->last_rv = xstrdup("");
+	r->list_rv_param = xstrdup("");
+	cache_backoff_init(&r->bo, r->o.backoff_initial_ns, r->o.backoff_max_ns,
+	                   r->o.backoff_reset_ns, 1.0);
+	return r;
+}
+
+void cache_reflector_start(cache_reflector_t *r)
+{
+	if (r->state != R_IDLE || r->listed_once)
+		return;
+	start_list(r);
+}
+
+void cache_reflector_stop(cache_reflector_t *r)
+{
+	if (r == NULL)
+		return;
+	cancel_req(r);
+	r->state = R_STOPPED;
+	r->closing = false;
+	drop_items(r);
+}
+
+void cache_reflector_free(cache_reflector_t *r)
+{
+	if (r == NULL)
+		return;
+	cache_reflector_stop(r);
+	free(r->last_rv);
+	free(r->list_rv);
+	free(r->cont);
+	free(r->list_rv_param);
+	free(r->last_err);
+	kstatus_clear(&r->err_status);
+	free((char *)r->o.name);
+	free((char *)r->o.label_selector);
+	free((char *)r->o.field_selector);
+	free(r);
+}
+
+uint64_t cache_reflector_deadline(const cache_reflector_t *r)
+{
+	switch (r->state) {
+	case R_BACKOFF:
+		return r->retry_at_ns;
+	case R_WATCHING:
+		if (r->closing)
+			return 0;
+		return cache_watch_stall_deadline(r->last_activity_ns, r->watch_timeout_s,
+		                                  r->o.stall_margin_ns);
+	default:
+		return UINT64_MAX;
+	}
+}
+
+void cache_reflector_tick(cache_reflector_t *r, uint64_t now)
+{
+	if (r->state == R_BACKOFF) {
+		if (now < r->retry_at_ns)
+			return;
+		r->state = R_IDLE;
+		if (r->next_action == A_RELIST)
+			start_list(r);
+		else
+			start_watch(r, false);
+		return;
+	}
+	if (r->state != R_WATCHING)
+		return;
+	if (r->closing) {
+		cancel_req(r);
+		watch_ended(r, NULL);
+		return;
+	}
+	if (now < cache_reflector_deadline(r))
+		return;
+	/* No event, no bookmark, not even the server's own timeout closing the stream:
+	 * the connection is dead in a way TCP did not notice. */
+	cancel_req(r);
+	atomic_fetch_add(&r->n_stalls, 1);
+	bool initial = r->initial_phase;
+	r->initial_phase = false;
+	drop_items(r);
+	char *m =
+	    xasprintf("watch %s: no data for %llus (timeout %llds + margin); replacing it",
+	              r->o.name, (unsigned long long)((now - r->last_activity_ns) / NS_PER_SEC),
+	              (long long)r->watch_timeout_s);
+	r->state = R_IDLE;
+	fail(r, NULL, NULL, m, initial ? A_RELIST : A_REWATCH, false);
+	free(m);
+}
+
+void cache_reflector_stats(const cache_reflector_t *r, cache_reflector_stats_t *out)
+{
+	cache_reflector_t *m = (cache_reflector_t *)(uintptr_t)r;
+	out->lists = atomic_load(&m->n_lists);
+	out->lists_done = atomic_load(&m->n_lists_done);
+	out->relists = atomic_load(&m->n_relists);
+	out->watches = atomic_load(&m->n_watches);
+	out->watch_restarts = atomic_load(&m->n_watch_restarts);
+	out->stalls = atomic_load(&m->n_stalls);
+	out->errors = atomic_load(&m->n_errors);
+	out->events = atomic_load(&m->n_events);
+	out->last_event_wall_ns = atomic_load(&m->last_event_wall_ns);
+}
+
+const char *cache_reflector_last_rv(const cache_reflector_t *r)
+{
+	return r->last_rv;
+}
+
+bool cache_reflector_streaming_refused(const cache_reflector_t *r)
+{
+	return r->stream_refused;
+}

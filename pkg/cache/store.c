@@ -1,0 +1,541 @@
+/*
+ * store: the thread-safe, indexed object store behind every informer, and the
+ * listers that read it.
+ *
+ * Design note. The main table maps a key hash to the object pointer itself
+ * (one 16-byte slot per object, keys compared against the object's own
+ * namespace and name). Each index maps a value string to a set of object
+ * pointers. An update swaps the pointer in the main table and in every index
+ * set the object belongs to, which requires recomputing the old object's index
+ * values: index functions must be pure (client-go has the same rule). All of it
+ * is under one writer-preferring rwlock, so that a steady stream of worker
+ * reads can never starve the loop thread's writes.
+ */
+#include "pkg/cache/internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cache_index_values {
+	sbuf_t arena;
+	size_t *offs;
+	size_t n, cap;
+};
+
+/* One value of an index and the objects that have it. */
+typedef struct ivalue {
+	chash_t set; /* kobj_t *, hashed by pointer */
+	char value[];
+} ivalue_t;
+
+typedef struct cindex {
+	char *name;
+	cache_index_fn fn;
+	void *ud;
+	chash_t values; /* ivalue_t *, hashed by string */
+} cindex_t;
+
+struct cache_store {
+	pthread_rwlock_t lock;
+	chash_t objs; /* kobj_t *, hashed by key */
+	cindex_t *idx;
+	size_t nidx;
+	/* Scratch for index values; used only under the write lock. */
+	cache_index_values_t scratch;
+};
+
+typedef struct keyref {
+	const char *s;
+	size_t len;
+} keyref_t;
+
+static bool eq_obj_key(const void *p, const void *key)
+{
+	const keyref_t *k = key;
+	return cache_obj_key_eq(p, k->s, k->len);
+}
+
+static bool eq_obj_obj(const void *p, const void *key)
+{
+	return cache_obj_same_key(p, key);
+}
+
+static bool eq_ivalue(const void *p, const void *key)
+{
+	return strcmp(((const ivalue_t *)p)->value, key) == 0;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	return cache_key_hash(s, strlen(s));
+}
+
+/* ---------------------------------------------------------------- index values */
+
+void cache_index_values_add(cache_index_values_t *v, const char *value)
+{
+	if (value == NULL)
+		return;
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->arena.data + v->offs[i], value) == 0)
+			return;
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 4;
+		v->offs = xrealloc(v->offs, v->cap * sizeof(*v->offs));
+	}
+	v->offs[v->n++] = v->arena.len;
+	sbuf_append(&v->arena, value, strlen(value) + 1);
+}
+
+static void values_reset(cache_index_values_t *v)
+{
+	v->n = 0;
+	v->arena.len = 0;
+}
+
+static void values_free(cache_index_values_t *v)
+{
+	sbuf_free(&v->arena);
+	free(v->offs);
+	memset(v, 0, sizeof(*v));
+}
+
+static const char *values_at(const cache_index_values_t *v, size_t i)
+{
+	return v->arena.data + v->offs[i];
+}
+
+static void ns_index_fn(void *ud, const kobj_t *obj, cache_index_values_t *out)
+{
+	(void)ud;
+	cache_index_values_add(out, obj->ns);
+}
+
+/* ---------------------------------------------------------------- index maintenance */
+
+static void index_remove(cindex_t *ix, kobj_t *obj, cache_index_values_t *v)
+{
+	values_reset(v);
+	ix->fn(ix->ud, obj, v);
+	for (size_t i = 0; i < v->n; i++) {
+		const char *val = values_at(v, i);
+		size_t at = chash_find(&ix->values, str_hash(val), eq_ivalue, val);
+		if (at == SIZE_MAX)
+			continue;
+		ivalue_t *iv = ix->values.slots[at].p;
+		chash_remove_ptr(&iv->set, chash_ptr_hash(obj), obj);
+		if (iv->set.len == 0) {
+			chash_remove_at(&ix->values, at);
+			chash_free(&iv->set);
+			free(iv);
+		}
+	}
+}
+
+static void index_insert(cindex_t *ix, kobj_t *obj, cache_index_values_t *v)
+{
+	values_reset(v);
+	ix->fn(ix->ud, obj, v);
+	for (size_t i = 0; i < v->n; i++) {
+		const char *val = values_at(v, i);
+		uint64_t h = str_hash(val);
+		size_t at = chash_find(&ix->values, h, eq_ivalue, val);
+		ivalue_t *iv;
+		if (at == SIZE_MAX) {
+			size_t len = strlen(val);
+			iv = xcalloc(1, sizeof(*iv) + len + 1);
+			memcpy(iv->value, val, len + 1);
+			chash_insert(&ix->values, h, iv);
+		} else {
+			iv = ix->values.slots[at].p;
+		}
+		chash_insert(&iv->set, chash_ptr_hash(obj), obj);
+	}
+}
+
+static void index_free(cindex_t *ix)
+{
+	for (size_t i = 0; i < ix->values.cap; i++) {
+		ivalue_t *iv = ix->values.slots[i].p;
+		if (iv == NULL)
+			continue;
+		chash_free(&iv->set);
+		free(iv);
+	}
+	chash_free(&ix->values);
+	free(ix->name);
+}
+
+static cindex_t *index_find(cache_store_t *s, const char *name)
+{
+	for (size_t i = 0; i < s->nidx; i++)
+		if (strcmp(s->idx[i].name, name) == 0)
+			return &s->idx[i];
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static void add_index_locked(cache_store_t *s, const char *name, cache_index_fn fn, void *ud)
+{
+	s->idx = xrealloc(s->idx, (s->nidx + 1) * sizeof(*s->idx));
+	cindex_t *ix = &s->idx[s->nidx++];
+	memset(ix, 0, sizeof(*ix));
+	ix->name = xstrdup(name);
+	ix->fn = fn;
+	ix->ud = ud;
+	for (size_t i = 0; i < s->objs.cap; i++)
+		if (s->objs.slots[i].p != NULL)
+			index_insert(ix, s->objs.slots[i].p, &s->scratch);
+}
+
+cache_store_t *cache_store_new(void)
+{
+	cache_store_t *s = xcalloc(1, sizeof(*s));
+	pthread_rwlockattr_t a;
+	pthread_rwlockattr_init(&a);
+	/* Workers read all the time; the one writer must still get through. */
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	add_index_locked(s, CACHE_INDEX_NAMESPACE, ns_index_fn, NULL);
+	return s;
+}
+
+void cache_store_free(cache_store_t *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->nidx; i++)
+		index_free(&s->idx[i]);
+	free(s->idx);
+	for (size_t i = 0; i < s->objs.cap; i++)
+		kobj_unref(s->objs.slots[i].p);
+	chash_free(&s->objs);
+	values_free(&s->scratch);
+	pthread_rwlock_destroy(&s->lock);
+	free(s);
+}
+
+int cache_store_add_index(cache_store_t *s, const char *name, cache_index_fn fn, void *ud,
+                          char **err)
+{
+	int result = -1;
+	if (name == NULL || fn == NULL)
+		return err_set(err, "cache: add index: a name and a function are required");
+	pthread_rwlock_wrlock(&s->lock);
+	if (index_find(s, name) != NULL) {
+		err_set(err, "cache: add index %s: an index with this name exists", name);
+		goto out;
+	}
+	add_index_locked(s, name, fn, ud);
+	result = 0;
+out:
+	pthread_rwlock_unlock(&s->lock);
+	return result;
+}
+
+/* ---------------------------------------------------------------- writes */
+
+kobj_t *cache_store_upsert(cache_store_t *s, kobj_t *obj)
+{
+	uint64_t h = cache_obj_key_hash(obj);
+	kobj_ref(obj);
+	pthread_rwlock_wrlock(&s->lock);
+	size_t at = chash_find(&s->objs, h, eq_obj_obj, obj);
+	kobj_t *old = NULL;
+	if (at != SIZE_MAX) {
+		old = s->objs.slots[at].p;
+		s->objs.slots[at].p = obj;
+	} else {
+		chash_insert(&s->objs, h, obj);
+	}
+	for (size_t i = 0; i < s->nidx; i++) {
+		if (old != NULL)
+			index_remove(&s->idx[i], old, &s->scratch);
+		index_insert(&s->idx[i], obj, &s->scratch);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return old;
+}
+
+static kobj_t *delete_at_locked(cache_store_t *s, size_t at)
+{
+	kobj_t *old = s->objs.slots[at].p;
+	chash_remove_at(&s->objs, at);
+	for (size_t i = 0; i < s->nidx; i++)
+		index_remove(&s->idx[i], old, &s->scratch);
+	return old;
+}
+
+kobj_t *cache_store_delete(cache_store_t *s, const char *key)
+{
+	if (key == NULL)
+		return NULL;
+	keyref_t k = {key, strlen(key)};
+	uint64_t h = cache_key_hash(key, k.len);
+	kobj_t *old = NULL;
+	pthread_rwlock_wrlock(&s->lock);
+	size_t at = chash_find(&s->objs, h, eq_obj_key, &k);
+	if (at != SIZE_MAX)
+		old = delete_at_locked(s, at);
+	pthread_rwlock_unlock(&s->lock);
+	return old;
+}
+
+kobj_t *cache_store_delete_obj(cache_store_t *s, const kobj_t *obj)
+{
+	uint64_t h = cache_obj_key_hash(obj);
+	kobj_t *old = NULL;
+	pthread_rwlock_wrlock(&s->lock);
+	size_t at = chash_find(&s->objs, h, eq_obj_obj, obj);
+	if (at != SIZE_MAX)
+		old = delete_at_locked(s, at);
+	pthread_rwlock_unlock(&s->lock);
+	return old;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+kobj_t *cache_store_get_obj_nolock(cache_store_t *s, const kobj_t *like)
+{
+	size_t at = chash_find(&s->objs, cache_obj_key_hash(like), eq_obj_obj, like);
+	return at == SIZE_MAX ? NULL : s->objs.slots[at].p;
+}
+
+void cache_store_foreach_nolock(cache_store_t *s, void (*fn)(void *ud, kobj_t *obj), void *ud)
+{
+	for (size_t i = 0; i < s->objs.cap; i++)
+		if (s->objs.slots[i].p != NULL)
+			fn(ud, s->objs.slots[i].p);
+}
+
+static void list_locked(cache_store_t *s, cache_objs_t *out)
+{
+	out->n = 0;
+	out->items = s->objs.len ? xmalloc(s->objs.len * sizeof(kobj_t *)) : NULL;
+	for (size_t i = 0; i < s->objs.cap; i++)
+		if (s->objs.slots[i].p != NULL)
+			out->items[out->n++] = kobj_ref(s->objs.slots[i].p);
+}
+
+void cache_store_list_nolock(cache_store_t *s, cache_objs_t *out)
+{
+	list_locked(s, out);
+}
+
+kobj_t *cache_store_get(cache_store_t *s, const char *key)
+{
+	if (key == NULL)
+		return NULL;
+	keyref_t k = {key, strlen(key)};
+	uint64_t h = cache_key_hash(key, k.len);
+	kobj_t *obj = NULL;
+	pthread_rwlock_rdlock(&s->lock);
+	size_t at = chash_find(&s->objs, h, eq_obj_key, &k);
+	if (at != SIZE_MAX)
+		obj = kobj_ref(s->objs.slots[at].p);
+	pthread_rwlock_unlock(&s->lock);
+	return obj;
+}
+
+kobj_t *cache_store_get_ns_name(cache_store_t *s, const char *ns, const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	if (ns == NULL || ns[0] == '\0')
+		return cache_store_get(s, name);
+	char small[320];
+	int n = snprintf(small, sizeof(small), "%s/%s", ns, name);
+	if (n >= 0 && (size_t)n < sizeof(small))
+		return cache_store_get(s, small);
+	char *key = xasprintf("%s/%s", ns, name);
+	kobj_t *obj = cache_store_get(s, key);
+	free(key);
+	return obj;
+}
+
+size_t cache_store_len(cache_store_t *s)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	size_t n = s->objs.len;
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}
+
+void cache_store_list(cache_store_t *s, cache_objs_t *out)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	list_locked(s, out);
+	pthread_rwlock_unlock(&s->lock);
+}
+
+void cache_store_list_keys(cache_store_t *s, cache_strs_t *out)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	out->n = 0;
+	out->items = s->objs.len ? xmalloc(s->objs.len * sizeof(char *)) : NULL;
+	for (size_t i = 0; i < s->objs.cap; i++)
+		if (s->objs.slots[i].p != NULL)
+			out->items[out->n++] = kobj_key_dup(s->objs.slots[i].p);
+	pthread_rwlock_unlock(&s->lock);
+}
+
+/* Finds index `index`'s set for value; *ix NULL means no such index. Read lock held. */
+static const chash_t *index_set_locked(cache_store_t *s, const char *index, const char *value,
+                                       cindex_t **ix)
+{
+	*ix = index_find(s, index);
+	if (*ix == NULL || value == NULL)
+		return NULL;
+	size_t at = chash_find(&(*ix)->values, str_hash(value), eq_ivalue, value);
+	return at == SIZE_MAX ? NULL : &((ivalue_t *)(*ix)->values.slots[at].p)->set;
+}
+
+int cache_store_by_index(cache_store_t *s, const char *index, const char *value, cache_objs_t *out,
+                         char **err)
+{
+	cindex_t *ix;
+	out->items = NULL;
+	out->n = 0;
+	if (index == NULL)
+		return err_set(err, "cache: by index: no index name");
+	pthread_rwlock_rdlock(&s->lock);
+	const chash_t *set = index_set_locked(s, index, value, &ix);
+	if (set != NULL && set->len > 0) {
+		out->items = xmalloc(set->len * sizeof(kobj_t *));
+		for (size_t i = 0; i < set->cap; i++)
+			if (set->slots[i].p != NULL)
+				out->items[out->n++] = kobj_ref(set->slots[i].p);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (ix == NULL)
+		return err_set(err, "cache: index %s does not exist", index);
+	return 0;
+}
+
+int cache_store_index_keys(cache_store_t *s, const char *index, const char *value,
+                           cache_strs_t *out, char **err)
+{
+	cindex_t *ix;
+	out->items = NULL;
+	out->n = 0;
+	if (index == NULL)
+		return err_set(err, "cache: index keys: no index name");
+	pthread_rwlock_rdlock(&s->lock);
+	const chash_t *set = index_set_locked(s, index, value, &ix);
+	if (set != NULL && set->len > 0) {
+		out->items = xmalloc(set->len * sizeof(char *));
+		for (size_t i = 0; i < set->cap; i++)
+			if (set->slots[i].p != NULL)
+				out->items[out->n++] = kobj_key_dup(set->slots[i].p);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (ix == NULL)
+		return err_set(err, "cache: index %s does not exist", index);
+	return 0;
+}
+
+int cache_store_index_values(cache_store_t *s, const char *index, cache_strs_t *out, char **err)
+{
+	out->items = NULL;
+	out->n = 0;
+	if (index == NULL)
+		return err_set(err, "cache: index values: no index name");
+	pthread_rwlock_rdlock(&s->lock);
+	cindex_t *ix = index_find(s, index);
+	if (ix != NULL && ix->values.len > 0) {
+		out->items = xmalloc(ix->values.len * sizeof(char *));
+		for (size_t i = 0; i < ix->values.cap; i++)
+			if (ix->values.slots[i].p != NULL)
+				out->items[out->n++] =
+				    xstrdup(((ivalue_t *)ix->values.slots[i].p)->value);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	if (ix == NULL)
+		return err_set(err, "cache: index %s does not exist", index);
+	return 0;
+}
+
+void cache_store_foreach(cache_store_t *s, bool (*fn)(void *ud, kobj_t *obj), void *ud)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->objs.cap; i++)
+		if (s->objs.slots[i].p != NULL && !fn(ud, s->objs.slots[i].p))
+			break;
+	pthread_rwlock_unlock(&s->lock);
+}
+
+size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	size_t n = sizeof(*s) + chash_bytes(&s->objs) + s->nidx * sizeof(cindex_t);
+	for (size_t i = 0; i < s->nidx; i++) {
+		cindex_t *ix = &s->idx[i];
+		n += chash_bytes(&ix->values) + strlen(ix->name) + 1;
+		for (size_t j = 0; j < ix->values.cap; j++) {
+			ivalue_t *iv = ix->values.slots[j].p;
+			if (iv != NULL)
+				n += sizeof(*iv) + strlen(iv->value) + 1 + chash_bytes(&iv->set);
+		}
+	}
+	if (obj_bytes != NULL) {
+		size_t ob = 0;
+		for (size_t i = 0; i < s->objs.cap; i++)
+			ob += kobj_size(s->objs.slots[i].p);
+		*obj_bytes = ob;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}
+
+/* ---------------------------------------------------------------- listers */
+
+/*
+ * A lister is its informer's store seen through a narrower, read-only API: the
+ * handle is the store pointer itself, so it costs nothing and lives as long.
+ */
+const cache_lister_t *cache_lister_from_store(cache_store_t *s)
+{
+	return (const cache_lister_t *)s;
+}
+
+static cache_store_t *lister_store(const cache_lister_t *l)
+{
+	return (cache_store_t *)(uintptr_t)l;
+}
+
+kobj_t *cache_lister_get(const cache_lister_t *l, const char *ns, const char *name)
+{
+	return cache_store_get_ns_name(lister_store(l), ns, name);
+}
+
+/* Keeps the items matching sel, dropping the others' references. */
+static void filter(cache_objs_t *out, const cache_selector_t *sel)
+{
+	if (sel == NULL)
+		return;
+	size_t k = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		if (cache_selector_matches(sel, out->items[i]))
+			out->items[k++] = out->items[i];
+		else
+			kobj_unref(out->items[i]);
+	}
+	out->n = k;
+}
+
+void cache_lister_list(const cache_lister_t *l, const cache_selector_t *sel, cache_objs_t *out)
+{
+	cache_store_list(lister_store(l), out);
+	filter(out, sel);
+}
+
+void cache_lister_list_ns(const cache_lister_t *l, const char *ns, const cache_selector_t *sel,
+                          cache_objs_t *out)
+{
+	cache_store_by_index(lister_store(l), CACHE_INDEX_NAMESPACE, ns ? ns : "", out, NULL);
+	filter(out, sel);
+}

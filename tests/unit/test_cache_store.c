@@ -1,0 +1,435 @@
+/* Unit tests for pkg/cache: hash table, store, indexes, listers, label selectors. */
+#include "test_cache_util.h"
+
+#include <check.h>
+#include <pthread.h>
+
+/* ---------------------------------------------------------------- chash */
+
+static bool eq_u64(const void *p, const void *key)
+{
+	return *(const uint64_t *)p == *(const uint64_t *)key;
+}
+
+START_TEST(test_chash_random_against_reference)
+{
+	/* Insert and delete at random; the table must always agree with a plain array.
+	 * A weak hash (few distinct values) forces long clusters through backward shift. */
+	enum { N = 2000 };
+	uint64_t *vals = calloc(N, sizeof(uint64_t));
+	bool *in = calloc(N, sizeof(bool));
+	for (size_t i = 0; i < N; i++)
+		vals[i] = i;
+	chash_t t = {0};
+	size_t count = 0;
+	for (int round = 0; round < 40000; round++) {
+		size_t i = rand_u64() % N;
+		uint64_t h = (vals[i] % 97) * 0x9e3779b97f4a7c15ULL;
+		size_t at = chash_find(&t, h, eq_u64, &vals[i]);
+		ck_assert_int_eq(at != SIZE_MAX, in[i]);
+		if (in[i]) {
+			chash_remove_at(&t, at);
+			in[i] = false;
+			count--;
+		} else {
+			chash_insert(&t, h, &vals[i]);
+			in[i] = true;
+			count++;
+		}
+		ck_assert_uint_eq(t.len, count);
+	}
+	for (size_t i = 0; i < N; i++) {
+		uint64_t h = (vals[i] % 97) * 0x9e3779b97f4a7c15ULL;
+		ck_assert_int_eq(chash_find(&t, h, eq_u64, &vals[i]) != SIZE_MAX, in[i]);
+	}
+	chash_free(&t);
+	free(vals);
+	free(in);
+}
+END_TEST
+
+START_TEST(test_key_hash_matches_key_string)
+{
+	kobj_t *a = mkobj("ns1", "obj-a", "1");
+	char key[64];
+	size_t n = kobj_key(a, key, sizeof(key));
+	ck_assert_str_eq(key, "ns1/obj-a");
+	ck_assert_uint_eq(cache_obj_key_hash(a), cache_key_hash(key, n));
+	ck_assert(cache_obj_key_eq(a, key, n));
+	ck_assert(!cache_obj_key_eq(a, "ns1/obj-b", 9));
+	ck_assert(!cache_obj_key_eq(a, "ns1obj-a", 8));
+	kobj_t *node = mkobj_t(&node_type, NULL, "node-1", "1", NULL);
+	n = kobj_key(node, key, sizeof(key));
+	ck_assert_str_eq(key, "node-1");
+	ck_assert_uint_eq(cache_obj_key_hash(node), cache_key_hash(key, n));
+	kobj_unref(a);
+	kobj_unref(node);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- store */
+
+START_TEST(test_store_crud)
+{
+	cache_store_t *s = cache_store_new();
+	kobj_t *a1 = mkobj("ns1", "a", "1");
+	ck_assert_ptr_null(cache_store_upsert(s, a1));
+	ck_assert_uint_eq(cache_store_len(s), 1);
+	kobj_t *got = cache_store_get(s, "ns1/a");
+	ck_assert_ptr_eq(got, a1);
+	kobj_unref(got);
+	got = cache_store_get_ns_name(s, "ns1", "a");
+	ck_assert_ptr_eq(got, a1);
+	kobj_unref(got);
+	ck_assert_ptr_null(cache_store_get(s, "ns2/a"));
+	ck_assert_ptr_null(cache_store_get(s, "a"));
+
+	kobj_t *a2 = mkobj("ns1", "a", "2");
+	kobj_t *old = cache_store_upsert(s, a2);
+	ck_assert_ptr_eq(old, a1);
+	kobj_unref(old);
+	ck_assert_uint_eq(cache_store_len(s), 1);
+	got = cache_store_get(s, "ns1/a");
+	ck_assert_str_eq(got->rv, "2");
+	kobj_unref(got);
+
+	old = cache_store_delete(s, "ns1/a");
+	ck_assert_ptr_eq(old, a2);
+	kobj_unref(old);
+	ck_assert_ptr_null(cache_store_delete(s, "ns1/a"));
+	ck_assert_uint_eq(cache_store_len(s), 0);
+	kobj_unref(a1);
+	kobj_unref(a2);
+	cache_store_free(s);
+}
+END_TEST
+
+START_TEST(test_store_cluster_scoped_keys)
+{
+	cache_store_t *s = cache_store_new();
+	kobj_t *n = mkobj_t(&node_type, NULL, "node-1", "5", NULL);
+	cache_store_upsert(s, n);
+	kobj_t *got = cache_store_get(s, "node-1");
+	ck_assert_ptr_eq(got, n);
+	kobj_unref(got);
+	got = cache_store_get_ns_name(s, "", "node-1");
+	ck_assert_ptr_eq(got, n);
+	kobj_unref(got);
+	cache_strs_t keys;
+	cache_store_list_keys(s, &keys);
+	ck_assert_uint_eq(keys.n, 1);
+	ck_assert_str_eq(keys.items[0], "node-1");
+	cache_strs_free(&keys);
+	kobj_unref(n);
+	cache_store_free(s);
+}
+END_TEST
+
+static size_t count_by_index(cache_store_t *s, const char *index, const char *value)
+{
+	cache_objs_t l;
+	ck_assert_int_eq(cache_store_by_index(s, index, value, &l, NULL), 0);
+	size_t n = l.n;
+	cache_objs_free(&l);
+	return n;
+}
+
+START_TEST(test_store_namespace_index)
+{
+	cache_store_t *s = cache_store_new();
+	for (int i = 0; i < 50; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "o%d", i);
+		kobj_t *o = mkobj(i % 2 ? "odd" : "even", name, "1");
+		cache_store_upsert(s, o);
+		kobj_unref(o);
+	}
+	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "odd"), 25);
+	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "even"), 25);
+	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "none"), 0);
+
+	cache_strs_t vals;
+	ck_assert_int_eq(cache_store_index_values(s, CACHE_INDEX_NAMESPACE, &vals, NULL), 0);
+	ck_assert_uint_eq(vals.n, 2);
+	cache_strs_free(&vals);
+
+	cache_strs_t keys;
+	ck_assert_int_eq(cache_store_index_keys(s, CACHE_INDEX_NAMESPACE, "odd", &keys, NULL), 0);
+	ck_assert_uint_eq(keys.n, 25);
+	for (size_t i = 0; i < keys.n; i++)
+		ck_assert(strncmp(keys.items[i], "odd/o", 5) == 0);
+	cache_strs_free(&keys);
+
+	/* Deleting every odd object drops the value itself. */
+	for (int i = 1; i < 50; i += 2) {
+		char key[32];
+		snprintf(key, sizeof(key), "odd/o%d", i);
+		kobj_unref(cache_store_delete(s, key));
+	}
+	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "odd"), 0);
+	ck_assert_int_eq(cache_store_index_values(s, CACHE_INDEX_NAMESPACE, &vals, NULL), 0);
+	ck_assert_uint_eq(vals.n, 1);
+	ck_assert_str_eq(vals.items[0], "even");
+	cache_strs_free(&vals);
+
+	char *err = NULL;
+	cache_objs_t l;
+	ck_assert_int_eq(cache_store_by_index(s, "nope", "x", &l, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "nope"));
+	free(err);
+	cache_store_free(s);
+}
+END_TEST
+
+/* Multi-valued: every label value of the object, as "k=v". */
+static void labels_index(void *ud, const kobj_t *obj, cache_index_values_t *out)
+{
+	int *calls = ud;
+	(*calls)++;
+	for (size_t i = 0; i < obj->nlabels; i++) {
+		char v[128];
+		snprintf(v, sizeof(v), "%s=%s", obj->labels[i].key, obj->labels[i].value);
+		cache_index_values_add(out, v);
+	}
+}
+
+START_TEST(test_store_custom_index_after_objects)
+{
+	cache_store_t *s = cache_store_new();
+	const char *l1[] = {"app=web", "tier=front", NULL};
+	const char *l2[] = {"app=web", "tier=back", NULL};
+	kobj_t *a = mkobj_t(&widget_type, "ns", "a", "1", l1);
+	kobj_t *b = mkobj_t(&widget_type, "ns", "b", "1", l2);
+	cache_store_upsert(s, a);
+	cache_store_upsert(s, b);
+	int calls = 0;
+	ck_assert_int_eq(cache_store_add_index(s, "labels", labels_index, &calls, NULL), 0);
+	ck_assert_int_eq(calls, 2); /* existing objects indexed at once */
+	ck_assert_uint_eq(count_by_index(s, "labels", "app=web"), 2);
+	ck_assert_uint_eq(count_by_index(s, "labels", "tier=front"), 1);
+
+	/* Update: b moves from back to front; its old value must go. */
+	const char *l3[] = {"app=api", "tier=front", NULL};
+	kobj_t *b2 = mkobj_t(&widget_type, "ns", "b", "2", l3);
+	kobj_unref(cache_store_upsert(s, b2));
+	ck_assert_uint_eq(count_by_index(s, "labels", "app=web"), 1);
+	ck_assert_uint_eq(count_by_index(s, "labels", "app=api"), 1);
+	ck_assert_uint_eq(count_by_index(s, "labels", "tier=front"), 2);
+	ck_assert_uint_eq(count_by_index(s, "labels", "tier=back"), 0);
+	cache_objs_t l;
+	cache_store_by_index(s, "labels", "app=api", &l, NULL);
+	ck_assert_ptr_eq(l.items[0], b2); /* the new object, not the old one */
+	cache_objs_free(&l);
+
+	/* Delete: gone from every value. */
+	kobj_unref(cache_store_delete(s, "ns/a"));
+	ck_assert_uint_eq(count_by_index(s, "labels", "app=web"), 0);
+	ck_assert_uint_eq(count_by_index(s, "labels", "tier=front"), 1);
+
+	char *err = NULL;
+	ck_assert_int_eq(cache_store_add_index(s, "labels", labels_index, &calls, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "labels"));
+	free(err);
+	kobj_unref(a);
+	kobj_unref(b);
+	kobj_unref(b2);
+	cache_store_free(s);
+}
+END_TEST
+
+START_TEST(test_store_mem_and_foreach)
+{
+	cache_store_t *s = cache_store_new();
+	for (int i = 0; i < 100; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "o%d", i);
+		kobj_t *o = mkobj("ns", name, "1");
+		cache_store_upsert(s, o);
+		kobj_unref(o);
+	}
+	size_t obj_bytes = 0;
+	size_t tables = cache_store_mem_bytes(s, &obj_bytes);
+	ck_assert_uint_gt(tables, 100 * 16);
+	ck_assert_uint_lt(tables, 100 * 200);
+	ck_assert_uint_gt(obj_bytes, 100 * sizeof(kobj_t));
+	cache_objs_t all;
+	cache_store_list(s, &all);
+	ck_assert_uint_eq(all.n, 100);
+	cache_objs_free(&all);
+	cache_store_free(s);
+}
+END_TEST
+
+/* Readers on threads while the writer churns: run under TSan too. */
+typedef struct rd_ctx {
+	cache_store_t *s;
+	_Atomic bool stop;
+	long reads;
+} rd_ctx_t;
+
+static void *reader(void *arg)
+{
+	rd_ctx_t *c = arg;
+	while (!atomic_load(&c->stop)) {
+		kobj_t *o = cache_store_get(c->s, "ns/o7");
+		if (o != NULL) {
+			ck_assert_str_eq(o->name, "o7");
+			kobj_unref(o);
+		}
+		cache_objs_t l;
+		cache_store_by_index(c->s, CACHE_INDEX_NAMESPACE, "ns", &l, NULL);
+		for (size_t i = 0; i < l.n; i++)
+			ck_assert_str_eq(l.items[i]->ns, "ns");
+		cache_objs_free(&l);
+		c->reads++;
+	}
+	return NULL;
+}
+
+START_TEST(test_store_concurrent_readers)
+{
+	rd_ctx_t c = {.s = cache_store_new()};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, reader, &c);
+	for (int round = 0; round < 3000; round++) {
+		char name[16], rv[16];
+		snprintf(name, sizeof(name), "o%d", round % 20);
+		snprintf(rv, sizeof(rv), "%d", round);
+		kobj_t *o = mkobj("ns", name, rv);
+		kobj_unref(cache_store_upsert(c.s, o));
+		kobj_unref(o);
+		if (round % 7 == 0) {
+			char key[32];
+			snprintf(key, sizeof(key), "ns/o%d", (round / 7) % 20);
+			kobj_unref(cache_store_delete(c.s, key));
+		}
+	}
+	atomic_store(&c.stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	cache_store_free(c.s);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- listers */
+
+START_TEST(test_lister)
+{
+	cache_store_t *s = cache_store_new();
+	const cache_lister_t *l = cache_lister_from_store(s);
+	kobj_t *objs[] = {
+	    mkobj_app("a", "x", "1", "web"),
+	    mkobj_app("a", "y", "1", "db"),
+	    mkobj_app("b", "x", "1", "web"),
+	    mkobj("b", "z", "1"),
+	};
+	for (size_t i = 0; i < 4; i++) {
+		cache_store_upsert(s, objs[i]);
+		kobj_unref(objs[i]);
+	}
+	kobj_t *got = cache_lister_get(l, "a", "y");
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got->name, "y");
+	kobj_unref(got);
+	ck_assert_ptr_null(cache_lister_get(l, "a", "z")); /* not found: NULL */
+
+	cache_objs_t out;
+	cache_lister_list(l, NULL, &out);
+	ck_assert_uint_eq(out.n, 4);
+	cache_objs_free(&out);
+	cache_lister_list_ns(l, "b", NULL, &out);
+	ck_assert_uint_eq(out.n, 2);
+	cache_objs_free(&out);
+
+	cache_selector_t *web = cache_selector_parse("app=web", NULL);
+	cache_lister_list(l, web, &out);
+	ck_assert_uint_eq(out.n, 2);
+	cache_objs_free(&out);
+	cache_lister_list_ns(l, "b", web, &out);
+	ck_assert_uint_eq(out.n, 1);
+	ck_assert_str_eq(out.items[0]->name, "x");
+	cache_objs_free(&out);
+	cache_selector_free(web);
+
+	cache_selector_t *noapp = cache_selector_parse("!app", NULL);
+	cache_lister_list(l, noapp, &out);
+	ck_assert_uint_eq(out.n, 1);
+	ck_assert_str_eq(out.items[0]->name, "z");
+	cache_objs_free(&out);
+	cache_selector_free(noapp);
+	cache_store_free(s);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- selectors */
+
+static bool sel_match(const char *sel, const char *const *labels)
+{
+	char *err = NULL;
+	cache_selector_t *s = cache_selector_parse(sel, &err);
+	ck_assert_msg(s != NULL, "parse %s: %s", sel, err ? err : "");
+	kobj_t *o = mkobj_t(&widget_type, "ns", "o", "1", labels);
+	bool m = cache_selector_matches(s, o);
+	kobj_unref(o);
+	cache_selector_free(s);
+	return m;
+}
+
+START_TEST(test_selector_semantics)
+{
+	const char *l[] = {"app=web", "tier=front", "n=5", NULL};
+	ck_assert(sel_match("", l));
+	ck_assert(sel_match("app=web", l));
+	ck_assert(sel_match("app==web", l));
+	ck_assert(sel_match(" app = web , tier=front ", l));
+	ck_assert(!sel_match("app=db", l));
+	ck_assert(sel_match("app!=db", l));
+	ck_assert(sel_match("missing!=x", l)); /* != matches an absent label */
+	ck_assert(sel_match("app in (db, web)", l));
+	ck_assert(!sel_match("app notin (db,web)", l));
+	ck_assert(sel_match("missing notin (a)", l));
+	ck_assert(sel_match("app", l));
+	ck_assert(!sel_match("!app", l));
+	ck_assert(sel_match("!missing", l));
+	ck_assert(sel_match("n>4", l));
+	ck_assert(!sel_match("n>5", l));
+	ck_assert(sel_match("n<6", l));
+	ck_assert(!sel_match("app>1", l)); /* not an integer label */
+	ck_assert(sel_match("example.com/x notin (a),app", l));
+}
+END_TEST
+
+START_TEST(test_selector_errors)
+{
+	const char *bad[] = {"app=web,", "=web",     "app in ()", "app in (a", "app in a",
+	                     "n>x",      "app=we b", "app ~ b",   ",",         NULL};
+	for (size_t i = 0; bad[i] != NULL; i++) {
+		char *err = NULL;
+		cache_selector_t *s = cache_selector_parse(bad[i], &err);
+		ck_assert_msg(s == NULL, "accepted %s", bad[i]);
+		ck_assert_ptr_nonnull(err);
+		ck_assert_ptr_nonnull(strstr(err, "label selector"));
+		free(err);
+	}
+}
+END_TEST
+
+Suite *suite_cache_store(void)
+{
+	Suite *s = suite_create("cache_store");
+	TCase *tc = tcase_create("store");
+	tcase_add_test(tc, test_chash_random_against_reference);
+	tcase_add_test(tc, test_key_hash_matches_key_string);
+	tcase_add_test(tc, test_store_crud);
+	tcase_add_test(tc, test_store_cluster_scoped_keys);
+	tcase_add_test(tc, test_store_namespace_index);
+	tcase_add_test(tc, test_store_custom_index_after_objects);
+	tcase_add_test(tc, test_store_mem_and_foreach);
+	tcase_add_test(tc, test_store_concurrent_readers);
+	tcase_add_test(tc, test_lister);
+	tcase_add_test(tc, test_selector_semantics);
+	tcase_add_test(tc, test_selector_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
