@@ -16,10 +16,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 cache_root="${CSC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/c-sample-controller}"
 out="${K8S_BIN_DIR:-$cache_root/k8s-$KUBE_VERSION/bin}"
-need=(kube-apiserver kube-controller-manager kube-scheduler kwok etcd)
+need=(kube-apiserver kube-controller-manager kube-scheduler kwok etcd kwok-stages.yaml)
 
 have_all=1
-for b in "${need[@]}"; do [ -x "$out/$b" ] || have_all=0; done
+for b in "${need[@]}"; do [ -e "$out/$b" ] || have_all=0; done
 if [ "$have_all" = 1 ]; then
 	echo "$out"
 	exit 0
@@ -93,4 +93,16 @@ if [ ! -x "$out/etcd" ]; then
 fi
 echo "build-k8s: building kwok $KWOK_VERSION" >&2
 GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+# kwok's binary carries no lifecycle stages: take the release's own default ones
+# (fast node/pod stages, node heartbeat through Leases) from its module.
+kwok_dir="$(GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')"
+stages="$kwok_dir/kustomize/stage"
+{
+	for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+		pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+		echo "---"
+		cat "$stages/$f"
+	done
+} >"$out/kwok-stages.yaml.tmp"
+mv "$out/kwok-stages.yaml.tmp" "$out/kwok-stages.yaml"
 echo "$out"

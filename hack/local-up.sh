@@ -12,7 +12,13 @@ set -euo pipefail
 
 KCFG="$LOCAL_DIR/kubeconfig"
 
-if [ -f "$LOCAL_DIR/env" ] && pid_alive kube-apiserver && pid_alive etcd; then
+all_alive() {
+	local c
+	for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+		pid_alive "$c" || return 1
+	done
+}
+if [ -f "$LOCAL_DIR/env" ] && all_alive; then
 	if KUBECONFIG="$KCFG" kubectl get --raw /readyz >/dev/null 2>&1; then
 		log "local-up: already running (KUBECONFIG=$KCFG)"
 		exit 0
@@ -147,7 +153,7 @@ cat >"$CMD_DIR/kube-controller-manager.sh" <<SH
 exec "$BIN/kube-controller-manager" --kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
   --authentication-kubeconfig "$LOCAL_DIR/kcm.kubeconfig" --authorization-kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
   --bind-address 127.0.0.1 --secure-port $KCM_PORT --leader-elect=false \\
-  --controllers '*,-csrsigning,-csrapproving,-nodeipam,-service-lb-controller,-cloud-node-lifecycle-controller' \\
+  --controllers '*,-csrsigning,-csrapproving' \\
   --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \\
   --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 40 \\
   --kube-api-qps 500 --kube-api-burst 1000 --v 1
@@ -159,7 +165,7 @@ exec "$BIN/kube-scheduler" --kubeconfig "$LOCAL_DIR/scheduler.kubeconfig" \\
   --kube-api-qps 500 --kube-api-burst 1000 --v 1
 SH
 cat >"$CMD_DIR/kwok.sh" <<SH
-exec "$BIN/kwok" --kubeconfig "$LOCAL_DIR/kwok.kubeconfig" \\
+exec "$BIN/kwok" --kubeconfig "$LOCAL_DIR/kwok.kubeconfig" --config "$BIN/kwok-stages.yaml" --node-lease-duration-seconds 40 \\
   --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \\
   --manage-nodes-with-label-selector "" --disregard-status-with-annotation-selector kwok.x-k8s.io/status=custom \\
   --disregard-status-with-label-selector "" --cidr 10.64.0.0/16 --node-ip 10.63.0.1 \\
