@@ -158,6 +158,7 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 	bool result = false;
 	le_lock_t *l = c->lock;
 	le_record_t want, old;
+	char *fast_err = NULL; /* kept only to explain a deadline it used up */
 	uint32_t timeout;
 	uint64_t sent;
 	int rc;
@@ -175,9 +176,7 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 		if ((timeout = remaining_ms(c, deadline)) == 0)
 			goto deadline;
 		sent = clk_mono_ns(c->clock);
-		char *fast_err = NULL;
 		rc = l->ops->update(l, timeout, &want, &fast_err);
-		free(fast_err); /* the slow path below reports what still fails */
 		if (rc == LE_LOCK_OK) {
 			observe_write(c, &want, sent);
 			result = true;
@@ -240,8 +239,12 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 	goto out;
 
 deadline:
-	err_set(err, "lease %s: no time left before the deadline", l->desc);
+	if (fast_err != NULL)
+		err_set(err, "updating lease %s: %s", l->desc, fast_err);
+	else
+		err_set(err, "lease %s: no time left before the deadline", l->desc);
 out:
+	free(fast_err);
 	le_record_free(&want);
 	le_record_free(&old);
 	return result;
@@ -409,11 +412,18 @@ int le_validate(const le_config_t *cfg, char **err)
 		    "leader election: --leader-elect-lease-duration=%s is too short: the "
 		    "Lease records whole seconds, so it must be at least 1s",
 		    fmt_ms(lease, a));
-	if (lease <= renew)
+	/* Others judge validity by the whole seconds written in the Lease, so that is
+	 * what the renew deadline must stay under. */
+	if (lease - lease % 1000 <= renew) {
+		char c3[32];
+		bool rounded = lease % 1000 != 0;
 		return err_set(err,
 		               "leader election: --leader-elect-lease-duration=%s must be greater "
-		               "than --leader-elect-renew-deadline=%s",
-		               fmt_ms(lease, a), fmt_ms(renew, b));
+		               "than --leader-elect-renew-deadline=%s%s%s%s",
+		               fmt_ms(lease, a), fmt_ms(renew, b),
+		               rounded ? " (the Lease records whole seconds: " : "",
+		               rounded ? fmt_ms(lease - lease % 1000, c3) : "", rounded ? ")" : "");
+	}
 	/* renew > 1.2 x retry, in integers: 10 renew > 12 retry. */
 	if ((uint64_t)renew * 10 <= (uint64_t)retry * 12)
 		return err_set(err,
@@ -722,6 +732,8 @@ void le_stop(le_t *e)
 {
 	if (e == NULL)
 		return;
+	if (pthread_equal(pthread_self(), e->thread))
+		fatal("le_stop called from a leader election callback (it would join itself)");
 	pthread_mutex_lock(&e->mu);
 	e->stopping = true;
 	pthread_cond_broadcast(&e->cond);

@@ -590,6 +590,13 @@ START_TEST(test_validate)
 	c.renew_deadline_ms = 3000;
 	expect_invalid(&c, "--leader-elect-lease-duration=3s must be greater than "
 	                   "--leader-elect-renew-deadline=3s");
+	c.lease_duration_ms = 2500;
+	c.renew_deadline_ms = 2200;
+	expect_invalid(&c,
+	               "--leader-elect-lease-duration=2.5s must be greater than "
+	               "--leader-elect-renew-deadline=2.2s (the Lease records whole seconds: 2s)");
+	c.renew_deadline_ms = 1900;
+	ck_assert_int_eq(le_validate(&c, &err), 0);
 	c.lease_duration_ms = 15000;
 	c.renew_deadline_ms = 2400;
 	c.retry_period_ms = 2000; /* 2.4 s is exactly 1.2 x 2 s: not greater */
