@@ -67,19 +67,17 @@ static const char item_fmt[] =
     "bility.\"},{\"type\":\"Progressing\",\"status\":\"True\",\"lastUpdateTime\":\"2024-05-02"
     "T10:11:20Z\",\"lastTransitionTime\":\"2024-05-02T10:11:12Z\",\"reason\":\"NewReplicaSetA"
     "vailable\",\"message\":\"ReplicaSet \\\"%s-7c5ddbdf54\\\" has successfully progressed.\""
-    "}]}}"
-    ;
+    "}]}}";
 
 static void make_item(sbuf_t *b, size_t i)
 {
 	char name[32], ns[32], uid[48];
 	snprintf(name, sizeof(name), "app-%05zu", i);
 	snprintf(ns, sizeof(ns), "team-%03zu", i % 97);
-	snprintf(uid, sizeof(uid), "%08zx-1b2c-4d3e-8f4a-%012zx", i * 2654435761u % 0xffffffffu,
-		 i);
+	snprintf(uid, sizeof(uid), "%08zx-1b2c-4d3e-8f4a-%012zx", i * 2654435761u % 0xffffffffu, i);
 	int gen = 1 + (int)(i % 5), rep = 1 + (int)(i % 10), ready = (int)(i % 10);
-	sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name,
-		    name, rep, name, name, gen, rep, rep, ready, ready, name);
+	sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name, name,
+	            rep, name, name, gen, rep, rep, ready, ready, name);
 }
 
 static double now_s(void)
@@ -140,7 +138,7 @@ int main(int argc, char **argv)
 	size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
 	sbuf_t in = SBUF_INIT;
 	sbuf_puts(&in, "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
-		       "{\"resourceVersion\":\"200000\",\"continue\":\"\"},\"items\":[");
+	               "{\"resourceVersion\":\"200000\",\"continue\":\"\"},\"items\":[");
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			sbuf_putc(&in, ',');

@@ -127,6 +127,7 @@ struct kdec {
 	uint64_t unit_start; /* where the current object/event (or last token outside one) began */
 	bool in_unit;
 	uint64_t last_top_end;
+	uint64_t good_end;    /* where the last token accepted ended */
 	bool pending_garbage; /* WATCH: non-blank bytes after the last event */
 	bool dead, finished;
 	char *err;
@@ -181,7 +182,10 @@ const char *kwatch_type_name(kwatch_type_t t)
 
 #define KEYIS(k, l, lit) ((l) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 
-static uint64_t pos(const kdec_t *d) { return d->slice_base + yajl_get_bytes_consumed(d->h); }
+static uint64_t pos(const kdec_t *d)
+{
+	return d->slice_base + yajl_get_bytes_consumed(d->h);
+}
 
 /* Records a decoding error and returns 0, which makes yajl stop. */
 static int fail(kdec_t *d, const char *fmt, ...) CSC_PRINTF(2, 3);
@@ -259,9 +263,15 @@ static void push(kdec_t *d, uint8_t ctx, int32_t node)
 	d->frames[d->nframes++] = (frame_t){ctx, node};
 }
 
-static frame_t *top(kdec_t *d) { return &d->frames[d->nframes - 1]; }
+static frame_t *top(kdec_t *d)
+{
+	return &d->frames[d->nframes - 1];
+}
 
-static bool ctx_is_array(uint8_t c) { return c == C_ITEMS || c == C_OWNERS || c == C_CAUSES; }
+static bool ctx_is_array(uint8_t c)
+{
+	return c == C_ITEMS || c == C_OWNERS || c == C_CAUSES;
+}
 
 /* Parses an integer JSON number; false if it has a fraction/exponent or overflows. */
 static bool parse_int(const char *s, size_t l, int64_t *out)
@@ -314,11 +324,21 @@ static void put_json_str(sbuf_t *b, const unsigned char *s, size_t len)
 		sbuf_append(b, s + run, i - run);
 		run = i + 1;
 		switch (c) {
-		case '"': sbuf_append(b, "\\\"", 2); break;
-		case '\\': sbuf_append(b, "\\\\", 2); break;
-		case '\n': sbuf_append(b, "\\n", 2); break;
-		case '\r': sbuf_append(b, "\\r", 2); break;
-		case '\t': sbuf_append(b, "\\t", 2); break;
+		case '"':
+			sbuf_append(b, "\\\"", 2);
+			break;
+		case '\\':
+			sbuf_append(b, "\\\\", 2);
+			break;
+		case '\n':
+			sbuf_append(b, "\\n", 2);
+			break;
+		case '\r':
+			sbuf_append(b, "\\r", 2);
+			break;
+		case '\t':
+			sbuf_append(b, "\\t", 2);
+			break;
 		default: {
 			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
 			sbuf_append(b, u, 6);
@@ -350,14 +370,18 @@ static void unit_end(kdec_t *d)
 }
 
 /*
- * Outside an object (a List's own fields, between events) the limit applies to
- * each token alone: a huge string there is refused, a long list is not.
+ * Called for every token. Remembers where the last good token ended: yajl's own
+ * error offsets move with chunk boundaries, this one does not. Outside an object
+ * (a List's own fields, between events) the size limit applies to each token
+ * alone: a huge string there is refused, a long list is not.
  */
-#define OUTSIDE_UNIT(d)                                                                            \
-	do {                                                                                       \
-		if (!(d)->in_unit)                                                                 \
-			(d)->unit_start = pos(d);                                                  \
-	} while (0)
+static inline void token_seen(kdec_t *d)
+{
+	uint64_t p = pos(d);
+	d->good_end = p;
+	if (!d->in_unit)
+		d->unit_start = p;
+}
 
 static void object_begin(kdec_t *d)
 {
@@ -377,7 +401,7 @@ static void emit_list_meta(kdec_t *d)
 	d->lm_emitted = true;
 	if (d->cb->on_list_meta)
 		d->cb->on_list_meta(d->ud, sbuf_cstr(&d->lm_rv), sbuf_cstr(&d->lm_cont),
-				    d->lm_remain);
+		                    d->lm_remain);
 }
 
 static void emit_object(kdec_t *d)
@@ -461,7 +485,7 @@ static void cap_close(kdec_t *d)
 	sbuf_putc(&d->capbuf, l->map ? '}' : ']');
 	if (d->ncaps == 0) {
 		kobj_builder_set_field(d->b, (size_t)d->cap_field, KVAL_JSON, false, 0, 0,
-				       sbuf_cstr(&d->capbuf), d->capbuf.len);
+		                       sbuf_cstr(&d->capbuf), d->capbuf.len);
 		sbuf_reset(&d->capbuf);
 	}
 }
@@ -491,20 +515,23 @@ static void set_kval(kdec_t *d, int32_t field, const sval_t *v)
 {
 	size_t i = (size_t)field;
 	switch (v->kind) {
-	case V_NULL: kobj_builder_set_field(d->b, i, KVAL_NULL, false, 0, 0, NULL, 0); break;
-	case V_BOOL: kobj_builder_set_field(d->b, i, KVAL_BOOL, v->b, 0, 0, NULL, 0); break;
+	case V_NULL:
+		kobj_builder_set_field(d->b, i, KVAL_NULL, false, 0, 0, NULL, 0);
+		break;
+	case V_BOOL:
+		kobj_builder_set_field(d->b, i, KVAL_BOOL, v->b, 0, 0, NULL, 0);
+		break;
 	case V_NUM: {
 		int64_t n;
 		if (parse_int((const char *)v->s, v->l, &n))
 			kobj_builder_set_field(d->b, i, KVAL_INT, false, n, 0, NULL, 0);
 		else
 			kobj_builder_set_field(d->b, i, KVAL_DOUBLE, false, 0,
-					       parse_double((const char *)v->s, v->l), NULL, 0);
+			                       parse_double((const char *)v->s, v->l), NULL, 0);
 		break;
 	}
 	case V_STR:
-		kobj_builder_set_field(d->b, i, KVAL_STRING, false, 0, 0, (const char *)v->s,
-				       v->l);
+		kobj_builder_set_field(d->b, i, KVAL_STRING, false, 0, 0, (const char *)v->s, v->l);
 		break;
 	}
 }
@@ -538,7 +565,8 @@ static void status_scalar(kdec_t *d, const sval_t *v)
 		if (v->kind == V_STR)
 			set_str(&d->st.message, v->s, v->l);
 		break;
-	default: break;
+	default:
+		break;
 	}
 }
 
@@ -577,13 +605,14 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 		if (v->kind != V_STR)
 			return fail(d, "watch event type is not a string");
 		for (size_t i = 0; i < CSC_ARRAY_LEN(watch_names); i++) {
-			if (v->l == strlen(watch_names[i]) && memcmp(v->s, watch_names[i], v->l) == 0) {
+			if (v->l == strlen(watch_names[i]) &&
+			    memcmp(v->s, watch_names[i], v->l) == 0) {
 				d->ev_type = (int)i;
 				return 1;
 			}
 		}
 		return fail(d, "unknown watch event type \"%.*s\"", (int)(v->l > 64 ? 64 : v->l),
-			    (const char *)v->s);
+		            (const char *)v->s);
 	}
 	case PK_META_STR:
 		if (v->kind == V_STR)
@@ -606,7 +635,7 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 		if (++d->nannots > 65535)
 			return fail(d, "too many annotations");
 		kobj_builder_add_annotation(d->b, d->key.data, d->key.len, (const char *)v->s,
-					    v->l);
+		                            v->l);
 		break;
 	case PK_OWNER_STR:
 		if (v->kind == V_STR)
@@ -614,8 +643,8 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 		break;
 	case PK_OWNER_BOOL:
 		if (v->kind == V_BOOL)
-			kobj_builder_set_owner_bool(d->b, d->sub ? "blockOwnerDeletion" : "controller",
-						    v->b);
+			kobj_builder_set_owner_bool(
+			    d->b, d->sub ? "blockOwnerDeletion" : "controller", v->b);
 		break;
 	case PK_NODE:
 		if (d->pnode >= 0 && d->nodes[d->pnode].field >= 0)
@@ -626,7 +655,7 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 	case PK_D_STR:
 		if (v->kind == V_STR) {
 			char **dst[] = {&d->st.details_name, &d->st.details_kind,
-					&d->st.details_group};
+			                &d->st.details_group};
 			set_str(dst[d->sub], v->s, v->l);
 		}
 		break;
@@ -646,21 +675,25 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 			d->st.causes = sbuf_steal(&c);
 		}
 		break;
-	default: break;
+	default:
+		break;
 	}
 	return 1;
 }
 
 /* ---- containers ---- */
 
-static void skip_begin(kdec_t *d) { d->skip = 1; }
+static void skip_begin(kdec_t *d)
+{
+	d->skip = 1;
+}
 
 static int on_open(kdec_t *d, bool map)
 {
 	if (d->nframes == 0) {
 		if (!map)
 			return fail(d, d->mode == KDEC_WATCH ? "watch event is not a JSON object"
-							     : "expected a JSON object");
+			                                     : "expected a JSON object");
 		switch (d->mode) {
 		case KDEC_OBJECT:
 			push(d, C_OBJ, 0);
@@ -705,7 +738,9 @@ static int on_open(kdec_t *d, bool map)
 			push(d, C_OWNER, -1);
 			kobj_builder_add_owner(d->b);
 			break;
-		case C_CAUSES: push(d, C_CAUSE, -1); break;
+		case C_CAUSES:
+			push(d, C_CAUSE, -1);
+			break;
 		}
 		return 1;
 	}
@@ -777,7 +812,9 @@ static int on_open(kdec_t *d, bool map)
 		else
 			skip_begin(d);
 		break;
-	default: skip_begin(d); break;
+	default:
+		skip_begin(d);
+		break;
 	}
 	return 1;
 }
@@ -802,9 +839,14 @@ static int on_close(kdec_t *d)
 		unit_end(d);
 		d->last_top_end = pos(d);
 		return event_end(d);
-	case C_LIST_META: emit_list_meta(d); break;
-	case C_LIST: emit_list_meta(d); break;
-	default: break;
+	case C_LIST_META:
+		emit_list_meta(d);
+		break;
+	case C_LIST:
+		emit_list_meta(d);
+		break;
+	default:
+		break;
 	}
 	return 1;
 }
@@ -814,7 +856,7 @@ static int on_close(kdec_t *d)
 static int cb_null(void *ctx)
 {
 	kdec_t *d = ctx;
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -829,7 +871,7 @@ static int cb_null(void *ctx)
 static int cb_bool(void *ctx, int b)
 {
 	kdec_t *d = ctx;
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -844,7 +886,7 @@ static int cb_bool(void *ctx, int b)
 static int cb_number(void *ctx, const char *s, size_t l)
 {
 	kdec_t *d = ctx;
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -859,7 +901,7 @@ static int cb_number(void *ctx, const char *s, size_t l)
 static int cb_string(void *ctx, const unsigned char *s, size_t l)
 {
 	kdec_t *d = ctx;
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -873,7 +915,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t l)
 
 static int cb_start(kdec_t *d, bool map)
 {
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip) {
 		d->skip++;
 		return 1;
@@ -885,13 +927,19 @@ static int cb_start(kdec_t *d, bool map)
 	return on_open(d, map);
 }
 
-static int cb_start_map(void *ctx) { return cb_start(ctx, true); }
-static int cb_start_array(void *ctx) { return cb_start(ctx, false); }
+static int cb_start_map(void *ctx)
+{
+	return cb_start(ctx, true);
+}
+static int cb_start_array(void *ctx)
+{
+	return cb_start(ctx, false);
+}
 
 static int cb_end(void *ctx)
 {
 	kdec_t *d = ctx;
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip) {
 		d->skip--;
 		return 1;
@@ -962,7 +1010,7 @@ static void key_obj(kdec_t *d, const unsigned char *k, size_t l)
 static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 {
 	kdec_t *d = ctx;
-	OUTSIDE_UNIT(d);
+	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
@@ -994,8 +1042,12 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 		else if (KEYIS(k, l, "object"))
 			d->pk = PK_EV_OBJECT;
 		break;
-	case C_OBJ: key_obj(d, k, l); break;
-	case C_META: key_meta(d, k, l); break;
+	case C_OBJ:
+		key_obj(d, k, l);
+		break;
+	case C_META:
+		key_meta(d, k, l);
+		break;
 	case C_LABELS:
 	case C_ANNOTS:
 		sbuf_reset(&d->key);
@@ -1043,7 +1095,8 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 		if (KEYIS(k, l, "reason"))
 			d->pk = PK_CAUSE_REASON;
 		break;
-	default: break;
+	default:
+		break;
 	}
 	return 1;
 }
@@ -1063,7 +1116,7 @@ static const yajl_callbacks callbacks = {
 /* ---- public API ---- */
 
 kdec_t *kdec_new(const ktype_t *t, kdec_mode_t mode, const kdec_cb_t *cb, void *ud,
-		 size_t max_object_bytes)
+                 size_t max_object_bytes)
 {
 	kdec_t *d = xcalloc(1, sizeof(*d));
 	d->type = t;
@@ -1102,7 +1155,10 @@ void kdec_free(kdec_t *d)
 	free(d);
 }
 
-uint64_t kdec_bytes(const kdec_t *d) { return d->total; }
+uint64_t kdec_bytes(const kdec_t *d)
+{
+	return d->total;
+}
 
 /* Keeps the last bytes of the input, so an excerpt does not depend on chunking. */
 static void tail_push(kdec_t *d, const unsigned char *buf, size_t len)
@@ -1125,7 +1181,8 @@ static void excerpt(kdec_t *d, const unsigned char *buf, size_t at, char out[32]
 	unsigned char tmp[sizeof(d->tail)];
 	size_t n = 0;
 	size_t from_slice = at < sizeof(tmp) ? at : sizeof(tmp);
-	size_t from_tail = sizeof(tmp) - from_slice < d->ntail ? sizeof(tmp) - from_slice : d->ntail;
+	size_t from_tail =
+	    sizeof(tmp) - from_slice < d->ntail ? sizeof(tmp) - from_slice : d->ntail;
 	memcpy(tmp, d->tail + d->ntail - from_tail, from_tail);
 	n = from_tail;
 	if (from_slice > 0)
@@ -1148,9 +1205,10 @@ static void yajl_failed(kdec_t *d, const unsigned char *buf, size_t len)
 		yl--;
 	char ex[32] = "";
 	excerpt(d, buf, at > len ? len : at, ex);
-	d->err = xasprintf("malformed JSON at byte %llu: %.*s%s%s%s",
-			   (unsigned long long)(d->slice_base + at), (int)yl,
-			   ye ? (char *)ye : "", ex[0] ? " after \"" : "", ex, ex[0] ? "\"" : "");
+	/* "after byte N": the input is valid JSON up to N, the next token is not. */
+	d->err = xasprintf("malformed JSON after byte %llu: %.*s%s%s%s",
+	                   (unsigned long long)d->good_end, (int)yl, ye ? (char *)ye : "",
+	                   ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
 	if (ye)
 		yajl_free_error(d->h, ye);
 }
@@ -1159,7 +1217,7 @@ static int dead_error(kdec_t *d, char **err)
 {
 	d->dead = true;
 	err_set(err, "decoding %s: %s", d->type->resource ? d->type->resource : "object",
-		d->err ? d->err : "decoder failed");
+	        d->err ? d->err : "decoder failed");
 	return -1;
 }
 
@@ -1192,7 +1250,7 @@ int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
 		uint64_t used = d->total - d->unit_start;
 		if (used >= d->max) {
 			d->err = xasprintf("object larger than the limit of %zu bytes at byte %llu",
-					   d->max, (unsigned long long)d->total);
+			                   d->max, (unsigned long long)d->total);
 			return dead_error(d, err);
 		}
 		uint64_t budget = d->max - used;
@@ -1225,19 +1283,15 @@ int kdec_finish(kdec_t *d, char **err)
 		return 0; /* between events: a clean end (yajl would call it premature) */
 	if (d->nframes > 0) {
 		d->err = xasprintf("input truncated inside %s at byte %llu",
-				   d->mode == KDEC_WATCH	 ? "a watch event"
-				   : d->mode == KDEC_LIST ? "a list"
-							  : "an object",
-				   (unsigned long long)d->total);
+		                   d->mode == KDEC_WATCH  ? "a watch event"
+		                   : d->mode == KDEC_LIST ? "a list"
+		                                          : "an object",
+		                   (unsigned long long)d->total);
 		return dead_error(d, err);
 	}
 	yajl_status s = yajl_complete_parse(d->h);
 	if (s != yajl_status_ok) {
 		yajl_failed(d, NULL, 0);
-		return dead_error(d, err);
-	}
-	if (d->mode != KDEC_WATCH && d->unit_start == 0 && d->total == 0) {
-		d->err = xstrdup("empty input");
 		return dead_error(d, err);
 	}
 	return 0;

@@ -197,17 +197,23 @@ size_t ktype_api_version(const ktype_t *t, char *buf, size_t cap)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
 
 /* The fixed part of an object's block, before its strings. */
 static size_t fixed_size(size_t nl, size_t na, size_t no, size_t nf)
 {
-	return align8(sizeof(kobj_t)) + (nl + na) * sizeof(kobj_kv_t) +
-	       no * sizeof(kobj_owner_t) + nf * sizeof(kval_t);
+	return align8(sizeof(kobj_t)) + (nl + na) * sizeof(kobj_kv_t) + no * sizeof(kobj_owner_t) +
+	       nf * sizeof(kval_t);
 }
 
 /* Adds one string's bytes unless it is the shared static "". */
-static size_t str_cost(const char *s) { return s == NULL || s == empty_str ? 0 : strlen(s) + 1; }
+static size_t str_cost(const char *s)
+{
+	return s == NULL || s == empty_str ? 0 : strlen(s) + 1;
+}
 
 /*
  * Recomputes the block's size from its contents; a string holding an escaped
@@ -290,10 +296,13 @@ void kobj_builder_set_meta(kobj_builder_t *b, const char *field, const char *val
 	}
 }
 
-void kobj_builder_set_generation(kobj_builder_t *b, int64_t g) { b->generation = g; }
+void kobj_builder_set_generation(kobj_builder_t *b, int64_t g)
+{
+	b->generation = g;
+}
 
 static void kv_add(kobj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const char *k, size_t kl,
-		   const char *v, size_t vl)
+                   const char *v, size_t vl)
 {
 	/* Beyond the 16-bit count the object cannot say it; the decoder rejects such
 	 * input before it gets here, so dropping is only a guard. */
@@ -315,12 +324,15 @@ void kobj_builder_add_label(kobj_builder_t *b, const char *k, size_t kl, const c
 }
 
 void kobj_builder_add_annotation(kobj_builder_t *b, const char *k, size_t kl, const char *v,
-				 size_t vl)
+                                 size_t vl)
 {
 	kv_add(b, &b->annots, &b->nannots, &b->capannots, k, kl, v, vl);
 }
 
-void kobj_builder_clear_annotations(kobj_builder_t *b) { b->nannots = 0; }
+void kobj_builder_clear_annotations(kobj_builder_t *b)
+{
+	b->nannots = 0;
+}
 
 void kobj_builder_add_owner(kobj_builder_t *b)
 {
@@ -361,7 +373,7 @@ void kobj_builder_set_owner_bool(kobj_builder_t *b, const char *field, bool v)
 }
 
 void kobj_builder_set_field(kobj_builder_t *b, size_t i, kval_type_t type, bool bv, int64_t iv,
-			    double dv, const char *s, size_t len)
+                            double dv, const char *s, size_t len)
 {
 	if (i >= b->type->nfields)
 		return;
@@ -419,7 +431,10 @@ static const char *pack(packer_t *pk, bstr_t s)
 	return d;
 }
 
-static size_t bcost(bstr_t s) { return s.off == NONE || s.len == 0 ? 0 : s.len + 1; }
+static size_t bcost(bstr_t s)
+{
+	return s.off == NONE || s.len == 0 ? 0 : s.len + 1;
+}
 
 kobj_t *kobj_builder_finish(kobj_builder_t *b)
 {
@@ -492,12 +507,21 @@ kobj_t *kobj_builder_finish(kobj_builder_t *b)
 		memset(&fields[i], 0, sizeof(fields[i]));
 		fields[i].type = f->type;
 		switch (f->type) {
-		case KVAL_BOOL: fields[i].u.b = f->b; break;
-		case KVAL_INT: fields[i].u.i = f->i; break;
-		case KVAL_DOUBLE: fields[i].u.d = f->d; break;
+		case KVAL_BOOL:
+			fields[i].u.b = f->b;
+			break;
+		case KVAL_INT:
+			fields[i].u.i = f->i;
+			break;
+		case KVAL_DOUBLE:
+			fields[i].u.d = f->d;
+			break;
 		case KVAL_STRING:
-		case KVAL_JSON: fields[i].u.s = pack(&pk, f->s); break;
-		default: break;
+		case KVAL_JSON:
+			fields[i].u.s = pack(&pk, f->s);
+			break;
+		default:
+			break;
 		}
 	}
 	o->labels = labels;

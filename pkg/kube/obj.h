@@ -140,7 +140,7 @@ void kobj_builder_set_meta(kobj_builder_t *b, const char *field, const char *val
 void kobj_builder_set_generation(kobj_builder_t *b, int64_t g);
 void kobj_builder_add_label(kobj_builder_t *b, const char *k, size_t kl, const char *v, size_t vl);
 void kobj_builder_add_annotation(kobj_builder_t *b, const char *k, size_t kl, const char *v,
-				 size_t vl);
+                                 size_t vl);
 /* Drops the annotations added so far (the decoder keeps them until it knows whether
  * a watch event is a BOOKMARK). */
 void kobj_builder_clear_annotations(kobj_builder_t *b);
@@ -150,7 +150,7 @@ void kobj_builder_set_owner(kobj_builder_t *b, const char *field, const char *v,
 void kobj_builder_set_owner_bool(kobj_builder_t *b, const char *field, bool v);
 /* Sets kept field i; for KVAL_STRING/KVAL_JSON, s/len are copied. */
 void kobj_builder_set_field(kobj_builder_t *b, size_t i, kval_type_t type, bool bv, int64_t iv,
-			    double dv, const char *s, size_t len);
+                            double dv, const char *s, size_t len);
 /* Returns a new object (refs = 1), free with kobj_unref(); resets the builder. */
 kobj_t *kobj_builder_finish(kobj_builder_t *b);
 

@@ -33,22 +33,38 @@ void kstatus_clear(kstatus_t *s)
 static const char *reason_for_code(int code)
 {
 	switch (code) {
-	case 400: return "BadRequest";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "NotFound";
-	case 405: return "MethodNotAllowed";
-	case 406: return "NotAcceptable";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 413: return "RequestEntityTooLarge";
-	case 415: return "UnsupportedMediaType";
-	case 422: return "Invalid";
-	case 429: return "TooManyRequests";
-	case 500: return "InternalError";
-	case 503: return "ServiceUnavailable";
-	case 504: return "Timeout";
-	default: return "";
+	case 400:
+		return "BadRequest";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "NotFound";
+	case 405:
+		return "MethodNotAllowed";
+	case 406:
+		return "NotAcceptable";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Gone";
+	case 413:
+		return "RequestEntityTooLarge";
+	case 415:
+		return "UnsupportedMediaType";
+	case 422:
+		return "Invalid";
+	case 429:
+		return "TooManyRequests";
+	case 500:
+		return "InternalError";
+	case 503:
+		return "ServiceUnavailable";
+	case 504:
+		return "Timeout";
+	default:
+		return "";
 	}
 }
 
@@ -76,8 +92,8 @@ int kstatus_parse(const char *body, size_t len, int http_code, kstatus_t *out)
 		for (size_t i = 0; i < max; i++) {
 			unsigned char c = (unsigned char)body[i];
 			sbuf_putc(&m, c == '\n' || c == '\r' || c == '\t' ? ' '
-				      : c < 0x20 || c == 0x7f     ? '?'
-								  : (char)c);
+			              : c < 0x20 || c == 0x7f             ? '?'
+			                                                  : (char)c);
 		}
 		if (n > max)
 			sbuf_puts(&m, "...");
@@ -116,19 +132,37 @@ bool kresult_ok(const kresult_t *r)
 	return r->error == NULL && r->http_code >= 200 && r->http_code < 300;
 }
 
-bool kerr_is_transport(const kresult_t *r) { return r->http_code == 0 && r->error != NULL; }
+bool kerr_is_transport(const kresult_t *r)
+{
+	return r->http_code == 0 && r->error != NULL;
+}
 
 static const char *const known_reasons[] = {
-    "Unauthorized", "Forbidden",	 "NotFound",
-    "AlreadyExists", "Conflict",	 "Gone",
-    "Invalid",	     "ServerTimeout",	 "StoreReadError",
-    "Timeout",	     "TooManyRequests", "BadRequest",
-    "MethodNotAllowed", "NotAcceptable", "RequestEntityTooLarge",
-    "UnsupportedMediaType", "InternalError", "Expired",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Gone",
+    "Invalid",
+    "ServerTimeout",
+    "StoreReadError",
+    "Timeout",
+    "TooManyRequests",
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "InternalError",
+    "Expired",
     "ServiceUnavailable",
 };
 
-static const char *st_reason(const kstatus_t *s) { return s->reason ? s->reason : ""; }
+static const char *st_reason(const kstatus_t *s)
+{
+	return s->reason ? s->reason : "";
+}
 
 static bool reason_is(const kstatus_t *s, const char *reason)
 {
@@ -161,7 +195,10 @@ static kstatus_t api_status(const kresult_t *r)
 }
 
 /* No API answer, or a 2xx, is never an API error. */
-static bool is_api_error(const kresult_t *r) { return r->http_code != 0 && r->http_code >= 300; }
+static bool is_api_error(const kresult_t *r)
+{
+	return r->http_code != 0 && r->http_code >= 300;
+}
 
 bool kerr_is_not_found(const kresult_t *r)
 {

@@ -11,15 +11,15 @@
 #include <stddef.h>
 
 typedef struct kstatus {
-	int code;              /* Status.code, or the HTTP status when the body had none */
-	char *status;          /* "Failure" / "Success" */
-	char *reason;          /* "NotFound", "Conflict", "Expired", "Gone", ... */
-	char *message;         /* the server's message */
-	char *details_name;    /* details.name */
-	char *details_kind;    /* details.kind */
-	char *details_group;   /* details.group */
+	int code;                /* Status.code, or the HTTP status when the body had none */
+	char *status;            /* "Failure" / "Success" */
+	char *reason;            /* "NotFound", "Conflict", "Expired", "Gone", ... */
+	char *message;           /* the server's message */
+	char *details_name;      /* details.name */
+	char *details_kind;      /* details.kind */
+	char *details_group;     /* details.group */
 	int retry_after_seconds; /* details.retryAfterSeconds, or the Retry-After header */
-	char *causes; /* details.causes[*].reason joined by ',' (NULL if none); see kstatus_has_cause */
+	char *causes;            /* details.causes[*].reason, ','-joined, or NULL */
 } kstatus_t;
 
 /* Frees the strings inside s (not s itself) and zeroes it. */
@@ -62,14 +62,14 @@ void kresult_clear(kresult_t *r);
 
 bool kresult_ok(const kresult_t *r);
 bool kerr_is_transport(const kresult_t *r);
-bool kerr_is_not_found(const kresult_t *r);      /* 404 */
-bool kerr_is_conflict(const kresult_t *r);       /* 409, reason Conflict */
-bool kerr_is_already_exists(const kresult_t *r); /* 409, reason AlreadyExists */
-bool kerr_is_gone(const kresult_t *r);           /* 410, or reason Expired/Gone */
-bool kerr_is_forbidden(const kresult_t *r);      /* 403 */
-bool kerr_is_unauthorized(const kresult_t *r);   /* 401 */
+bool kerr_is_not_found(const kresult_t *r);         /* 404 */
+bool kerr_is_conflict(const kresult_t *r);          /* 409, reason Conflict */
+bool kerr_is_already_exists(const kresult_t *r);    /* 409, reason AlreadyExists */
+bool kerr_is_gone(const kresult_t *r);              /* 410, or reason Expired/Gone */
+bool kerr_is_forbidden(const kresult_t *r);         /* 403 */
+bool kerr_is_unauthorized(const kresult_t *r);      /* 401 */
 bool kerr_is_too_many_requests(const kresult_t *r); /* 429 */
-bool kerr_is_server_error(const kresult_t *r);   /* >= 500 */
+bool kerr_is_server_error(const kresult_t *r);      /* >= 500 */
 /* "too large resource version": 504 with reason Timeout and cause ResourceVersionTooLarge,
  * or the message containing "Too large resource version". */
 bool kerr_is_rv_too_large(const kresult_t *r);

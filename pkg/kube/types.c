@@ -170,7 +170,10 @@ const char *event_reason(const kobj_t *e)
 	return get_str(e, &ktype_event, EVENT_REASON, KVAL_STRING);
 }
 
-const char *event_type(const kobj_t *e) { return get_str(e, &ktype_event, EVENT_TYPE, KVAL_STRING); }
+const char *event_type(const kobj_t *e)
+{
+	return get_str(e, &ktype_event, EVENT_TYPE, KVAL_STRING);
+}
 
 const char *event_involved_object_json(const kobj_t *e)
 {

@@ -88,8 +88,13 @@ START_TEST(test_builder)
 
 	/* Every string lives inside the object's one block. */
 	const char *lo = (const char *)o, *hi = lo + kobj_size(o);
-	const char *strs[] = {o->ns, o->name, o->uid, o->rv, o->labels[2].value,
-			      o->owners[1].uid, kobj_field(o, 2)->u.s};
+	const char *strs[] = {o->ns,
+	                      o->name,
+	                      o->uid,
+	                      o->rv,
+	                      o->labels[2].value,
+	                      o->owners[1].uid,
+	                      kobj_field(o, 2)->u.s};
 	for (size_t i = 0; i < CSC_ARRAY_LEN(strs); i++)
 		ck_assert(strs[i] >= lo && strs[i] + strlen(strs[i]) < hi);
 
@@ -113,8 +118,8 @@ START_TEST(test_builder)
 	ck_assert_str_eq(x->name, "second");
 	ck_assert_str_eq(x->deletion_timestamp, "2024-01-02T00:00:00Z");
 	ck_assert_uint_eq(x->nannotations, 0);
-	ck_assert_uint_eq(kobj_size(x), kobj_size(e) + strlen("second") + 1 +
-					    strlen("2024-01-02T00:00:00Z") + 1);
+	ck_assert_uint_eq(kobj_size(x),
+	                  kobj_size(e) + strlen("second") + 1 + strlen("2024-01-02T00:00:00Z") + 1);
 
 	kobj_unref(x);
 	kobj_unref(e);
@@ -170,7 +175,7 @@ START_TEST(test_keys)
 	ktype_api_version(&ktype_lease, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "coordination.k8s.io/v1");
 	ck_assert_int_eq(ktype_field_index(&ktype_deployment, "spec.template.spec.containers"),
-			 DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
+	                 DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
 }
 END_TEST
 

@@ -107,7 +107,7 @@ START_TEST(test_not_a_status)
 	ck_assert_int_eq(kstatus_parse(html, strlen(html), 502, &s), -1);
 	ck_assert_int_eq(s.code, 502);
 	ck_assert_str_eq(s.message, "the server answered HTTP 502: <html><body> 502 Bad "
-				    "Gateway</body></html>");
+	                            "Gateway</body></html>");
 	kstatus_clear(&s);
 
 	ck_assert_int_eq(kstatus_parse("", 0, 404, &s), -1);
