@@ -61,8 +61,9 @@ int64_t foo_status_observed_generation(const kobj_t *foo)
 static void copy_str(char *dst, size_t cap, yajl_val v)
 {
 	dst[0] = '\0';
-	if (YAJL_IS_STRING(v))
-		snprintf(dst, cap, "%s", YAJL_GET_STRING(v));
+	const char *s = YAJL_IS_STRING(v) ? YAJL_GET_STRING(v) : NULL;
+	if (s != NULL)
+		snprintf(dst, cap, "%s", s);
 }
 
 bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out)
@@ -79,7 +80,8 @@ bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out
 		yajl_val c = YAJL_GET_ARRAY(root)->values[i];
 		const char *tp[] = {"type", NULL};
 		yajl_val t = yajl_tree_get(c, tp, yajl_t_string);
-		if (t == NULL || strcmp(YAJL_GET_STRING(t), type) != 0)
+		const char *ts = t ? YAJL_GET_STRING(t) : NULL;
+		if (ts == NULL || strcmp(ts, type) != 0)
 			continue;
 		const char *sp[] = {"status", NULL}, *rp[] = {"reason", NULL},
 			   *mp[] = {"message", NULL}, *lp[] = {"lastTransitionTime", NULL},
