@@ -154,7 +154,7 @@ exec "$BIN/kube-controller-manager" --kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
   --authentication-kubeconfig "$LOCAL_DIR/kcm.kubeconfig" --authorization-kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
   --bind-address 127.0.0.1 --secure-port $KCM_PORT --leader-elect=false \\
   --controllers '*,-csrsigning,-csrapproving' \\
-  --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \\
+  --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" --use-service-account-credentials \\
   --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 40 \\
   --kube-api-qps 500 --kube-api-burst 1000 --v 1
 SH
