@@ -1,0 +1,1007 @@
+/*
+ * Unit tests for pkg/cache's reflector, informer and factory, on the in-process
+ * fake list/watch source and a fake clock: the test plays the API server and
+ * moves time by hand; the loop is never run (processing and timers are driven
+ * through the test hooks).
+ */
+#include "test_cache_util.h"
+
+#include "pkg/log/log.h"
+
+#include <check.h>
+#include <ev.h>
+#include <pthread.h>
+#include <unistd.h>
+
+typedef struct fx {
+	struct ev_loop *loop;
+	clk_fake_t clk;
+	cache_fake_lw_t *fake;
+	cache_informer_t *inf;
+	rec_t rec;
+	cache_handler_reg_t *reg;
+	int werr_calls;
+	int werr_nonhealing;
+	char *werr_last;
+} fx_t;
+
+static void on_werr(void *ud, cache_informer_t *inf, const char *msg, const kresult_t *res,
+                    bool healing)
+{
+	fx_t *f = ud;
+	(void)inf;
+	(void)res;
+	f->werr_calls++;
+	f->werr_nonhealing += !healing;
+	free(f->werr_last);
+	f->werr_last = xstrdup(msg);
+}
+
+static void fx_init(fx_t *f, const cache_informer_opts_t *extra)
+{
+	memset(f, 0, sizeof(*f));
+	f->loop = ev_loop_new(EVFLAG_AUTO);
+	clk_fake_init(&f->clk, 1000 * NS_PER_SEC, 1700000000LL * (int64_t)NS_PER_SEC);
+	f->fake = cache_fake_lw_new();
+	cache_informer_opts_t o = extra ? *extra : (cache_informer_opts_t){0};
+	o.clock = &f->clk.base;
+	o.on_watch_error = on_werr;
+	o.watch_error_ud = f;
+	f->inf = cache_informer_new(f->loop, &widget_type, cache_fake_lw_source(f->fake), &o);
+}
+
+static void fx_start(fx_t *f)
+{
+	f->reg = cache_informer_add_handler(f->inf, &rec_handler, &f->rec);
+	ck_assert_int_eq(cache_informer_start(f->inf, NULL), 0);
+}
+
+static void fx_free(fx_t *f)
+{
+	cache_informer_free(f->inf);
+	cache_fake_lw_free(f->fake);
+	ev_loop_destroy(f->loop);
+	rec_reset(&f->rec);
+	free(f->werr_last);
+}
+
+static cache_fake_req_t *last_list(fx_t *f)
+{
+	return cache_fake_lw_last(f->fake, false);
+}
+static cache_fake_req_t *last_watch(fx_t *f)
+{
+	return cache_fake_lw_last(f->fake, true);
+}
+
+/* Answers the current list request with items (taken) and ends it. */
+static void respond_list(fx_t *f, kobj_t **items, size_t n, const char *rv, const char *cont)
+{
+	cache_fake_req_t *l = last_list(f);
+	ck_assert(cache_fake_req_active(l));
+	for (size_t i = 0; i < n; i++)
+		cache_fake_req_item(l, items[i]);
+	cache_fake_req_meta(l, rv, cont);
+	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+}
+
+static void advance_ms(fx_t *f, uint64_t ms)
+{
+	clk_fake_advance(&f->clk, ms * NS_PER_MS);
+	cache_informer_tick(f->inf);
+}
+
+static uint64_t now_ns(fx_t *f)
+{
+	return clk_mono_ns(&f->clk.base);
+}
+
+/* Lists a and b at rv 10, drains: a synced informer watching from "10". */
+static void fx_synced(fx_t *f)
+{
+	fx_start(f);
+	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	respond_list(f, items, 2, "10", NULL);
+	cache_informer_drain(f->inf);
+	ck_assert(cache_informer_has_synced(f->inf));
+	rec_reset(&f->rec);
+}
+
+static int count_substr(const char *s, const char *sub)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, sub)) != NULL; p += strlen(sub))
+		n++;
+	return n;
+}
+
+/* ---------------------------------------------------------------- list */
+
+START_TEST(test_initial_list_paged_then_watch)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	const klist_opts_t *o = cache_fake_req_opts(last_list(&f));
+	ck_assert_str_eq(o->resource_version, "0");
+	ck_assert_int_eq(o->limit, 500);
+	ck_assert_ptr_null(o->continue_token);
+
+	kobj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	respond_list(&f, p1, 2, "40", "tok-1");
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
+	o = cache_fake_req_opts(last_list(&f));
+	ck_assert_str_eq(o->continue_token, "tok-1");
+	ck_assert_ptr_null(o->resource_version); /* the token carries it */
+	ck_assert_int_eq(o->limit, 500);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 0);
+
+	kobj_t *p2[] = {mkobj("ns", "c", "3")};
+	respond_list(&f, p2, 1, "50", NULL);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
+	o = cache_fake_req_opts(last_watch(&f));
+	ck_assert_str_eq(o->resource_version, "50");
+	ck_assert(o->allow_watch_bookmarks);
+	ck_assert(!o->send_initial_events);
+	ck_assert_int_ge(o->timeout_seconds, 300);
+	ck_assert_int_lt(o->timeout_seconds, 600);
+
+	/* Listed is not synced: synced is once the list has been processed. */
+	ck_assert(!cache_informer_has_synced(f.inf));
+	ck_assert(!cache_handler_has_synced(f.reg));
+	char *why = cache_informer_sync_reason(f.inf);
+	ck_assert_ptr_nonnull(why);
+	free(why);
+	cache_informer_drain(f.inf);
+	ck_assert(cache_informer_has_synced(f.inf));
+	ck_assert(cache_handler_has_synced(f.reg));
+	ck_assert_ptr_null(cache_informer_sync_reason(f.inf));
+	ck_assert_str_eq(rec_text(&f.rec),
+	                 "add ns/a 1 initial\nadd ns/b 2 initial\nadd ns/c 3 initial\n");
+
+	cache_stats_t st;
+	cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(st.objects, 3);
+	ck_assert_uint_eq(st.lists, 1);
+	ck_assert_uint_eq(st.relists, 0);
+	ck_assert(st.synced);
+	ck_assert_int_eq(st.last_event_wall_ns, clk_wall_ns(&f.clk.base));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_expired_continue_falls_back_to_full_list)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	kobj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	respond_list(&f, p1, 2, "40", "tok-1");
+	cache_fake_req_finish(last_list(&f), 410, "Expired",
+	                      "The provided continue parameter is too old", 0);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 3);
+	const klist_opts_t *o = cache_fake_req_opts(last_list(&f));
+	ck_assert_int_eq(o->limit, 0);
+	ck_assert_ptr_null(o->continue_token);
+	ck_assert_str_eq(o->resource_version, "");
+	kobj_t *all[] = {mkobj("ns", "a", "5"), mkobj("ns", "c", "6")};
+	respond_list(&f, all, 2, "60", NULL);
+	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "60");
+	cache_informer_drain(f.inf);
+	/* The first page's objects are void: only the full list counts. */
+	ck_assert_str_eq(rec_text(&f.rec), "add ns/a 5 initial\nadd ns/c 6 initial\n");
+	ck_assert_int_eq(f.werr_calls, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	/* A watch failure that needs a relist: the relist asks for the last RV... */
+	cache_fake_req_finish(last_watch(&f), 500, "InternalError", "boom", 0);
+	advance_ms(&f, 2000); /* after 500: re-watch, not relist */
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
+	advance_ms(&f, 5000);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "10");
+	/* ... and when that RV is compacted away, at once the most recent state. */
+	cache_fake_req_finish(last_list(&f), 410, "Expired", "too old resource version: 10 (99)",
+	                      0);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 3);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
+	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, items, 1, "100", NULL);
+	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "100");
+
+	/* Too large RV (504 with the cause) on a watch: relist from "". */
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_finish(w, 504, "Timeout", "Too large resource version: 200, current: 100",
+	                      0);
+	advance_ms(&f, 60000);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 4);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
+	fx_free(&f);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- watch */
+
+START_TEST(test_watch_events_bookmark_and_clean_close)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11"));
+	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "12"));
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "c", "13"));
+	cache_fake_req_event(w, KWATCH_BOOKMARK, mkbookmark("20", false));
+	cache_informer_drain(f.inf);
+	/* Deltas are grouped per key, keys in first-queued order (DeltaFIFO). */
+	ck_assert_str_eq(rec_text(&f.rec), "add ns/c 11\ndelete ns/c 13\nupdate ns/a 1->12\n");
+	ck_assert_str_eq(cache_reflector_last_rv(cache_informer_reflector(f.inf)), "20");
+	/* The server's timeout closes the stream: re-watch from the bookmark, no relist. */
+	clk_fake_advance(&f.clk, 300 * NS_PER_SEC);
+	cache_fake_req_finish(w, 200, NULL, NULL, 0);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "20");
+	cache_stats_t st;
+	cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(st.watch_restarts, 1);
+	ck_assert_uint_eq(st.events, 4);
+	ck_assert_uint_eq(st.errors, 0);
+	ck_assert_int_eq(f.werr_calls, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_watch_gone_relists_with_tombstones)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3")};
+	respond_list(&f, items, 3, "10", NULL);
+	cache_informer_drain(f.inf);
+	rec_reset(&f.rec);
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "c", "11"));
+	cache_informer_drain(f.inf);
+	/* Compaction: the watch is told 410; b is deleted and d created meanwhile. */
+	cache_fake_req_error_event(w, 410, "Expired", "too old resource version: 11 (50)");
+	cache_informer_tick(f.inf); /* the ERROR ends the watch on the next tick */
+	ck_assert(cache_fake_req_cancelled(w));
+	ck_assert_int_eq(f.werr_calls, 0); /* 410 is routine: not reported */
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	advance_ms(&f, 1700); /* first backoff is at most 1.6 s */
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
+	kobj_t *relist[] = {mkobj("ns", "a", "1"), mkobj("ns", "d", "60")};
+	respond_list(&f, relist, 2, "60", NULL);
+	cache_informer_drain(f.inf);
+	/* c's delete was delivered once (by the watch), b's once (by the relist, as a
+	 * tombstone with its last known state), a unchanged is a resync for nobody. */
+	ck_assert_int_eq(f.rec.deletes, 2);
+	ck_assert_int_eq(f.rec.unknown_deletes, 1);
+	ck_assert_int_eq(count_substr(rec_text(&f.rec), "delete ns/c "), 1);
+	ck_assert_ptr_nonnull(strstr(rec_text(&f.rec), "delete ns/b 2 unknown\n"));
+	ck_assert_ptr_nonnull(strstr(rec_text(&f.rec), "add ns/d 60\n"));
+	ck_assert_int_eq(f.rec.updates, 0);
+	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 2);
+	cache_stats_t st;
+	cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(st.relists, 1);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_watch_closed_at_once_is_an_error)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1); /* no hot loop */
+	ck_assert_int_eq(f.werr_calls, 1);
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_transport_error_rewatches_without_relist)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_event(last_watch(&f), KWATCH_MODIFIED, mkobj("ns", "a", "15"));
+	cache_fake_req_finish(last_watch(&f), 0, NULL, "connection reset by peer", 0);
+	ck_assert_int_eq(f.werr_calls, 1);
+	ck_assert_int_eq(f.werr_nonhealing, 0);
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "connection reset"));
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_429_honours_retry_after)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_finish(last_watch(&f), 429, "TooManyRequests", "slow down", 7);
+	advance_ms(&f, 6900);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
+	advance_ms(&f, 200);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	fx_free(&f);
+}
+END_TEST
+
+/* A thread waiting for the sync, as the daemon's main thread does. */
+typedef struct waiter {
+	cache_informer_t *inf;
+	int64_t timeout_ms;
+	int rc;
+	char *reason;
+} waiter_t;
+
+static void *wait_thread(void *arg)
+{
+	waiter_t *w = arg;
+	w->rc = cache_informer_wait_synced(w->inf, w->timeout_ms, &w->reason);
+	return NULL;
+}
+
+static char *read_all_fd(int fd)
+{
+	char buf[65536];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	return xstrdup(buf);
+}
+
+START_TEST(test_forbidden_reported_logged_once_and_sync_reason)
+{
+	FILE *tf = tmpfile();
+	log_set_fd(fileno(tf));
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	const char *msg = "widgets.test.example.com is forbidden: User \"system:serviceaccount:x\" "
+	                  "cannot list resource \"widgets\"";
+	for (int i = 0; i < 3; i++) {
+		cache_fake_req_finish(last_list(&f), 403, "Forbidden", msg, 0);
+		advance_ms(&f, 60000);
+	}
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 4);
+	ck_assert_int_eq(f.werr_calls, 3);
+	ck_assert_int_eq(f.werr_nonhealing, 3);
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "list widgets.test.example.com: "));
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "is forbidden"));
+	char *logs = read_all_fd(fileno(tf));
+	ck_assert_int_eq(count_substr(logs, "is forbidden"), 1);
+	free(logs);
+
+	char *why = cache_informer_sync_reason(f.inf);
+	ck_assert_ptr_nonnull(strstr(why, "is forbidden"));
+	free(why);
+	waiter_t w = {f.inf, 30, 0, NULL};
+	pthread_t th;
+	pthread_create(&th, NULL, wait_thread, &w);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, -1);
+	ck_assert_ptr_nonnull(strstr(w.reason, "cache not synced after 30 ms"));
+	ck_assert_ptr_nonnull(strstr(w.reason, "is forbidden"));
+	free(w.reason);
+
+	/* RBAC fixed: the next attempt lists, and a waiter is released. */
+	waiter_t w2 = {f.inf, 10000, -5, NULL};
+	pthread_create(&th, NULL, wait_thread, &w2);
+	respond_list(&f, NULL, 0, "5", NULL);
+	cache_informer_drain(f.inf);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w2.rc, 0);
+	logs = read_all_fd(fileno(tf));
+	ck_assert_ptr_nonnull(strstr(logs, "recovered"));
+	free(logs);
+	fx_free(&f);
+	log_set_fd(2);
+	fclose(tf);
+}
+END_TEST
+
+START_TEST(test_not_found_hint_and_wait_on_loop_thread)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	cache_fake_req_finish(last_list(&f), 404, "NotFound",
+	                      "the server could not find the requested resource", 0);
+	ck_assert_int_eq(f.werr_nonhealing, 1);
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "CRD installed"));
+	cache_informer_drain(f.inf); /* makes this the loop thread */
+	char *r = NULL;
+	ck_assert_int_eq(cache_informer_wait_synced(f.inf, 1000, &r), -1);
+	ck_assert_ptr_nonnull(strstr(r, "loop thread"));
+	free(r);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_start_failure_retries)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	cache_fake_lw_fail_next_start(f.fake, "client is shutting down");
+	fx_start(&f);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 0);
+	ck_assert_int_eq(f.werr_calls, 1);
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "client is shutting down"));
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	fx_free(&f);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- timing */
+
+START_TEST(test_backoff_function)
+{
+	cache_backoff_t b;
+	cache_backoff_init(&b, 800 * NS_PER_MS, 30 * NS_PER_SEC, 120 * NS_PER_SEC, 1.0);
+	uint64_t t = 1000 * NS_PER_SEC;
+	const uint64_t want_ms[] = {800, 1600, 3200, 6400, 12800, 25600, 30000, 30000};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(want_ms); i++) {
+		t += NS_PER_SEC;
+		ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), want_ms[i] * NS_PER_MS);
+	}
+	/* Jitter adds up to 100% of the base. */
+	t += NS_PER_SEC;
+	uint64_t j = cache_backoff_next(&b, t, 0.5);
+	ck_assert_uint_eq(j, 45000 * NS_PER_MS);
+	/* Two quiet minutes: start over. */
+	t += 121 * NS_PER_SEC;
+	ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), 800 * NS_PER_MS);
+	t += 119 * NS_PER_SEC;
+	ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), 1600 * NS_PER_MS);
+
+	ck_assert_int_eq(cache_watch_timeout_s(300, 600, 0.0), 300);
+	ck_assert_int_eq(cache_watch_timeout_s(300, 600, 0.9999999), 599);
+	ck_assert_int_eq(cache_watch_timeout_s(300, 600, 0.5), 450);
+	ck_assert_uint_eq(cache_watch_stall_deadline(10, 300, 5), 10 + 300 * NS_PER_SEC + 5);
+}
+END_TEST
+
+static uint64_t retry_delay(fx_t *f)
+{
+	return cache_reflector_deadline(cache_informer_reflector(f->inf)) - now_ns(f);
+}
+
+START_TEST(test_backoff_grows_and_resets_after_health)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	uint64_t d[4];
+	for (int i = 0; i < 4; i++) {
+		cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
+		d[i] = retry_delay(&f);
+		advance_ms(&f, d[i] / NS_PER_MS + 1);
+	}
+	ck_assert_uint_ge(d[0], 800 * NS_PER_MS);
+	ck_assert_uint_lt(d[0], 1600 * NS_PER_MS);
+	ck_assert_uint_ge(d[1], 1600 * NS_PER_MS);
+	ck_assert_uint_ge(d[3], 6400 * NS_PER_MS);
+	ck_assert_uint_lt(d[3], 12800 * NS_PER_MS);
+	/* Healthy for more than two minutes (bookmarks keep the watch alive). */
+	for (int i = 0; i < 5; i++) {
+		clk_fake_advance(&f.clk, 30 * NS_PER_SEC);
+		cache_fake_req_event(last_watch(&f), KWATCH_BOOKMARK, mkbookmark("30", false));
+	}
+	cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
+	ck_assert_uint_lt(retry_delay(&f), 1600 * NS_PER_MS);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_stall_detection)
+{
+	cache_informer_opts_t o = {
+	    .watch_timeout_min_s = 10, .watch_timeout_max_s = 10, .stall_margin_ms = 5000};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_synced(&f);
+	cache_fake_req_t *w = last_watch(&f);
+	ck_assert_int_eq(cache_fake_req_opts(w)->timeout_seconds, 10);
+	advance_ms(&f, 9000);
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11"));
+	advance_ms(&f, 14000); /* 14 s since the event: under 10 + 5 */
+	ck_assert(cache_fake_req_active(w));
+	advance_ms(&f, 1500); /* 15.5 s of silence: dead */
+	ck_assert(cache_fake_req_cancelled(w));
+	cache_stats_t st;
+	cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(st.watch_stalls, 1);
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "no data"));
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "11");
+	/* Events through the stalled watch are gone for good. */
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "zombie", "12"));
+	cache_informer_drain(f.inf);
+	ck_assert_ptr_null(strstr(rec_text(&f.rec), "zombie"));
+	fx_free(&f);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- handlers */
+
+START_TEST(test_resync_only_to_due_handlers)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	rec_t fast = {0}, slow = {0}, never = {0}, tiny = {0};
+	cache_informer_add_handler_resync(f.inf, &rec_handler, &fast, 1000);
+	cache_informer_add_handler_resync(f.inf, &rec_handler, &slow, 5000);
+	cache_informer_add_handler_resync(f.inf, &rec_handler, &never, 0);
+	cache_informer_add_handler_resync(f.inf, &rec_handler, &tiny, 10); /* -> 1 s */
+	fx_synced(&f);
+	advance_ms(&f, 500);
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(tiny.updates, 0);
+	advance_ms(&f, 500);
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(fast.updates, 2);
+	ck_assert_int_eq(tiny.updates, 2);
+	ck_assert_int_eq(slow.updates, 0);
+	ck_assert_int_eq(never.updates, 0);
+	ck_assert_int_eq(f.rec.updates, 0); /* the default handler: resync 0 */
+	ck_assert_ptr_nonnull(strstr(rec_text(&fast), "update ns/a 1->1\n"));
+	advance_ms(&f, 4000);
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(slow.updates, 2);
+	ck_assert_int_eq(never.updates, 0);
+	/* A real change goes to everyone, due or not. */
+	cache_fake_req_event(last_watch(&f), KWATCH_MODIFIED, mkobj("ns", "a", "30"));
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(never.updates, 1);
+	ck_assert_ptr_nonnull(strstr(rec_text(&never), "update ns/a 1->30\n"));
+	rec_reset(&fast);
+	rec_reset(&slow);
+	rec_reset(&never);
+	rec_reset(&tiny);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_late_handler_gets_existing_objects_first)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	rec_t late = {0};
+	cache_handler_reg_t *r = cache_informer_add_handler(f.inf, &rec_handler, &late);
+	ck_assert(!cache_handler_has_synced(r));
+	ck_assert_uint_eq(cache_informer_pending(f.inf), 2);
+	cache_fake_req_event(last_watch(&f), KWATCH_ADDED, mkobj("ns", "c", "11"));
+	cache_informer_drain(f.inf);
+	ck_assert(cache_handler_has_synced(r));
+	/* Existing objects (any order), flagged initial, before the new event. */
+	const char *t = rec_text(&late);
+	ck_assert_int_eq(late.initial_adds, 2);
+	ck_assert_ptr_nonnull(strstr(t, "add ns/a 1 initial\n"));
+	ck_assert_ptr_nonnull(strstr(t, "add ns/b 2 initial\n"));
+	ck_assert_ptr_nonnull(strstr(t, "initial\nadd ns/c 11\n"));
+	ck_assert_str_eq(rec_text(&f.rec), "add ns/c 11\n");
+	rec_reset(&late);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_handler_added_after_start_before_sync)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	rec_t early = {0};
+	cache_handler_reg_t *r = cache_informer_add_handler(f.inf, &rec_handler, &early);
+	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, items, 1, "10", NULL);
+	ck_assert(!cache_handler_has_synced(r));
+	cache_informer_drain(f.inf);
+	ck_assert(cache_handler_has_synced(r));
+	ck_assert_str_eq(rec_text(&early), "add ns/a 1 initial\n");
+	rec_reset(&early);
+	fx_free(&f);
+}
+END_TEST
+
+typedef struct remover {
+	cache_informer_t *inf;
+	cache_handler_reg_t *reg;
+	int calls;
+} remover_t;
+
+static void remove_self_on_add(void *ud, kobj_t *obj, bool initial)
+{
+	remover_t *rm = ud;
+	(void)obj;
+	(void)initial;
+	rm->calls++;
+	cache_informer_remove_handler(rm->inf, rm->reg);
+}
+
+START_TEST(test_remove_handler_from_its_callback)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	remover_t rm = {f.inf, NULL, 0};
+	cache_handler_t h = {remove_self_on_add, NULL, NULL};
+	rm.reg = cache_informer_add_handler(f.inf, &h, &rm);
+	fx_synced(&f);
+	ck_assert_int_eq(rm.calls, 1);
+	fx_free(&f);
+}
+END_TEST
+
+static kobj_t *strip_labels(void *ud, kobj_t *obj)
+{
+	int *calls = ud;
+	(*calls)++;
+	return mkobj(obj->ns, obj->name, obj->rv); /* the same object without labels */
+}
+
+START_TEST(test_transform_before_store)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	int calls = 0;
+	cache_informer_set_transform(f.inf, strip_labels, &calls);
+	fx_start(&f);
+	kobj_t *items[] = {mkobj_app("ns", "a", "1", "web")};
+	respond_list(&f, items, 1, "10", NULL);
+	cache_fake_req_event(last_watch(&f), KWATCH_ADDED, mkobj_app("ns", "b", "11", "web"));
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(calls, 2);
+	kobj_t *a = cache_lister_get(cache_informer_lister(f.inf), "ns", "a");
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_null(kobj_label(a, "app"));
+	kobj_unref(a);
+	cache_selector_t *web = cache_selector_parse("app=web", NULL);
+	cache_objs_t l;
+	cache_lister_list(cache_informer_lister(f.inf), web, &l);
+	ck_assert_uint_eq(l.n, 0);
+	cache_objs_free(&l);
+	cache_selector_free(web);
+	fx_free(&f);
+}
+END_TEST
+
+static void app_index(void *ud, const kobj_t *obj, cache_index_values_t *out)
+{
+	(void)ud;
+	const char *v = kobj_label(obj, "app");
+	if (v != NULL)
+		cache_index_values_add(out, v);
+}
+
+static size_t by_app(fx_t *f, const char *v)
+{
+	cache_objs_t l;
+	ck_assert_int_eq(cache_store_by_index(cache_informer_store(f->inf), "app", v, &l, NULL), 0);
+	size_t n = l.n;
+	cache_objs_free(&l);
+	return n;
+}
+
+START_TEST(test_index_follows_updates_and_deletes)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	ck_assert_int_eq(cache_informer_add_index(f.inf, "app", app_index, NULL, NULL), 0);
+	fx_synced(&f);
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj_app("ns", "x", "11", "web"));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj_app("ns2", "y", "12", "web"));
+	cache_informer_drain(f.inf);
+	ck_assert_uint_eq(by_app(&f, "web"), 2);
+	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj_app("ns", "x", "13", "db"));
+	cache_informer_drain(f.inf);
+	ck_assert_uint_eq(by_app(&f, "web"), 1);
+	ck_assert_uint_eq(by_app(&f, "db"), 1);
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj_app("ns", "x", "14", "db"));
+	cache_informer_drain(f.inf);
+	ck_assert_uint_eq(by_app(&f, "db"), 0);
+	cache_objs_t l;
+	cache_lister_list_ns(cache_informer_lister(f.inf), "ns2", NULL, &l);
+	ck_assert_uint_eq(l.n, 1);
+	cache_objs_free(&l);
+	fx_free(&f);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- streaming list */
+
+START_TEST(test_streaming_list)
+{
+	cache_informer_opts_t o = {.streaming_list = true};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 0);
+	cache_fake_req_t *w = last_watch(&f);
+	const klist_opts_t *wo = cache_fake_req_opts(w);
+	ck_assert(wo->send_initial_events);
+	ck_assert(wo->allow_watch_bookmarks);
+	ck_assert_str_eq(wo->resource_version_match, "NotOlderThan");
+	ck_assert_str_eq(wo->resource_version, "");
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "a", "5"));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "b", "6"));
+	cache_fake_req_event(w, KWATCH_BOOKMARK, mkbookmark("6", false));
+	cache_informer_drain(f.inf);
+	ck_assert(!cache_informer_has_synced(f.inf));
+	cache_fake_req_event(w, KWATCH_BOOKMARK, mkbookmark("7", true));
+	cache_informer_drain(f.inf);
+	ck_assert(cache_informer_has_synced(f.inf));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "8"));
+	cache_informer_drain(f.inf);
+	ck_assert_str_eq(rec_text(&f.rec), "add ns/a 5 initial\nadd ns/b 6 initial\nadd ns/c 8\n");
+	ck_assert_str_eq(cache_reflector_last_rv(cache_informer_reflector(f.inf)), "8");
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_streaming_list_refused_falls_back)
+{
+	cache_informer_opts_t o = {.streaming_list = true};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	cache_fake_req_finish(last_watch(&f), 422, "Invalid",
+	                      "sendInitialEvents is forbidden for watch unless the WatchList "
+	                      "feature gate is enabled",
+	                      0);
+	ck_assert(cache_reflector_streaming_refused(cache_informer_reflector(f.inf)));
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "0");
+	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, items, 1, "10", NULL);
+	ck_assert(!cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	cache_informer_drain(f.inf);
+	ck_assert(cache_informer_has_synced(f.inf));
+	fx_free(&f);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- lifecycle */
+
+START_TEST(test_shutdown_stops_watch_and_deliveries)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11")); /* queued, not processed */
+	cache_informer_shutdown(f.inf);
+	ck_assert(cache_fake_req_cancelled(w));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "d", "12"));
+	cache_informer_drain(f.inf);
+	advance_ms(&f, 600000);
+	ck_assert_str_eq(rec_text(&f.rec), "");
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
+	/* The store stays readable until free. */
+	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 2);
+	ck_assert_int_eq(cache_informer_start(f.inf, NULL), -1);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_shutdown_wakes_waiters)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	waiter_t w = {f.inf, -1, 0, NULL};
+	pthread_t th;
+	pthread_create(&th, NULL, wait_thread, &w);
+	usleep(20000);
+	cache_informer_shutdown(f.inf);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, -1);
+	ck_assert_ptr_nonnull(strstr(w.reason, "shut down"));
+	free(w.reason);
+	fx_free(&f);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- factory */
+
+typedef struct fakes {
+	cache_fake_lw_t *widgets, *nodes;
+	int made;
+} fakes_t;
+
+static cache_lw_t *make_lw(void *ud, const ktype_t *t, const char *ns)
+{
+	fakes_t *fk = ud;
+	(void)ns;
+	fk->made++;
+	return cache_fake_lw_source(t == &widget_type ? fk->widgets : fk->nodes);
+}
+
+START_TEST(test_factory_shares_informers_and_waits)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	clk_fake_t clk;
+	clk_fake_init(&clk, NS_PER_SEC, 0);
+	fakes_t fk = {cache_fake_lw_new(), cache_fake_lw_new(), 0};
+	cache_factory_opts_t o = {
+	    .default_resync_ms = 30000, .clock = &clk.base, .lw_new = make_lw, .lw_ud = &fk};
+	cache_factory_t *fac = cache_factory_new(loop, NULL, &o);
+	cache_informer_t *w1 = cache_factory_informer(fac, &widget_type);
+	cache_informer_t *w2 = cache_factory_informer(fac, &widget_type);
+	cache_informer_t *n1 = cache_factory_informer(fac, &node_type);
+	ck_assert_ptr_eq(w1, w2);
+	ck_assert_ptr_ne(w1, n1);
+	ck_assert_int_eq(fk.made, 2);
+	rec_t r = {0};
+	cache_informer_add_handler(w1, &rec_handler, &r);
+	ck_assert_int_eq(cache_factory_start(fac, NULL), 0);
+	kobj_t *wi = mkobj("ns", "a", "1");
+	cache_fake_req_item(cache_fake_lw_last(fk.widgets, false), wi);
+	cache_fake_req_meta(cache_fake_lw_last(fk.widgets, false), "10", NULL);
+	cache_fake_req_finish(cache_fake_lw_last(fk.widgets, false), 200, NULL, NULL, 0);
+	cache_informer_drain(w1);
+
+	/* From a worker thread: the nodes informer is still waiting. */
+	char *why = cache_factory_sync_reason(fac);
+	ck_assert_ptr_nonnull(strstr(why, "nodes"));
+	ck_assert_ptr_null(strstr(why, "widgets"));
+	free(why);
+
+	cache_fake_req_finish(cache_fake_lw_last(fk.nodes, false), 200, NULL, NULL, 0);
+	cache_informer_drain(n1);
+	ck_assert_ptr_null(cache_factory_sync_reason(fac));
+	ck_assert_str_eq(rec_text(&r), "add ns/a 1 initial\n");
+
+	cache_factory_shutdown(fac);
+	ck_assert(cache_fake_req_cancelled(cache_fake_lw_last(fk.widgets, true)));
+	ck_assert(cache_fake_req_cancelled(cache_fake_lw_last(fk.nodes, true)));
+	cache_factory_free(fac);
+	cache_fake_lw_free(fk.widgets);
+	cache_fake_lw_free(fk.nodes);
+	rec_reset(&r);
+	ev_loop_destroy(loop);
+}
+END_TEST
+
+typedef struct fwaiter {
+	cache_factory_t *f;
+	int rc;
+	char *reason;
+} fwaiter_t;
+
+static void *fwait_thread(void *arg)
+{
+	fwaiter_t *w = arg;
+	w->rc = cache_factory_wait_synced(w->f, 30, &w->reason);
+	return NULL;
+}
+
+START_TEST(test_factory_wait_reports_each_unsynced)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	fakes_t fk = {cache_fake_lw_new(), cache_fake_lw_new(), 0};
+	cache_factory_opts_t o = {.lw_new = make_lw, .lw_ud = &fk};
+	cache_factory_t *fac = cache_factory_new(loop, NULL, &o);
+	cache_factory_informer(fac, &widget_type);
+	cache_factory_informer(fac, &node_type);
+	cache_factory_start(fac, NULL);
+	cache_fake_req_finish(cache_fake_lw_last(fk.widgets, false), 403, "Forbidden",
+	                      "widgets.test.example.com is forbidden", 0);
+	fwaiter_t w = {fac, 0, NULL};
+	pthread_t th;
+	pthread_create(&th, NULL, fwait_thread, &w);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, -1);
+	ck_assert_ptr_nonnull(strstr(w.reason, "is forbidden"));
+	ck_assert_ptr_nonnull(strstr(w.reason, "nodes: waiting for the initial list"));
+	free(w.reason);
+	cache_factory_free(fac);
+	cache_fake_lw_free(fk.widgets);
+	cache_fake_lw_free(fk.nodes);
+	ev_loop_destroy(loop);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the real loop */
+
+static void stop_loop_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+START_TEST(test_processing_runs_on_the_loop)
+{
+	/* Without the test hooks: the check/idle watchers process queued deltas and the
+	 * zero-delay timer ends an ERRORed watch, all by ev_run. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cache_fake_lw_t *fake = cache_fake_lw_new();
+	cache_informer_opts_t o = {.batch = 2};
+	cache_informer_t *inf =
+	    cache_informer_new(loop, &widget_type, cache_fake_lw_source(fake), &o);
+	rec_t r = {0};
+	cache_informer_add_handler(inf, &rec_handler, &r);
+	cache_informer_start(inf, NULL);
+	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
+	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
+	cache_fake_req_t *l = cache_fake_lw_last(fake, false);
+	for (int i = 0; i < 5; i++)
+		cache_fake_req_item(l, items[i]);
+	cache_fake_req_meta(l, "9", NULL);
+	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	cache_fake_req_error_event(cache_fake_lw_last(fake, true), 410, "Expired", "too old");
+	ev_timer stop;
+	ev_timer_init(&stop, stop_loop_cb, 0.2, 0.0);
+	ev_timer_start(loop, &stop);
+	ev_run(loop, 0);
+	ck_assert(cache_informer_has_synced(inf));
+	ck_assert_int_eq(r.adds, 5);
+	ck_assert(cache_fake_req_cancelled(cache_fake_lw_last(fake, true)));
+	cache_informer_free(inf);
+	cache_fake_lw_free(fake);
+	rec_reset(&r);
+	ev_loop_destroy(loop);
+}
+END_TEST
+
+Suite *suite_cache_informer(void)
+{
+	Suite *s = suite_create("cache_informer");
+	TCase *tc = tcase_create("reflector");
+	tcase_add_test(tc, test_initial_list_paged_then_watch);
+	tcase_add_test(tc, test_expired_continue_falls_back_to_full_list);
+	tcase_add_test(tc, test_list_gone_and_too_large_relist_from_empty_rv);
+	tcase_add_test(tc, test_watch_events_bookmark_and_clean_close);
+	tcase_add_test(tc, test_watch_gone_relists_with_tombstones);
+	tcase_add_test(tc, test_watch_closed_at_once_is_an_error);
+	tcase_add_test(tc, test_transport_error_rewatches_without_relist);
+	tcase_add_test(tc, test_429_honours_retry_after);
+	tcase_add_test(tc, test_forbidden_reported_logged_once_and_sync_reason);
+	tcase_add_test(tc, test_not_found_hint_and_wait_on_loop_thread);
+	tcase_add_test(tc, test_start_failure_retries);
+	tcase_add_test(tc, test_backoff_function);
+	tcase_add_test(tc, test_backoff_grows_and_resets_after_health);
+	tcase_add_test(tc, test_stall_detection);
+	tcase_add_test(tc, test_streaming_list);
+	tcase_add_test(tc, test_streaming_list_refused_falls_back);
+	suite_add_tcase(s, tc);
+	TCase *th = tcase_create("informer");
+	tcase_add_test(th, test_resync_only_to_due_handlers);
+	tcase_add_test(th, test_late_handler_gets_existing_objects_first);
+	tcase_add_test(th, test_handler_added_after_start_before_sync);
+	tcase_add_test(th, test_remove_handler_from_its_callback);
+	tcase_add_test(th, test_transform_before_store);
+	tcase_add_test(th, test_index_follows_updates_and_deletes);
+	tcase_add_test(th, test_shutdown_stops_watch_and_deliveries);
+	tcase_add_test(th, test_shutdown_wakes_waiters);
+	tcase_add_test(th, test_factory_shares_informers_and_waits);
+	tcase_add_test(th, test_factory_wait_reports_each_unsynced);
+	tcase_add_test(th, test_processing_runs_on_the_loop);
+	suite_add_tcase(s, th);
+	return s;
+}
