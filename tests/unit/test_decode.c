@@ -549,6 +549,141 @@ START_TEST(test_event_and_lease)
 }
 END_TEST
 
+/* ---- Recorded from a real API server (tests/fixtures/json/capture.sh) ---- */
+
+START_TEST(test_real_object)
+{
+	size_t len;
+	char *buf = fixture("real_deployment.json", &len);
+	char *err = NULL;
+	kobj_t *o = kdec_object(&ktype_deployment, buf, len, &err);
+	ck_assert_msg(o != NULL, "%s", err);
+	ck_assert_str_eq(o->name, "web");
+	ck_assert_str_eq(o->ns, "dec-fixtures");
+	ck_assert_uint_eq(strlen(o->uid), 36);
+	ck_assert_str_ne(o->rv, "");
+	ck_assert_int_eq(o->generation, 2); /* scaled once */
+	ck_assert_str_eq(kobj_label(o, "controller"), "web");
+	const kobj_owner_t *c = kobj_controller_ref(o);
+	ck_assert(c != NULL && strcmp(c->kind, "ConfigMap") == 0 && strcmp(c->name, "owner") == 0);
+	int32_t v;
+	int64_t g;
+	ck_assert(deployment_spec_replicas(o, &v) && v == 3);
+	ck_assert(deployment_status_ready_replicas(o, &v) && v == 3);
+	ck_assert(deployment_status_observed_generation(o, &g) && g == 2);
+	ck_assert_str_eq(deployment_template_containers_json(o),
+	                 "[{\"name\":\"nginx\",\"image\":\"nginx:latest\",\"resources\":{},"
+	                 "\"terminationMessagePath\":\"/dev/termination-log\","
+	                 "\"terminationMessagePolicy\":\"File\",\"imagePullPolicy\":\"Always\"}]");
+	ck_assert_uint_lt(kobj_size(o), 1024);
+	kobj_unref(o);
+	check_all_splits(&ktype_deployment, KDEC_OBJECT, buf, len, NULL);
+
+	/* With annotations kept, the server's escapes (\u003c, \t) come out decoded. */
+	static const ktype_t with_annots = {"apps", "v1", "Deployment", "deployments", true,
+	                                    NULL,   0,    true};
+	o = kdec_object(&with_annots, buf, len, &err);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(kobj_annotation(o, "note"), "caf\xc3\xa9 \"quoted\" <tag> & tab\t");
+	ck_assert_ptr_nonnull(
+	    kobj_annotation(o, "kubectl.kubernetes.io/last-applied-configuration"));
+	kobj_unref(o);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_real_lists)
+{
+	size_t len;
+	char *buf = fixture("real_deployment_list_page.json", &len);
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nmeta, 1);
+	ck_assert_uint_eq(r.nobj, 1);
+	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), " continue=eyJ"));
+	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), " remaining=1\n"));
+	ck_assert_str_eq(r.objs[0]->name, "cache");
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_LIST, buf, len, NULL);
+	free(buf);
+
+	buf = fixture("real_deployment_list.json", &len);
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nobj, 2);
+	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), " continue= remaining=-1\n"));
+	ck_assert_str_eq(r.objs[1]->name, "web");
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_LIST, buf, len, NULL);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_real_watch)
+{
+	size_t len;
+	char *buf = fixture("real_deployment_watch.json", &len);
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nevents, 4);
+	ck_assert_uint_eq(r.nkept, 4);
+	const char *out = sbuf_cstr(&r.out);
+	const char *b = strstr(out, "event BOOKMARK"), *a = strstr(out, "event ADDED"),
+	           *m = strstr(out, "event MODIFIED"), *dl = strstr(out, "event DELETED");
+	ck_assert(b && a && m && dl && b < a && a < m && m < dl);
+	ck_assert_str_eq(kobj_annotation(r.objs[0], "k8s.io/initial-events-end"), "true");
+	ck_assert_str_ne(r.objs[0]->rv, "");
+	ck_assert_str_eq(r.objs[1]->name, "web");
+	ck_assert_uint_eq(r.objs[1]->nannotations, 0);
+	int32_t v;
+	ck_assert(deployment_status_ready_replicas(r.objs[2], &v) && v == 3);
+	ck_assert_str_eq(r.objs[3]->name, "api");
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_WATCH, buf, len, NULL);
+	free(buf);
+
+	buf = fixture("real_watch_410.json", &len);
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.nevents, 1);
+	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), "event ERROR\n status code=410 "
+	                                                "status=Failure reason=Expired "
+	                                                "message=too old resource version: 1 ("));
+	rec_free(&r);
+	check_all_splits(&ktype_deployment, KDEC_WATCH, buf, len, NULL);
+	free(buf);
+}
+END_TEST
+
+/* The scheduler's events (events.k8s.io style): no count, null timestamps. */
+START_TEST(test_real_event_and_lease)
+{
+	size_t len;
+	char *buf = fixture("real_event.json", &len);
+	kobj_t *e = kdec_object(&ktype_event, buf, len, NULL);
+	ck_assert_ptr_nonnull(e);
+	int32_t v;
+	ck_assert(!event_count(e, &v));
+	ck_assert_int_eq(kobj_field(e, EVENT_FIRST_TIMESTAMP)->type, KVAL_NULL);
+	ck_assert_ptr_null(event_first_timestamp(e));
+	ck_assert_str_eq(event_reason(e), "Scheduled");
+	ck_assert_str_eq(event_type(e), "Normal");
+	ck_assert_str_eq(event_source_json(e), "{}");
+	ck_assert_ptr_nonnull(strstr(event_involved_object_json(e), "\"kind\":\"Pod\""));
+	kobj_unref(e);
+	check_all_splits(&ktype_event, KDEC_OBJECT, buf, len, NULL);
+	free(buf);
+
+	buf = fixture("real_lease.json", &len);
+	kobj_t *l = kdec_object(&ktype_lease, buf, len, NULL);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_str_eq(lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
+	ck_assert(lease_duration_seconds(l, &v) && v == 15);
+	ck_assert(lease_transitions(l, &v) && v == 2);
+	ck_assert_str_eq(lease_acquire_time(l), "2024-05-02T10:00:00.000000Z");
+	kobj_unref(l);
+	free(buf);
+}
+END_TEST
+
 Suite *suite_decode(void)
 {
 	Suite *s = suite_create("decode");
@@ -563,6 +698,10 @@ Suite *suite_decode(void)
 	tcase_add_test(tc, test_max_object_bytes);
 	tcase_add_test(tc, test_capture_and_scalars);
 	tcase_add_test(tc, test_event_and_lease);
+	tcase_add_test(tc, test_real_object);
+	tcase_add_test(tc, test_real_lists);
+	tcase_add_test(tc, test_real_watch);
+	tcase_add_test(tc, test_real_event_and_lease);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -100,6 +100,32 @@ START_TEST(test_forbidden_gone_throttled)
 END_TEST
 
 /* Bodies that are not a Status keep the HTTP code; the reason follows from it. */
+/* Recorded from a real API server (tests/fixtures/json/capture.sh). */
+START_TEST(test_real_bodies)
+{
+	kresult_t r;
+	answer(&r, 404, "real_status_404.json");
+	ck_assert(kerr_is_not_found(&r));
+	ck_assert_str_eq(r.status.details_name, "nope");
+	kresult_clear(&r);
+	answer(&r, 409, "real_status_409_exists.json");
+	ck_assert(kerr_is_already_exists(&r) && !kerr_is_conflict(&r));
+	kresult_clear(&r);
+	answer(&r, 409, "real_status_409_conflict.json");
+	ck_assert(kerr_is_conflict(&r) && !kerr_is_already_exists(&r));
+	kresult_clear(&r);
+	answer(&r, 403, "real_status_403.json");
+	ck_assert(kerr_is_forbidden(&r) && !kerr_is_namespace_terminating(&r));
+	ck_assert_ptr_nonnull(strstr(r.status.message, "cannot list resource \"deployments\""));
+	kresult_clear(&r);
+	answer(&r, 504, "real_status_504_rv_too_large.json");
+	ck_assert(kerr_is_rv_too_large(&r) && kerr_is_server_error(&r));
+	ck_assert_str_eq(r.status.causes, "ResourceVersionTooLarge");
+	ck_assert_int_eq(r.status.retry_after_seconds, 1);
+	kresult_clear(&r);
+}
+END_TEST
+
 START_TEST(test_not_a_status)
 {
 	kstatus_t s = {0};
@@ -188,6 +214,7 @@ Suite *suite_status(void)
 	tcase_add_test(tc, test_not_found);
 	tcase_add_test(tc, test_conflicts);
 	tcase_add_test(tc, test_forbidden_gone_throttled);
+	tcase_add_test(tc, test_real_bodies);
 	tcase_add_test(tc, test_not_a_status);
 	tcase_add_test(tc, test_predicates);
 	suite_add_tcase(s, tc);
