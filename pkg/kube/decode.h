@@ -7,7 +7,8 @@
  *   KDEC_OBJECT  one object (GET, create, update answers)
  *   KDEC_LIST    a List: items are emitted one by one as each completes; the
  *                list's metadata (resourceVersion, continue, remainingItemCount)
- *                is emitted when seen
+ *                is emitted exactly once, when its object closes (before the
+ *                items in the API server's output), else at the end of the list
  *   KDEC_WATCH   a watch stream: newline-separated {"type":..,"object":..}
  *                events, emitted one by one
  * An object larger than max_object_bytes of input is an error, not an OOM.
@@ -58,11 +59,14 @@ typedef struct kdec kdec_t;
 
 /* Borrows t and cb (must outlive the decoder). Returns a new decoder, free with kdec_free(). */
 kdec_t *kdec_new(const ktype_t *t, kdec_mode_t mode, const kdec_cb_t *cb, void *ud,
-		 size_t max_object_bytes);
+                 size_t max_object_bytes);
 /*
  * Feeds bytes. Callbacks run inside this call. Returns 0, or -1 with *err set
  * (malformed JSON with the byte offset and a short excerpt, an object over the
  * limit, an unknown watch event type). After an error the decoder is dead.
+ * Malformed JSON is reported "after byte N": the input is valid up to N, which
+ * does not depend on how the input was chunked. Outside objects (a List's own
+ * fields) the limit applies to each token alone.
  */
 int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err);
 /* Ends the input. Returns -1 with *err if the input was truncated. */
