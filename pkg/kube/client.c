@@ -651,8 +651,13 @@ static void req_start_attempt(kreq_t *r)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
-	/* curl sends "Accept-Encoding: gzip" and inflates before on_write sees it. */
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip");
+	/*
+	 * curl sends "Accept-Encoding: gzip" and inflates before on_write sees it.
+	 * Not for watches: the API server compresses a watch as one gzip member per
+	 * event, and curl 7.88 fails the transfer at the second member (error 23).
+	 */
+	if (!r->is_watch)
+		curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "gzip");
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	/* Wait for a connection in progress to say whether it multiplexes rather than
 	 * opening a second one: every watch shares one HTTP/2 connection. */

@@ -787,6 +787,8 @@ START_TEST(test_watch_events_and_cancel)
 	ck_assert_int_eq(c.events[KWATCH_MODIFIED], 1);
 	ck_assert_int_eq(c.events[KWATCH_BOOKMARK], 1);
 	ck_assert_int_eq(c.events[KWATCH_DELETED], 1);
+	/* The server gzips a watch one member per event, which curl 7.88 cannot read. */
+	ck_assert_ptr_null(strcasestr(fs_request(f.fs, 0)->headers, "Accept-Encoding"));
 	ck_assert_str_eq(fs_request(f.fs, 0)->target,
 	                 "/apis/apps/v1/namespaces/ns1/deployments?watch=true&resourceVersion=5&"
 	                 "allowWatchBookmarks=true&timeoutSeconds=60");
