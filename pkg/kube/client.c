@@ -1030,11 +1030,12 @@ static int sync_run(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
 		res->error = xstrdup("client shutting down");
 		return -1;
 	}
+	/* call lives on this stack until done: the loop unlinks it long before. */
 	if (c->queue_tail)
 		c->queue_tail->next = &call;
 	else
-		c->queue_head = &call;
-	c->queue_tail = &call;
+		c->queue_head = &call; // cppcheck-suppress autoVariables
+	c->queue_tail = &call;         // cppcheck-suppress autoVariables
 	c->waiters++;
 	ev_async_send(c->loop, &c->async);
 	while (!call.done)

@@ -36,14 +36,14 @@ struct ev_loop;
 typedef struct kclient kclient_t;
 
 typedef struct kclient_opts {
-	double qps;               /* default 20; negative disables client-side limiting */
-	int burst;                /* default 30 */
-	const char *user_agent;   /* default "sample-controller/<version> (linux) c" */
+	double qps;                  /* default 20; negative disables client-side limiting */
+	int burst;                   /* default 30 */
+	const char *user_agent;      /* default "sample-controller/<version> (linux) c" */
 	uint32_t connect_timeout_ms; /* default 10000 */
 	uint32_t request_timeout_ms; /* non-watch requests; default 60000 */
-	int max_retries;          /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
-	size_t max_object_bytes;  /* default KDEC_DEFAULT_MAX_OBJECT */
-	const clk_t *clock;       /* NULL = real */
+	int max_retries;             /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
+	size_t max_object_bytes;     /* default KDEC_DEFAULT_MAX_OBJECT */
+	const clk_t *clock;          /* NULL = real */
 } kclient_opts_t;
 
 /*
@@ -52,7 +52,7 @@ typedef struct kclient_opts {
  * new client, free with kclient_free(); or NULL with *err.
  */
 kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_t *opts,
-		       char **err);
+                       char **err);
 /*
  * Loop thread only, never from inside one of the client's callbacks. Pending and
  * in-flight *_sync calls complete with the error "client shutting down" (workers
@@ -67,22 +67,22 @@ const char *kclient_host(const kclient_t *c);
 
 /* One request, described generically; any kind with a descriptor. */
 typedef struct kreq_spec {
-	const char *method;      /* "GET", "POST", "PUT", "PATCH", "DELETE" */
-	const ktype_t *type;     /* builds the path; decodes the answer */
-	const char *ns;          /* NULL/"" = cluster-scoped or all namespaces */
-	const char *name;        /* NULL = the collection */
-	const char *subresource; /* "status", or NULL */
-	const char *query;       /* already-encoded query without '?', or NULL */
+	const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+	const ktype_t *type;      /* builds the path; decodes the answer */
+	const char *ns;           /* NULL/"" = cluster-scoped or all namespaces */
+	const char *name;         /* NULL = the collection */
+	const char *subresource;  /* "status", or NULL */
+	const char *query;        /* already-encoded query without '?', or NULL */
 	const char *content_type; /* default application/json */
-	const char *body;        /* borrowed until the call returns (copied) */
+	const char *body;         /* borrowed until the call returns (copied) */
 	size_t body_len;
-	kdec_mode_t decode;      /* how to decode a 2xx body */
-	bool keep_body;          /* also return the raw 2xx body in kresult.body */
-	uint32_t timeout_ms;     /* 0 = client default; watches use none unless set */
+	kdec_mode_t decode;  /* how to decode a 2xx body */
+	bool keep_body;      /* also return the raw 2xx body in kresult.body */
+	uint32_t timeout_ms; /* 0 = client default; watches use none unless set */
 	/* Long-running: no default request timeout, not in the latency histogram. Like
 	 * any GET it is retried only before the first event reached dcb. */
 	bool is_watch;
-	bool no_decode;          /* do not decode a 2xx body (DELETE answers: object or Status) */
+	bool no_decode; /* do not decode a 2xx body (DELETE answers: object or Status) */
 } kreq_spec_t;
 
 typedef struct kreq kreq_t;
@@ -102,8 +102,13 @@ typedef void (*kreq_done_cb)(void *ud, kresult_t *result);
  * NULL with *err (and then no callback ever runs).
  */
 kreq_t *kclient_request(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
-			kreq_done_cb done, void *ud, char **err);
-/* Cancels an in-flight request; its callbacks will not run. Loop thread only. */
+                        kreq_done_cb done, void *ud, char **err);
+/*
+ * Cancels a request that has not completed (waiting for a token or a retry, or in
+ * flight); none of its callbacks runs afterwards. Allowed inside any of the
+ * client's callbacks, including the request's own decoder callbacks; a no-op
+ * inside its own done callback. Loop thread only.
+ */
 void kreq_cancel(kreq_t *r);
 
 /* --- List/watch options (query strings built and escaped by the client) --- */
@@ -116,7 +121,7 @@ typedef struct klist_opts {
 	const char *continue_token;
 	/* watch only */
 	bool allow_watch_bookmarks;
-	int64_t timeout_seconds;            /* 0 = unset */
+	int64_t timeout_seconds; /* 0 = unset */
 	bool send_initial_events;
 } klist_opts_t;
 
@@ -130,10 +135,17 @@ char *klist_opts_query(const klist_opts_t *o, bool watch);
 
 /* Async list (one page): items to dcb->on_object, list meta to dcb->on_list_meta. */
 kreq_t *kclient_list(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-		     const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err);
-/* Async watch: events to dcb->on_event; done when the stream ends (clean or not). */
+                     const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err);
+/*
+ * Async watch: events to dcb->on_event; done when the stream ends (clean or not; a
+ * refused watch, e.g. 403, ends at once with the Status in the result). With
+ * o->timeout_seconds the client gives up 60 s after the server should have ended
+ * it (a dead peer that went silent). Watches are sent without Accept-Encoding:
+ * the API server gzips a watch as one gzip member per event, which curl 7.88
+ * cannot read.
+ */
 kreq_t *kclient_watch(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-		      const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err);
+                      const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err);
 
 /* --- Blocking verbs for worker threads. Fill *res; return 0 if 2xx, else -1. --- */
 
@@ -151,10 +163,10 @@ typedef struct kwrite_opts {
 } kwrite_opts_t;
 
 typedef struct kdelete_opts {
-	const char *propagation_policy;   /* "Foreground", "Background", "Orphan" or NULL */
-	const char *precondition_uid;     /* or NULL */
-	const char *precondition_rv;      /* or NULL */
-	int64_t grace_period_seconds;     /* -1 = unset */
+	const char *propagation_policy; /* "Foreground", "Background", "Orphan" or NULL */
+	const char *precondition_uid;   /* or NULL */
+	const char *precondition_rv;    /* or NULL */
+	int64_t grace_period_seconds;   /* -1 = unset */
 } kdelete_opts_t;
 
 /*
@@ -176,30 +188,30 @@ char *kdelete_opts_body(const kdelete_opts_t *o);
  */
 int kclient_do_sync(kclient_t *c, const kreq_spec_t *spec, kresult_t *res);
 /* Same, with dcb (borrowed) called on the LOOP thread with ud while this thread waits. */
-int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
-			   void *ud, kresult_t *res);
+int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb, void *ud,
+                           kresult_t *res);
 
 int kclient_get_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-		     kresult_t *res);
+                     kresult_t *res);
 /* body: a complete JSON object (borrowed). */
 int kclient_create_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *body,
-			const kwrite_opts_t *o, kresult_t *res);
+                        const kwrite_opts_t *o, kresult_t *res);
 int kclient_update_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-			const char *body, const kwrite_opts_t *o, kresult_t *res);
+                        const char *body, const kwrite_opts_t *o, kresult_t *res);
 int kclient_update_status_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-			       const char *body, const kwrite_opts_t *o, kresult_t *res);
+                               const char *body, const kwrite_opts_t *o, kresult_t *res);
 int kclient_patch_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-		       kpatch_type_t pt, const char *body, const kwrite_opts_t *o, kresult_t *res);
+                       kpatch_type_t pt, const char *body, const kwrite_opts_t *o, kresult_t *res);
 /* o may be NULL (server defaults). The answer is not decoded (res->obj stays NULL). */
 int kclient_delete_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-			const kdelete_opts_t *o, kresult_t *res);
+                        const kdelete_opts_t *o, kresult_t *res);
 /*
  * A whole list, all pages (o->limit per page); objects appended to *items (new refs,
  * free each and the array); *list_rv (may be NULL) gets a new string, free with
  * free(). An expired continue token restarts once as a single unpaged list.
  */
 int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-		      kobj_t ***items, size_t *nitems, char **list_rv, kresult_t *res);
+                      kobj_t ***items, size_t *nitems, char **list_rv, kresult_t *res);
 
 /* --- Figures for pkg/metrics (thread-safe snapshot). --- */
 typedef void (*kclient_request_stat_cb)(void *ud, const char *method, int code, uint64_t count);
