@@ -752,6 +752,43 @@ START_TEST(test_connect_refused)
 }
 END_TEST
 
+/* tls-server-name: the request names that host, the connection goes to the server's. */
+START_TEST(test_tls_server_name_and_host)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	fault_server_t *fs = fs_new();
+	char *text =
+	    xasprintf("apiVersion: v1\nkind: Config\n"
+	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d/\n"
+	              "    tls-server-name: kubernetes.default\n"
+	              "users:\n- name: u\n  user: {}\n"
+	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	              "current-context: c\n",
+	              fs->port);
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
+	free(text);
+	ck_assert_msg(cfg != NULL, "%s", err);
+	kclient_t *cl = kclient_new(loop, cfg, NULL, &err);
+	ck_assert_msg(cl != NULL, "%s", err);
+	char want[64];
+	snprintf(want, sizeof(want), "127.0.0.1:%d", fs->port);
+	ck_assert_str_eq(kclient_host(cl), want);
+	fs_push_simple(fs, 200, NULL, DEP_JSON("d1"));
+	fx_t f = {.loop = loop, .c = cl, .fs = fs};
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	const fs_request_t *rq = fs_request(fs, 0);
+	snprintf(want, sizeof(want), "Host: kubernetes.default:%d", fs->port);
+	ck_assert_msg(strstr(rq->headers, want) != NULL, "%s", rq->headers);
+	ck_assert_ptr_null(strstr(rq->headers, "Authorization"));
+	ck_assert_str_eq(rq->target, "/apis/apps/v1/namespaces/ns1/deployments/d1");
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_watch_events_and_cancel)
 {
 	fx_t f;
@@ -1114,6 +1151,7 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_non_status_error_body);
 	tcase_add_test(tc, test_401_refreshes_and_retries_once);
 	tcase_add_test(tc, test_connect_refused);
+	tcase_add_test(tc, test_tls_server_name_and_host);
 	tcase_add_test(tc, test_watch_events_and_cancel);
 	tcase_add_test(tc, test_cancel_before_start);
 	tcase_add_test(tc, test_sync_from_worker_thread);
