@@ -84,15 +84,16 @@ jp() { # jp NS KIND/NAME JSONPATH
 	kubectl -n "$1" get "$2" -o jsonpath="$3" 2>/dev/null
 }
 
-apply_foo() { # apply_foo NS NAME DEPLOYMENT [REPLICAS]
-	local rep=""
+apply_foo() { # apply_foo NS NAME DEPLOYMENT [REPLICAS]; an empty DEPLOYMENT omits the field
+	local rep="" dn=""
 	[ -n "${4:-}" ] && rep="replicas: $4"
+	[ -n "$3" ] && dn="deploymentName: \"$3\""
 	kubectl -n "$1" apply -f - >/dev/null <<YAML
 apiVersion: samplecontroller.k8s.io/v1alpha1
 kind: Foo
 metadata: {name: $2}
 spec:
-  deploymentName: "$3"
+  $dn
   $rep
 YAML
 }

@@ -35,7 +35,10 @@ for f in tests/e2e/test_*.sh; do
 	fns=$(bash -c ". '$f'; declare -F" | awk '{print $3}' | grep '^t_' || true)
 	for fn in $fns; do
 		start=$(date +%s)
-		if (cd "$root" && . "$f" && set -e && "$fn") >"/tmp/e2e-$fn.log" 2>&1; then
+		# Not inside an `if`: bash ignores set -e in a condition, even in functions.
+		(cd "$root" && . "$f" && set -e && "$fn") >"/tmp/e2e-$fn.log" 2>&1
+		rc=$?
+		if [ "$rc" = 0 ]; then
 			echo "  ok    $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
 			passed=$((passed + 1))
 		else

@@ -74,7 +74,7 @@ t_foo_delete_collects_deployment() {
 
 t_invalid_spec_reported() {
 	setup invalid
-	# Bypass nothing: the CRD validates, so an empty name is the invalid spec a user can write.
+	# The CRD validates names and replicas; a Foo without deploymentName passes it.
 	apply_foo "$NS" foo5 "" 1
 	until_ok 30 bash -c "kubectl -n $NS get events --field-selector involvedObject.name=foo5,reason=InvalidSpec -o name | grep -q ." ||
 		fail "no InvalidSpec event"
