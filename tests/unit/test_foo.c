@@ -1,0 +1,204 @@
+/* Unit tests for api/samplecontroller/v1alpha1: accessors, validation, the JSON written. */
+#include "api/samplecontroller/v1alpha1/foo.h"
+#include "pkg/kube/decode.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_tree.h>
+
+static kobj_t *foo_from(const char *json)
+{
+	char *err = NULL;
+	kobj_t *o = kdec_object(&ktype_foo, json, strlen(json), &err);
+	ck_assert_msg(o != NULL, "decode: %s", err ? err : "?");
+	return o;
+}
+
+static const char *FOO =
+    "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",\"metadata\":{"
+    "\"name\":\"example-foo\",\"namespace\":\"default\",\"uid\":\"u-1\",\"resourceVersion\":\"42\","
+    "\"generation\":3},\"spec\":{\"deploymentName\":\"web\",\"replicas\":2},\"status\":{"
+    "\"availableReplicas\":2,\"observedGeneration\":3,\"conditions\":[{\"type\":\"Ready\","
+    "\"status\":\"True\",\"reason\":\"DeploymentAvailable\",\"message\":\"2/2 replicas available\","
+    "\"lastTransitionTime\":\"2026-11-29T12:00:00Z\",\"observedGeneration\":3}]}}";
+
+static const char *str_at(yajl_val root, const char **path)
+{
+	yajl_val v = yajl_tree_get(root, path, yajl_t_string);
+	return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+START_TEST(test_accessors_and_status_equal)
+{
+	kobj_t *f = foo_from(FOO);
+	int64_t r = 0;
+	ck_assert_str_eq(foo_spec_deployment_name(f), "web");
+	ck_assert(foo_spec_replicas(f, &r));
+	ck_assert_int_eq(r, 2);
+	ck_assert_int_eq(foo_status_available_replicas(f), 2);
+	ck_assert_int_eq(foo_status_observed_generation(f), 3);
+	foo_condition_t c;
+	ck_assert(foo_condition_get(f, "Ready", &c));
+	ck_assert_str_eq(c.status, "True");
+	ck_assert_str_eq(c.last_transition_time, "2026-11-29T12:00:00Z");
+	ck_assert(!foo_condition_get(f, "Degraded", &c));
+
+	foo_status_t same = {2, 3, "True", "DeploymentAvailable", "2/2 replicas available"};
+	ck_assert(foo_status_equal(f, &same));
+	foo_status_t fewer = {1, 3, "False", "DeploymentProgressing", "1/2 replicas available"};
+	ck_assert(!foo_status_equal(f, &fewer));
+	foo_status_t newgen = same;
+	newgen.observed_generation = 4;
+	ck_assert(!foo_status_equal(f, &newgen));
+	kobj_unref(f);
+}
+END_TEST
+
+START_TEST(test_validation)
+{
+	struct {
+		const char *spec;
+		const char *want; /* NULL = valid */
+	} cases[] = {
+	    {"{\"deploymentName\":\"web\",\"replicas\":1}", NULL},
+	    {"{\"deploymentName\":\"web.v2-a\"}", NULL},
+	    {"{}", NULL}, /* empty name is the controller's own case, like upstream */
+	    {"{\"deploymentName\":\"Web\"}", "spec.deploymentName: \"Web\" is not a valid"},
+	    {"{\"deploymentName\":\"-web\"}", "spec.deploymentName"},
+	    {"{\"deploymentName\":\"web-\"}", "spec.deploymentName"},
+	    {"{\"deploymentName\":\"a..b\"}", "spec.deploymentName"},
+	    {"{\"deploymentName\":7}", "spec.deploymentName: must be a string"},
+	    {"{\"deploymentName\":\"web\",\"replicas\":0}", "spec.replicas: 0 is not in 1..10"},
+	    {"{\"deploymentName\":\"web\",\"replicas\":11}", "spec.replicas: 11 is not in 1..10"},
+	    {"{\"deploymentName\":\"web\",\"replicas\":\"3\"}", "spec.replicas: must be an integer"},
+	    {"{\"deploymentName\":\"web\",\"replicas\":2.5}", "spec.replicas: must be an integer"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char json[512];
+		snprintf(json, sizeof(json),
+			 "{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"spec\":%s}",
+			 cases[i].spec);
+		kobj_t *f = foo_from(json);
+		char *err = NULL;
+		int rc = foo_validate_spec(f, &err);
+		if (cases[i].want == NULL) {
+			ck_assert_msg(rc == 0, "%s: unexpected error %s", cases[i].spec, err);
+		} else {
+			ck_assert_msg(rc == -1 && err && strstr(err, cases[i].want),
+				      "%s: got %s", cases[i].spec, err ? err : "no error");
+		}
+		free(err);
+		kobj_unref(f);
+	}
+	ck_assert(dns1123_subdomain_valid("a"));
+	ck_assert(!dns1123_subdomain_valid(""));
+	char longname[300];
+	memset(longname, 'a', 254);
+	longname[254] = '\0';
+	ck_assert(!dns1123_subdomain_valid(longname));
+}
+END_TEST
+
+START_TEST(test_new_deployment_json)
+{
+	kobj_t *f = foo_from(FOO);
+	sbuf_t b = SBUF_INIT;
+	foo_new_deployment_json(f, &b);
+	char ebuf[256];
+	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "invalid JSON: %s: %s", ebuf, sbuf_cstr(&b));
+	const char *name[] = {"metadata", "name", NULL}, *ns[] = {"metadata", "namespace", NULL},
+		   *lc[] = {"metadata", "labels", "controller", NULL},
+		   *la[] = {"metadata", "labels", "app", NULL},
+		   *sel[] = {"spec", "selector", "matchLabels", "controller", NULL},
+		   *tl[] = {"spec", "template", "metadata", "labels", "app", NULL};
+	ck_assert_str_eq(str_at(root, name), "web");
+	ck_assert_str_eq(str_at(root, ns), "default");
+	ck_assert_str_eq(str_at(root, lc), "example-foo");
+	ck_assert_str_eq(str_at(root, la), "nginx");
+	ck_assert_str_eq(str_at(root, sel), "example-foo");
+	ck_assert_str_eq(str_at(root, tl), "nginx");
+	const char *rep[] = {"spec", "replicas", NULL};
+	yajl_val r = yajl_tree_get(root, rep, yajl_t_number);
+	ck_assert(r && YAJL_GET_INTEGER(r) == 2);
+	const char *owners[] = {"metadata", "ownerReferences", NULL};
+	yajl_val ow = yajl_tree_get(root, owners, yajl_t_array);
+	ck_assert(ow && YAJL_GET_ARRAY(ow)->len == 1);
+	yajl_val o0 = YAJL_GET_ARRAY(ow)->values[0];
+	const char *uid[] = {"uid", NULL}, *kind[] = {"kind", NULL}, *ctl[] = {"controller", NULL},
+		   *bod[] = {"blockOwnerDeletion", NULL}, *av[] = {"apiVersion", NULL};
+	ck_assert_str_eq(str_at(o0, uid), "u-1");
+	ck_assert_str_eq(str_at(o0, kind), "Foo");
+	ck_assert_str_eq(str_at(o0, av), "samplecontroller.k8s.io/v1alpha1");
+	ck_assert(YAJL_IS_TRUE(yajl_tree_get(o0, ctl, yajl_t_true)));
+	ck_assert(YAJL_IS_TRUE(yajl_tree_get(o0, bod, yajl_t_true)));
+	const char *cont[] = {"spec", "template", "spec", "containers", NULL};
+	yajl_val cs = yajl_tree_get(root, cont, yajl_t_array);
+	ck_assert(cs && YAJL_GET_ARRAY(cs)->len == 1);
+	const char *img[] = {"image", NULL}, *cn[] = {"name", NULL};
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], img), "nginx:latest");
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], cn), "nginx");
+	yajl_tree_free(root);
+	sbuf_free(&b);
+	kobj_unref(f);
+
+	/* Without spec.replicas the field is omitted (the API server defaults it). */
+	f = foo_from("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\"},"
+		     "\"spec\":{\"deploymentName\":\"d\\\"q\"}}");
+	foo_new_deployment_json(f, &b);
+	root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "escaping broke the JSON: %s", sbuf_cstr(&b));
+	ck_assert_ptr_null(yajl_tree_get(root, rep, yajl_t_number));
+	ck_assert_str_eq(str_at(root, name), "d\"q");
+	yajl_tree_free(root);
+	sbuf_free(&b);
+	kobj_unref(f);
+}
+END_TEST
+
+START_TEST(test_status_update_json)
+{
+	kobj_t *f = foo_from(FOO);
+	sbuf_t b = SBUF_INIT;
+	char ebuf[256];
+	/* Same status value: lastTransitionTime is kept. */
+	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
+	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
+	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "%s", ebuf);
+	const char *rv[] = {"metadata", "resourceVersion", NULL};
+	ck_assert_str_eq(str_at(root, rv), "42");
+	const char *conds[] = {"status", "conditions", NULL};
+	yajl_val cs = yajl_tree_get(root, conds, yajl_t_array);
+	ck_assert(cs && YAJL_GET_ARRAY(cs)->len == 1);
+	const char *ltt[] = {"lastTransitionTime", NULL};
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], ltt), "2026-11-29T12:00:00Z");
+	yajl_tree_free(root);
+	sbuf_reset(&b);
+	/* Status flips: the transition time is now. */
+	foo_status_t down = {0, 4, "False", "DeploymentProgressing", "0/1 replicas available"};
+	foo_status_update_json(f, &down, 1795000000LL * 1000000000LL, &b);
+	root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	cs = yajl_tree_get(root, conds, yajl_t_array);
+	char want[32];
+	time_format_rfc3339(1795000000LL * 1000000000LL, want);
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], ltt), want);
+	yajl_tree_free(root);
+	sbuf_free(&b);
+	kobj_unref(f);
+}
+END_TEST
+
+Suite *suite_foo(void)
+{
+	Suite *s = suite_create("foo");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_accessors_and_status_equal);
+	tcase_add_test(tc, test_validation);
+	tcase_add_test(tc, test_new_deployment_json);
+	tcase_add_test(tc, test_status_update_json);
+	suite_add_tcase(s, tc);
+	return s;
+}
