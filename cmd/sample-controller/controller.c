@@ -16,8 +16,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
+#include <time.h>
 
 enum sync_result {
 	SYNC_OK = 0,      /* done: forget the key */
@@ -118,8 +118,8 @@ static void warn_event(controller_t *c, const kobj_t *foo, const char *reason, c
 }
 
 /* Writes the status if it differs from what the Foo says. Returns a sync_result. */
-static int update_status(controller_t *c, const kobj_t *foo, const foo_status_t *st,
-			 bool *wrote, char **err)
+static int update_status(controller_t *c, const kobj_t *foo, const foo_status_t *st, bool *wrote,
+                         char **err)
 {
 	if (foo_status_equal(foo, st))
 		return SYNC_OK;
@@ -129,20 +129,20 @@ static int update_status(controller_t *c, const kobj_t *foo, const foo_status_t 
 	foo_status_update_json(foo, st, clk_wall_ns(c->clock), &body);
 	kwrite_opts_t wo = {.field_manager = c->field_manager};
 	if (kclient_update_status_sync(c->client, &ktype_foo, foo->ns, foo->name, sbuf_cstr(&body),
-				       &wo, &res) == 0) {
+	                               &wo, &res) == 0) {
 		*wrote = true;
 		result = SYNC_OK;
 		goto out;
 	}
 	err_set(err, "update status of foo %s/%s: %s", foo->ns, foo->name,
-		res.error ? res.error : "unknown error");
+	        res.error ? res.error : "unknown error");
 	/* 409: our cached Foo is stale; the watch brings the new one and we retry. 404:
 	 * deleted meanwhile (or, on an old CRD, no status subresource: then say so). */
 	if (kerr_is_conflict(&res))
 		result = SYNC_REQUEUE;
 	else if (kerr_is_not_found(&res))
 		err_wrap(err, "the Foo is gone or the CRD lacks the status subresource "
-			      "(apply deploy/crd.yaml)");
+		              "(apply deploy/crd.yaml)");
 out:
 	kresult_clear(&res);
 	sbuf_free(&body);
@@ -180,7 +180,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		LOG_ERROR(why, "Invalid Foo spec", KV_OBJ("foo", ns, name));
 		warn_event(c, foo, "InvalidSpec", why);
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
-				   "InvalidSpec", why};
+		                   "InvalidSpec", why};
 		result = update_status(c, foo, &st, &wrote, err);
 		goto out; /* not retried until the Foo changes (unless the write failed) */
 	}
@@ -191,7 +191,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		LOG_ERROR(msg, "Invalid Foo spec", KV_OBJ("foo", ns, name));
 		warn_event(c, foo, "InvalidSpec", msg);
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
-				   "InvalidSpec", msg};
+		                   "InvalidSpec", msg};
 		result = update_status(c, foo, &st, &wrote, err);
 		goto out;
 	}
@@ -201,7 +201,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	if (dep == NULL) {
 		foo_new_deployment_json(foo, &body);
 		if (kclient_create_sync(c->client, &ktype_deployment, ns, sbuf_cstr(&body), &wo,
-					&res) != 0) {
+		                        &res) != 0) {
 			err_set(err, "create deployment %s/%s: %s", ns, dname, res.error);
 			/* Exists but not in our cache yet: retry once the informer sees it. */
 			result = kerr_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
@@ -223,11 +223,11 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	const kobj_owner_t *owner = kobj_controller_ref(dep);
 	if (owner == NULL || strcmp(owner->uid, foo->uid) != 0) {
 		char msg[600];
-		snprintf(msg, sizeof(msg), "Resource \"%s\" already exists and is not managed by Foo",
-			 dname);
+		snprintf(msg, sizeof(msg),
+		         "Resource \"%s\" already exists and is not managed by Foo", dname);
 		warn_event(c, foo, "ErrResourceExists", msg);
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
-				   "ErrResourceExists", msg};
+		                   "ErrResourceExists", msg};
 		bool w = false;
 		update_status(c, foo, &st, &w, NULL);
 		err_set(err, "%s", msg);
@@ -244,7 +244,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		      KV_INT("want", want), KV_INT("have", have));
 		foo_new_deployment_json(foo, &body);
 		if (kclient_update_sync(c->client, &ktype_deployment, ns, dname, sbuf_cstr(&body),
-					&wo, &res) != 0) {
+		                        &wo, &res) != 0) {
 			err_set(err, "update deployment %s/%s: %s", ns, dname, res.error);
 			result = kerr_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
@@ -268,7 +268,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	char msg[128];
 	snprintf(msg, sizeof(msg), "%d/%lld replicas available", (int)avail, (long long)desired);
 	foo_status_t st = {avail, foo->generation, ready ? "True" : "False",
-			   ready ? "DeploymentAvailable" : "DeploymentProgressing", msg};
+	                   ready ? "DeploymentAvailable" : "DeploymentProgressing", msg};
 	result = update_status(c, foo, &st, &wrote, err);
 	if (result != SYNC_OK)
 		goto out;
@@ -316,7 +316,7 @@ static void *worker_main(void *arg)
 				if (c->m_error)
 					metrics_counter_inc(c->m_error);
 				LOG_ERROR(err, "Error syncing; requeuing", KV_STR("key", key),
-					  KV_UINT("retries", wq_num_requeues(c->queue, key)));
+				          KV_UINT("retries", wq_num_requeues(c->queue, key)));
 			}
 		}
 		free(err);
@@ -364,19 +364,22 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 	c->queue = wq_new(&qo);
 
 	if (o->metrics != NULL) {
-		metrics_counter_vec_t *total = metrics_counter_vec_new(
-		    o->metrics, "controller_runtime_reconcile_total",
-		    "Total number of reconciliations per controller",
-		    METRICS_LABELS("controller", "result"), NULL);
+		metrics_counter_vec_t *total =
+		    metrics_counter_vec_new(o->metrics, "controller_runtime_reconcile_total",
+		                            "Total number of reconciliations per controller",
+		                            METRICS_LABELS("controller", "result"), NULL);
 		metrics_histogram_vec_t *dur = metrics_histogram_vec_new(
 		    o->metrics, "controller_runtime_reconcile_time_seconds",
-		    "Length of time per reconciliation per controller", METRICS_LABELS("controller"),
+		    "Length of time per reconciliation per controller",
+		    METRICS_LABELS("controller"),
 		    (const double[]){0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, 11,
 		    NULL);
 		if (total) {
-			c->m_success = metrics_counter_vec_get(total, METRICS_LABELS("foo", "success"));
+			c->m_success =
+			    metrics_counter_vec_get(total, METRICS_LABELS("foo", "success"));
 			c->m_error = metrics_counter_vec_get(total, METRICS_LABELS("foo", "error"));
-			c->m_requeue = metrics_counter_vec_get(total, METRICS_LABELS("foo", "requeue"));
+			c->m_requeue =
+			    metrics_counter_vec_get(total, METRICS_LABELS("foo", "requeue"));
 		}
 		if (dur)
 			c->m_duration = metrics_histogram_vec_get(dur, METRICS_LABELS("foo"));
@@ -384,8 +387,8 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 	}
 
 	cache_handler_t fh = {.on_add = foo_on_add, .on_update = foo_on_update};
-	cache_handler_t dh = {.on_add = dep_on_add, .on_update = dep_on_update,
-			      .on_delete = dep_on_delete};
+	cache_handler_t dh = {
+	    .on_add = dep_on_add, .on_update = dep_on_update, .on_delete = dep_on_delete};
 	cache_informer_add_handler(c->foos, &fh, c);
 	cache_informer_add_handler(c->deployments, &dh, c);
 	return c;
@@ -469,4 +472,7 @@ void controller_free(controller_t *c)
 	free(c);
 }
 
-wq_t *controller_queue(controller_t *c) { return c->queue; }
+wq_t *controller_queue(controller_t *c)
+{
+	return c->queue;
+}

@@ -17,13 +17,13 @@
 typedef struct controller controller_t;
 
 typedef struct controller_opts {
-	kclient_t *client;          /* borrowed */
-	cache_factory_t *factory;   /* borrowed; informers are taken from it */
-	record_t *recorder;         /* borrowed; may be NULL (no events) */
+	kclient_t *client;           /* borrowed */
+	cache_factory_t *factory;    /* borrowed; informers are taken from it */
+	record_t *recorder;          /* borrowed; may be NULL (no events) */
 	metrics_registry_t *metrics; /* borrowed; may be NULL */
-	int workers;                /* default 2 */
-	const clk_t *clock;         /* NULL = real */
-	const char *field_manager;  /* default "sample-controller" */
+	int workers;                 /* default 2 */
+	const clk_t *clock;          /* NULL = real */
+	const char *field_manager;   /* default "sample-controller" */
 } controller_opts_t;
 
 /*

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROG "sample-controller"
+#define PROG       "sample-controller"
 #define EXIT_USAGE 2
 
 typedef struct options {
@@ -99,12 +99,12 @@ static void on_stop_async(struct ev_loop *loop, ev_async *w, int revents)
 }
 
 static void on_watch_error(void *ud, cache_informer_t *inf, const char *msg, const kresult_t *res,
-			   bool healing)
+                           bool healing)
 {
 	/* The informer logs each distinct message once; here we only decide the level. */
 	if (!healing)
 		LOG_ERROR(msg, "Cannot list/watch; the cache will not sync until this is fixed",
-			  KV_STR("resource", cache_informer_name(inf)));
+		          KV_STR("resource", cache_informer_name(inf)));
 }
 
 /* ---- Probes (metrics server thread) ---- */
@@ -115,7 +115,7 @@ static int check_loop(void *ud, char **reason)
 	uint64_t age = clk_mono_ns(clk_real()) - atomic_load(&d->last_tick_ns);
 	if (age > 10 * NS_PER_SEC) {
 		*reason = xasprintf("event loop has not turned for %llus",
-				    (unsigned long long)(age / NS_PER_SEC));
+		                    (unsigned long long)(age / NS_PER_SEC));
 		return -1;
 	}
 	return 0;
@@ -164,29 +164,30 @@ static void collect_client(void *ud, sbuf_t *out)
 {
 	daemon_t *d = ud;
 	struct rest_ctx r = {out, kclient_host(d->client)};
-	metrics_write_header(out, "rest_client_requests_total",
-			     "Number of HTTP requests, partitioned by status code, method, and host.",
-			     METRICS_COUNTER);
+	metrics_write_header(
+	    out, "rest_client_requests_total",
+	    "Number of HTTP requests, partitioned by status code, method, and host.",
+	    METRICS_COUNTER);
 	kclient_stats_foreach(d->client, rest_stat, &r);
 
 	kclient_latency_t lat;
 	kclient_latency_snapshot(d->client, &lat);
 	metrics_write_header(out, "rest_client_request_duration_seconds",
-			     "Request latency in seconds (non-watch requests).", METRICS_HISTOGRAM);
+	                     "Request latency in seconds (non-watch requests).", METRICS_HISTOGRAM);
 	for (size_t i = 0; i < KCLIENT_LATENCY_NBUCKETS; i++) {
 		char le[32];
 		snprintf(le, sizeof(le), "%g", lat.bounds[i]);
 		metrics_label_t l[] = {{"host", r.host}, {"le", le}};
 		metrics_write_sample(out, "rest_client_request_duration_seconds_bucket", l, 2,
-				     (double)lat.counts[i]);
+		                     (double)lat.counts[i]);
 	}
 	metrics_label_t inf[] = {{"host", r.host}, {"le", "+Inf"}};
 	metrics_write_sample(out, "rest_client_request_duration_seconds_bucket", inf, 2,
-			     (double)lat.count);
+	                     (double)lat.count);
 	metrics_label_t h[] = {{"host", r.host}};
 	metrics_write_sample(out, "rest_client_request_duration_seconds_sum", h, 1, lat.sum);
 	metrics_write_sample(out, "rest_client_request_duration_seconds_count", h, 1,
-			     (double)lat.count);
+	                     (double)lat.count);
 }
 
 static void collect_informers(void *ud, sbuf_t *out)
@@ -221,19 +222,35 @@ static void collect_informers(void *ud, sbuf_t *out)
 		for (int i = 0; i < 2; i++) {
 			double v = 0;
 			switch (f) {
-			case 0: v = (double)st[i].objects; break;
-			case 1: v = (double)st[i].lists; break;
-			case 2: v = (double)st[i].relists; break;
-			case 3: v = (double)st[i].watch_restarts; break;
-			case 4: v = (double)st[i].watch_stalls; break;
-			case 5: v = (double)st[i].errors; break;
-			case 6: v = (double)st[i].events; break;
+			case 0:
+				v = (double)st[i].objects;
+				break;
+			case 1:
+				v = (double)st[i].lists;
+				break;
+			case 2:
+				v = (double)st[i].relists;
+				break;
+			case 3:
+				v = (double)st[i].watch_restarts;
+				break;
+			case 4:
+				v = (double)st[i].watch_stalls;
+				break;
+			case 5:
+				v = (double)st[i].errors;
+				break;
+			case 6:
+				v = (double)st[i].events;
+				break;
 			case 7:
 				v = st[i].last_event_wall_ns
-					? (double)(now - st[i].last_event_wall_ns) / 1e9
-					: -1;
+				        ? (double)(now - st[i].last_event_wall_ns) / 1e9
+				        : -1;
 				break;
-			case 8: v = st[i].synced ? 1 : 0; break;
+			case 8:
+				v = st[i].synced ? 1 : 0;
+				break;
 			}
 			metrics_label_t l[] = {{"resource", cache_informer_name(infs[i])}};
 			metrics_write_sample(out, fam[f].name, l, 1, v);
@@ -253,10 +270,10 @@ static void collect_events(void *ud, sbuf_t *out)
 		const char *k;
 		uint64_t v;
 	} rows[] = {{"posted", s.posted},
-		    {"patched", s.patched},
-		    {"dropped_queue_full", s.dropped_queue_full},
-		    {"dropped_spam", s.dropped_spam},
-		    {"failed", s.failed}};
+	            {"patched", s.patched},
+	            {"dropped_queue_full", s.dropped_queue_full},
+	            {"dropped_spam", s.dropped_spam},
+	            {"failed", s.failed}};
 	for (size_t i = 0; i < CSC_ARRAY_LEN(rows); i++) {
 		metrics_label_t l[] = {{"outcome", rows[i].k}};
 		metrics_write_sample(out, "events_total", l, 1, (double)rows[i].v);
@@ -305,11 +322,11 @@ static void le_event(void *ud, const char *reason, const char *message)
 	if (d->recorder == NULL)
 		return;
 	record_ref_t ref = {.api_version = "coordination.k8s.io/v1",
-			    .kind = "Lease",
-			    .ns = d->le_ns,
-			    .name = d->opt.le_name,
-			    .uid = "",
-			    .resource_version = ""};
+	                    .kind = "Lease",
+	                    .ns = d->le_ns,
+	                    .name = d->opt.le_name,
+	                    .uid = "",
+	                    .resource_version = ""};
 	record_event_ref(d->recorder, &ref, RECORD_NORMAL, reason, "%s", message);
 }
 
@@ -383,8 +400,8 @@ static void *control_main(void *arg)
 			    .ud = d,
 			};
 			LOG_INFO("Attempting to acquire leader lease",
-				 KV_OBJ("lease", d->le_ns, d->opt.le_name),
-				 KV_STR("identity", d->identity));
+			         KV_OBJ("lease", d->le_ns, d->opt.le_name),
+			         KV_STR("identity", d->identity));
 			d->elector = le_start(d->client, &lc, &err);
 		} else if (controller_start_workers(d->ctl, &err) != 0) {
 			LOG_ERROR(err, "Cannot start workers");
@@ -461,38 +478,39 @@ static flagset_t *define_flags(options_t *o)
 {
 	flagset_t *fs = flagset_new(PROG);
 	flag_string(fs, "kubeconfig", &o->kubeconfig,
-		    "Path to a kubeconfig. Only required if out-of-cluster.");
+	            "Path to a kubeconfig. Only required if out-of-cluster.");
 	flag_string(fs, "master", &o->master,
-		    "The address of the Kubernetes API server. Overrides any value in kubeconfig. "
-		    "Only required if out-of-cluster.");
+	            "The address of the Kubernetes API server. Overrides any value in kubeconfig. "
+	            "Only required if out-of-cluster.");
 	flag_string(fs, "context", &o->context, "The kubeconfig context to use.");
 	flag_string(fs, "namespace", &o->namespace,
-		    "Only watch Foos and Deployments in this namespace (default: all).");
+	            "Only watch Foos and Deployments in this namespace (default: all).");
 	flag_int(fs, "workers", &o->workers, 1, 1000, "Number of worker threads.");
 	flag_duration(fs, "resync-period", &o->resync_ms, "Informer resync period.");
 	flag_double(fs, "kube-api-qps", &o->qps,
-		    "Client-side QPS limit towards the API server (negative disables).");
+	            "Client-side QPS limit towards the API server (negative disables).");
 	flag_int(fs, "kube-api-burst", &o->burst, 1, 1000000, "Client-side burst.");
-	flag_int(fs, "v", &o->verbosity, 0, 10, "Log verbosity (0 operator, 2 detail, 4 debug, 5 trace).");
+	flag_int(fs, "v", &o->verbosity, 0, 10,
+	         "Log verbosity (0 operator, 2 detail, 4 debug, 5 trace).");
 	flag_string(fs, "log-format", &o->log_format, "Log format: text or json.");
 	flag_bool(fs, "version", &o->version, "Print the version and exit.");
 	flag_string(fs, "metrics-bind-address", &o->metrics_addr,
-		    "Address of the Prometheus /metrics endpoint; 0 disables.");
+	            "Address of the Prometheus /metrics endpoint; 0 disables.");
 	flag_string(fs, "health-probe-bind-address", &o->probe_addr,
-		    "Address of /healthz and /readyz; 0 disables.");
+	            "Address of /healthz and /readyz; 0 disables.");
 	flag_duration(fs, "graceful-shutdown-timeout", &o->shutdown_grace_ms,
-		      "How long running syncs may take to finish after SIGTERM.");
+	              "How long running syncs may take to finish after SIGTERM.");
 	flag_bool(fs, "leader-elect", &o->leader_elect,
-		  "Elect a leader through a Lease; only the leader runs workers.");
+	          "Elect a leader through a Lease; only the leader runs workers.");
 	flag_duration(fs, "leader-elect-lease-duration", &o->le_lease_ms,
-		      "How long a non-leader waits before it may take over an unrenewed lease.");
+	              "How long a non-leader waits before it may take over an unrenewed lease.");
 	flag_duration(fs, "leader-elect-renew-deadline", &o->le_renew_ms,
-		      "How long the leader retries renewing before it gives up leading.");
+	              "How long the leader retries renewing before it gives up leading.");
 	flag_duration(fs, "leader-elect-retry-period", &o->le_retry_ms,
-		      "How long to wait between tries of acquiring or renewing.");
+	              "How long to wait between tries of acquiring or renewing.");
 	flag_string(fs, "leader-elect-resource-name", &o->le_name, "Name of the Lease.");
 	flag_string(fs, "leader-elect-resource-namespace", &o->le_namespace,
-		    "Namespace of the Lease (default: the pod's namespace).");
+	            "Namespace of the Lease (default: the pod's namespace).");
 	return fs;
 }
 
@@ -565,8 +583,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	kconfig_load_opts_t lo = {.kubeconfig = o->kubeconfig, .master = o->master,
-				  .context = o->context};
+	kconfig_load_opts_t lo = {
+	    .kubeconfig = o->kubeconfig, .master = o->master, .context = o->context};
 	cfg = kconfig_load(&lo, &err);
 	if (cfg == NULL) {
 		result = usage_error(err);
@@ -581,19 +599,20 @@ int main(int argc, char **argv)
 		} else {
 			d->le_ns = le_default_namespace(NULL, &err);
 			if (d->le_ns == NULL) {
-				err_wrap(&err, "-leader-elect-resource-namespace is not set and the "
-					       "pod's namespace is unknown");
+				err_wrap(&err,
+				         "-leader-elect-resource-namespace is not set and the "
+				         "pod's namespace is unknown");
 				result = usage_error(err);
 				goto out;
 			}
 		}
 		d->identity = le_default_identity();
 		le_config_t chk = {.lease_namespace = d->le_ns,
-				   .lease_name = o->le_name,
-				   .identity = d->identity,
-				   .lease_duration_ms = (uint32_t)o->le_lease_ms,
-				   .renew_deadline_ms = (uint32_t)o->le_renew_ms,
-				   .retry_period_ms = (uint32_t)o->le_retry_ms};
+		                   .lease_name = o->le_name,
+		                   .identity = d->identity,
+		                   .lease_duration_ms = (uint32_t)o->le_lease_ms,
+		                   .renew_deadline_ms = (uint32_t)o->le_renew_ms,
+		                   .retry_period_ms = (uint32_t)o->le_retry_ms};
 		if (o->le_lease_ms <= 0 || o->le_renew_ms <= 0 || o->le_retry_ms <= 0 ||
 		    le_validate(&chk, &err) != 0) {
 			if (err == NULL)
@@ -619,7 +638,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	LOG_INFO("Starting", KV_STR("version", CSC_VERSION), KV_STR("server", view.server),
-		 KV_STR("config", view.source));
+	         KV_STR("config", view.source));
 
 	d->reg = metrics_registry_new();
 	metrics_registry_add_process_collector(d->reg, NULL);
@@ -630,8 +649,9 @@ int main(int argc, char **argv)
 	if (lv && o->leader_elect)
 		d->m_leader = metrics_gauge_vec_get(lv, METRICS_LABELS(o->le_name));
 
-	record_opts_t ro = {.component = PROG, .reporting_controller = RECORD_SAMPLE_CONTROLLER,
-			    .reporting_instance = d->identity};
+	record_opts_t ro = {.component = PROG,
+	                    .reporting_controller = RECORD_SAMPLE_CONTROLLER,
+	                    .reporting_instance = d->identity};
 	d->recorder = record_new(d->client, &ro, &err);
 	if (d->recorder == NULL) {
 		result = 1;
@@ -639,15 +659,15 @@ int main(int argc, char **argv)
 	}
 
 	cache_factory_opts_t fo = {.default_resync_ms = (uint64_t)o->resync_ms,
-				   .ns = o->namespace,
-				   .on_watch_error = on_watch_error,
-				   .watch_error_ud = d};
+	                           .ns = o->namespace,
+	                           .on_watch_error = on_watch_error,
+	                           .watch_error_ud = d};
 	d->factory = cache_factory_new(d->loop, d->client, &fo);
 	controller_opts_t cto = {.client = d->client,
-				 .factory = d->factory,
-				 .recorder = d->recorder,
-				 .metrics = d->reg,
-				 .workers = (int)o->workers};
+	                         .factory = d->factory,
+	                         .recorder = d->recorder,
+	                         .metrics = d->reg,
+	                         .workers = (int)o->workers};
 	d->ctl = controller_new(&cto, &err);
 	if (d->ctl == NULL) {
 		result = 1;
@@ -662,12 +682,12 @@ int main(int argc, char **argv)
 	/* One server when both flags name the same address. */
 	bool same = strcmp(o->metrics_addr, o->probe_addr) == 0;
 	if (metrics_server_start(o->metrics_addr, "--metrics-bind-address", d->reg, same,
-				 &d->metrics_srv, &err) != 0) {
+	                         &d->metrics_srv, &err) != 0) {
 		result = usage_error(err);
 		goto out;
 	}
 	if (!same && metrics_server_start(o->probe_addr, "--health-probe-bind-address", NULL, 1,
-					  &d->probe_srv, &err) != 0) {
+	                                  &d->probe_srv, &err) != 0) {
 		result = usage_error(err);
 		goto out;
 	}

@@ -146,9 +146,15 @@ void sbuf_append(sbuf_t *b, const void *p, size_t n)
 	b->data[b->len] = '\0';
 }
 
-void sbuf_puts(sbuf_t *b, const char *s) { sbuf_append(b, s, strlen(s)); }
+void sbuf_puts(sbuf_t *b, const char *s)
+{
+	sbuf_append(b, s, strlen(s));
+}
 
-void sbuf_putc(sbuf_t *b, char c) { sbuf_append(b, &c, 1); }
+void sbuf_putc(sbuf_t *b, char c)
+{
+	sbuf_append(b, &c, 1);
+}
 
 void sbuf_printf(sbuf_t *b, const char *fmt, ...)
 {
@@ -171,11 +177,21 @@ void sbuf_put_json_str(sbuf_t *b, const char *s)
 	sbuf_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
-		case '"': sbuf_append(b, "\\\"", 2); break;
-		case '\\': sbuf_append(b, "\\\\", 2); break;
-		case '\n': sbuf_append(b, "\\n", 2); break;
-		case '\r': sbuf_append(b, "\\r", 2); break;
-		case '\t': sbuf_append(b, "\\t", 2); break;
+		case '"':
+			sbuf_append(b, "\\\"", 2);
+			break;
+		case '\\':
+			sbuf_append(b, "\\\\", 2);
+			break;
+		case '\n':
+			sbuf_append(b, "\\n", 2);
+			break;
+		case '\r':
+			sbuf_append(b, "\\r", 2);
+			break;
+		case '\t':
+			sbuf_append(b, "\\t", 2);
+			break;
 		default:
 			if (*p < 0x20) {
 				char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
@@ -235,7 +251,10 @@ static int64_t real_wall_ns(const clk_t *c)
 
 static const clk_t real_clock = {real_mono_ns, real_wall_ns};
 
-const clk_t *clk_real(void) { return &real_clock; }
+const clk_t *clk_real(void)
+{
+	return &real_clock;
+}
 
 static uint64_t fake_mono_ns(const clk_t *c)
 {
@@ -288,7 +307,8 @@ int time_parse_rfc3339(const char *s, int64_t *wall_ns)
 	struct tm tm;
 	memset(&tm, 0, sizeof(tm));
 	int y, mo, d, h, mi, sec, n = 0;
-	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
+	if (s == NULL ||
+	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
 		return -1;
 	const char *p = s + n;
 	int64_t frac = 0;
@@ -347,7 +367,10 @@ uint64_t rand_u64(void)
 	return rng_s[1] + s0;
 }
 
-double rand_unit(void) { return (double)(rand_u64() >> 11) / (double)(1ULL << 53); }
+double rand_unit(void)
+{
+	return (double)(rand_u64() >> 11) / (double)(1ULL << 53);
+}
 
 int file_read_all(const char *path, char **out, size_t *len, char **err)
 {

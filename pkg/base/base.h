@@ -15,7 +15,7 @@
 
 #if defined(__GNUC__)
 #define CSC_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define CSC_NORETURN __attribute__((noreturn))
+#define CSC_NORETURN     __attribute__((noreturn))
 #else
 #define CSC_PRINTF(a, b)
 #define CSC_NORETURN
@@ -59,7 +59,10 @@ typedef struct sbuf {
 	size_t cap;
 } sbuf_t;
 
-#define SBUF_INIT {NULL, 0, 0}
+#define SBUF_INIT                                                                                  \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 /* Borrows p; appends n bytes. */
 void sbuf_append(sbuf_t *b, const void *p, size_t n);
 void sbuf_puts(sbuf_t *b, const char *s);
@@ -89,8 +92,14 @@ struct clk {
 
 /* Returns the real clock (static, never freed). */
 const clk_t *clk_real(void);
-static inline uint64_t clk_mono_ns(const clk_t *c) { return c->mono_ns(c); }
-static inline int64_t clk_wall_ns(const clk_t *c) { return c->wall_ns(c); }
+static inline uint64_t clk_mono_ns(const clk_t *c)
+{
+	return c->mono_ns(c);
+}
+static inline int64_t clk_wall_ns(const clk_t *c)
+{
+	return c->wall_ns(c);
+}
 
 /* A fake clock for tests. Thread-safe (atomic). */
 typedef struct clk_fake {
@@ -101,7 +110,7 @@ typedef struct clk_fake {
 void clk_fake_init(clk_fake_t *f, uint64_t mono_ns, int64_t wall_ns);
 void clk_fake_advance(clk_fake_t *f, uint64_t ns);
 
-#define NS_PER_MS 1000000ULL
+#define NS_PER_MS  1000000ULL
 #define NS_PER_SEC 1000000000ULL
 
 /* Formats wall ns as RFC 3339 with seconds ("2026-11-29T12:00:00Z") into out[32]. */

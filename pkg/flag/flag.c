@@ -88,7 +88,7 @@ void flag_bool(flagset_t *fs, const char *name, bool *target, const char *usage)
 }
 
 void flag_int(flagset_t *fs, const char *name, int64_t *target, int64_t min, int64_t max,
-	      const char *usage)
+              const char *usage)
 {
 	flag_t *f = add(fs, name, F_INT, target, usage);
 	f->min = min;
@@ -179,11 +179,12 @@ static int set_value(flag_t *f, const char *val, char **err)
 		errno = 0;
 		long long v = strtoll(val, &end, 0);
 		if (*val == '\0' || *end != '\0' || errno != 0)
-			return err_set(err, "invalid value \"%s\" for flag -%s: not an integer", val,
-				       f->name);
+			return err_set(err, "invalid value \"%s\" for flag -%s: not an integer",
+			               val, f->name);
 		if (v < f->min || v > f->max)
-			return err_set(err, "invalid value \"%s\" for flag -%s: must be in %lld..%lld",
-				       val, f->name, (long long)f->min, (long long)f->max);
+			return err_set(err,
+			               "invalid value \"%s\" for flag -%s: must be in %lld..%lld",
+			               val, f->name, (long long)f->min, (long long)f->max);
 		*(int64_t *)f->target = v;
 		return 0;
 	}
@@ -192,17 +193,18 @@ static int set_value(flag_t *f, const char *val, char **err)
 		double v = strtod(val, &end);
 		if (*val == '\0' || *end != '\0' || errno != 0 || isnan(v))
 			return err_set(err, "invalid value \"%s\" for flag -%s: not a number", val,
-				       f->name);
+			               f->name);
 		*(double *)f->target = v;
 		return 0;
 	}
 	case F_DURATION: {
 		int64_t ms;
 		if (flag_parse_duration(val, &ms) != 0)
-			return err_set(err,
-				       "invalid value \"%s\" for flag -%s: not a duration (e.g. 30s, "
-				       "1m30s, 500ms)",
-				       val, f->name);
+			return err_set(
+			    err,
+			    "invalid value \"%s\" for flag -%s: not a duration (e.g. 30s, "
+			    "1m30s, 500ms)",
+			    val, f->name);
 		*(int64_t *)f->target = ms;
 		return 0;
 	}
@@ -219,7 +221,7 @@ static flag_t *lookup(flagset_t *fs, const char *name, size_t len)
 }
 
 flag_result_t flag_parse(flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,
-			 char **err)
+                         char **err)
 {
 	int i = 1;
 	for (; i < argc; i++) {
@@ -282,7 +284,8 @@ void flag_usage(flagset_t *fs, FILE *out)
 		const flag_t *f = &fs->flags[i];
 		static const char *tn[] = {"string", "", "int", "float", "duration"};
 		fprintf(out, "  -%s %s\n    \t%s", f->name, tn[f->type], f->usage);
-		if (!(f->type == F_BOOL && strcmp(f->def, "false") == 0) && strcmp(f->def, "\"\"") != 0)
+		if (!(f->type == F_BOOL && strcmp(f->def, "false") == 0) &&
+		    strcmp(f->def, "\"\"") != 0)
 			fprintf(out, " (default %s)", f->def);
 		fputc('\n', out);
 	}

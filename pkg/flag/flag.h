@@ -27,7 +27,7 @@ void flagset_free(flagset_t *fs);
 void flag_string(flagset_t *fs, const char *name, const char **target, const char *usage);
 void flag_bool(flagset_t *fs, const char *name, bool *target, const char *usage);
 void flag_int(flagset_t *fs, const char *name, int64_t *target, int64_t min, int64_t max,
-	      const char *usage);
+              const char *usage);
 void flag_double(flagset_t *fs, const char *name, double *target, const char *usage);
 /* Durations in milliseconds. */
 void flag_duration(flagset_t *fs, const char *name, int64_t *target_ms, const char *usage);
@@ -44,7 +44,7 @@ typedef enum flag_result {
  * with a new message in *err (free with free()).
  */
 flag_result_t flag_parse(flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,
-			 char **err);
+                         char **err);
 
 /* Writes the usage text (flags sorted by name, with defaults) to out. */
 void flag_usage(flagset_t *fs, FILE *out);

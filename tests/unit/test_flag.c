@@ -33,8 +33,17 @@ START_TEST(test_forms)
 {
 	opts_t o;
 	flagset_t *fs = mkset(&o);
-	char *argv[] = {"t",         "-kubeconfig", "/k",    "--workers=5", "--leader-elect",
-			"-kube-api-qps", "50.5",   "--resync-period", "1m30s", "rest", NULL};
+	char *argv[] = {"t",
+	                "-kubeconfig",
+	                "/k",
+	                "--workers=5",
+	                "--leader-elect",
+	                "-kube-api-qps",
+	                "50.5",
+	                "--resync-period",
+	                "1m30s",
+	                "rest",
+	                NULL};
 	int first = 0;
 	char *err = NULL;
 	ck_assert_int_eq(flag_parse(fs, 10, argv, stdout, &first, &err), FLAG_OK);
@@ -69,7 +78,7 @@ START_TEST(test_errors)
 		char *err = NULL;
 		ck_assert_int_eq(flag_parse(fs, 2, argv, stdout, NULL, &err), FLAG_ERROR);
 		ck_assert_msg(strncmp(err, cases[i].want, strlen(cases[i].want)) == 0, "%s: got %s",
-			      cases[i].arg, err);
+		              cases[i].arg, err);
 		free(err);
 		flagset_free(fs);
 	}

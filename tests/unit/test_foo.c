@@ -72,22 +72,23 @@ START_TEST(test_validation)
 	    {"{\"deploymentName\":7}", "spec.deploymentName: must be a string"},
 	    {"{\"deploymentName\":\"web\",\"replicas\":0}", "spec.replicas: 0 is not in 1..10"},
 	    {"{\"deploymentName\":\"web\",\"replicas\":11}", "spec.replicas: 11 is not in 1..10"},
-	    {"{\"deploymentName\":\"web\",\"replicas\":\"3\"}", "spec.replicas: must be an integer"},
+	    {"{\"deploymentName\":\"web\",\"replicas\":\"3\"}",
+	     "spec.replicas: must be an integer"},
 	    {"{\"deploymentName\":\"web\",\"replicas\":2.5}", "spec.replicas: must be an integer"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char json[512];
 		snprintf(json, sizeof(json),
-			 "{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"spec\":%s}",
-			 cases[i].spec);
+		         "{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"spec\":%s}",
+		         cases[i].spec);
 		kobj_t *f = foo_from(json);
 		char *err = NULL;
 		int rc = foo_validate_spec(f, &err);
 		if (cases[i].want == NULL) {
 			ck_assert_msg(rc == 0, "%s: unexpected error %s", cases[i].spec, err);
 		} else {
-			ck_assert_msg(rc == -1 && err && strstr(err, cases[i].want),
-				      "%s: got %s", cases[i].spec, err ? err : "no error");
+			ck_assert_msg(rc == -1 && err && strstr(err, cases[i].want), "%s: got %s",
+			              cases[i].spec, err ? err : "no error");
 		}
 		free(err);
 		kobj_unref(f);
@@ -110,10 +111,10 @@ START_TEST(test_new_deployment_json)
 	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	ck_assert_msg(root != NULL, "invalid JSON: %s: %s", ebuf, sbuf_cstr(&b));
 	const char *name[] = {"metadata", "name", NULL}, *ns[] = {"metadata", "namespace", NULL},
-		   *lc[] = {"metadata", "labels", "controller", NULL},
-		   *la[] = {"metadata", "labels", "app", NULL},
-		   *sel[] = {"spec", "selector", "matchLabels", "controller", NULL},
-		   *tl[] = {"spec", "template", "metadata", "labels", "app", NULL};
+	           *lc[] = {"metadata", "labels", "controller", NULL},
+	           *la[] = {"metadata", "labels", "app", NULL},
+	           *sel[] = {"spec", "selector", "matchLabels", "controller", NULL},
+	           *tl[] = {"spec", "template", "metadata", "labels", "app", NULL};
 	ck_assert_str_eq(str_at(root, name), "web");
 	ck_assert_str_eq(str_at(root, ns), "default");
 	ck_assert_str_eq(str_at(root, lc), "example-foo");
@@ -128,7 +129,7 @@ START_TEST(test_new_deployment_json)
 	ck_assert(ow && YAJL_GET_ARRAY(ow)->len == 1);
 	yajl_val o0 = YAJL_GET_ARRAY(ow)->values[0];
 	const char *uid[] = {"uid", NULL}, *kind[] = {"kind", NULL}, *ctl[] = {"controller", NULL},
-		   *bod[] = {"blockOwnerDeletion", NULL}, *av[] = {"apiVersion", NULL};
+	           *bod[] = {"blockOwnerDeletion", NULL}, *av[] = {"apiVersion", NULL};
 	ck_assert_str_eq(str_at(o0, uid), "u-1");
 	ck_assert_str_eq(str_at(o0, kind), "Foo");
 	ck_assert_str_eq(str_at(o0, av), "samplecontroller.k8s.io/v1alpha1");
@@ -146,7 +147,7 @@ START_TEST(test_new_deployment_json)
 
 	/* Without spec.replicas the field is omitted (the API server defaults it). */
 	f = foo_from("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\"},"
-		     "\"spec\":{\"deploymentName\":\"d\\\"q\"}}");
+	             "\"spec\":{\"deploymentName\":\"d\\\"q\"}}");
 	foo_new_deployment_json(f, &b);
 	root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	ck_assert_msg(root != NULL, "escaping broke the JSON: %s", sbuf_cstr(&b));

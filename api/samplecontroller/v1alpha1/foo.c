@@ -84,13 +84,13 @@ bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out
 		if (ts == NULL || strcmp(ts, type) != 0)
 			continue;
 		const char *sp[] = {"status", NULL}, *rp[] = {"reason", NULL},
-			   *mp[] = {"message", NULL}, *lp[] = {"lastTransitionTime", NULL},
-			   *gp[] = {"observedGeneration", NULL};
+		           *mp[] = {"message", NULL}, *lp[] = {"lastTransitionTime", NULL},
+		           *gp[] = {"observedGeneration", NULL};
 		copy_str(out->status, sizeof(out->status), yajl_tree_get(c, sp, yajl_t_string));
 		copy_str(out->reason, sizeof(out->reason), yajl_tree_get(c, rp, yajl_t_string));
 		copy_str(out->message, sizeof(out->message), yajl_tree_get(c, mp, yajl_t_string));
 		copy_str(out->last_transition_time, sizeof(out->last_transition_time),
-			 yajl_tree_get(c, lp, yajl_t_string));
+		         yajl_tree_get(c, lp, yajl_t_string));
 		yajl_val g = yajl_tree_get(c, gp, yajl_t_number);
 		if (g != NULL && YAJL_IS_INTEGER(g))
 			out->observed_generation = YAJL_GET_INTEGER(g);
@@ -132,11 +132,12 @@ int foo_validate_spec(const kobj_t *foo, char **err)
 	const kval_t *name = kobj_field(foo, FOO_SPEC_DEPLOYMENT_NAME);
 	if (name->type != KVAL_ABSENT && name->type != KVAL_NULL && name->type != KVAL_STRING)
 		return err_set(err, "spec.deploymentName: must be a string");
-	if (name->type == KVAL_STRING && name->u.s[0] != '\0' && !dns1123_subdomain_valid(name->u.s))
+	if (name->type == KVAL_STRING && name->u.s[0] != '\0' &&
+	    !dns1123_subdomain_valid(name->u.s))
 		return err_set(err,
-			       "spec.deploymentName: \"%s\" is not a valid DNS-1123 subdomain "
-			       "(lower case alphanumerics, '-' and '.', at most 253 characters)",
-			       name->u.s);
+		               "spec.deploymentName: \"%s\" is not a valid DNS-1123 subdomain "
+		               "(lower case alphanumerics, '-' and '.', at most 253 characters)",
+		               name->u.s);
 	const kval_t *rep = kobj_field(foo, FOO_SPEC_REPLICAS);
 	if (rep->type == KVAL_ABSENT || rep->type == KVAL_NULL)
 		return 0;
@@ -153,14 +154,15 @@ void foo_new_deployment_json(const kobj_t *foo, sbuf_t *out)
 	int64_t replicas = 0;
 	bool has_replicas = foo_spec_replicas(foo, &replicas);
 
-	sbuf_puts(out, "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":");
+	sbuf_puts(out,
+	          "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":");
 	sbuf_put_json_str(out, dname);
 	sbuf_puts(out, ",\"namespace\":");
 	sbuf_put_json_str(out, foo->ns);
 	sbuf_puts(out, ",\"labels\":{\"app\":\"nginx\",\"controller\":");
 	sbuf_put_json_str(out, foo->name);
 	sbuf_puts(out, "},\"ownerReferences\":[{\"apiVersion\":\"" FOO_API_VERSION
-		       "\",\"kind\":\"" FOO_KIND "\",\"name\":");
+	               "\",\"kind\":\"" FOO_KIND "\",\"name\":");
 	sbuf_put_json_str(out, foo->name);
 	sbuf_puts(out, ",\"uid\":");
 	sbuf_put_json_str(out, foo->uid);
@@ -169,9 +171,12 @@ void foo_new_deployment_json(const kobj_t *foo, sbuf_t *out)
 		sbuf_printf(out, "\"replicas\":%lld,", (long long)replicas);
 	sbuf_puts(out, "\"selector\":{\"matchLabels\":{\"app\":\"nginx\",\"controller\":");
 	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(out, "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\"controller\":");
+	sbuf_puts(out,
+	          "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\"controller\":");
 	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(out, "}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]}}}}");
+	sbuf_puts(
+	    out,
+	    "}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]}}}}");
 }
 
 bool foo_status_equal(const kobj_t *foo, const foo_status_t *st)
@@ -189,7 +194,7 @@ bool foo_status_equal(const kobj_t *foo, const foo_status_t *st)
 }
 
 void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
-			    sbuf_t *out)
+                            sbuf_t *out)
 {
 	foo_condition_t cur;
 	char ltt[40];
@@ -200,14 +205,14 @@ void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t n
 		time_format_rfc3339(now_wall_ns, ltt);
 	}
 	sbuf_puts(out, "{\"apiVersion\":\"" FOO_API_VERSION "\",\"kind\":\"" FOO_KIND
-		       "\",\"metadata\":{\"name\":");
+	               "\",\"metadata\":{\"name\":");
 	sbuf_put_json_str(out, foo->name);
 	sbuf_puts(out, ",\"namespace\":");
 	sbuf_put_json_str(out, foo->ns);
 	sbuf_puts(out, ",\"resourceVersion\":");
 	sbuf_put_json_str(out, foo->rv);
 	sbuf_printf(out, "},\"status\":{\"availableReplicas\":%lld,\"observedGeneration\":%lld,",
-		    (long long)st->available_replicas, (long long)st->observed_generation);
+	            (long long)st->available_replicas, (long long)st->observed_generation);
 	sbuf_puts(out, "\"conditions\":[{\"type\":\"Ready\",\"status\":");
 	sbuf_put_json_str(out, st->ready_status);
 	sbuf_puts(out, ",\"reason\":");

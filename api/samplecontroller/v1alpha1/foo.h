@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define FOO_GROUP "samplecontroller.k8s.io"
-#define FOO_VERSION "v1alpha1"
+#define FOO_GROUP       "samplecontroller.k8s.io"
+#define FOO_VERSION     "v1alpha1"
 #define FOO_API_VERSION FOO_GROUP "/" FOO_VERSION
-#define FOO_KIND "Foo"
+#define FOO_KIND        "Foo"
 
 extern const ktype_t ktype_foo;
 
@@ -39,7 +39,7 @@ int64_t foo_status_observed_generation(const kobj_t *foo);
 
 /* One condition as read back from status.conditions. */
 typedef struct foo_condition {
-	char status[16];     /* "True" / "False" / "Unknown" / "" when absent */
+	char status[16]; /* "True" / "False" / "Unknown" / "" when absent */
 	char reason[128];
 	char message[512];
 	char last_transition_time[40];
@@ -85,6 +85,6 @@ bool foo_status_equal(const kobj_t *foo, const foo_status_t *st);
  * did not change, else now_wall_ns.
  */
 void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
-			    sbuf_t *out);
+                            sbuf_t *out);
 
 #endif
