@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Benchmark of the sample-controller daemon on the real local control plane, side by
+# side with Kubernetes' Go original under the same workload. Prints figures; asserts
+# nothing about speed.
+#
+#   bash bench/bench_controller.sh [c|go|both]        (default both; C first)
+#
+# Per controller, in a namespace of its own that it alone watches:
+#   - idle RSS once its caches are synced (empty namespace);
+#   - for each count in BENCH_COUNTS, Foos (1 replica each) are created on top of the
+#     previous ones with `kubectl create -f` on multi-document files; the time from the
+#     first create until every Foo reports status.availableReplicas == spec.replicas
+#     (both controllers maintain it; the C one's Ready=True condition is timed too),
+#     then the RSS once all are ready;
+#   - CPU seconds (utime+stime from /proc/<pid>/stat) over a steady window with
+#     resyncs (30 s resync period, the default of both) at the last count, and the
+#     Foo writes the API server counted in that window.
+# Then it stops the controller, deletes the namespace and waits until it is gone
+# before the next one starts: the two never run at the same time.
+#
+# Environment:
+#   BENCH_QUICK=1            1,000 Foos and a 60 s window (what `make bench` runs)
+#   BENCH_COUNTS             cumulative Foo counts (default "1000 10000"; quick "1000")
+#   BENCH_STEADY_SECONDS     steady window (default 600; quick 60)
+#   BENCH_QPS, BENCH_BURST   client-side limits of both controllers (200, 400)
+#   BENCH_CHUNK              Foos per kubectl file (500)
+#   BENCH_PARALLEL           kubectl processes creating at once (2)
+#   BENCH_SETTLE             seconds between "all ready" and reading RSS (15)
+#   BENCH_READY_TIMEOUT      seconds allowed per count for all to be ready (2400)
+#   SC_BIN                   the C daemon (default bin/sample-controller; run make)
+#   GO_SC_BIN                the Go original (default: bench/build_go_controller.sh)
+#   BENCH_LOGS               controller logs (default .local/bench-logs)
+# Needs the local control plane (bash hack/local-up.sh); bench/run.sh starts it.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+which_impls="${1:-both}"
+case "$which_impls" in
+c) impls=(c) ;;
+go) impls=(go) ;;
+both) impls=(c go) ;;
+*)
+	echo "usage: $0 [c|go|both]" >&2
+	exit 2
+	;;
+esac
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	COUNTS="${BENCH_COUNTS:-1000}"
+	STEADY="${BENCH_STEADY_SECONDS:-60}"
+else
+	COUNTS="${BENCH_COUNTS:-1000 10000}"
+	STEADY="${BENCH_STEADY_SECONDS:-600}"
+fi
+QPS="${BENCH_QPS:-200}"
+BURST="${BENCH_BURST:-400}"
+CHUNK="${BENCH_CHUNK:-500}"
+PARALLEL="${BENCH_PARALLEL:-2}"
+SETTLE="${BENCH_SETTLE:-15}"
+READY_TIMEOUT="${BENCH_READY_TIMEOUT:-2400}"
+LOGS="${BENCH_LOGS:-$root/.local/bench-logs}"
+SC_BIN="${SC_BIN:-$root/bin/sample-controller}"
+last_count="${COUNTS##* }"
+
+[ -f .local/env ] || { echo "bench: no local control plane (.local/env); run bash hack/local-up.sh" >&2; exit 1; }
+# shellcheck source=/dev/null
+. .local/env
+export KUBECONFIG="$LOCAL_KUBECONFIG"
+kubectl get --raw /readyz >/dev/null 2>&1 || { echo "bench: the local API server is not ready" >&2; exit 1; }
+
+for impl in "${impls[@]}"; do
+	if [ "$impl" = c ] && [ ! -x "$SC_BIN" ]; then
+		echo "bench: $SC_BIN is missing; run make" >&2
+		exit 1
+	fi
+done
+if [[ " ${impls[*]} " == *" go "* ]] && [ -z "${GO_SC_BIN:-}" ]; then
+	GO_SC_BIN="$(bash bench/build_go_controller.sh | tail -n 1)"
+fi
+
+mkdir -p "$LOGS"
+work="$(mktemp -d)"
+CLK_TCK=$(getconf CLK_TCK)
+ctl_pid="" ns=""
+
+cleanup() {
+	if [ -n "$ctl_pid" ] && kill -0 "$ctl_pid" 2>/dev/null; then
+		kill -TERM "$ctl_pid" 2>/dev/null || true
+		sleep 2
+		kill -KILL "$ctl_pid" 2>/dev/null || true
+	fi
+	if [ -n "$ns" ]; then
+		kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# CPU ticks (utime + stime) of a process; the comm field may hold spaces, so cut
+# everything up to the last ") " first: utime and stime are then fields 12 and 13.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'; }
+status_mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+# Foo writes (create/update/patch/delete, any subresource) the API server has
+# served since it started, from its own metrics. Cluster-wide: others' tests count too.
+foo_writes() {
+	kubectl get --raw /metrics 2>/dev/null | awk '
+		/^apiserver_request_total\{/ && /resource="foos"/ && /verb="(POST|PUT|PATCH|DELETE)"/ { n += $NF }
+		END { printf "%d", n }'
+}
+
+# gen_foos FROM TO DIR: files of $CHUNK Foos each, foo-FROM .. foo-TO.
+gen_foos() {
+	awk -v from="$1" -v to="$2" -v chunk="$CHUNK" -v dir="$3" 'BEGIN {
+		for (i = from; i <= to; i++) {
+			f = sprintf("%s/foos-%06d.yaml", dir, int((i - from) / chunk))
+			printf "---\napiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\n" \
+				"metadata:\n  name: foo-%05d\nspec:\n  deploymentName: foo-%05d\n" \
+				"  replicas: 1\n", i, i > f
+		}
+	}'
+}
+
+declare -A R # R[impl,figure] = value
+
+new_ns() {
+	local n
+	n="bench-$1-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	kubectl create namespace "$n" >/dev/null
+	# Pods need the namespace's default ServiceAccount.
+	local i
+	for i in $(seq 1 120); do
+		kubectl -n "$n" get serviceaccount default >/dev/null 2>&1 && break
+		sleep 0.5
+	done
+	echo "$n"
+}
+
+start_ctl() { # impl ns log
+	local impl="$1" n="$2" log="$3"
+	if [ "$impl" = c ]; then
+		"$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
+			--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
+			>"$log" 2>&1 &
+	else
+		"$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
+			-kube-api-burst "$BURST" >"$log" 2>&1 &
+	fi
+	ctl_pid=$!
+}
+
+stop_ctl() {
+	local i
+	kill -TERM "$ctl_pid" 2>/dev/null || true
+	for i in $(seq 1 120); do
+		kill -0 "$ctl_pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$ctl_pid" 2>/dev/null || true
+	wait "$ctl_pid" 2>/dev/null || true
+	ctl_pid=""
+}
+
+run_impl() {
+	local impl="$1" log t0 i n prev=0 out avail cond c0 c1 w0 w1 files
+	ns="$(new_ns "$impl")"
+	log="$LOGS/$impl.log"
+	say "[$impl] namespace $ns; log $log"
+
+	t0=$(now)
+	start_ctl "$impl" "$ns" "$log"
+	for i in $(seq 1 240); do
+		grep -q "Started workers" "$log" 2>/dev/null && break
+		kill -0 "$ctl_pid" 2>/dev/null || { echo "bench: the $impl controller exited:" >&2; tail -n 20 "$log" >&2; return 1; }
+		sleep 0.25
+	done
+	grep -q "Started workers" "$log" || { echo "bench: the $impl controller did not start workers" >&2; return 1; }
+	R[$impl,start]=$(elapsed "$t0")
+	sleep "$SETTLE"
+	R[$impl,idle]=$(status_mib "$ctl_pid" VmRSS)
+	say "[$impl] synced in ${R[$impl,start]}s; idle RSS ${R[$impl,idle]} MiB"
+
+	for n in $COUNTS; do
+		rm -f "$work"/foos-*.yaml
+		gen_foos $((prev + 1)) "$n" "$work"
+		files=$(find "$work" -name 'foos-*.yaml' | sort)
+		say "[$impl] creating foo-$((prev + 1)) .. foo-$n ($(echo "$files" | wc -l) files, $PARALLEL at once)"
+		c0=$(cpu_ticks "$ctl_pid")
+		t0=$(now)
+		python3 bench/wait_ready.py "$ns" "$n" "$t0" "$READY_TIMEOUT" \
+			$([ "$impl" = c ] && echo --condition) >"$work/ready.out" &
+		local watcher=$!
+		if ! echo "$files" | xargs -P "$PARALLEL" -n 1 kubectl -n "$ns" create -o name -f >/dev/null; then
+			echo "bench: kubectl create failed" >&2
+		fi
+		R[$impl,create$n]=$(elapsed "$t0")
+		wait "$watcher" || true
+		out=$(cat "$work/ready.out")
+		c1=$(cpu_ticks "$ctl_pid")
+		avail=$(sed -n 's/.*avail=\([^ ]*\).*/\1/p' <<<"$out")
+		cond=$(sed -n 's/.*cond=\([^ ]*\).*/\1/p' <<<"$out")
+		R[$impl,ready$n]="$avail"
+		R[$impl,cond$n]="${cond:-n/a}"
+		R[$impl,loadcpu$n]=$(ticks_to_s $((c1 - c0)))
+		say "[$impl] $n Foos: created in ${R[$impl,create$n]}s; all available after ${avail}s" \
+			"(Ready=True: ${cond:-n/a}); controller CPU while loading ${R[$impl,loadcpu$n]}s"
+		sleep "$SETTLE"
+		R[$impl,rss$n]=$(status_mib "$ctl_pid" VmRSS)
+		say "[$impl] RSS at $n Foos: ${R[$impl,rss$n]} MiB"
+		prev=$n
+	done
+
+	say "[$impl] steady window: ${STEADY}s at $last_count Foos"
+	w0=$(foo_writes)
+	c0=$(cpu_ticks "$ctl_pid")
+	sleep "$STEADY"
+	c1=$(cpu_ticks "$ctl_pid")
+	w1=$(foo_writes)
+	R[$impl,steadycpu]=$(ticks_to_s $((c1 - c0)))
+	R[$impl,steadywrites]=$((w1 - w0))
+	R[$impl,steadyrss]=$(status_mib "$ctl_pid" VmRSS)
+	R[$impl,hwm]=$(status_mib "$ctl_pid" VmHWM)
+	say "[$impl] steady: ${R[$impl,steadycpu]} CPU s, ${R[$impl,steadywrites]} Foo writes, RSS ${R[$impl,steadyrss]} MiB, peak ${R[$impl,hwm]} MiB"
+
+	stop_ctl
+	t0=$(now)
+	kubectl delete namespace "$ns" --wait=false >/dev/null
+	kubectl wait --for=delete "namespace/$ns" --timeout=1800s >/dev/null 2>&1 ||
+		say "[$impl] namespace $ns still terminating after 30 min"
+	say "[$impl] namespace deleted in $(elapsed "$t0")s"
+	ns=""
+}
+
+say "counts: $COUNTS; steady window ${STEADY}s; client qps/burst $QPS/$BURST; $(nproc) cores"
+kubectl apply -f deploy/crd.yaml >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
+for impl in "${impls[@]}"; do
+	run_impl "$impl"
+done
+
+# ---- Figures.
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo
+echo "sample-controller benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, Kubernetes $KUBE_VERSION)"
+echo "  C:  $SC_BIN $(cat VERSION 2>/dev/null) (commit $commit)"
+if [ -n "${GO_SC_BIN:-}" ]; then
+	gov="$(dirname "$GO_SC_BIN")/VERSION"
+	echo "  Go: k8s.io/sample-controller $(sed -n 's/^k8s.io\/sample-controller //p' "$gov")" \
+		"with client-go $(sed -n 's/^client libraries \([^ ]*\).*/\1/p' "$gov"), $(go version | awk '{print $3}')" \
+		"(main.go patched: qps/burst/namespace flags)"
+fi
+echo "  both: 2 workers, 30 s resync, client qps/burst $QPS/$BURST, one namespace each, log level 0"
+row() { printf '  %-46s %14s %14s\n' "$1" "$2" "$3"; }
+val() { echo "${R[$1,$2]:--}"; }
+row "figure" "C" "Go"
+row "time to caches synced, empty namespace (s)" "$(val c start)" "$(val go start)"
+row "idle RSS after sync (MiB)" "$(val c idle)" "$(val go idle)"
+prev=0
+for n in $COUNTS; do
+	row "create foo-$((prev + 1))..$n with kubectl (s)" "$(val c create"$n")" "$(val go create"$n")"
+	row "  until all $n available (s)" "$(val c ready"$n")" "$(val go ready"$n")"
+	row "  until all $n Ready=True (s)" "$(val c cond"$n")" "n/a"
+	row "  controller CPU while loading (s)" "$(val c loadcpu"$n")" "$(val go loadcpu"$n")"
+	row "RSS at $n Foos + Deployments (MiB)" "$(val c rss"$n")" "$(val go rss"$n")"
+	prev=$n
+done
+row "CPU over ${STEADY}s steady at $last_count Foos (s)" "$(val c steadycpu)" "$(val go steadycpu)"
+row "  Foo writes in that window (cluster-wide)" "$(val c steadywrites)" "$(val go steadywrites)"
+row "  RSS at the end of the window (MiB)" "$(val c steadyrss)" "$(val go steadyrss)"
+row "peak RSS, VmHWM (MiB)" "$(val c hwm)" "$(val go hwm)"
