@@ -100,7 +100,8 @@ static cache_informer_t **snapshot(cache_factory_t *f, size_t *n)
 	pthread_mutex_lock(&f->mu);
 	*n = f->n;
 	cache_informer_t **a = xmalloc((f->n ? f->n : 1) * sizeof(*a));
-	memcpy(a, f->infs, f->n * sizeof(*a));
+	if (f->n > 0)
+		memcpy(a, f->infs, f->n * sizeof(*a));
 	pthread_mutex_unlock(&f->mu);
 	return a;
 }

@@ -11,10 +11,15 @@
  * computed from the injected clock by pure functions (util.c).
  *
  * Retry policy (REFERENCE.md, client-go's reflector):
+ *   first list                       -> resourceVersion="0", pages of 500
+ *   relist from the last RV          -> no limit (served by the watch cache as "not
+ *                                       older than"), unless the first list came in
+ *                                       pages (then the server has no watch cache)
  *   list 410 on a continue token     -> one full list, no limit, same call
  *   list 410 / "too large RV"        -> relist at once from resourceVersion=""
  *   watch clean close                -> re-watch from the last RV, no relist
- *   watch 410 (or ERROR 410)         -> relist (quietly: it is routine)
+ *   watch 410 (or ERROR 410)         -> relist (quietly: it is routine); from "" if
+ *                                       the watch started at the RV a list just gave
  *   transport, 429, 5xx on a watch   -> re-watch after backoff (429: Retry-After)
  *   anything else                    -> relist after backoff
  * Errors are reported to the sink on every attempt but logged once per change
@@ -67,6 +72,8 @@ struct cache_reflector {
 	char *list_rv_param;
 	bool page_had_cont;
 	bool full_fallback;
+	bool paginated;  /* the first list came in pages: this server pages (no watch cache) */
+	char *listed_rv; /* the resourceVersion the last complete list returned */
 
 	/* The watch. */
 	bool stream_refused;
@@ -75,6 +82,8 @@ struct cache_reflector {
 	uint64_t last_activity_ns;
 	int64_t watch_timeout_s;
 	uint64_t watch_events;
+	uint64_t watch_data; /* events other than ERROR */
+	char *watch_rv;      /* the resourceVersion this watch started from */
 	bool closing;
 	kstatus_t err_status;
 
@@ -287,9 +296,17 @@ static void list_page(cache_reflector_t *r)
 		r->page_had_cont = true;
 	} else {
 		o.resource_version = r->list_rv_param;
-		o.limit = r->o.page_size;
+		/* A list from a given resourceVersion with a limit is served by etcd at exactly
+		 * that version; without one, the watch cache serves it as "not older than",
+		 * at a version its watches can continue from. Page it only where the server
+		 * paged the first list anyway (client-go does the same). */
+		bool specific = r->list_rv_param[0] != '\0' && strcmp(r->list_rv_param, "0") != 0;
+		o.limit = specific && !r->paginated ? 0 : r->o.page_size;
 	}
 	r->state = R_LISTING;
+	LOG_V(3, "Listing", KV_STR("resource", r->o.name),
+	      KV_STR("resourceVersion", o.resource_version), KV_INT("limit", o.limit),
+	      KV_BOOL("continue", o.continue_token != NULL));
 	issue(r, false, &o);
 	free(cont);
 }
@@ -344,9 +361,12 @@ static void list_complete(cache_reflector_t *r, const char *rv)
 	r->items = NULL;
 	r->nitems = r->capitems = 0;
 	set_str(&r->last_rv, rv);
+	set_str(&r->listed_rv, rv);
 	r->rv_unavailable = false;
 	atomic_fetch_add(&r->n_lists_done, 1);
 	atomic_store(&r->last_event_wall_ns, clk_wall_ns(r->clk));
+	LOG_V(3, "Listed", KV_STR("resource", r->o.name), KV_STR("resourceVersion", rv),
+	      KV_UINT("objects", n));
 	recovered(r);
 	r->sink.replace(r->ud, items, n, r->last_rv);
 }
@@ -355,6 +375,8 @@ static void list_done(cache_reflector_t *r, kresult_t *res)
 {
 	if (kresult_ok(res)) {
 		if (r->cont != NULL && !r->full_fallback) {
+			if (!r->page_had_cont && strcmp(r->list_rv_param, "0") == 0)
+				r->paginated = true;
 			list_page(r);
 			return;
 		}
@@ -424,9 +446,14 @@ static void start_watch(cache_reflector_t *r, bool initial)
 	r->initial_phase = initial;
 	r->watch_start_ns = r->last_activity_ns = now_ns(r);
 	r->watch_events = 0;
+	r->watch_data = 0;
+	set_str(&r->watch_rv, o.resource_version);
 	r->closing = false;
 	kstatus_clear(&r->err_status);
 	r->state = R_WATCHING;
+	LOG_V(3, "Watching", KV_STR("resource", r->o.name),
+	      KV_STR("resourceVersion", o.resource_version),
+	      KV_INT("timeoutSeconds", o.timeout_seconds), KV_BOOL("sendInitialEvents", initial));
 	issue(r, true, &o);
 	if (r->state == R_WATCHING)
 		r->sink.rearm(r->ud);
@@ -449,6 +476,8 @@ static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t 
 	r->watch_events++;
 	atomic_fetch_add(&r->n_events, 1);
 	atomic_store(&r->last_event_wall_ns, clk_wall_ns(r->clk));
+	if (type != KWATCH_ERROR)
+		r->watch_data++;
 	switch (type) {
 	case KWATCH_ADDED:
 	case KWATCH_MODIFIED:
@@ -528,6 +557,8 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 	bool initial = r->initial_phase;
 	r->initial_phase = false;
 	r->state = R_IDLE;
+	LOG_V(3, "Watch ended", KV_STR("resource", r->o.name), KV_INT("code", res->http_code),
+	      KV_STR("error", res->error), KV_UINT("events", r->watch_events));
 
 	if (!errored && kresult_ok(res)) {
 		if (initial) {
@@ -556,6 +587,12 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 		}
 	}
 	if (kerr_is_gone(res)) {
+		/* Too old already at the version a list just returned: that list came from
+		 * a store older than the watch cache (etcd at an exact version). Relisting
+		 * from it would loop; ask for the most recent state instead. */
+		if (r->watch_data == 0 && r->listed_rv != NULL && r->watch_rv[0] != '\0' &&
+		    strcmp(r->watch_rv, r->listed_rv) == 0)
+			r->rv_unavailable = true;
 		fail(r, "watch", res, NULL, A_RELIST, true);
 	} else if (kerr_is_rv_too_large(res)) {
 		r->rv_unavailable = true;
@@ -620,6 +657,7 @@ cache_reflector_t *cache_reflector_new(cache_lw_t *lw, const clk_t *clk,
 	r->ud = ud;
 	r->last_rv = xstrdup("");
 	r->list_rv_param = xstrdup("");
+	r->watch_rv = xstrdup("");
 	cache_backoff_init(&r->bo, r->o.backoff_initial_ns, r->o.backoff_max_ns,
 	                   r->o.backoff_reset_ns, 1.0);
 	return r;
@@ -651,6 +689,8 @@ void cache_reflector_free(cache_reflector_t *r)
 	free(r->list_rv);
 	free(r->cont);
 	free(r->list_rv_param);
+	free(r->listed_rv);
+	free(r->watch_rv);
 	free(r->last_err);
 	kstatus_clear(&r->err_status);
 	free((char *)r->o.name);

@@ -210,6 +210,8 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	advance_ms(&f, 5000);
 	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
 	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "10");
+	/* No limit: the watch cache serves it, at a version its watches can follow. */
+	ck_assert_int_eq(cache_fake_req_opts(last_list(&f))->limit, 0);
 	/* ... and when that RV is compacted away, at once the most recent state. */
 	cache_fake_req_finish(last_list(&f), 410, "Expired", "too old resource version: 10 (99)",
 	                      0);
@@ -226,6 +228,50 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	advance_ms(&f, 60000);
 	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 4);
 	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_relist_pages_only_where_the_server_pages)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	/* The first list (RV 0) came in pages: no watch cache; relists keep paging. */
+	kobj_t *p1[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, p1, 1, "40", "tok-1");
+	kobj_t *p2[] = {mkobj("ns", "b", "2")};
+	respond_list(&f, p2, 1, "40", NULL);
+	cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
+	advance_ms(&f, 1700);
+	const klist_opts_t *o = cache_fake_req_opts(last_list(&f));
+	ck_assert_str_eq(o->resource_version, "40");
+	ck_assert_int_eq(o->limit, 500);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_watch_too_old_at_listed_rv_relists_from_empty)
+{
+	/* After an API server restart its watch cache starts after our RV; a list at that
+	 * exact RV (etcd) gives it back and the watch from it is too old again: the relist
+	 * must move to the most recent state instead of looping. */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f); /* listed at "10", watching from "10" */
+	cache_fake_req_error_event(last_watch(&f), 410, "Expired",
+	                           "too old resource version: 10 (15)");
+	cache_informer_tick(f.inf);
+	advance_ms(&f, 1700);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
+	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, items, 1, "20", NULL);
+	/* A watch that delivered data before its 410 relists from its last RV, as usual. */
+	cache_fake_req_event(last_watch(&f), KWATCH_BOOKMARK, mkbookmark("25", false));
+	cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old resource version");
+	cache_informer_tick(f.inf);
+	advance_ms(&f, 5000);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "25");
 	fx_free(&f);
 }
 END_TEST
@@ -976,6 +1022,8 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(tc, test_initial_list_paged_then_watch);
 	tcase_add_test(tc, test_expired_continue_falls_back_to_full_list);
 	tcase_add_test(tc, test_list_gone_and_too_large_relist_from_empty_rv);
+	tcase_add_test(tc, test_relist_pages_only_where_the_server_pages);
+	tcase_add_test(tc, test_watch_too_old_at_listed_rv_relists_from_empty);
 	tcase_add_test(tc, test_watch_events_bookmark_and_clean_close);
 	tcase_add_test(tc, test_watch_gone_relists_with_tombstones);
 	tcase_add_test(tc, test_watch_closed_at_once_is_an_error);

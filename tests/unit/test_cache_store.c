@@ -264,7 +264,7 @@ END_TEST
 typedef struct rd_ctx {
 	cache_store_t *s;
 	_Atomic bool stop;
-	long reads;
+	_Atomic long reads;
 } rd_ctx_t;
 
 static void *reader(void *arg)
@@ -281,7 +281,7 @@ static void *reader(void *arg)
 		for (size_t i = 0; i < l.n; i++)
 			ck_assert_str_eq(l.items[i]->ns, "ns");
 		cache_objs_free(&l);
-		c->reads++;
+		atomic_fetch_add(&c->reads, 1);
 	}
 	return NULL;
 }
