@@ -37,6 +37,7 @@ struct cache_handler_reg {
 	bool syncing; /* its resync is due: it gets the unchanged-RV updates */
 	bool removed;
 	bool initial_done; /* got every object cached when it was added */
+	uint64_t born;     /* the dispatch during which it was added (0: none) */
 	_Atomic bool synced;
 	cache_objs_t snap; /* objects still to send as adds (late handler) */
 	size_t snap_pos;
@@ -62,6 +63,7 @@ struct cache_informer {
 	cache_handler_reg_t *handlers, *handlers_tail;
 	size_t nsnap_pending;
 	int dispatching;
+	uint64_t dispatch_id; /* of the outermost dispatch in progress */
 	bool need_sweep;
 
 	ev_timer timer;
@@ -148,22 +150,30 @@ static void sweep(cache_informer_t *inf)
 	}
 }
 
+static void dispatch_begin(cache_informer_t *inf)
+{
+	if (inf->dispatching++ == 0)
+		inf->dispatch_id++;
+}
+
 static void dispatch_end(cache_informer_t *inf)
 {
 	if (--inf->dispatching == 0 && inf->need_sweep)
 		sweep(inf);
 }
 
-static bool deliverable(const cache_handler_reg_t *r)
+/* A handler added from inside a callback does not get the notification in flight:
+ * its snapshot already reflects it. */
+static bool deliverable(const cache_informer_t *inf, const cache_handler_reg_t *r)
 {
-	return !r->removed && r->initial_done;
+	return !r->removed && r->initial_done && r->born != inf->dispatch_id;
 }
 
 static void dispatch_add(cache_informer_t *inf, kobj_t *obj, bool initial)
 {
-	inf->dispatching++;
+	dispatch_begin(inf);
 	for (cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
-		if (deliverable(r) && r->h.on_add != NULL)
+		if (deliverable(inf, r) && r->h.on_add != NULL)
 			r->h.on_add(r->ud, obj, initial);
 	dispatch_end(inf);
 }
@@ -173,9 +183,9 @@ static void dispatch_update(cache_informer_t *inf, kobj_t *old, kobj_t *obj)
 	/* Nothing changed: a resync (or a relist of an unchanged object), only for
 	 * handlers whose resync period is due. */
 	bool is_sync = strcmp(old->rv, obj->rv) == 0;
-	inf->dispatching++;
+	dispatch_begin(inf);
 	for (cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next) {
-		if (!deliverable(r) || r->h.on_update == NULL || (is_sync && !r->syncing))
+		if (!deliverable(inf, r) || r->h.on_update == NULL || (is_sync && !r->syncing))
 			continue;
 		r->h.on_update(r->ud, old, obj);
 	}
@@ -186,9 +196,9 @@ static void dispatch_delete(cache_informer_t *inf, kobj_t *obj, bool unknown)
 {
 	cache_keybuf_t kb;
 	cache_keybuf_set(&kb, obj);
-	inf->dispatching++;
+	dispatch_begin(inf);
 	for (cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
-		if (deliverable(r) && r->h.on_delete != NULL)
+		if (deliverable(inf, r) && r->h.on_delete != NULL)
 			r->h.on_delete(r->ud, kb.s, obj, unknown);
 	dispatch_end(inf);
 	cache_keybuf_free(&kb);
@@ -232,7 +242,7 @@ static void mark_synced(cache_informer_t *inf)
 /* Feeds late handlers their snapshots; returns the budget left. */
 static size_t deliver_snapshots(cache_informer_t *inf, size_t budget)
 {
-	inf->dispatching++;
+	dispatch_begin(inf);
 	for (cache_handler_reg_t *r = inf->handlers; r != NULL && budget > 0 && !inf->stopped;
 	     r = r->next) {
 		if (r->removed || r->initial_done)
@@ -542,6 +552,8 @@ cache_handler_reg_t *cache_informer_add_handler_resync(cache_informer_t *inf,
 	if (resync_ms > 0 && resync_ms < 1000)
 		resync_ms = 1000; /* client-go's minimum: a faster resync is a busy loop */
 	r->resync_ns = resync_ms * NS_PER_MS;
+	if (inf->dispatching > 0)
+		r->born = inf->dispatch_id;
 	r->next_resync_ns = clk_mono_ns(inf->clk) + r->resync_ns;
 	if (inf->started && !inf->stopped) {
 		/* Everything processed so far, as adds, before any further delta. */

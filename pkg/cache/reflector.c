@@ -158,6 +158,8 @@ static bool non_healing(const kresult_t *res)
 static char *fmt_error(const cache_reflector_t *r, const char *what, const kresult_t *res)
 {
 	const char *detail = NULL;
+	if (res == NULL)
+		return xasprintf("%s %s: failed", what ? what : "request", r->o.name);
 	if (res->status.message != NULL && res->status.message[0] != '\0')
 		detail = res->status.message;
 	else if (res->error != NULL && res->error[0] != '\0')

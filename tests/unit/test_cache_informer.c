@@ -702,6 +702,48 @@ START_TEST(test_remove_handler_from_its_callback)
 }
 END_TEST
 
+typedef struct adder {
+	cache_informer_t *inf;
+	rec_t *late;
+	bool added;
+} adder_t;
+
+static void add_handler_on_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+{
+	adder_t *a = ud;
+	(void)key;
+	(void)obj;
+	(void)unknown;
+	if (!a->added && cache_store_len(cache_informer_store(a->inf)) == 0) {
+		a->added = true;
+		cache_informer_add_handler(a->inf, &rec_handler, a->late);
+	}
+}
+
+START_TEST(test_handler_added_in_a_callback_misses_the_event_in_flight)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	rec_t late = {0};
+	adder_t a = {f.inf, &late, false};
+	cache_handler_t h = {NULL, NULL, add_handler_on_delete};
+	cache_informer_add_handler(f.inf, &h, &a);
+	fx_synced(&f);
+	cache_fake_req_event(last_watch(&f), KWATCH_DELETED, mkobj("ns", "a", "11"));
+	cache_fake_req_event(last_watch(&f), KWATCH_DELETED, mkobj("ns", "b", "12"));
+	cache_informer_drain(f.inf);
+	ck_assert(a.added);
+	/* It was added once the store was empty: nothing to tell it, not even the delete
+	 * that was being delivered. The next event it gets. */
+	ck_assert_str_eq(rec_text(&late), "");
+	cache_fake_req_event(last_watch(&f), KWATCH_ADDED, mkobj("ns", "c", "13"));
+	cache_informer_drain(f.inf);
+	ck_assert_str_eq(rec_text(&late), "add ns/c 13\n");
+	rec_reset(&late);
+	fx_free(&f);
+}
+END_TEST
+
 static kobj_t *strip_labels(void *ud, kobj_t *obj)
 {
 	int *calls = ud;
@@ -1015,6 +1057,178 @@ START_TEST(test_processing_runs_on_the_loop)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- long random churn */
+
+enum { CHURN_KEYS = 300 };
+
+/* A handler that checks the add/update/delete sequence of every key is coherent. */
+typedef struct tracker {
+	bool present[CHURN_KEYS];
+	long rv[CHURN_KEYS];
+	long calls;
+} tracker_t;
+
+static int key_index(const kobj_t *o)
+{
+	return atoi(o->name + 1);
+}
+
+static void t_add(void *ud, kobj_t *obj, bool initial)
+{
+	tracker_t *t = ud;
+	(void)initial;
+	int k = key_index(obj);
+	ck_assert_msg(!t->present[k], "add of present key %s", obj->name);
+	t->present[k] = true;
+	t->rv[k] = atol(obj->rv);
+	t->calls++;
+}
+
+static void t_update(void *ud, kobj_t *old, kobj_t *obj)
+{
+	tracker_t *t = ud;
+	int k = key_index(obj);
+	ck_assert_msg(t->present[k], "update of absent key %s", obj->name);
+	ck_assert_int_eq(atol(old->rv), t->rv[k]);
+	t->rv[k] = atol(obj->rv);
+	t->calls++;
+}
+
+static void t_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+{
+	tracker_t *t = ud;
+	(void)unknown;
+	int k = key_index(obj);
+	ck_assert_msg(t->present[k], "delete of absent key %s", key);
+	t->present[k] = false;
+	t->calls++;
+}
+
+static const cache_handler_t tracker_handler = {t_add, t_update, t_delete};
+
+START_TEST(test_long_random_churn)
+{
+	/* Random creates/updates/deletes, watch breaks with 410 and changes lost in the
+	 * gap, clean closes, bookmarks, resyncs, late handlers coming and going: at the
+	 * end the store equals the "server", every handler's view is coherent, and
+	 * (under ASan) nothing leaked. */
+	fx_t f;
+	fx_init(&f, NULL);
+	tracker_t main_t, resync_t;
+	memset(&main_t, 0, sizeof(main_t));
+	memset(&resync_t, 0, sizeof(resync_t));
+	cache_informer_add_handler(f.inf, &tracker_handler, &main_t);
+	cache_informer_add_handler_resync(f.inf, &tracker_handler, &resync_t, 1000);
+	ck_assert_int_eq(cache_informer_start(f.inf, NULL), 0);
+	long server[CHURN_KEYS] = {0}; /* rv, 0 = absent */
+	long rv = 1;
+	respond_list(&f, NULL, 0, "1", NULL);
+	bool gap = false;
+	tracker_t *late = NULL;
+	cache_handler_reg_t *late_reg = NULL;
+	char name[16], rvs[24];
+	for (int op = 0; op < 30000; op++) {
+		int k = (int)(rand_u64() % CHURN_KEYS);
+		snprintf(name, sizeof(name), "k%d", k);
+		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
+		kwatch_type_t type;
+		if (server[k] == 0) {
+			type = KWATCH_ADDED;
+			server[k] = rv;
+		} else if (rand_u64() % 3 == 0) {
+			type = KWATCH_DELETED;
+			server[k] = 0;
+		} else {
+			type = KWATCH_MODIFIED;
+			server[k] = rv;
+		}
+		if (!gap)
+			cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
+		uint64_t dice = rand_u64() % 1000;
+		if (dice < 20) {
+			cache_informer_drain(f.inf);
+		} else if (dice < 22 && !gap) {
+			/* The watch breaks with 410; changes go on while we are away. */
+			cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
+			cache_informer_tick(f.inf);
+			gap = true;
+		} else if (dice < 24 && gap) {
+			advance_ms(&f, 60000);
+			cache_fake_req_t *l = last_list(&f);
+			ck_assert(cache_fake_req_active(l));
+			for (int i = 0; i < CHURN_KEYS; i++) {
+				if (server[i] == 0)
+					continue;
+				char n2[16], r2[24];
+				snprintf(n2, sizeof(n2), "k%d", i);
+				snprintf(r2, sizeof(r2), "%ld", server[i]);
+				cache_fake_req_item(l, mkobj("ns", n2, r2));
+			}
+			cache_fake_req_meta(l, rvs, NULL);
+			cache_fake_req_finish(l, 200, NULL, NULL, 0);
+			gap = false;
+		} else if (dice < 26 && !gap) {
+			cache_fake_req_event(last_watch(&f), KWATCH_BOOKMARK,
+			                     mkbookmark(rvs, false));
+			clk_fake_advance(&f.clk, 2 * NS_PER_SEC);
+			cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0); /* clean close */
+		} else if (dice < 30) {
+			advance_ms(&f, 1000); /* resync for the 1 s handler */
+		} else if (dice < 31) {
+			if (late == NULL) {
+				late = xcalloc(1, sizeof(*late));
+				late_reg =
+				    cache_informer_add_handler(f.inf, &tracker_handler, late);
+			} else {
+				cache_informer_remove_handler(f.inf, late_reg);
+				free(late);
+				late = NULL;
+			}
+		}
+	}
+	if (gap) {
+		cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
+		advance_ms(&f, 60000);
+		cache_fake_req_t *l = last_list(&f);
+		for (int i = 0; i < CHURN_KEYS; i++) {
+			if (server[i] == 0)
+				continue;
+			char n2[16], r2[24];
+			snprintf(n2, sizeof(n2), "k%d", i);
+			snprintf(r2, sizeof(r2), "%ld", server[i]);
+			cache_fake_req_item(l, mkobj("ns", n2, r2));
+		}
+		cache_fake_req_meta(l, rvs, NULL);
+		cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	}
+	cache_informer_drain(f.inf);
+	cache_store_t *st = cache_informer_store(f.inf);
+	size_t live = 0;
+	for (int i = 0; i < CHURN_KEYS; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		kobj_t *o = cache_store_get_ns_name(st, "ns", name);
+		if (server[i] == 0) {
+			ck_assert_msg(o == NULL, "%s should be gone", name);
+		} else {
+			live++;
+			ck_assert_msg(o != NULL, "%s missing", name);
+			ck_assert_int_eq(atol(o->rv), server[i]);
+		}
+		kobj_unref(o);
+		ck_assert_int_eq(main_t.present[i], server[i] != 0);
+		ck_assert_int_eq(resync_t.present[i], server[i] != 0);
+		if (late != NULL)
+			ck_assert_int_eq(late->present[i], server[i] != 0);
+	}
+	ck_assert_uint_eq(cache_store_len(st), live);
+	cache_stats_t stats;
+	cache_informer_stats(f.inf, &stats);
+	ck_assert_uint_ge(stats.relists, 10);
+	free(late);
+	fx_free(&f);
+}
+END_TEST
+
 Suite *suite_cache_informer(void)
 {
 	Suite *s = suite_create("cache_informer");
@@ -1043,6 +1257,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_late_handler_gets_existing_objects_first);
 	tcase_add_test(th, test_handler_added_after_start_before_sync);
 	tcase_add_test(th, test_remove_handler_from_its_callback);
+	tcase_add_test(th, test_handler_added_in_a_callback_misses_the_event_in_flight);
 	tcase_add_test(th, test_transform_before_store);
 	tcase_add_test(th, test_index_follows_updates_and_deletes);
 	tcase_add_test(th, test_shutdown_stops_watch_and_deliveries);
@@ -1050,6 +1265,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_factory_shares_informers_and_waits);
 	tcase_add_test(th, test_factory_wait_reports_each_unsynced);
 	tcase_add_test(th, test_processing_runs_on_the_loop);
+	tcase_add_test(th, test_long_random_churn);
 	suite_add_tcase(s, th);
 	return s;
 }
