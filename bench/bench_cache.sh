@@ -4,8 +4,9 @@
 # In-process figures always: dispatch throughput through the delta queue, bytes per
 # cached Deployment. On the local control plane too when it is running ($KUBECONFIG
 # or .local/kubeconfig): an informer over 10,000 Deployments, and 50,000 with
-# BENCH_FULL=1 (creating them takes minutes; they stay in namespace cache-bench for
-# the next run unless BENCH_CACHE_CLEANUP=1).
+# BENCH_FULL=1 (creating them takes minutes). They live in namespace cache-bench, which
+# is deleted at the end (the control plane is shared: other benchmarks would list
+# them) unless BENCH_CACHE_KEEP=1 keeps it for the next run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build-bench-cache}
@@ -29,6 +30,6 @@ sizes="10000"
 for n in $sizes; do
 	"$B/bench_cache" cluster "$n"
 done
-if [ "${BENCH_CACHE_CLEANUP:-0}" = 1 ]; then
+if [ "${BENCH_CACHE_KEEP:-0}" != 1 ]; then
 	kubectl delete namespace cache-bench --wait=false >/dev/null 2>&1 || true
 fi

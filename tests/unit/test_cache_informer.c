@@ -171,6 +171,25 @@ START_TEST(test_initial_list_paged_then_watch)
 }
 END_TEST
 
+START_TEST(test_selectors_reach_list_and_watch)
+{
+	cache_informer_opts_t o = {
+	    .label_selector = "app=web", .field_selector = "metadata.name!=x", .page_size = 100};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	const klist_opts_t *lo = cache_fake_req_opts(last_list(&f));
+	ck_assert_str_eq(lo->label_selector, "app=web");
+	ck_assert_str_eq(lo->field_selector, "metadata.name!=x");
+	ck_assert_int_eq(lo->limit, 100);
+	respond_list(&f, NULL, 0, "3", NULL);
+	const klist_opts_t *wo = cache_fake_req_opts(last_watch(&f));
+	ck_assert_str_eq(wo->label_selector, "app=web");
+	ck_assert_str_eq(wo->field_selector, "metadata.name!=x");
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_expired_continue_falls_back_to_full_list)
 {
 	fx_t f;
@@ -1234,6 +1253,7 @@ Suite *suite_cache_informer(void)
 	Suite *s = suite_create("cache_informer");
 	TCase *tc = tcase_create("reflector");
 	tcase_add_test(tc, test_initial_list_paged_then_watch);
+	tcase_add_test(tc, test_selectors_reach_list_and_watch);
 	tcase_add_test(tc, test_expired_continue_falls_back_to_full_list);
 	tcase_add_test(tc, test_list_gone_and_too_large_relist_from_empty_rv);
 	tcase_add_test(tc, test_relist_pages_only_where_the_server_pages);
