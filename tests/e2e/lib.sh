@@ -102,3 +102,128 @@ ensure_crd() {
 	kubectl apply -f "$E2E_ROOT/deploy/crd.yaml" >/dev/null
 	kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
 }
+
+# ---- Operability helpers (metrics, probes, leases, kubeconfigs, exits) ----
+
+# The Debian python3 has prometheus_client; the pyenv one on PATH may not.
+PROM_PY="${PROM_PY:-/usr/bin/python3}"
+
+free_port() { # print a TCP port on 127.0.0.1 that was free a moment ago
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# prom_value HOST:PORT NAME [LABEL=VALUE | LABEL!=VALUE | LABEL~REGEX ...]: parse
+# /metrics with the Prometheus text parser and print the sum of the samples named NAME
+# whose labels match; prints "absent" when none does. Fails when /metrics does not
+# parse.
+prom_value() {
+	local addr="$1"; shift
+	curl -sf --max-time 5 "http://$addr/metrics" | "$PROM_PY" -c '
+import re, sys
+from prometheus_client.parser import text_string_to_metric_families
+name, conds = sys.argv[1], []
+for a in sys.argv[2:]:
+    m = re.match(r"^(\w+)(!=|=|~)(.*)$", a)
+    conds.append((m.group(1), m.group(2), m.group(3)))
+def ok(labels):
+    for k, op, v in conds:
+        have = labels.get(k)
+        if op == "=" and have != v: return False
+        if op == "!=" and have == v: return False
+        if op == "~" and (have is None or not re.fullmatch(v, have)): return False
+    return True
+total, seen = 0.0, False
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        if s.name == name and ok(s.labels):
+            total += s.value
+            seen = True
+print(repr(total) if seen else "absent")
+' "$@"
+}
+
+# prom_eq HOST:PORT WANT NAME [LABELS...] / prom_ge HOST:PORT MIN NAME [LABELS...]:
+# prom_value compared when called (for until_ok, which gets its arguments expanded
+# once: a "$(...)" among them would never be read again).
+prom_eq() {
+	local addr="$1" want="$2" v; shift 2
+	v=$(prom_value "$addr" "$@") || return 1
+	[ "$v" != absent ] && python3 -c 'import sys; sys.exit(float(sys.argv[1]) != float(sys.argv[2]))' "$v" "$want"
+}
+prom_ge() {
+	local addr="$1" min="$2" v; shift 2
+	v=$(prom_value "$addr" "$@") || return 1
+	[ "$v" != absent ] && python3 -c 'import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))' "$v" "$min"
+}
+
+# http_code URL: print the HTTP status of a GET (000 when there is no answer).
+http_code() {
+	curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$1" || true
+}
+
+lease_holder() { # lease_holder NS NAME
+	kubectl -n "$1" get lease "$2" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null
+}
+
+# kubeconfig_via FILE SERVER_URL: a copy of $KUBECONFIG with another server URL.
+kubeconfig_via() {
+	sed "s#^\(\s*server:\).*#\1 $2#" "$KUBECONFIG" >"$1"
+}
+
+# kubeconfig_token FILE TOKEN: a kubeconfig for the local API server that
+# authenticates with TOKEN only.
+kubeconfig_token() {
+	cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "$API_SERVER", certificate-authority: "$CA_FILE"}
+users:
+- name: sa
+  user: {token: "$2"}
+contexts:
+- name: sa
+  context: {cluster: local, user: sa}
+current-context: sa
+KC
+}
+
+# json_log_ts FILE MSG: the "ts" of the first JSON log line whose msg is MSG.
+json_log_ts() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        o = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(o, dict) and o.get("msg") == sys.argv[2]:
+        print(o["ts"])
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# wait_exit NAME SECS: wait up to SECS for the daemon NAME to exit by itself; sets
+# WAIT_RC to its exit status, or to "timeout" (and leaves it running). Not in $(...):
+# only the shell that started the daemon can wait for it.
+wait_exit() {
+	local name="$1" secs="$2" pid end state
+	WAIT_RC="no pid"
+	pid=$(cat "$E2E_LOGS/$name.pid") || return 0
+	end=$(( $(date +%s) + secs ))
+	# A zombie still answers kill -0: look at the process state instead.
+	while :; do
+		state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+		[ -z "$state" ] || [ "$state" = Z ] && break
+		if [ "$(date +%s)" -ge "$end" ]; then
+			WAIT_RC=timeout
+			return 0
+		fi
+		sleep 0.1
+	done
+	WAIT_RC=0
+	wait "$pid" || WAIT_RC=$?
+	rm -f "$E2E_LOGS/$name.pid"
+}
