@@ -183,6 +183,8 @@ struct cache_lw {
 /*
  * Borrows c and t (must outlive it); ns (borrowed, copied) restricts to one
  * namespace, NULL or "" for all. Returns a new source, free with cache_lw_free.
+ * Free its informer (or factory) before the client: kclient_free drops the
+ * requests still outstanding.
  */
 cache_lw_t *cache_lw_kube_new(kclient_t *c, const ktype_t *t, const char *ns);
 /* NULL is a no-op. */
@@ -377,7 +379,8 @@ typedef struct cache_factory_opts {
  */
 cache_factory_t *cache_factory_new(struct ev_loop *loop, kclient_t *c,
                                    const cache_factory_opts_t *o);
-/* Shuts down and frees every informer, then f. NULL is a no-op. Loop thread. */
+/* Shuts down and frees every informer, then f. NULL is a no-op. Loop thread; before
+ * kclient_free. */
 void cache_factory_free(cache_factory_t *f);
 /*
  * The informer for t (borrowed, owned by the factory), created on first use.
