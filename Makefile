@@ -40,7 +40,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: all deps test unit unit-tsan integration e2e run bench lint fmt clean cluster-up cluster-down k8s-bins
+.PHONY: FORCE all deps test unit unit-tsan integration e2e run bench lint fmt clean cluster-up cluster-down k8s-bins
 
 all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -79,9 +79,13 @@ $(B)/asan/sample-controller: $(CMD_SRCS:%.c=$(B)/asan/%.o) $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
 # The unit runner: every tests/unit/test_<x>.c defines `Suite *suite_<x>(void)`.
-$(B)/suites.h: $(UNIT_SRCS)
+# Regenerated on every run (FORCE) but rewritten only when the suite list changed,
+# so a different SUITES= never runs a stale list.
+$(B)/suites.h: FORCE
 	@mkdir -p $(B)
-	@for f in $(UNIT_SRCS); do n=$$(basename $$f .c); echo "SUITE($${n#test_})"; done > $@.tmp && mv $@.tmp $@
+	@for f in $(UNIT_SRCS); do n=$$(basename $$f .c); echo "SUITE($${n#test_})"; done > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
 
 $(B)/asan/unit-tests: $(UNIT_SRCS:%.c=$(B)/asan/%.o) $(B)/asan/tests/unit/main.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
@@ -93,9 +97,10 @@ $(B)/tsan/unit-tests: $(UNIT_SRCS:%.c=$(B)/tsan/%.o) $(B)/tsan/tests/unit/main.o
 # plane named by $KUBECONFIG; same runner, their own suite list.
 INTEG_SUITES ?= $(patsubst tests/integration/test_%.c,%,$(wildcard tests/integration/test_*.c))
 INTEG_SRCS := $(sort $(foreach s,$(INTEG_SUITES),tests/integration/test_$(s).c))
-$(B)/integ/suites.h: $(INTEG_SRCS)
+$(B)/integ/suites.h: FORCE
 	@mkdir -p $(B)/integ
-	@for f in $(INTEG_SRCS); do n=$$(basename $$f .c); echo "SUITE($${n#test_})"; done > $@.tmp && mv $@.tmp $@
+	@for f in $(INTEG_SRCS); do n=$$(basename $$f .c); echo "SUITE($${n#test_})"; done > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 $(B)/integ/main.o: tests/unit/main.c $(B)/integ/suites.h
 	$(CC) $(BASEFLAGS) -I$(B)/integ $(ASAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
