@@ -69,6 +69,7 @@ typedef struct daemon_state {
 	metrics_server_t *metrics_srv, *probe_srv;
 	metrics_gauge_t *m_leader;
 	le_t *elector;
+	char *last_watch_error[2]; /* foos, deployments: the last non-healing error logged */
 	char *identity;
 	char *le_ns;
 	ev_async stop_async;
@@ -99,12 +100,24 @@ static void on_stop_async(struct ev_loop *loop, ev_async *w, int revents)
 }
 
 static void on_watch_error(void *ud, cache_informer_t *inf, const char *msg, const kresult_t *res,
-                           bool healing)
+			   bool healing)
 {
-	/* The informer logs each distinct message once; here we only decide the level. */
-	if (!healing)
-		LOG_ERROR(msg, "Cannot list/watch; the cache will not sync until this is fixed",
-		          KV_STR("resource", cache_informer_name(inf)));
+	daemon_t *d = ud;
+	/* Errors retrying will not heal (403, 404 for a missing CRD) need a person:
+	 * say so at ERROR, once per distinct message; the informer already logs every
+	 * failure at a lower level. Loop thread only, so no lock. */
+	char **last = inf == d->foos ? &d->last_watch_error[0] : &d->last_watch_error[1];
+	if (healing) {
+		free(*last);
+		*last = NULL;
+		return;
+	}
+	if (*last != NULL && strcmp(*last, msg) == 0)
+		return;
+	free(*last);
+	*last = xstrdup(msg);
+	LOG_ERROR(msg, "Cannot list/watch; the cache will not sync until this is fixed",
+		  KV_STR("resource", cache_informer_name(inf)));
 }
 
 /* ---- Probes (metrics server thread) ---- */
@@ -741,6 +754,8 @@ out:
 		ev_loop_destroy(d->loop);
 	free(d->identity);
 	free(d->le_ns);
+	free(d->last_watch_error[0]);
+	free(d->last_watch_error[1]);
 	free(err);
 	flagset_free(fs);
 	return result;

@@ -624,8 +624,12 @@ static bool le_renew(le_t *e, char **why)
 			le_logf(e, LE_LOG_WARNING, "failed to renew lease %s: %s", e->lock->desc,
 			        last != NULL ? last : "unknown error");
 			now = le_now(e);
+			/* Never sleep past the renew deadline: a request that used up the
+			 * time left must not buy a whole extra retry period. */
 			uint64_t wait = e->retry_ns;
-			if (deadline > now && deadline - now < wait)
+			if (now >= deadline)
+				wait = 0;
+			else if (deadline - now < wait)
 				wait = deadline - now;
 			if (le_wait(e, wait)) {
 				result = true;

@@ -9,6 +9,7 @@
 #include "pkg/record/rec_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * The order matters: a namespace being deleted answers 403 (not retried, quietly),
@@ -30,6 +31,12 @@ static record_sink_result_t classify(int rc, const kresult_t *res)
 	return RECORD_SINK_REJECTED;
 }
 
+/*
+ * Events are best effort: a short per-request timeout keeps one stuck write (a
+ * network cut) from holding record_free() past its shutdown bound.
+ */
+#define REC_REQUEST_TIMEOUT_MS 5000
+
 static record_sink_result_t finish(int rc, kresult_t *res, const char *what, char **err)
 {
 	record_sink_result_t result = classify(rc, res);
@@ -43,7 +50,17 @@ static record_sink_result_t finish(int rc, kresult_t *res, const char *what, cha
 static record_sink_result_t kc_create(void *ud, const char *ns, const char *body, char **err)
 {
 	kresult_t res = {0};
-	int rc = kclient_create_sync(ud, &ktype_event, ns, body, NULL, &res);
+	char *q = kwrite_opts_query(NULL, false);
+	kreq_spec_t spec = {.method = "POST",
+			    .type = &ktype_event,
+			    .ns = ns,
+			    .query = q,
+			    .body = body,
+			    .body_len = strlen(body),
+			    .decode = KDEC_OBJECT,
+			    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
+	int rc = kclient_do_sync(ud, &spec, &res);
+	free(q);
 	return finish(rc, &res, "creating event", err);
 }
 
@@ -52,7 +69,19 @@ static record_sink_result_t kc_patch(void *ud, const char *ns, const char *name,
 {
 	kresult_t res = {0};
 	/* Strategic merge patch, as client-go sends for events (same effect here). */
-	int rc = kclient_patch_sync(ud, &ktype_event, ns, name, KPATCH_STRATEGIC, body, NULL, &res);
+	char *q = kwrite_opts_query(NULL, false);
+	kreq_spec_t spec = {.method = "PATCH",
+			    .type = &ktype_event,
+			    .ns = ns,
+			    .name = name,
+			    .query = q,
+			    .content_type = kpatch_content_type(KPATCH_STRATEGIC),
+			    .body = body,
+			    .body_len = strlen(body),
+			    .decode = KDEC_OBJECT,
+			    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
+	int rc = kclient_do_sync(ud, &spec, &res);
+	free(q);
 	return finish(rc, &res, "patching event", err);
 }
 

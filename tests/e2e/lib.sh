@@ -227,3 +227,9 @@ wait_exit() {
 	wait "$pid" || WAIT_RC=$?
 	rm -f "$E2E_LOGS/$name.pid"
 }
+
+# jp_eq NS KIND/NAME JSONPATH WANT: re-reads the value on every call (use it with
+# until_ok; `until_ok 30 test "$(jp ...)" = x` would expand $(...) only once).
+jp_eq() {
+	[ "$(jp "$1" "$2" "$3")" = "$4" ]
+}

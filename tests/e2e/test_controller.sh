@@ -33,8 +33,8 @@ t_create_scale_ready() {
 	test "$(jp "$NS" foo/foo1 '{.status.observedGeneration}')" = "$(jp "$NS" foo/foo1 '{.metadata.generation}')" || fail "observedGeneration"
 	# Scale through the Foo: the Deployment follows, then the status.
 	kubectl -n "$NS" patch foo foo1 --type merge -p '{"spec":{"replicas":3}}' >/dev/null
-	until_ok 30 test "$(jp "$NS" deploy/web1 '{.spec.replicas}')" = 3 || fail "deployment did not follow to 3"
-	until_ok 60 test "$(jp "$NS" foo/foo1 '{.status.availableReplicas}')" = 3 || fail "status did not follow to 3"
+	until_ok 30 jp_eq "$NS" deploy/web1 '{.spec.replicas}' 3 || fail "deployment did not follow to 3"
+	until_ok 60 jp_eq "$NS" foo/foo1 '{.status.availableReplicas}' 3 || fail "status did not follow to 3"
 	kubectl -n "$NS" get events --field-selector involvedObject.name=foo1,reason=Synced -o name | grep -q . || fail "no Synced event"
 	teardown create
 }
@@ -44,7 +44,7 @@ t_drift_is_repaired() {
 	apply_foo "$NS" foo2 web2 2
 	until_ok 30 deploy_ok "$NS" foo2 web2 2 || fail "no deployment"
 	kubectl -n "$NS" scale deploy web2 --replicas=5 >/dev/null
-	until_ok 30 test "$(jp "$NS" deploy/web2 '{.spec.replicas}')" = 2 || fail "scale not reverted"
+	until_ok 30 jp_eq "$NS" deploy/web2 '{.spec.replicas}' 2 || fail "scale not reverted"
 	kubectl -n "$NS" delete deploy web2 >/dev/null
 	until_ok 30 deploy_ok "$NS" foo2 web2 2 || fail "deleted deployment not recreated"
 	teardown drift
@@ -78,7 +78,7 @@ t_invalid_spec_reported() {
 	apply_foo "$NS" foo5 "" 1
 	until_ok 30 bash -c "kubectl -n $NS get events --field-selector involvedObject.name=foo5,reason=InvalidSpec -o name | grep -q ." ||
 		fail "no InvalidSpec event"
-	until_ok 30 test "$(jp "$NS" foo/foo5 '{.status.conditions[?(@.type=="Ready")].status}')" = False || fail "not Ready=False"
+	until_ok 30 jp_eq "$NS" foo/foo5 '{.status.conditions[?(@.type=="Ready")].status}' False || fail "not Ready=False"
 	# Fixing it converges.
 	apply_foo "$NS" foo5 web5 1
 	until_ok 30 deploy_ok "$NS" foo5 web5 1 || fail "no deployment after the fix"
