@@ -38,6 +38,13 @@ for f in tests/e2e/test_*.sh; do
 		# Not inside an `if`: bash ignores set -e in a condition, even in functions.
 		(cd "$root" && . "$f" && set -e && "$fn") >"/tmp/e2e-$fn.log" 2>&1
 		rc=$?
+		# A failed test may leave its daemons running: they would hold leases and
+		# write into the next test's namespaces. Reap them.
+		for pf in "$root"/.local/e2e-logs/*.pid; do
+			[ -e "$pf" ] || continue
+			kill -9 "$(cat "$pf")" 2>/dev/null || true
+			rm -f "$pf"
+		done
 		if [ "$rc" = 0 ]; then
 			echo "  ok    $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
 			passed=$((passed + 1))
