@@ -100,7 +100,7 @@ static void on_stop_async(struct ev_loop *loop, ev_async *w, int revents)
 }
 
 static void on_watch_error(void *ud, cache_informer_t *inf, const char *msg, const kresult_t *res,
-			   bool healing)
+                           bool healing)
 {
 	daemon_t *d = ud;
 	/* Errors retrying will not heal (403, 404 for a missing CRD) need a person:
@@ -117,7 +117,7 @@ static void on_watch_error(void *ud, cache_informer_t *inf, const char *msg, con
 	free(*last);
 	*last = xstrdup(msg);
 	LOG_ERROR(msg, "Cannot list/watch; the cache will not sync until this is fixed",
-		  KV_STR("resource", cache_informer_name(inf)));
+	          KV_STR("resource", cache_informer_name(inf)));
 }
 
 /* ---- Probes (metrics server thread) ---- */

@@ -52,13 +52,13 @@ static record_sink_result_t kc_create(void *ud, const char *ns, const char *body
 	kresult_t res = {0};
 	char *q = kwrite_opts_query(NULL, false);
 	kreq_spec_t spec = {.method = "POST",
-			    .type = &ktype_event,
-			    .ns = ns,
-			    .query = q,
-			    .body = body,
-			    .body_len = strlen(body),
-			    .decode = KDEC_OBJECT,
-			    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
+	                    .type = &ktype_event,
+	                    .ns = ns,
+	                    .query = q,
+	                    .body = body,
+	                    .body_len = strlen(body),
+	                    .decode = KDEC_OBJECT,
+	                    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
 	int rc = kclient_do_sync(ud, &spec, &res);
 	free(q);
 	return finish(rc, &res, "creating event", err);
@@ -71,15 +71,15 @@ static record_sink_result_t kc_patch(void *ud, const char *ns, const char *name,
 	/* Strategic merge patch, as client-go sends for events (same effect here). */
 	char *q = kwrite_opts_query(NULL, false);
 	kreq_spec_t spec = {.method = "PATCH",
-			    .type = &ktype_event,
-			    .ns = ns,
-			    .name = name,
-			    .query = q,
-			    .content_type = kpatch_content_type(KPATCH_STRATEGIC),
-			    .body = body,
-			    .body_len = strlen(body),
-			    .decode = KDEC_OBJECT,
-			    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
+	                    .type = &ktype_event,
+	                    .ns = ns,
+	                    .name = name,
+	                    .query = q,
+	                    .content_type = kpatch_content_type(KPATCH_STRATEGIC),
+	                    .body = body,
+	                    .body_len = strlen(body),
+	                    .decode = KDEC_OBJECT,
+	                    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
 	int rc = kclient_do_sync(ud, &spec, &res);
 	free(q);
 	return finish(rc, &res, "patching event", err);
