@@ -171,12 +171,20 @@ void sbuf_printf(sbuf_t *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-void sbuf_put_json_str(sbuf_t *b, const char *s)
+void sbuf_put_json_strn(sbuf_t *b, const char *str, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
 	sbuf_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
+	/* Copy runs that need no escaping in one append each. */
+	size_t run = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		sbuf_append(b, s + run, i - run);
+		run = i + 1;
+		switch (c) {
 		case '"':
 			sbuf_append(b, "\\\"", 2);
 			break;
@@ -192,16 +200,19 @@ void sbuf_put_json_str(sbuf_t *b, const char *s)
 		case '\t':
 			sbuf_append(b, "\\t", 2);
 			break;
-		default:
-			if (*p < 0x20) {
-				char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
-				sbuf_append(b, u, 6);
-			} else {
-				sbuf_putc(b, (char)*p);
-			}
+		default: {
+			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			sbuf_append(b, u, 6);
+		}
 		}
 	}
+	sbuf_append(b, s + run, len - run);
 	sbuf_putc(b, '"');
+}
+
+void sbuf_put_json_str(sbuf_t *b, const char *s)
+{
+	sbuf_put_json_strn(b, s, strlen(s));
 }
 
 const char *sbuf_cstr(sbuf_t *b)

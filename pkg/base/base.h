@@ -70,6 +70,8 @@ void sbuf_putc(sbuf_t *b, char c);
 void sbuf_printf(sbuf_t *b, const char *fmt, ...) CSC_PRINTF(2, 3);
 /* Appends s as a JSON string literal, quotes included, escaping as needed. */
 void sbuf_put_json_str(sbuf_t *b, const char *s);
+/* Same for len bytes of s, which may hold NULs (escaped as \u0000). */
+void sbuf_put_json_strn(sbuf_t *b, const char *s, size_t len);
 /* Returns the buffer's text (borrowed; "" when empty). */
 const char *sbuf_cstr(sbuf_t *b);
 /* Returns the buffer's memory (caller frees with free()) and resets b. */

@@ -311,44 +311,6 @@ static double parse_double(const char *s, size_t l)
 	return v;
 }
 
-/* Appends s as a JSON string literal; s may hold NULs (len-delimited). */
-static void put_json_str(sbuf_t *b, const unsigned char *s, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	sbuf_putc(b, '"');
-	size_t run = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		sbuf_append(b, s + run, i - run);
-		run = i + 1;
-		switch (c) {
-		case '"':
-			sbuf_append(b, "\\\"", 2);
-			break;
-		case '\\':
-			sbuf_append(b, "\\\\", 2);
-			break;
-		case '\n':
-			sbuf_append(b, "\\n", 2);
-			break;
-		case '\r':
-			sbuf_append(b, "\\r", 2);
-			break;
-		case '\t':
-			sbuf_append(b, "\\t", 2);
-			break;
-		default: {
-			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			sbuf_append(b, u, 6);
-		}
-		}
-	}
-	sbuf_append(b, s + run, len - run);
-	sbuf_putc(b, '"');
-}
-
 static void set_str(char **dst, const unsigned char *s, size_t l)
 {
 	free(*dst);
@@ -496,7 +458,7 @@ static void cap_key(kdec_t *d, const unsigned char *k, size_t l)
 	if (!lv->first)
 		sbuf_putc(&d->capbuf, ',');
 	lv->first = false;
-	put_json_str(&d->capbuf, k, l);
+	sbuf_put_json_strn(&d->capbuf, (const char *)k, l);
 	sbuf_putc(&d->capbuf, ':');
 }
 
@@ -906,7 +868,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t l)
 		return 1;
 	if (d->ncaps) {
 		cap_sep(d);
-		put_json_str(&d->capbuf, s, l);
+		sbuf_put_json_strn(&d->capbuf, (const char *)s, l);
 		return 1;
 	}
 	sval_t v = {V_STR, false, s, l};
