@@ -247,7 +247,7 @@ done
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo
 echo "sample-controller benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, Kubernetes $KUBE_VERSION)"
-echo "  C:  $SC_BIN $(cat VERSION 2>/dev/null) (commit $commit)"
+echo "  C:  $SC_BIN $("$SC_BIN" --version 2>/dev/null | awk '{print $NF}') (repository at $commit)"
 if [ -n "${GO_SC_BIN:-}" ]; then
 	gov="$(dirname "$GO_SC_BIN")/VERSION"
 	echo "  Go: k8s.io/sample-controller $(sed -n 's/^k8s.io\/sample-controller //p' "$gov")" \

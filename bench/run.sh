@@ -3,23 +3,15 @@
 # controller benchmark on the real local control plane, side by side with the Go
 # original: quick mode (1,000 Foos, 60 s steady window) unless BENCH_FULL=1 (1,000
 # and 10,000 Foos, 10 min window; see bench/bench_controller.sh for the knobs).
-# Prints figures; asserts nothing about speed. Exits non-zero only if a benchmark
-# could not run.
+# Prints figures; asserts nothing about speed. Exits non-zero if a benchmark could
+# not run or a component one ran over BENCH_COMPONENT_TIMEOUT seconds (default 600,
+# 3600 with BENCH_FULL=1).
 #
-# The control plane is started after the component benchmarks (so they run on a
-# quieter machine) if it is not already running, and stopped at the end if it was
-# started here (BENCH_KEEP_CLUSTER=1 keeps it).
+# The control plane is started first if it is not running (bench_cache.sh uses it
+# too) and stopped at the end if it was started here (BENCH_KEEP_CLUSTER=1 keeps it).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-
-rc=0
-for f in bench/bench_*.sh; do
-	[ "$f" = bench/bench_controller.sh ] && continue
-	echo "== $(basename "$f" .sh)"
-	bash "$f" || { echo "bench: $f failed" >&2; rc=1; }
-	echo
-done
 
 started=0
 cleanup() {
@@ -30,6 +22,18 @@ if ! { [ -f .local/env ] && KUBECONFIG=.local/kubeconfig kubectl get --raw /read
 	bash hack/local-up.sh || { echo "bench: could not start the local control plane" >&2; exit 1; }
 	started=1
 fi
+export KUBECONFIG="$root/.local/kubeconfig"
+
+limit="${BENCH_COMPONENT_TIMEOUT:-600}"
+[ "${BENCH_FULL:-0}" = 1 ] && limit="${BENCH_COMPONENT_TIMEOUT:-3600}"
+rc=0
+for f in bench/bench_*.sh; do
+	[ "$f" = bench/bench_controller.sh ] && continue
+	echo "== $(basename "$f" .sh)"
+	# A hung benchmark must not hold up the others.
+	timeout "$limit" bash "$f" || { echo "bench: $f failed or ran over ${limit}s" >&2; rc=1; }
+	echo
+done
 
 echo "== bench_controller"
 if [ "${BENCH_FULL:-0}" = 1 ]; then
