@@ -16,44 +16,62 @@ trap cleanup EXIT
 passed=0; failed=0; failures=()
 B="${B:-build}"
 
-# 1. C integration suites (check), sanitized, against the real API server.
-if ls tests/integration/test_*.c >/dev/null 2>&1; then
+# Shell e2e tests: each t_* function in each file given is one test.
+run_files() {
+	local f fn fns start rc
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		[ -n "$only" ] && [[ "$f" != *"$only"* ]] && continue
+		fns=$(bash -c ". '$f'; declare -F" | awk '{print $3}' | grep '^t_' || true)
+		for fn in $fns; do
+			start=$(date +%s)
+			# Not inside an `if`: bash ignores set -e in a condition, even in functions.
+			# The ERR trap names the command that failed when a test ends without a message.
+			(cd "$root" && . "$f" && set -eE &&
+				trap 'echo "    (failed: line ${LINENO}: ${BASH_COMMAND})" >&2' ERR && "$fn") \
+				>"/tmp/e2e-$fn.log" 2>&1
+			rc=$?
+			# A failed test may leave its daemons running: they would hold leases and
+			# write into the next test's namespaces. Reap them.
+			for pf in "$root"/.local/e2e-logs/*.pid; do
+				[ -e "$pf" ] || continue
+				kill -9 "$(cat "$pf")" 2>/dev/null || true
+				rm -f "$pf"
+			done
+			if [ "$rc" = 0 ]; then
+				echo "  ok    $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
+				passed=$((passed + 1))
+			else
+				echo "  FAIL  $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
+				grep -a 'FAIL:\|(failed:' "/tmp/e2e-$fn.log" | head -n 5
+				sed 's/^/        /' "/tmp/e2e-$fn.log" | tail -n 40
+				failed=$((failed + 1)); failures+=("$fn")
+			fi
+		done
+	done
+}
+only="${E2E_ONLY:-}"
+
+# 1. The control plane itself, while it is fresh.
+echo "== control plane"
+run_files tests/e2e/test_cluster.sh
+
+# 2. C integration suites (check), sanitized, against the real API server. They
+# need the Foo CRD.
+if ls tests/integration/test_*.c >/dev/null 2>&1 && [ -z "$only" ]; then
 	echo "== integration suites"
-	if make --no-print-directory integration B="$B" KUBECONFIG="$root/.local/kubeconfig" \
-		KUBECONFIG="$root/.local/kubeconfig"; then
+	kubectl --kubeconfig "$root/.local/kubeconfig" apply -f deploy/crd.yaml >/dev/null &&
+		kubectl --kubeconfig "$root/.local/kubeconfig" wait --for=condition=Established \
+			--timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
+	if make --no-print-directory integration B="$B" KUBECONFIG="$root/.local/kubeconfig"; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1)); failures+=("integration suites")
 	fi
 fi
 
-# 2. Shell e2e tests: each t_* function in each file is one test.
-only="${E2E_ONLY:-}"
-for f in tests/e2e/test_*.sh; do
-	[ -e "$f" ] || continue
-	[ -n "$only" ] && [[ "$f" != *"$only"* ]] && continue
-	fns=$(bash -c ". '$f'; declare -F" | awk '{print $3}' | grep '^t_' || true)
-	for fn in $fns; do
-		start=$(date +%s)
-		# Not inside an `if`: bash ignores set -e in a condition, even in functions.
-		(cd "$root" && . "$f" && set -e && "$fn") >"/tmp/e2e-$fn.log" 2>&1
-		rc=$?
-		# A failed test may leave its daemons running: they would hold leases and
-		# write into the next test's namespaces. Reap them.
-		for pf in "$root"/.local/e2e-logs/*.pid; do
-			[ -e "$pf" ] || continue
-			kill -9 "$(cat "$pf")" 2>/dev/null || true
-			rm -f "$pf"
-		done
-		if [ "$rc" = 0 ]; then
-			echo "  ok    $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
-			passed=$((passed + 1))
-		else
-			echo "  FAIL  $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
-			sed 's/^/        /' "/tmp/e2e-$fn.log" | tail -n 40
-			failed=$((failed + 1)); failures+=("$fn")
-		fi
-	done
-done
+# 3. The daemon end to end.
+echo "== sample-controller end to end"
+run_files $(ls tests/e2e/test_*.sh | grep -v test_cluster.sh)
 echo "e2e: ${passed} passed, ${failed} failed"
 [ "$failed" = 0 ]

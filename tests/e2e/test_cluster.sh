@@ -10,7 +10,7 @@ t_crd_becomes_established() {
 t_deployment_becomes_available() {
 	local ns; ns=$(new_ns e2e-dep)
 	kubectl -n "$ns" create deployment web --image=nginx:latest --replicas=2
-	until_ok 90 test "$(kubectl -n "$ns" get deploy web -o jsonpath='{.status.availableReplicas}')" = 2 ||
+	until_ok 180 jp_eq "$ns" deploy/web "{.status.availableReplicas}" 2 ||
 		fail "deployment web never reported 2 available replicas"
 	kubectl delete namespace "$ns" --wait=false
 }
