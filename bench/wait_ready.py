@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Wait until COUNT Foos in a namespace are ready, by watching them (no polling of
-the whole list), and print how long it took since a given start time.
+"""Wait until COUNT Foos in a namespace are ready, by list + watch (no repeated full
+lists), and print how long it took since a given start time.
 
   wait_ready.py NAMESPACE COUNT START_EPOCH TIMEOUT_SECONDS [--condition]
 
@@ -12,81 +12,145 @@ the whole list), and print how long it took since a given start time.
 Exit status 0 when all figures were reached, 1 on timeout (the counts reached so far
 are printed instead). Progress goes to stderr every 15 s.
 
-Uses `kubectl get -w`: it lists once, then streams each change; if the server ends
-the watch, it is started again (the new list carries the current state).
+The API is reached through `kubectl get --raw` (so the kubeconfig's credentials are
+used as they are): a paged list for the current state, then a watch from the list's
+resourceVersion, one JSON event per line. `kubectl get -w` is not used because it
+prints a paged list (over 500 objects) as whole pages, not object by object. When a
+watch ends it is resumed from the last resourceVersion seen; on 410 Gone, relisted.
 """
+import json
 import subprocess
 import sys
 import threading
 import time
 
-TEMPLATE = (
-    '{.metadata.name}{" "}{.spec.replicas}{" "}{.status.availableReplicas}{" "}'
-    '{.status.conditions[?(@.type=="Ready")].status}{"\\n"}'
-)
+GROUP_PATH = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/%s/foos"
+
+
+class State:
+    def __init__(self, count, start, want_cond):
+        self.count, self.start, self.want_cond = count, start, want_cond
+        self.avail_ok, self.cond_ok = set(), set()
+        self.t_avail = self.t_cond = None
+        self.last_progress = time.time()
+
+    def done(self):
+        return self.t_avail is not None and (self.t_cond is not None or not self.want_cond)
+
+    def reset(self):
+        self.avail_ok.clear()
+        self.cond_ok.clear()
+
+    def update(self, obj, deleted=False):
+        name = obj.get("metadata", {}).get("name", "")
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        replicas = spec.get("replicas")
+        avail = status.get("availableReplicas")
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in status.get("conditions") or [])
+        if not deleted and replicas is not None and avail == replicas:
+            self.avail_ok.add(name)
+        else:
+            self.avail_ok.discard(name)
+        if not deleted and ready:
+            self.cond_ok.add(name)
+        else:
+            self.cond_ok.discard(name)
+
+    def check(self):
+        now = time.time()
+        if self.t_avail is None and len(self.avail_ok) >= self.count:
+            self.t_avail = now - self.start
+        if self.want_cond and self.t_cond is None and len(self.cond_ok) >= self.count:
+            self.t_cond = now - self.start
+        if now - self.last_progress >= 15:
+            self.last_progress = now
+            print("    ... %.0fs: %d/%d available%s" % (
+                now - self.start, len(self.avail_ok), self.count,
+                (", %d Ready=True" % len(self.cond_ok)) if self.want_cond else ""),
+                file=sys.stderr, flush=True)
+
+
+def raw_get(path):
+    out = subprocess.run(["kubectl", "get", "--raw", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip())
+    return json.loads(out.stdout)
+
+
+def relist(base, st):
+    st.reset()
+    cont = ""
+    while True:
+        page = raw_get(base + "?limit=500" + ("&continue=" + cont if cont else ""))
+        for item in page.get("items") or []:
+            st.update(item)
+        cont = page.get("metadata", {}).get("continue", "")
+        if not cont:
+            st.check()
+            return page["metadata"]["resourceVersion"]
+
+
+def watch(base, rv, st, deadline):
+    """Returns the last resourceVersion seen, or None when the watch must relist."""
+    secs = max(1, min(300, int(deadline - time.time()) + 1))
+    proc = subprocess.Popen(
+        ["kubectl", "get", "--raw",
+         "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d" % (base, rv, secs)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    # A quiet watch blocks the read below: end it at the deadline.
+    timer = threading.Timer(max(0.0, deadline - time.time()), proc.kill)
+    timer.start()
+    try:
+        for line in proc.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            kind, obj = ev.get("type"), ev.get("object") or {}
+            if kind == "ERROR":
+                return None  # 410 Gone (or another error): start over from a list
+            new_rv = obj.get("metadata", {}).get("resourceVersion")
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                st.update(obj, deleted=(kind == "DELETED"))
+                st.check()
+            if new_rv:
+                rv = new_rv
+            if st.done():
+                break
+        return rv
+    finally:
+        timer.cancel()
+        proc.kill()
+        proc.wait()
 
 
 def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
     ns, count, start, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-    want_cond = "--condition" in sys.argv[5:]
+    st = State(count, start, "--condition" in sys.argv[5:])
     deadline = start + timeout
-    avail_ok, cond_ok = set(), set()
-    t_avail = t_cond = None
-    last_progress = time.time()
-
-    def done():
-        return t_avail is not None and (t_cond is not None or not want_cond)
-
-    while not done() and time.time() < deadline:
-        proc = subprocess.Popen(
-            ["kubectl", "get", "foos.samplecontroller.k8s.io", "-n", ns, "-w",
-             "--request-timeout=0", "-o", "jsonpath=" + TEMPLATE],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        # A quiet watch blocks the read below: end it at the deadline.
-        timer = threading.Timer(max(0.0, deadline - time.time()), proc.kill)
-        timer.start()
+    base = GROUP_PATH % ns
+    rv = None
+    while not st.done() and time.time() < deadline:
         try:
-            for line in proc.stdout:
-                parts = line.rstrip("\n").split(" ")
-                if len(parts) < 4 or not parts[0]:
-                    continue
-                name, replicas, avail, ready = parts[0], parts[1], parts[2], parts[3]
-                if replicas and avail == replicas:
-                    avail_ok.add(name)
-                else:
-                    avail_ok.discard(name)
-                if ready == "True":
-                    cond_ok.add(name)
-                else:
-                    cond_ok.discard(name)
-                now = time.time()
-                if t_avail is None and len(avail_ok) >= count:
-                    t_avail = now - start
-                if want_cond and t_cond is None and len(cond_ok) >= count:
-                    t_cond = now - start
-                if done() or now >= deadline:
-                    break
-                if now - last_progress >= 15:
-                    last_progress = now
-                    print("    ... %.0fs: %d/%d available%s" % (
-                        now - start, len(avail_ok), count,
-                        (", %d Ready=True" % len(cond_ok)) if want_cond else ""),
-                        file=sys.stderr, flush=True)
-        finally:
-            timer.cancel()
-            proc.kill()
-            proc.wait()
-        if not done():
-            time.sleep(0.5)
+            if rv is None:
+                rv = relist(base, st)
+            if not st.done():
+                rv = watch(base, rv, st, deadline)
+        except (RuntimeError, ValueError, KeyError) as e:
+            print("    ... list/watch failed, retrying: %s" % e, file=sys.stderr, flush=True)
+            rv = None
+            time.sleep(1)
 
-    out = []
-    out.append("avail=%.1f" % t_avail if t_avail is not None else "avail=timeout(%d/%d)" % (len(avail_ok), count))
-    if want_cond:
-        out.append("cond=%.1f" % t_cond if t_cond is not None else "cond=timeout(%d/%d)" % (len(cond_ok), count))
+    out = ["avail=%.1f" % st.t_avail if st.t_avail is not None
+           else "avail=timeout(%d/%d)" % (len(st.avail_ok), count)]
+    if st.want_cond:
+        out.append("cond=%.1f" % st.t_cond if st.t_cond is not None
+                   else "cond=timeout(%d/%d)" % (len(st.cond_ok), count))
     print(" ".join(out))
-    return 0 if done() else 1
+    return 0 if st.done() else 1
 
 
 if __name__ == "__main__":
