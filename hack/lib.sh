@@ -19,8 +19,13 @@ pid_alive() {
 	local pid
 	pid="$(cat "$f")"
 	kill -0 "$pid" 2>/dev/null || return 1
-	# Guard against PID reuse: the process must still be ours.
-	grep -qa -- "$LOCAL_DIR" "/proc/$pid/cmdline" 2>/dev/null
+	# Guard against PID reuse: the process must still be ours. While it execs
+	# (setsid -> nohup -> bash -> binary) its cmdline can read empty: that is ours.
+	local cmdline
+	cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+	[ -z "$cmdline" ] && return 0
+	case "$cmdline" in *"$LOCAL_DIR"*) return 0 ;; esac
+	return 1
 }
 
 # start_component NAME: run $CMD_DIR/NAME.sh detached, log to $LOG_DIR/NAME.log.

@@ -37,6 +37,8 @@ done
 command -v kubectl >/dev/null || { echo "local-up: kubectl is not installed" >&2; exit 1; }
 
 mkdir -p "$PID_DIR" "$LOG_DIR" "$CMD_DIR" "$LOCAL_DIR/pki" "$LOCAL_DIR/etcd"
+# On any failure below, stop what was started (the log tail is printed first).
+trap 'rc=$?; if [ $rc != 0 ]; then bash "$CSC_ROOT/hack/local-down.sh" >/dev/null 2>&1 || true; fi' EXIT
 chmod 700 "$LOCAL_DIR"
 PKI="$LOCAL_DIR/pki"
 
