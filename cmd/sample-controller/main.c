@@ -662,9 +662,12 @@ int main(int argc, char **argv)
 	if (lv && o->leader_elect)
 		d->m_leader = metrics_gauge_vec_get(lv, METRICS_LABELS(o->le_name));
 
+	/* Flushing events at shutdown is best effort: bounded to 5 s (plus one
+	 * in-flight write, itself bounded) so that a partitioned daemon exits soon. */
 	record_opts_t ro = {.component = PROG,
 	                    .reporting_controller = RECORD_SAMPLE_CONTROLLER,
-	                    .reporting_instance = d->identity};
+	                    .reporting_instance = d->identity,
+	                    .shutdown_timeout_ms = 5000};
 	d->recorder = record_new(d->client, &ro, &err);
 	if (d->recorder == NULL) {
 		result = 1;

@@ -215,7 +215,8 @@ wait_exit() {
 	end=$(( $(date +%s) + secs ))
 	# A zombie still answers kill -0: look at the process state instead.
 	while :; do
-		state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+		# (gone: no stat file; `|| state=` keeps set -e + pipefail from ending the test)
+		state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || state=
 		[ -z "$state" ] || [ "$state" = Z ] && break
 		if [ "$(date +%s)" -ge "$end" ]; then
 			WAIT_RC=timeout
