@@ -115,7 +115,11 @@ static void *mixed_worker(void *p)
 	worker_arg_t *w = p;
 	int per = NKEYS / w->nworkers;
 	for (int i = 0; i < w->n; i++) {
-		wq_add(w->q, keys[w->id * per + i % per]);
+		/* Take one key per key this add produced: an add that was ignored (the key is
+		 * already dirty while another worker processes it, which a preempted worker on
+		 * 2 cores makes possible) produced none, and waiting for one would hang. */
+		if (wq_add(w->q, keys[w->id * per + i % per]) != 1)
+			continue;
 		const char *k = wq_get(w->q);
 		if (k == NULL)
 			break;
