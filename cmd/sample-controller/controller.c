@@ -42,7 +42,8 @@ struct controller {
 	pthread_mutex_t drain_mu;
 	pthread_cond_t drain_cv;
 	pthread_t drain_thread;
-	bool drain_started, drained;
+	bool drain_started, drained, workers_joined;
+	atomic_bool stopping; /* workers take no new key once set */
 	/* Metrics (NULL when no registry). */
 	metrics_counter_t *m_success, *m_error, *m_requeue;
 	metrics_histogram_t *m_duration;
@@ -295,6 +296,12 @@ static void *worker_main(void *arg)
 	controller_t *c = arg;
 	const char *key;
 	while ((key = wq_get(c->queue)) != NULL) {
+		/* Shutting down: finish what runs, take nothing new (the queue would still
+		 * hand out every key it holds). The key stays unprocessed, not forgotten. */
+		if (atomic_load(&c->stopping)) {
+			wq_done(c->queue, key);
+			break;
+		}
 		char *err = NULL;
 		uint64_t t0 = clk_mono_ns(c->clock);
 		int r = do_sync(c, key, &err);
@@ -396,28 +403,41 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 
 int controller_start_workers(controller_t *c, char **err)
 {
-	if (c->started)
-		return 0;
+	int result = 0;
+	pthread_mutex_lock(&c->drain_mu);
+	/* Never start after a shutdown began (the elector may win the lease late). */
+	if (c->started || atomic_load(&c->stopping))
+		goto out;
 	c->workers = xcalloc((size_t)c->nworkers, sizeof(pthread_t));
 	for (int i = 0; i < c->nworkers; i++) {
 		int rc = pthread_create(&c->workers[i], NULL, worker_main, c);
 		if (rc != 0) {
 			c->nworkers = i;
 			c->started = true;
-			return err_set(err, "start worker %d: %s", i, strerror(rc));
+			result = err_set(err, "start worker %d: %s", i, strerror(rc));
+			goto out;
 		}
 	}
 	c->started = true;
 	LOG_INFO("Started workers", KV_INT("count", c->nworkers));
-	return 0;
+out:
+	pthread_mutex_unlock(&c->drain_mu);
+	return result;
 }
 
 /* The drain runs once on its own thread so that callers can bound their wait. */
 static void *drain_main(void *arg)
 {
 	controller_t *c = arg;
-	wq_shutdown_with_drain(c->queue);
+	/* Workers see `stopping` after their current sync, or NULL from the queue. */
+	wq_shutdown(c->queue);
 	pthread_mutex_lock(&c->drain_mu);
+	int n = c->started ? c->nworkers : 0;
+	pthread_mutex_unlock(&c->drain_mu);
+	for (int i = 0; i < n; i++)
+		pthread_join(c->workers[i], NULL);
+	pthread_mutex_lock(&c->drain_mu);
+	c->workers_joined = true;
 	c->drained = true;
 	pthread_cond_broadcast(&c->drain_cv);
 	pthread_mutex_unlock(&c->drain_mu);
@@ -426,6 +446,7 @@ static void *drain_main(void *arg)
 
 int controller_shutdown(controller_t *c, int64_t timeout_ms)
 {
+	atomic_store(&c->stopping, true);
 	pthread_mutex_lock(&c->drain_mu);
 	if (!c->drain_started) {
 		c->drain_started = true;
@@ -460,12 +481,14 @@ void controller_free(controller_t *c)
 {
 	if (c == NULL)
 		return;
+	atomic_store(&c->stopping, true);
 	wq_shutdown(c->queue);
-	for (int i = 0; c->workers && i < c->nworkers; i++)
-		pthread_join(c->workers[i], NULL);
-	free(c->workers);
 	if (c->drain_started)
-		pthread_join(c->drain_thread, NULL);
+		pthread_join(c->drain_thread, NULL); /* it joins the workers */
+	else
+		for (int i = 0; c->started && i < c->nworkers; i++)
+			pthread_join(c->workers[i], NULL);
+	free(c->workers);
 	pthread_mutex_destroy(&c->drain_mu);
 	pthread_cond_destroy(&c->drain_cv);
 	wq_free(c->queue);
