@@ -737,11 +737,19 @@ static bool log_is(shared_log_t *l, const char *want)
 	return eq;
 }
 
+static void sleep_ms(unsigned ms);
+
 static void cb_started(void *ud)
 {
 	cb_state_t *s = ud;
 	atomic_store(&s->started_seq, atomic_fetch_add(&s->log->seq, 1) + 1);
+	/* The elector may win before start_elector() stored its handle (a loaded
+	 * machine): wait for it rather than skip the check. */
 	le_t *self = atomic_load(&s->self);
+	for (int i = 0; self == NULL && i < 500; i++) {
+		sleep_ms(2);
+		self = atomic_load(&s->self);
+	}
 	if (self != NULL)
 		atomic_store(&s->leader_at_start, le_is_leader(self));
 	atomic_fetch_add(&s->started, 1);
