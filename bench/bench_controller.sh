@@ -80,6 +80,8 @@ if [[ " ${impls[*]} " == *" go "* ]] && [ -z "${GO_SC_BIN:-}" ]; then
 fi
 
 mkdir -p "$LOGS"
+# The repository as it was when the run started (others may commit meanwhile).
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 work="$(mktemp -d)"
 CLK_TCK=$(getconf CLK_TCK)
 ctl_pid="" ns=""
@@ -244,7 +246,6 @@ for impl in "${impls[@]}"; do
 done
 
 # ---- Figures.
-commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo
 echo "sample-controller benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, Kubernetes $KUBE_VERSION)"
 echo "  C:  $SC_BIN $("$SC_BIN" --version 2>/dev/null | awk '{print $NF}') (repository at $commit)"
