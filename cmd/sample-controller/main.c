@@ -443,9 +443,13 @@ static void *control_main(void *arg)
 		LOG_ERROR("timed out", "Workers did not finish within the grace period");
 		d->exit_code = 1;
 	}
-	if (d->elector) {
+	if (d->elector && drained) {
 		le_stop(d->elector); /* releases the lease: a standby takes over at once */
 		d->elector = NULL;
+	} else if (d->elector) {
+		/* A worker may still be writing: releasing now would let a standby
+		 * write alongside it. The lease runs out on its own instead. */
+		LOG_INFO("Not releasing the lease while workers still run");
 	}
 	/* The recorder posts through the loop: flush it while the loop still runs.
 	 * Servers first, since their collectors read the recorder. */
@@ -552,7 +556,8 @@ int main(int argc, char **argv)
 
 	flagset_t *fs = define_flags(o);
 	int first = 0;
-	flag_result_t fr = flag_parse(fs, argc, argv, stdout, &first, &err);
+	/* Usage goes to stderr, as Go's flag package prints it. */
+	flag_result_t fr = flag_parse(fs, argc, argv, stderr, &first, &err);
 	if (fr == FLAG_HELP) {
 		result = 0;
 		goto out;
@@ -626,10 +631,14 @@ int main(int argc, char **argv)
 		                   .lease_duration_ms = (uint32_t)o->le_lease_ms,
 		                   .renew_deadline_ms = (uint32_t)o->le_renew_ms,
 		                   .retry_period_ms = (uint32_t)o->le_retry_ms};
+		/* The elector counts in 32-bit milliseconds: refuse what would wrap. */
+		const int64_t max_ms = 24LL * 3600 * 1000;
 		if (o->le_lease_ms <= 0 || o->le_renew_ms <= 0 || o->le_retry_ms <= 0 ||
+		    o->le_lease_ms > max_ms || o->le_renew_ms > max_ms || o->le_retry_ms > max_ms ||
 		    le_validate(&chk, &err) != 0) {
 			if (err == NULL)
-				err = xstrdup("leader election durations must be positive");
+				err = xstrdup(
+				    "leader election durations must be positive and at most 24h");
 			result = usage_error(err);
 			goto out;
 		}
@@ -733,12 +742,13 @@ int main(int argc, char **argv)
 	ev_run(d->loop, 0);
 	pthread_join(d->control, NULL);
 	result = d->exit_code;
-	if (d->recorder != NULL) {
-		/* Workers did not drain: they may still use it; the process is ending. */
-		d->recorder = NULL;
-		d->ctl = NULL;
-	}
 	LOG_INFO("Stopped", KV_INT("exit_code", result));
+	if (d->recorder != NULL) {
+		/* Workers did not drain: they still use the client, the caches, the
+		 * recorder and the elector, so none of it may be freed. Leave now. */
+		fflush(NULL);
+		_exit(result);
+	}
 	goto out;
 fail:
 	LOG_ERROR(err, "Cannot start");

@@ -73,5 +73,9 @@ fi
 # 3. The daemon end to end.
 echo "== sample-controller end to end"
 run_files $(ls tests/e2e/test_*.sh | grep -v test_cluster.sh)
+
+# 4. Last: every daemon log the runs above wrote is scanned for credentials.
+echo "== logs"
+run_files tests/e2e/last_secrets.sh
 echo "e2e: ${passed} passed, ${failed} failed"
 [ "$failed" = 0 ]

@@ -85,19 +85,31 @@ t_invalid_spec_reported() {
 	teardown invalid
 }
 
+# A resync of unchanged Foos (valid ones and one whose spec is invalid) makes no API
+# write at all: no status update, no Deployment update, no Event create or patch.
+# Counted by the daemon's own rest_client_requests_total, since an Event repeat
+# would only grow a count and leave the number of Event objects unchanged.
 t_resync_writes_nothing() {
-	setup resync
+	ensure_crd
+	NS=$(new_ns e2e-resync)
+	local m; m=127.0.0.1:$(free_port)
+	start_controller resync --kubeconfig "$KUBECONFIG" --namespace "$NS" --resync-period=5s \
+		--metrics-bind-address="$m"
 	for i in 1 2 3; do apply_foo "$NS" "r$i" "rd$i" 1; done
+	apply_foo "$NS" rbad "" 1
 	for i in 1 2 3; do until_ok 60 kubectl -n "$NS" wait --for=condition=Ready --timeout=2s "foo/r$i" || fail "r$i not Ready"; done
-	sleep 2
-	local before after
-	before=$(kubectl -n "$NS" get events -o name | wc -l)
-	local rv1; rv1=$(jp "$NS" foo/r1 '{.metadata.resourceVersion}')
+	until_ok 30 jp_eq "$NS" foo/rbad '{.status.conditions[?(@.type=="Ready")].reason}' InvalidSpec || fail "rbad not reported InvalidSpec"
+	sleep 3
+	local before after syncs0 rvs
+	before=$(prom_value "$m" rest_client_requests_total 'method!=GET') || fail "/metrics"
+	syncs0=$(grep -c '"Successfully synced"' "$E2E_LOGS/resync.log" || true)
+	rvs=$(kubectl -n "$NS" get foos,deployments -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}')
 	sleep 12 # two resync periods of 5 s
-	after=$(kubectl -n "$NS" get events -o name | wc -l)
-	test "$(jp "$NS" foo/r1 '{.metadata.resourceVersion}')" = "$rv1" || fail "resync wrote the Foo"
-	test "$before" = "$after" || fail "resync created events ($before -> $after)"
-	grep -q '"Successfully synced"' "$E2E_LOGS/resync.log" || fail "resyncs did not reconcile"
+	after=$(prom_value "$m" rest_client_requests_total 'method!=GET') || fail "/metrics"
+	test "$before" = "$after" || fail "resync wrote to the API server ($before -> $after writes)"
+	test "$(kubectl -n "$NS" get foos,deployments -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.resourceVersion} {end}')" = "$rvs" ||
+		fail "resync changed a Foo or a Deployment"
+	test "$(grep -c '"Successfully synced"' "$E2E_LOGS/resync.log")" -ge $((syncs0 + 6)) || fail "resyncs did not reconcile"
 	teardown resync
 }
 
@@ -168,4 +180,28 @@ t_bad_config_clear_errors() {
 	until_ok 20 grep -q 'Caches not synced yet.*127.0.0.1:1' "$E2E_LOGS/unreachable.log" ||
 		{ tail "$E2E_LOGS/unreachable.log"; fail "no clear reason for the unreachable server"; }
 	stop_controller unreachable
+}
+
+# The CRD: validation (replicas 1..10, deploymentName a DNS-1123 name), the short
+# name, printer columns; and the daemon's --version.
+t_crd_validation_and_columns() {
+	ensure_crd
+	NS=$(new_ns e2e-crd)
+	local out rc
+	for bad in '"deploymentName":"web","replicas":11' '"deploymentName":"web","replicas":0' \
+		'"deploymentName":"Bad_Name","replicas":1'; do
+		rc=0
+		out=$(echo "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"v\"},\"spec\":{$bad}}" |
+			kubectl -n "$NS" apply -f - 2>&1) || rc=$?
+		test "$rc" != 0 && echo "$out" | grep -q 'Invalid value' || fail "spec {$bad} was not rejected: $out"
+	done
+	apply_foo "$NS" good web 3
+	kubectl -n "$NS" get fo good -o name | grep -q 'foo.samplecontroller.k8s.io/good' || fail "short name fo"
+	out=$(kubectl -n "$NS" get foos | head -n 1)
+	for col in NAME DEPLOYMENT DESIRED AVAILABLE READY AGE; do
+		echo "$out" | grep -qw "$col" || fail "no printer column $col: $out"
+	done
+	out=$("$SC_BIN" --version 2>&1) || fail "--version exited non-zero"
+	echo "$out" | grep -q "$(cat "$E2E_ROOT/VERSION")" || fail "--version does not print the VERSION: $out"
+	kubectl delete namespace "$NS" --wait=false >/dev/null
 }

@@ -1,6 +1,6 @@
 # sample-controller operability end to end, on the real local control plane:
 # leader election (one leader, kill -9, SIGTERM release, network cut), /metrics,
-# /healthz and /readyz, logs (JSON format, no secrets) and Event aggregation.
+# /healthz and /readyz, logs (JSON format) and Event aggregation.
 # shellcheck shell=bash
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -414,11 +414,11 @@ t_probes_before_after_sync_and_standby() {
 	stop_controller probes-b
 }
 
-# Logs: --log-format=json lines are JSON objects with ts, caller and msg; and no
-# daemon log of the e2e runs (including three JSON runs at the highest verbosity
-# here: admin token, client certificate, minted service account token without
-# rights, rejected token) contains a credential.
-t_logs_json_and_no_secrets() {
+# Logs: --log-format=json lines are JSON objects with ts, caller and msg. These
+# runs at the highest verbosity (admin token, client certificate, minted service
+# account token without rights, rejected token) are also the richest input of the
+# secret scan, which runs after every other e2e test (tests/e2e/last_secrets.sh).
+t_logs_json_at_high_verbosity() {
 	ops_setup logs
 	# shellcheck disable=SC2046
 	ops_start logs-token --kubeconfig "$KUBECONFIG" --log-format=json -v=10 $(le_flags ops-logs)
@@ -480,56 +480,6 @@ sys.exit(1 if bad else 0)
 PY
 		fail "a --log-format=json line is not a JSON object with ts, caller and msg"
 
-	# The credentials of the local cluster, and every token minted for the e2e tests.
-	ADMIN_TOKEN=$(admin_token) python3 - "$KUBECONFIG" "$E2E_LOGS" <<'PY' || fail "a credential leaked into a daemon log"
-import base64, glob, os, re, sys
-kubeconfig, logs = sys.argv[1], sys.argv[2]
-secrets = []  # (what, string)
-def opaque(what, tok):
-    if tok:
-        secrets.append((what, tok))
-        if len(tok) >= 32:
-            secrets.append((what + " (first 20 chars)", tok[:20]))
-def jwt(what, tok):
-    tok = tok.strip()
-    if not tok:
-        return
-    secrets.append((what, tok))
-    parts = tok.split(".")
-    if len(parts) == 3:  # the header is the same for every token; the rest is not
-        secrets.append((what + " (payload)", parts[1]))
-        secrets.append((what + " (signature)", parts[2]))
-        secrets.append((what + " (signature, first 24 chars)", parts[2][:24]))
-opaque("admin bearer token", os.environ["ADMIN_TOKEN"])
-opaque("limited token", os.environ.get("LIMITED_TOKEN", ""))
-text = open(kubeconfig).read()
-keys = re.findall(r"client-key-data:\s*(\S+)", text)
-if not keys:
-    print("    no client-key-data in the kubeconfig")
-    sys.exit(1)
-for k in keys:
-    secrets.append(("client key data (base64)", k))
-    secrets.append(("client key data (base64, 40 chars from offset 80)", k[80:120]))
-    pem = base64.b64decode(k).decode()
-    body = [l.strip() for l in pem.splitlines() if l.strip() and not l.startswith("-----")]
-    for l in body:
-        if len(l) >= 16:
-            secrets.append(("client key PEM body line", l))
-minted = glob.glob(os.path.join(logs, "minted-tokens", "*.token")) + glob.glob(os.path.join(logs, "*", "token"))
-for p in minted:
-    jwt("minted token " + os.path.relpath(p, logs), open(p).read())
-files = sorted(glob.glob(os.path.join(logs, "*.log")))
-found = 0
-for f in files:
-    for i, line in enumerate(open(f, errors="replace"), 1):
-        for what, s in secrets:
-            if s in line:
-                # Say where, never what.
-                print("    %s found in %s:%d" % (what, f, i))
-                found += 1
-print("    scanned %d daemon logs for %d secret strings (%d minted tokens)" % (len(files), len(secrets), len(minted)))
-sys.exit(1 if found else 0)
-PY
 }
 
 # A failing Foo (its Deployment belongs to someone else) fails on every retry: the
@@ -571,4 +521,42 @@ t_events_aggregated_not_multiplied() {
 	fle 2 "$(prom_value "$m" events_total outcome=patched)" || fail "events_total{outcome=patched} < 2"
 	test "$(prom_value "$m" events_total outcome=failed)" = 0.0 || fail "events failed: $(prom_value "$m" events_total outcome=failed)"
 	stop_controller events
+}
+
+# Signals: SIGINT stops cleanly (exit 0, lease released). A second signal during a
+# shutdown that is stuck (the lease release cannot reach the API server through a
+# cut proxy, and would wait up to its 40 s renew deadline) exits 1 at once.
+t_signals_sigint_clean_second_signal_exits_1() {
+	ops_setup sig
+	local pf="$E2E_LOGS/ops-sig.proxyport" kc="$E2E_LOGS/ops-sig.kubeconfig" proxy lf
+	lf="--leader-elect --leader-elect-lease-duration=60s --leader-elect-renew-deadline=40s"
+	lf="$lf --leader-elect-retry-period=2s --leader-elect-resource-namespace=$NS"
+	# shellcheck disable=SC2086
+	ops_start sig-int --kubeconfig "$KUBECONFIG" $lf --leader-elect-resource-name=ops-sig-int
+	until_ok 30 grep -q '"Started workers"' "$E2E_LOGS/sig-int.log" || fail "sig-int did not start"
+	kill -INT "$(cat "$E2E_LOGS/sig-int.pid")"
+	wait_exit sig-int 30
+	test "$WAIT_RC" = 0 || fail "SIGINT: exit $WAIT_RC, want 0"
+	test "$(lease_holder "$NS" ops-sig-int)" = "" || fail "SIGINT did not release the lease"
+
+	rm -f "$pf"
+	python3 "$E2E_ROOT/tests/e2e/tcpproxy.py" "127.0.0.1:$API_PORT" "$pf" &
+	proxy=$!
+	OPS_PIDS+=("$proxy")
+	until_ok 10 test -s "$pf" || fail "proxy did not start"
+	kubeconfig_via "$kc" "https://127.0.0.1:$(cat "$pf")"
+	# shellcheck disable=SC2086
+	ops_start sig-twice --kubeconfig "$kc" $lf --leader-elect-resource-name=ops-sig-twice
+	until_ok 30 grep -q '"Started workers"' "$E2E_LOGS/sig-twice.log" || fail "sig-twice did not start"
+	kill -USR1 "$proxy"
+	kill -TERM "$(cat "$E2E_LOGS/sig-twice.pid")"
+	until_ok 10 grep -q 'a second signal exits immediately' "$E2E_LOGS/sig-twice.log" ||
+		fail "no shutdown after the first SIGTERM"
+	sleep 1
+	wait_exit sig-twice 1 # must still be shutting down: the release is stuck
+	test "$WAIT_RC" = timeout || fail "sig-twice exited ($WAIT_RC) before the second signal: the test proves nothing"
+	kill -TERM "$(cat "$E2E_LOGS/sig-twice.pid")"
+	wait_exit sig-twice 10
+	test "$WAIT_RC" = 1 || fail "second SIGTERM: exit $WAIT_RC, want 1 at once"
+	grep -q 'second signal, exiting' "$E2E_LOGS/sig-twice.log" || fail "the second signal's exit is not logged"
 }
