@@ -273,9 +273,11 @@ int cache_informer_add_index(cache_informer_t *inf, const char *name, cache_inde
 /*
  * Registers a handler (h copied, ud borrowed) with the informer's default
  * resync period. Before or after start: a handler added after start first gets
- * an add for every object already cached (in_initial_list true), and its
- * HasSynced turns true only after those. Returns the registration (owned by the
- * informer). Loop thread.
+ * an add for every object already cached (in_initial_list true), then every
+ * later change, and its HasSynced turns true only after those adds. Added from
+ * inside a callback, "already cached" includes the rest of the key being
+ * processed: its view always follows the store exactly. Returns the
+ * registration (owned by the informer). Loop thread.
  */
 cache_handler_reg_t *cache_informer_add_handler(cache_informer_t *inf, const cache_handler_t *h,
                                                 void *ud);

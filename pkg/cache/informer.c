@@ -11,7 +11,11 @@
  * in turn on the loop thread (they must not block), which needs no buffers:
  * the one case client-go buffers for -- a handler added after start that must
  * first see every cached object -- is handled by pausing delta processing
- * while that handler is fed a snapshot of the store, as client-go does.
+ * while that handler is fed a snapshot of the store, as client-go does. The
+ * snapshot is taken when its delivery starts, not when the handler is added:
+ * a handler added from inside a callback would otherwise miss the deltas still
+ * to be applied for the key being processed (they reach the store, not the
+ * handler, whose snapshot is pending), and believe in a stale state.
  *
  * One libev timer serves the reflector's deadline (retry, stall) and the
  * handlers' resync deadlines; both are in the injected clock's time, so with a
@@ -36,9 +40,10 @@ struct cache_handler_reg {
 	uint64_t next_resync_ns;
 	bool syncing; /* its resync is due: it gets the unchanged-RV updates */
 	bool removed;
-	bool initial_done; /* got every object cached when it was added */
+	bool initial_done; /* got its snapshot (or had none to get) */
 	uint64_t born;     /* the dispatch during which it was added (0: none) */
 	_Atomic bool synced;
+	bool snap_taken;   /* snap holds the store as of the start of its delivery */
 	cache_objs_t snap; /* objects still to send as adds (late handler) */
 	size_t snap_pos;
 	struct cache_handler_reg *next;
@@ -162,8 +167,10 @@ static void dispatch_end(cache_informer_t *inf)
 		sweep(inf);
 }
 
-/* A handler added from inside a callback does not get the notification in flight:
- * its snapshot already reflects it. */
+/* A handler added from inside a callback with nothing to catch up on (the store
+ * was empty) does not get the notification in flight: the empty store it started
+ * from already reflected it. One with a snapshot to receive gets nothing until
+ * the snapshot is done. */
 static bool deliverable(const cache_informer_t *inf, const cache_handler_reg_t *r)
 {
 	return !r->removed && r->initial_done && r->born != inf->dispatch_id;
@@ -247,6 +254,13 @@ static size_t deliver_snapshots(cache_informer_t *inf, size_t budget)
 	     r = r->next) {
 		if (r->removed || r->initial_done)
 			continue;
+		if (!r->snap_taken) {
+			/* Nothing is applied to the store while a snapshot is pending, so this
+			 * is the state that the deltas processed after it follow. */
+			cache_store_list_nolock(inf->store, &r->snap);
+			r->snap_pos = 0;
+			r->snap_taken = true;
+		}
 		while (budget > 0 && r->snap_pos < r->snap.n && !r->removed && !inf->stopped) {
 			kobj_t *obj = r->snap.items[r->snap_pos++];
 			budget--;
@@ -498,6 +512,7 @@ void cache_informer_shutdown(cache_informer_t *inf)
 	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
 		cache_objs_free(&r->snap);
 		r->snap_pos = 0;
+		r->snap_taken = false;
 	}
 	pthread_mutex_lock(&inf->mu);
 	atomic_store(&inf->wait_stopped, true);
@@ -555,18 +570,16 @@ cache_handler_reg_t *cache_informer_add_handler_resync(cache_informer_t *inf,
 	if (inf->dispatching > 0)
 		r->born = inf->dispatch_id;
 	r->next_resync_ns = clk_mono_ns(inf->clk) + r->resync_ns;
-	if (inf->started && !inf->stopped) {
-		/* Everything processed so far, as adds, before any further delta. */
-		cache_store_list_nolock(inf->store, &r->snap);
-	}
-	if (r->snap.n == 0) {
-		cache_objs_free(&r->snap);
+	if (inf->started && !inf->stopped && cache_store_len(inf->store) > 0) {
+		/* Everything processed so far, as adds, before any further delta. The
+		 * snapshot waits for deliver_snapshots: the rest of an entry being
+		 * processed (when added from a callback) must be in it. */
+		inf->nsnap_pending++;
+		schedule(inf);
+	} else {
 		r->initial_done = true;
 		if (atomic_load(&inf->synced))
 			atomic_store(&r->synced, true);
-	} else {
-		inf->nsnap_pending++;
-		schedule(inf);
 	}
 	if (inf->handlers_tail != NULL)
 		inf->handlers_tail->next = r;
@@ -727,9 +740,17 @@ void cache_informer_drain(cache_informer_t *inf)
 size_t cache_informer_pending(cache_informer_t *inf)
 {
 	size_t n = cache_dq_len(&inf->dq);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
-		if (!r->removed && !r->initial_done)
+	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
+		if (r->removed || r->initial_done)
+			continue;
+		if (r->snap_taken) {
 			n += r->snap.n - r->snap_pos;
+		} else {
+			/* Still to be taken: at least the taking itself is work. */
+			size_t len = cache_store_len(inf->store);
+			n += len > 0 ? len : 1;
+		}
+	}
 	return n;
 }
 

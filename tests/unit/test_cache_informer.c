@@ -763,6 +763,224 @@ START_TEST(test_handler_added_in_a_callback_misses_the_event_in_flight)
 }
 END_TEST
 
+/*
+ * A handler's idea of the cache, built from its notifications alone, with the
+ * checks every handler may rely on: an add only for an absent key, an update
+ * or delete only for a present one, an update's old state is the last one it
+ * was told. Its initial adds must come before its HasSynced turns true.
+ */
+typedef struct view {
+	struct {
+		char key[64];
+		char rv[16];
+	} e[32];
+	size_t n;
+	cache_handler_reg_t *reg; /* set once registered */
+	int initial_adds;
+	int adds_after_synced; /* initial adds seen while HasSynced was already true */
+	int events;            /* notifications other than initial adds */
+	int events_unsynced;   /* of those, seen while HasSynced was still false */
+} view_t;
+
+static long view_find(const view_t *v, const char *key)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->e[i].key, key) == 0)
+			return (long)i;
+	return -1;
+}
+
+static void view_on_add(void *ud, kobj_t *obj, bool initial)
+{
+	view_t *v = ud;
+	char key[64];
+	kobj_key(obj, key, sizeof(key));
+	ck_assert_msg(view_find(v, key) < 0, "add of %s, which the handler has", key);
+	ck_assert_uint_lt(v->n, CSC_ARRAY_LEN(v->e));
+	snprintf(v->e[v->n].key, sizeof(v->e[v->n].key), "%s", key);
+	snprintf(v->e[v->n].rv, sizeof(v->e[v->n].rv), "%s", obj->rv);
+	v->n++;
+	bool synced = v->reg != NULL && cache_handler_has_synced(v->reg);
+	if (initial) {
+		v->initial_adds++;
+		v->adds_after_synced += synced;
+	} else {
+		v->events++;
+		v->events_unsynced += !synced;
+	}
+}
+
+static void view_on_update(void *ud, kobj_t *old, kobj_t *obj)
+{
+	view_t *v = ud;
+	char key[64];
+	kobj_key(obj, key, sizeof(key));
+	long i = view_find(v, key);
+	ck_assert_msg(i >= 0, "update of %s, which the handler does not have", key);
+	ck_assert_str_eq(old->rv, v->e[i].rv);
+	snprintf(v->e[i].rv, sizeof(v->e[i].rv), "%s", obj->rv);
+	v->events++;
+	v->events_unsynced += !cache_handler_has_synced(v->reg);
+}
+
+static void view_on_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+{
+	view_t *v = ud;
+	(void)obj;
+	(void)unknown;
+	long i = view_find(v, key);
+	ck_assert_msg(i >= 0, "delete of %s, which the handler does not have", key);
+	v->e[i] = v->e[--v->n];
+	v->events++;
+	v->events_unsynced += !cache_handler_has_synced(v->reg);
+}
+
+static const cache_handler_t view_handler = {view_on_add, view_on_update, view_on_delete};
+
+/* The handler's view is exactly the store: same keys, same resourceVersions. */
+static void view_assert_is_store(const view_t *v, cache_store_t *st)
+{
+	ck_assert_uint_eq(v->n, cache_store_len(st));
+	for (size_t i = 0; i < v->n; i++) {
+		kobj_t *o = cache_store_get(st, v->e[i].key);
+		ck_assert_msg(o != NULL, "the handler has %s, the store does not", v->e[i].key);
+		ck_assert_str_eq(o->rv, v->e[i].rv);
+		kobj_unref(o);
+	}
+}
+
+/* Registers a view handler from inside the callback for the object named trigger. */
+typedef struct view_adder {
+	cache_informer_t *inf;
+	view_t *late;
+	const char *trigger;
+	bool added;
+	bool synced_at_once;
+} view_adder_t;
+
+static void view_add_on_add(void *ud, kobj_t *obj, bool initial)
+{
+	view_adder_t *a = ud;
+	(void)initial;
+	if (a->added || strcmp(obj->name, a->trigger) != 0)
+		return;
+	a->added = true;
+	a->late->reg = cache_informer_add_handler(a->inf, &view_handler, a->late);
+	a->synced_at_once = cache_handler_has_synced(a->late->reg);
+}
+
+START_TEST(test_handler_added_in_a_callback_sees_the_store)
+{
+	/* Added while c's [Added, Deleted] is being processed, with a's updates and d's
+	 * add still queued: it must end up with exactly what the store has -- not c from
+	 * a snapshot taken before c's delete was applied. */
+	fx_t f;
+	fx_init(&f, NULL);
+	view_t late;
+	memset(&late, 0, sizeof(late));
+	view_adder_t a = {f.inf, &late, "c", false, false};
+	cache_handler_t h = {view_add_on_add, NULL, NULL};
+	cache_informer_add_handler(f.inf, &h, &a);
+	fx_synced(&f); /* a@1, b@2 */
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11"));
+	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "12"));
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "c", "13"));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "d", "14"));
+	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "15"));
+	cache_informer_drain(f.inf);
+	ck_assert(a.added);
+	ck_assert(!a.synced_at_once); /* the store was not empty: a snapshot to deliver */
+	ck_assert_str_eq(rec_text(&f.rec),
+	                 "add ns/c 11\ndelete ns/c 13\nupdate ns/a 1->12\nupdate ns/a 12->15\n"
+	                 "add ns/d 14\n");
+	view_assert_is_store(&late, cache_informer_store(f.inf));
+	/* The store after c's entry (a@1, b@2), then a's updates and d's add. */
+	ck_assert_int_eq(late.initial_adds, 2);
+	ck_assert_int_eq(late.adds_after_synced, 0);
+	ck_assert_int_eq(late.events, 3);
+	ck_assert_int_eq(late.events_unsynced, 0);
+	ck_assert(cache_handler_has_synced(late.reg));
+	ck_assert_uint_eq(cache_informer_pending(f.inf), 0);
+
+	/* Later events keep it exact. */
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "b", "16"));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "17"));
+	cache_informer_drain(f.inf);
+	view_assert_is_store(&late, cache_informer_store(f.inf));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_handler_added_in_a_callback_during_the_initial_list)
+{
+	/* Added from the callback for the third object of the first list, with two
+	 * more to come: those too are initial adds, and HasSynced waits for them. */
+	fx_t f;
+	fx_init(&f, NULL);
+	view_t late;
+	memset(&late, 0, sizeof(late));
+	view_adder_t a = {f.inf, &late, "c", false, false};
+	cache_handler_t h = {view_add_on_add, NULL, NULL};
+	cache_informer_add_handler(f.inf, &h, &a);
+	fx_start(&f);
+	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
+	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
+	respond_list(&f, items, 5, "10", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(a.added);
+	ck_assert(!a.synced_at_once);
+	ck_assert(cache_informer_has_synced(f.inf));
+	ck_assert(cache_handler_has_synced(late.reg));
+	view_assert_is_store(&late, cache_informer_store(f.inf));
+	ck_assert_int_eq(late.initial_adds, 5);
+	ck_assert_int_eq(late.adds_after_synced, 0);
+	ck_assert_int_eq(late.events, 0);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_late_handler_added_between_batches_of_the_initial_list)
+{
+	/* Not from a callback: the loop processed two of five listed objects (batch 2)
+	 * when the handler comes. It gets those two, then the other three, all as
+	 * initial adds, and is synced only after the last. */
+	cache_informer_opts_t o = {.batch = 2};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
+	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
+	respond_list(&f, items, 5, "10", NULL);
+	ev_run(f.loop, EVRUN_NOWAIT);
+	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 2);
+	ck_assert(!cache_informer_has_synced(f.inf));
+	view_t late;
+	memset(&late, 0, sizeof(late));
+	late.reg = cache_informer_add_handler(f.inf, &view_handler, &late);
+	ck_assert(!cache_handler_has_synced(late.reg));
+	for (int i = 0; i < 20 && cache_informer_pending(f.inf) > 0; i++) {
+		ck_assert(!cache_handler_has_synced(late.reg));
+		ev_run(f.loop, EVRUN_NOWAIT);
+	}
+	ck_assert_uint_eq(cache_informer_pending(f.inf), 0);
+	ck_assert(cache_informer_has_synced(f.inf));
+	ck_assert(cache_handler_has_synced(late.reg));
+	view_assert_is_store(&late, cache_informer_store(f.inf));
+	ck_assert_uint_eq(late.n, 5);
+	ck_assert_int_eq(late.initial_adds, 5);
+	ck_assert_int_eq(late.adds_after_synced, 0);
+	ck_assert_int_eq(f.rec.initial_adds, 5);
+	/* And it follows the watch from there. */
+	cache_fake_req_event(last_watch(&f), KWATCH_DELETED, mkobj("ns", "a", "11"));
+	cache_informer_drain(f.inf);
+	view_assert_is_store(&late, cache_informer_store(f.inf));
+	ck_assert_int_eq(late.events, 1);
+	ck_assert_int_eq(late.events_unsynced, 0);
+	fx_free(&f);
+}
+END_TEST
+
 static kobj_t *strip_labels(void *ud, kobj_t *obj)
 {
 	int *calls = ud;
@@ -1278,6 +1496,9 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_handler_added_after_start_before_sync);
 	tcase_add_test(th, test_remove_handler_from_its_callback);
 	tcase_add_test(th, test_handler_added_in_a_callback_misses_the_event_in_flight);
+	tcase_add_test(th, test_handler_added_in_a_callback_sees_the_store);
+	tcase_add_test(th, test_handler_added_in_a_callback_during_the_initial_list);
+	tcase_add_test(th, test_late_handler_added_between_batches_of_the_initial_list);
 	tcase_add_test(th, test_transform_before_store);
 	tcase_add_test(th, test_index_follows_updates_and_deletes);
 	tcase_add_test(th, test_shutdown_stops_watch_and_deliveries);
