@@ -96,6 +96,12 @@ static uint64_t now_ns(fx_t *f)
 	return clk_mono_ns(&f->clk.base);
 }
 
+/* The time until the reflector's next retry. */
+static uint64_t retry_delay(fx_t *f)
+{
+	return cache_reflector_deadline(cache_informer_reflector(f->inf)) - now_ns(f);
+}
+
 /* Lists a and b at rv 10, drains: a synced informer watching from "10". */
 static void fx_synced(fx_t *f)
 {
@@ -413,6 +419,96 @@ START_TEST(test_429_honours_retry_after)
 }
 END_TEST
 
+START_TEST(test_watch_error_event_500_rewatches_after_backoff)
+{
+	/* An ERROR event that is not 410 (etcd hiccup: 500 InternalError) ends the watch,
+	 * is reported, and -- our resourceVersion being still good -- is followed by a
+	 * re-watch from the last RV after backoff, not a relist. (client-go, whose
+	 * MaxInternalErrorRetryDuration defaults to 0, relists instead; a re-watch at a
+	 * compacted RV would turn into a 410 and relist anyway.) */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "15"));
+	cache_fake_req_error_event(w, 500, "InternalError", "etcdserver: leader changed");
+	/* Whatever the stream says after its ERROR is not believed. */
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "ghost", "16"));
+	ck_assert_uint_eq(cache_reflector_deadline(cache_informer_reflector(f.inf)), 0);
+	cache_informer_tick(f.inf); /* the ERROR ends the watch on the next tick */
+	ck_assert(cache_fake_req_cancelled(w));
+	ck_assert_int_eq(f.werr_calls, 1);
+	ck_assert_int_eq(f.werr_nonhealing, 0);
+	ck_assert_ptr_nonnull(
+	    strstr(f.werr_last, "watch widgets.test.example.com: etcdserver: leader changed"));
+	/* Not at once (no hot loop against a failing server): after the backoff. */
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_ge(retry_delay(&f), 800 * NS_PER_MS);
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+	cache_informer_drain(f.inf);
+	ck_assert_str_eq(rec_text(&f.rec), "update ns/a 1->15\n");
+	cache_stats_t st;
+	cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(st.errors, 1);
+	ck_assert_uint_eq(st.relists, 0);
+
+	/* An ERROR that retrying the watch will not fix (400) relists after backoff. */
+	cache_fake_req_error_event(last_watch(&f), 400, "BadRequest", "unable to decode");
+	cache_informer_tick(f.inf);
+	ck_assert_int_eq(f.werr_calls, 2);
+	ck_assert_ptr_nonnull(strstr(f.werr_last, "unable to decode"));
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	advance_ms(&f, 3300);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "15");
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_429_on_list_honours_retry_after)
+{
+	/* The first backoff is at most 1.6 s; Retry-After: 7 must win over it. */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	cache_fake_req_finish(last_list(&f), 429, "TooManyRequests", "too many requests", 7);
+	ck_assert_int_eq(f.werr_calls, 1);
+	ck_assert_int_eq(f.werr_nonhealing, 0);
+	ck_assert_uint_eq(retry_delay(&f), 7 * NS_PER_SEC);
+	advance_ms(&f, 6900);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	advance_ms(&f, 200);
+	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "0");
+	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, items, 1, "10", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(cache_informer_has_synced(f.inf));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_delete_add_delete_delivered_in_order)
+{
+	/* Only two trailing deletes collapse: delete, re-create, delete is three calls. */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	cache_fake_req_t *w = last_watch(&f);
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "a", "11"));
+	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "a", "12"));
+	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "a", "13"));
+	cache_informer_drain(f.inf);
+	ck_assert_str_eq(rec_text(&f.rec), "delete ns/a 11\nadd ns/a 12\ndelete ns/a 13\n");
+	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 1);
+	fx_free(&f);
+}
+END_TEST
+
 /* A thread waiting for the sync, as the daemon's main thread does. */
 typedef struct waiter {
 	cache_informer_t *inf;
@@ -547,11 +643,6 @@ START_TEST(test_backoff_function)
 	ck_assert_uint_eq(cache_watch_stall_deadline(10, 300, 5), 10 + 300 * NS_PER_SEC + 5);
 }
 END_TEST
-
-static uint64_t retry_delay(fx_t *f)
-{
-	return cache_reflector_deadline(cache_informer_reflector(f->inf)) - now_ns(f);
-}
 
 START_TEST(test_backoff_grows_and_resets_after_health)
 {
@@ -1481,6 +1572,8 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(tc, test_watch_closed_at_once_is_an_error);
 	tcase_add_test(tc, test_transport_error_rewatches_without_relist);
 	tcase_add_test(tc, test_429_honours_retry_after);
+	tcase_add_test(tc, test_429_on_list_honours_retry_after);
+	tcase_add_test(tc, test_watch_error_event_500_rewatches_after_backoff);
 	tcase_add_test(tc, test_forbidden_reported_logged_once_and_sync_reason);
 	tcase_add_test(tc, test_not_found_hint_and_wait_on_loop_thread);
 	tcase_add_test(tc, test_start_failure_retries);
@@ -1499,6 +1592,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_handler_added_in_a_callback_sees_the_store);
 	tcase_add_test(th, test_handler_added_in_a_callback_during_the_initial_list);
 	tcase_add_test(th, test_late_handler_added_between_batches_of_the_initial_list);
+	tcase_add_test(th, test_delete_add_delete_delivered_in_order);
 	tcase_add_test(th, test_transform_before_store);
 	tcase_add_test(th, test_index_follows_updates_and_deletes);
 	tcase_add_test(th, test_shutdown_stops_watch_and_deliveries);

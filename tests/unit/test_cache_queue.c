@@ -92,6 +92,28 @@ START_TEST(test_delete_dedup)
 }
 END_TEST
 
+START_TEST(test_delete_add_delete_not_collapsed)
+{
+	qfix_t f;
+	qfix_init(&f);
+	know(&f, mkobj("ns", "a", "1"));
+	know(&f, mkobj("ns", "b", "1"));
+	/* Deleted, Added, Deleted: no two deletes in a row, nothing to collapse. */
+	cache_dq_delete(&f.q, mkobj("ns", "a", "2"));
+	cache_dq_add(&f.q, CACHE_DELTA_ADDED, mkobj("ns", "a", "3"));
+	cache_dq_delete(&f.q, mkobj("ns", "a", "4"));
+	/* Only the trailing pair collapses; what comes before it stays. */
+	cache_dq_delete(&f.q, mkobj("ns", "b", "2"));
+	cache_dq_add(&f.q, CACHE_DELTA_ADDED, mkobj("ns", "b", "3"));
+	cache_dq_delete(&f.q, mkobj("ns", "b", "4"));
+	cache_dq_delete(&f.q, mkobj("ns", "b", "5"));
+	expect_pop(&f, "ns/a: Deleted(2) Added(3) Deleted(4)");
+	expect_pop(&f, "ns/b: Deleted(2) Added(3) Deleted(5)");
+	ck_assert_ptr_null(cache_dq_pop(&f.q, NULL));
+	qfix_free(&f);
+}
+END_TEST
+
 START_TEST(test_delete_unknown_key_is_noop)
 {
 	qfix_t f;
@@ -219,6 +241,7 @@ Suite *suite_cache_queue(void)
 	TCase *tc = tcase_create("dq");
 	tcase_add_test(tc, test_fifo_order_and_grouping);
 	tcase_add_test(tc, test_delete_dedup);
+	tcase_add_test(tc, test_delete_add_delete_not_collapsed);
 	tcase_add_test(tc, test_delete_unknown_key_is_noop);
 	tcase_add_test(tc, test_replace_tombstones_and_sync_count);
 	tcase_add_test(tc, test_replace_tombstone_for_queued_key_uses_newest);
