@@ -777,8 +777,13 @@ static bool transport_retryable(CURLcode cc)
 	}
 }
 
-/* Builds the message of a non-2xx answer from its decoded Status. */
-static char *status_message(const kreq_t *r)
+/*
+ * Builds the message of a non-2xx answer from its decoded Status. Borrows
+ * refresh_err: why the credential refresh after a 401 failed, or NULL; without it
+ * the caller of a 401 would not learn that the exec plugin is broken (and how to
+ * install it), only that the server refused the old credential.
+ */
+static char *status_message(const kreq_t *r, const char *refresh_err)
 {
 	const kstatus_t *s = &r->res.status;
 	sbuf_t b = SBUF_INIT;
@@ -787,6 +792,8 @@ static char *status_message(const kreq_t *r)
 		sbuf_printf(&b, " %s", s->reason);
 	if (s->message != NULL && s->message[0] != '\0')
 		sbuf_printf(&b, ": %s", s->message);
+	if (refresh_err != NULL)
+		sbuf_printf(&b, "; refreshing the credentials failed: %s", refresh_err);
 	return sbuf_steal(&b);
 }
 
@@ -855,21 +862,21 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	if (r->res.status.retry_after_seconds == 0 && r->retry_after > 0)
 		r->res.status.retry_after_seconds = r->retry_after;
 
+	char *refresh_err = NULL;
 	if (r->code == 401 && !r->auth_refreshed) {
 		/* Exec plugins and bound tokens: retry once with a fresh credential. If
 		 * another request already refreshed it meanwhile, its new one will do;
 		 * otherwise force a refresh (a plugin run), once for this request. */
 		kcred_t cred = {0};
-		char *err = NULL;
 		r->auth_refreshed = true;
-		int rc = kconfig_credentials(c->cfg, false, &cred, &err);
+		int rc = kconfig_credentials(c->cfg, false, &cred, &refresh_err);
 		if (rc == 0 && cred.generation == r->cred_gen) {
 			kcred_clear(&cred);
-			rc = kconfig_credentials(c->cfg, true, &cred, &err);
+			rc = kconfig_credentials(c->cfg, true, &cred, &refresh_err);
 		}
 		kcred_clear(&cred);
-		free(err); /* if the refresh failed, the 401 below says enough */
 		if (rc == 0) {
+			free(refresh_err);
 			req_attempt_reset(r);
 			req_schedule(r, 0);
 			return;
@@ -884,7 +891,8 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		return;
 	}
 	r->res.http_code = (int)r->code;
-	r->res.error = status_message(r);
+	r->res.error = status_message(r, refresh_err);
+	free(refresh_err);
 	req_complete(r);
 }
 

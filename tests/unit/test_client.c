@@ -10,10 +10,14 @@
 
 #include <check.h>
 #include <ev.h>
+#include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define TOKEN "s3cr3t-t0ken-value"
 
@@ -73,6 +77,107 @@ static void fx_done(fx_t *f)
 	fs_free(f->fs);
 	ev_loop_destroy(f->loop);
 }
+
+/* --- an exec credential plugin (tests/fixtures/exec-plugin-client.sh) --- */
+
+/* The plugin's state folder: what the test tells it, what it reports. */
+typedef struct plug {
+	char dir[64];
+} plug_t;
+
+static void plug_init(plug_t *p)
+{
+	snprintf(p->dir, sizeof(p->dir), "/tmp/csc-client-plugin-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(p->dir));
+}
+
+static int plug_rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(path);
+}
+
+static void plug_done(plug_t *p)
+{
+	nftw(p->dir, plug_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Writes (replaces) the file name in the state folder, atomically. */
+static void plug_write(plug_t *p, const char *name, const char *text)
+{
+	char *tmp = xasprintf("%s/.%s.tmp", p->dir, name);
+	char *path = xasprintf("%s/%s", p->dir, name);
+	FILE *f = fopen(tmp, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	ck_assert_int_eq(rename(tmp, path), 0);
+	free(tmp);
+	free(path);
+}
+
+/* How many times the plugin ran (started). */
+static int plug_runs(plug_t *p)
+{
+	char *path = xasprintf("%s/runs", p->dir);
+	char *text = NULL;
+	int n = 0;
+	if (file_read_all(path, &text, NULL, NULL) == 0)
+		for (char *q = text; *q; q++)
+			n += *q == '\n';
+	free(text);
+	free(path);
+	return n;
+}
+
+/*
+ * A client whose user's credential comes from the test plugin. Borrows lo (the
+ * config's clock, may be NULL) and opts; expiry (may be NULL) is what the plugin
+ * answers as status.expirationTimestamp.
+ */
+static kclient_t *client_exec(struct ev_loop *loop, int port, plug_t *p, const char *expiry,
+                              const kconfig_load_opts_t *lo, const kclient_opts_t *opts)
+{
+	char plugin[PATH_MAX];
+	ck_assert_ptr_nonnull(realpath("../fixtures/exec-plugin-client.sh", plugin));
+	char *text = xasprintf("apiVersion: v1\nkind: Config\n"
+	                       "clusters:\n- name: fs\n  cluster:\n"
+	                       "    server: http://127.0.0.1:%d\n"
+	                       "users:\n- name: u\n  user:\n    exec:\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1\n"
+	                       "      command: %s\n"
+	                       "      installHint: 'try: apt install the-plugin'\n"
+	                       "      interactiveMode: Never\n"
+	                       "      env:\n"
+	                       "      - {name: PLUGIN_STATE, value: '%s'}\n"
+	                       "      - {name: PLUGIN_EXPIRY, value: '%s'}\n"
+	                       "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	                       "current-context: c\n",
+	                       port, plugin, p->dir, expiry ? expiry : "");
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", lo, &err);
+	free(text);
+	ck_assert_msg(cfg != NULL, "kconfig: %s", err ? err : "?");
+	kclient_t *c = kclient_new(loop, cfg, opts, &err);
+	ck_assert_msg(c != NULL, "kclient_new: %s", err ? err : "?");
+	return c;
+}
+
+static void fx_init_exec(fx_t *f, plug_t *p, const char *expiry, const kconfig_load_opts_t *lo,
+                         const kclient_opts_t *opts)
+{
+	f->loop = ev_loop_new(EVFLAG_AUTO);
+	f->fs = fs_new();
+	f->c = client_exec(f->loop, f->fs->port, p, expiry, lo, opts);
+	snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", f->fs->port);
+}
+
+#define ASSERT_HAS(s, sub)                                                                         \
+	do {                                                                                       \
+		ck_assert_ptr_nonnull(s);                                                          \
+		ck_assert_msg(strstr((s), (sub)) != NULL, "\"%s\" lacks \"%s\"", (s), (sub));      \
+	} while (0)
+#define ASSERT_LACKS(s, sub)                                                                       \
+	ck_assert_msg((s) == NULL || strstr((s), (sub)) == NULL, "\"%s\" has \"%s\"", (s), (sub))
 
 /* Runs the loop until *flag is set (or 20 s pass: then the test fails). */
 typedef struct until {
@@ -728,6 +833,36 @@ START_TEST(test_401_refreshes_and_retries_once)
 }
 END_TEST
 
+/* A 401 whose forced refresh fails: the error says both what the server said and why
+ * no new credential could be had (the plugin's message and its installHint). */
+START_TEST(test_401_keeps_the_refresh_error)
+{
+	plug_t p;
+	plug_init(&p);
+	plug_write(&p, "mode.2", "fail");
+	fx_t f;
+	fx_init_exec(&f, &p, NULL, NULL, NULL);
+	fs_push_simple(f.fs, 401, NULL,
+	               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+	               "\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert(kerr_is_unauthorized(&c.res));
+	ck_assert_int_eq(c.res.http_code, 401);
+	ASSERT_HAS(c.res.error, "deployments/d1: 401 Unauthorized: Unauthorized");
+	ASSERT_HAS(c.res.error, "login failed: account locked");
+	ASSERT_HAS(c.res.error, "try: apt install the-plugin");
+	ASSERT_LACKS(c.res.error, "tok-");
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	ck_assert_int_eq(plug_runs(&p), 2);
+	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 0)->headers, "Authorization: Bearer tok-1"));
+	call_clear(&c);
+	fx_done(&f);
+	plug_done(&p);
+}
+END_TEST
+
 START_TEST(test_connect_refused)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -1150,6 +1285,7 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_404_status_decoded);
 	tcase_add_test(tc, test_non_status_error_body);
 	tcase_add_test(tc, test_401_refreshes_and_retries_once);
+	tcase_add_test(tc, test_401_keeps_the_refresh_error);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_tls_server_name_and_host);
 	tcase_add_test(tc, test_watch_events_and_cancel);
