@@ -864,7 +864,7 @@ typedef struct view {
 	struct {
 		char key[64];
 		char rv[16];
-	} e[32];
+	} e[64];
 	size_t n;
 	cache_handler_reg_t *reg; /* set once registered */
 	int initial_adds;
@@ -1385,6 +1385,134 @@ START_TEST(test_processing_runs_on_the_loop)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- threads */
+
+/* A worker: reads the informer's cache and state while the loop thread writes. */
+typedef struct xreader {
+	cache_informer_t *inf;
+	cache_handler_reg_t *reg;
+	_Atomic bool stop;
+	_Atomic long reads, bad;
+} xreader_t;
+
+static void *xreader_thread(void *arg)
+{
+	xreader_t *x = arg;
+	const cache_lister_t *l = cache_informer_lister(x->inf);
+	cache_store_t *st = cache_informer_store(x->inf);
+	while (!atomic_load(&x->stop)) {
+		kobj_t *o = cache_lister_get(l, "ns", "k3");
+		if (o != NULL && strcmp(o->name, "k3") != 0)
+			atomic_fetch_add(&x->bad, 1);
+		kobj_unref(o);
+		cache_objs_t objs;
+		cache_lister_list_ns(l, "ns", NULL, &objs);
+		for (size_t i = 0; i < objs.n; i++)
+			if (strcmp(objs.items[i]->ns, "ns") != 0 || objs.items[i]->name[0] != 'k')
+				atomic_fetch_add(&x->bad, 1);
+		cache_objs_free(&objs);
+		cache_strs_t keys;
+		cache_store_list_keys(st, &keys);
+		cache_strs_free(&keys);
+		size_t ob;
+		cache_store_mem_bytes(st, &ob);
+		cache_stats_t stats;
+		cache_informer_stats(x->inf, &stats);
+		if (stats.synced != cache_informer_has_synced(x->inf) && stats.synced)
+			atomic_fetch_add(&x->bad, 1); /* synced never turns false */
+		(void)cache_handler_has_synced(x->reg);
+		free(cache_informer_sync_reason(x->inf));
+		atomic_fetch_add(&x->reads, 1);
+	}
+	return NULL;
+}
+
+START_TEST(test_readers_on_threads_while_the_loop_processes)
+{
+	/* Workers read through the lister, the stats and the sync state while the loop
+	 * thread lists, applies events, relists and feeds a late handler: meant for
+	 * TSan (make unit-tsan), and the readers must only ever see whole objects. */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	xreader_t x = {.inf = f.inf, .reg = f.reg};
+	waiter_t w = {f.inf, 10000, -5, NULL};
+	pthread_t th[3];
+	pthread_create(&th[0], NULL, wait_thread, &w);
+	for (int i = 1; i < 3; i++)
+		pthread_create(&th[i], NULL, xreader_thread, &x);
+	enum { KEYS = 40 };
+	long server[KEYS] = {0};
+	long rv = 10;
+	cache_fake_req_t *l = last_list(&f);
+	for (int i = 0; i < KEYS; i += 2) {
+		char name[16], rvs[24];
+		snprintf(name, sizeof(name), "k%d", i);
+		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
+		server[i] = rv;
+		cache_fake_req_item(l, mkobj("ns", name, rvs));
+	}
+	cache_fake_req_meta(l, "100", NULL);
+	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	rv = 100;
+	cache_informer_drain(f.inf);
+	pthread_join(th[0], NULL);
+	ck_assert_int_eq(w.rc, 0);
+	view_t late;
+	memset(&late, 0, sizeof(late));
+	for (int op = 0; op < 1500; op++) {
+		int k = (int)(rand_u64() % KEYS);
+		char name[16], rvs[24];
+		snprintf(name, sizeof(name), "k%d", k);
+		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
+		kwatch_type_t type = server[k] == 0        ? KWATCH_ADDED
+		                     : rand_u64() % 3 == 0 ? KWATCH_DELETED
+		                                           : KWATCH_MODIFIED;
+		server[k] = type == KWATCH_DELETED ? 0 : rv;
+		cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
+		if (op % 10 == 0)
+			cache_informer_drain(f.inf);
+		if (op == 500) {
+			late.reg = cache_informer_add_handler(f.inf, &view_handler, &late);
+		} else if (op == 1000) {
+			/* A relist with the same state: replaced objects, no tombstones. */
+			cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
+			cache_informer_tick(f.inf);
+			advance_ms(&f, 60000);
+			l = last_list(&f);
+			for (int i = 0; i < KEYS; i++) {
+				if (server[i] == 0)
+					continue;
+				char n2[16], r2[24];
+				snprintf(n2, sizeof(n2), "k%d", i);
+				snprintf(r2, sizeof(r2), "%ld", server[i]);
+				cache_fake_req_item(l, mkobj("ns", n2, r2));
+			}
+			cache_fake_req_meta(l, rvs, NULL);
+			cache_fake_req_finish(l, 200, NULL, NULL, 0);
+		}
+	}
+	cache_informer_drain(f.inf);
+	atomic_store(&x.stop, true);
+	for (int i = 1; i < 3; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_gt(atomic_load(&x.reads), 0);
+	ck_assert_int_eq(atomic_load(&x.bad), 0);
+	view_assert_is_store(&late, cache_informer_store(f.inf));
+	for (int i = 0; i < KEYS; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "k%d", i);
+		kobj_t *o = cache_lister_get(cache_informer_lister(f.inf), "ns", name);
+		ck_assert_int_eq(o != NULL, server[i] != 0);
+		if (o != NULL)
+			ck_assert_int_eq(atol(o->rv), server[i]);
+		kobj_unref(o);
+	}
+	free(w.reason);
+	fx_free(&f);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- long random churn */
 
 enum { CHURN_KEYS = 300 };
@@ -1600,6 +1728,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_factory_shares_informers_and_waits);
 	tcase_add_test(th, test_factory_wait_reports_each_unsynced);
 	tcase_add_test(th, test_processing_runs_on_the_loop);
+	tcase_add_test(th, test_readers_on_threads_while_the_loop_processes);
 	tcase_add_test(th, test_long_random_churn);
 	suite_add_tcase(s, th);
 	return s;
