@@ -4,7 +4,8 @@
  *    no API calls and no events;
  *  - status carries observedGeneration and a Ready condition;
  *  - a Foo whose spec is invalid (the CRD on a cluster may lack validation) gets a
- *    Warning event and a Ready=False status, and is not retried until it changes.
+ *    Ready=False status and, when that status is written, a Warning event; it is
+ *    not retried until it changes.
  */
 #include "cmd/sample-controller/controller.h"
 
@@ -150,6 +151,22 @@ out:
 	return result;
 }
 
+/*
+ * A Foo whose spec is invalid: writes the InvalidSpec status, and records the
+ * Warning event only when that write happened. A resync of an unchanged invalid
+ * Foo then costs nothing (no status PUT, no Event PATCH every resync period); a
+ * new generation changes observedGeneration, hence one write and one event.
+ * A failed write records nothing: its retry will. Returns a sync_result.
+ */
+static int invalid_spec(controller_t *c, const kobj_t *foo, const foo_status_t *st, char **err)
+{
+	bool wrote = false;
+	int result = update_status(c, foo, st, &wrote, err);
+	if (wrote)
+		warn_event(c, foo, st->ready_reason, st->ready_message);
+	return result;
+}
+
 static int do_sync(controller_t *c, const char *key, char **err)
 {
 	char *ns = NULL, *name = NULL, *why = NULL;
@@ -179,10 +196,9 @@ static int do_sync(controller_t *c, const char *key, char **err)
 
 	if (foo_validate_spec(foo, &why) != 0) {
 		LOG_ERROR(why, "Invalid Foo spec", KV_OBJ("foo", ns, name));
-		warn_event(c, foo, "InvalidSpec", why);
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
 		                   "InvalidSpec", why};
-		result = update_status(c, foo, &st, &wrote, err);
+		result = invalid_spec(c, foo, &st, err);
 		goto out; /* not retried until the Foo changes (unless the write failed) */
 	}
 	const char *dname = foo_spec_deployment_name(foo);
@@ -190,10 +206,9 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		/* Upstream: log and do not requeue; the user must fix the Foo. */
 		const char *msg = "spec.deploymentName must be specified";
 		LOG_ERROR(msg, "Invalid Foo spec", KV_OBJ("foo", ns, name));
-		warn_event(c, foo, "InvalidSpec", msg);
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
 		                   "InvalidSpec", msg};
-		result = update_status(c, foo, &st, &wrote, err);
+		result = invalid_spec(c, foo, &st, err);
 		goto out;
 	}
 

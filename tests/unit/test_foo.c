@@ -192,6 +192,209 @@ START_TEST(test_status_update_json)
 }
 END_TEST
 
+/*
+ * What the API server answers to our status PUT and then sends on the watch: the
+ * Foo (meta_spec: its metadata and spec members) with the status the PUT body
+ * carries. Returns a new string, free with free().
+ */
+static char *server_answer(const char *put_body, const char *meta_spec)
+{
+	char ebuf[256];
+	/* The body must be valid JSON, UTF-8 included (yajl checks it), or the server
+	 * would not store exactly what we sent. */
+	yajl_val root = yajl_tree_parse(put_body, ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "PUT body is not valid JSON: %s", ebuf);
+	yajl_tree_free(root);
+	const char *st = strstr(put_body, "\"status\":{");
+	ck_assert_ptr_nonnull(st);
+	size_t n = strlen(st) - 1; /* without the body's closing brace */
+	return xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
+	                 "%s,%.*s}",
+	                 meta_spec, (int)n, st);
+}
+
+/* The message of the Ready condition in a PUT body (a new string). */
+static char *ready_message(const char *put_body)
+{
+	yajl_val root = yajl_tree_parse(put_body, NULL, 0);
+	const char *conds[] = {"status", "conditions", NULL}, *tp[] = {"type", NULL},
+	           *mp[] = {"message", NULL};
+	yajl_val cs = yajl_tree_get(root, conds, yajl_t_array);
+	ck_assert_ptr_nonnull(cs);
+	char *out = NULL;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(cs)->len && out == NULL; i++) {
+		yajl_val c = YAJL_GET_ARRAY(cs)->values[i];
+		const char *t = str_at(c, tp);
+		if (t != NULL && strcmp(t, "Ready") == 0)
+			out = xstrdup(str_at(c, mp));
+	}
+	yajl_tree_free(root);
+	ck_assert_ptr_nonnull(out);
+	return out;
+}
+
+/*
+ * A 1000-character deploymentName (a CRD without validation lets it in): the
+ * InvalidSpec status the controller wants must read back equal once the server
+ * stored it, or every sync writes it again (and its event), forever.
+ */
+START_TEST(test_long_deployment_name_status_round_trips)
+{
+	/* 252 ASCII then two-byte characters, so that a cut at a valid name's length
+	 * (253 bytes) would fall inside one. */
+	sbuf_t name = SBUF_INIT;
+	for (int i = 0; i < 1000; i++)
+		sbuf_puts(&name, i < 252 ? "a" : "\xc3\xa9");
+	sbuf_t meta_spec = SBUF_INIT;
+	sbuf_puts(&meta_spec, "\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\","
+	                      "\"resourceVersion\":\"8\",\"generation\":5},"
+	                      "\"spec\":{\"deploymentName\":");
+	sbuf_put_json_str(&meta_spec, sbuf_cstr(&name));
+	sbuf_puts(&meta_spec, ",\"replicas\":2}");
+	char *json = xasprintf("{%s}", sbuf_cstr(&meta_spec));
+	kobj_t *f = foo_from(json);
+	ck_assert_str_eq(foo_spec_deployment_name(f), sbuf_cstr(&name));
+
+	/* The desired status, as the controller's sync computes it. */
+	char *why = NULL;
+	ck_assert_int_eq(foo_validate_spec(f, &why), -1);
+	ck_assert_msg(strlen(why) <= FOO_CONDITION_MESSAGE_MAX, "message of %zu bytes",
+	              strlen(why));
+	ck_assert_ptr_nonnull(strstr(why, "(1748 bytes) is not a valid DNS-1123 subdomain"));
+	foo_status_t st = {foo_status_available_replicas(f), f->generation, "False", "InvalidSpec",
+	                   why};
+	ck_assert(!foo_status_equal(f, &st));
+
+	sbuf_t b = SBUF_INIT;
+	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
+	char *msg = ready_message(sbuf_cstr(&b));
+	ck_assert_str_eq(msg, why);
+	char *answer = server_answer(sbuf_cstr(&b), sbuf_cstr(&meta_spec));
+	kobj_t *g = foo_from(answer);
+
+	/* The next sync (the watch brings g) computes the same status: no write. */
+	char *why2 = NULL;
+	ck_assert_int_eq(foo_validate_spec(g, &why2), -1);
+	ck_assert_str_eq(why2, why);
+	foo_status_t st2 = {foo_status_available_replicas(g), g->generation, "False", "InvalidSpec",
+	                    why2};
+	ck_assert_msg(foo_status_equal(g, &st2), "the controller would write again");
+	ck_assert(foo_status_equal(g, &st));
+
+	free(why2);
+	kobj_unref(g);
+	free(answer);
+	free(msg);
+	sbuf_free(&b);
+	free(why);
+	kobj_unref(f);
+	free(json);
+	sbuf_free(&meta_spec);
+	sbuf_free(&name);
+}
+END_TEST
+
+/*
+ * Any message longer than a condition holds is cut, at a character boundary,
+ * the same way when written and when compared, so it still reads back equal.
+ */
+START_TEST(test_long_message_cut_at_utf8_boundary)
+{
+	sbuf_t m = SBUF_INIT;
+	sbuf_puts(&m, "xy");
+	for (int i = 0; i < 600; i++)
+		sbuf_puts(&m, "\xc3\xa9"); /* byte 511 is the second of a character */
+	const char *meta_spec = "\"metadata\":{\"name\":\"f\",\"namespace\":\"n\","
+	                        "\"resourceVersion\":\"3\",\"generation\":2},"
+	                        "\"spec\":{\"deploymentName\":\"web\"}";
+	char *json = xasprintf("{%s}", meta_spec);
+	kobj_t *f = foo_from(json);
+	foo_status_t st = {0, 2, "False", "DeploymentProgressing", sbuf_cstr(&m)};
+	sbuf_t b = SBUF_INIT;
+	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
+	char *msg = ready_message(sbuf_cstr(&b));
+	ck_assert_uint_eq(strlen(msg), 510);
+	ck_assert(strncmp(msg, sbuf_cstr(&m), 510) == 0);
+	char *answer = server_answer(sbuf_cstr(&b), meta_spec);
+	kobj_t *g = foo_from(answer);
+	ck_assert(foo_status_equal(g, &st));
+	foo_condition_t c;
+	ck_assert(foo_condition_get(g, "Ready", &c));
+	ck_assert_str_eq(c.message, msg);
+	/* A different message is still a difference. */
+	foo_status_t other = st;
+	other.ready_message = "0/1 replicas available";
+	ck_assert(!foo_status_equal(g, &other));
+	kobj_unref(g);
+	free(answer);
+	free(msg);
+	sbuf_free(&b);
+	kobj_unref(f);
+	free(json);
+	sbuf_free(&m);
+}
+END_TEST
+
+/* The status PUT replaces status.conditions: what other writers set must survive. */
+START_TEST(test_status_update_keeps_other_conditions)
+{
+	const char *degraded =
+	    "{\"type\":\"Degraded\",\"status\":\"False\",\"reason\":\"AsExpected\","
+	    "\"message\":\"all \\\"good\\\"\",\"lastTransitionTime\":"
+	    "\"2026-01-02T03:04:05Z\",\"observedGeneration\":2,"
+	    "\"extra\":{\"a\":[1,true,null,\"s\"]}}";
+	const char *progressing = "{\"type\":\"Progressing\",\"status\":\"True\"}";
+	const char *ready =
+	    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"DeploymentAvailable\","
+	    "\"message\":\"old\",\"lastTransitionTime\":\"2026-11-29T12:00:00Z\","
+	    "\"observedGeneration\":3}";
+	char *json =
+	    xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"resourceVersion\":\"9\","
+	              "\"generation\":4},\"spec\":{\"deploymentName\":\"web\"},\"status\":{"
+	              "\"conditions\":[%s,%s,%s,%s]}}",
+	              degraded, ready, progressing, ready);
+	kobj_t *f = foo_from(json);
+	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
+	sbuf_t b = SBUF_INIT;
+	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
+	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), NULL, 0);
+	ck_assert_msg(root != NULL, "%s", sbuf_cstr(&b));
+	const char *conds[] = {"status", "conditions", NULL}, *tp[] = {"type", NULL},
+	           *mp[] = {"message", NULL}, *lp[] = {"lastTransitionTime", NULL};
+	yajl_val cs = yajl_tree_get(root, conds, yajl_t_array);
+	/* In place, the duplicate Ready dropped (the list is a map keyed by type). */
+	ck_assert_msg(cs && YAJL_GET_ARRAY(cs)->len == 3, "%s", sbuf_cstr(&b));
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], tp), "Degraded");
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], tp), "Ready");
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], mp), "1/1 replicas available");
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], lp), "2026-11-29T12:00:00Z");
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[2], tp), "Progressing");
+	/* Byte for byte as the server returned them. */
+	ck_assert_msg(strstr(sbuf_cstr(&b), degraded) != NULL, "%s", sbuf_cstr(&b));
+	ck_assert_msg(strstr(sbuf_cstr(&b), progressing) != NULL, "%s", sbuf_cstr(&b));
+	yajl_tree_free(root);
+	sbuf_reset(&b);
+	kobj_unref(f);
+	free(json);
+
+	/* No Ready yet: ours goes last. */
+	json = xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
+	                 "\"conditions\":[%s]}}",
+	                 progressing);
+	f = foo_from(json);
+	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
+	root = yajl_tree_parse(sbuf_cstr(&b), NULL, 0);
+	cs = yajl_tree_get(root, conds, yajl_t_array);
+	ck_assert_msg(cs && YAJL_GET_ARRAY(cs)->len == 2, "%s", sbuf_cstr(&b));
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], tp), "Progressing");
+	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], tp), "Ready");
+	yajl_tree_free(root);
+	sbuf_free(&b);
+	kobj_unref(f);
+	free(json);
+}
+END_TEST
+
 Suite *suite_foo(void)
 {
 	Suite *s = suite_create("foo");
@@ -200,6 +403,9 @@ Suite *suite_foo(void)
 	tcase_add_test(tc, test_validation);
 	tcase_add_test(tc, test_new_deployment_json);
 	tcase_add_test(tc, test_status_update_json);
+	tcase_add_test(tc, test_long_deployment_name_status_round_trips);
+	tcase_add_test(tc, test_long_message_cut_at_utf8_boundary);
+	tcase_add_test(tc, test_status_update_keeps_other_conditions);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -58,12 +58,37 @@ int64_t foo_status_observed_generation(const kobj_t *foo)
 	return int_field(foo, FOO_STATUS_OBSERVED_GENERATION);
 }
 
+/*
+ * Returns the length of the longest prefix of s of at most max bytes that does
+ * not end inside a UTF-8 sequence. A cut mid-character would be invalid UTF-8,
+ * which the API server replaces with U+FFFD: what we read back would then never
+ * equal what we wrote.
+ */
+static size_t utf8_cut_len(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+	if (n <= max)
+		return n;
+	/* s[max] is the first byte left out: back up while it continues a character. */
+	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}
+
+/* Copies the string v into dst (cap bytes), cut like what we write. */
 static void copy_str(char *dst, size_t cap, yajl_val v)
 {
-	dst[0] = '\0';
-	const char *s = YAJL_IS_STRING(v) ? YAJL_GET_STRING(v) : NULL;
-	if (s != NULL)
-		snprintf(dst, cap, "%s", s);
+	const char *s = YAJL_IS_STRING(v) ? YAJL_GET_STRING(v) : "";
+	size_t n = utf8_cut_len(s, cap - 1);
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
+/* true if got (as read back, already cut) is want once cut to max bytes. */
+static bool cut_equal(const char *got, const char *want, size_t max)
+{
+	size_t n = utf8_cut_len(want, max);
+	return strlen(got) == n && memcmp(got, want, n) == 0;
 }
 
 bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out)
@@ -133,11 +158,20 @@ int foo_validate_spec(const kobj_t *foo, char **err)
 	if (name->type != KVAL_ABSENT && name->type != KVAL_NULL && name->type != KVAL_STRING)
 		return err_set(err, "spec.deploymentName: must be a string");
 	if (name->type == KVAL_STRING && name->u.s[0] != '\0' &&
-	    !dns1123_subdomain_valid(name->u.s))
+	    !dns1123_subdomain_valid(name->u.s)) {
+		/* The message becomes the Ready condition's: quote at most a valid name's
+		 * length so that it always fits FOO_CONDITION_MESSAGE_MAX, whole. */
+		size_t n = utf8_cut_len(name->u.s, 253);
+		char more[48] = "";
+		if (name->u.s[n] != '\0')
+			snprintf(more, sizeof(more), "...\" (%zu bytes)", strlen(name->u.s));
+		else
+			snprintf(more, sizeof(more), "\"");
 		return err_set(err,
-		               "spec.deploymentName: \"%s\" is not a valid DNS-1123 subdomain "
+		               "spec.deploymentName: \"%.*s%s is not a valid DNS-1123 subdomain "
 		               "(lower case alphanumerics, '-' and '.', at most 253 characters)",
-		               name->u.s);
+		               (int)n, name->u.s, more);
+	}
 	const kval_t *rep = kobj_field(foo, FOO_SPEC_REPLICAS);
 	if (rep->type == KVAL_ABSENT || rep->type == KVAL_NULL)
 		return 0;
@@ -188,9 +222,82 @@ bool foo_status_equal(const kobj_t *foo, const foo_status_t *st)
 	foo_condition_t c;
 	if (!foo_condition_get(foo, "Ready", &c))
 		return false;
-	return strcmp(c.status, st->ready_status) == 0 && strcmp(c.reason, st->ready_reason) == 0 &&
-	       strcmp(c.message, st->ready_message) == 0 &&
+	return strcmp(c.status, st->ready_status) == 0 &&
+	       cut_equal(c.reason, st->ready_reason, FOO_CONDITION_REASON_MAX) &&
+	       cut_equal(c.message, st->ready_message, FOO_CONDITION_MESSAGE_MAX) &&
 	       c.observed_generation == st->observed_generation;
+}
+
+/* true if v nests at most `left` containers deep (bounds put_json's recursion). */
+static bool json_depth_ok(yajl_val v, int left)
+{
+	size_t n = 0;
+	yajl_val *vals = NULL;
+	if (YAJL_IS_OBJECT(v)) {
+		n = YAJL_GET_OBJECT(v)->len;
+		vals = YAJL_GET_OBJECT(v)->values;
+	} else if (YAJL_IS_ARRAY(v)) {
+		n = YAJL_GET_ARRAY(v)->len;
+		vals = YAJL_GET_ARRAY(v)->values;
+	} else {
+		return true;
+	}
+	if (left == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!json_depth_ok(vals[i], left - 1))
+			return false;
+	return true;
+}
+
+/* Appends v as JSON. Numbers keep their original text, so nothing is rounded. */
+static void put_json(sbuf_t *out, yajl_val v)
+{
+	if (YAJL_IS_STRING(v)) {
+		sbuf_put_json_str(out, YAJL_GET_STRING(v));
+	} else if (YAJL_IS_NUMBER(v)) {
+		sbuf_puts(out, YAJL_GET_NUMBER(v));
+	} else if (YAJL_IS_OBJECT(v)) {
+		sbuf_putc(out, '{');
+		for (size_t i = 0; i < YAJL_GET_OBJECT(v)->len; i++) {
+			if (i > 0)
+				sbuf_putc(out, ',');
+			sbuf_put_json_str(out, YAJL_GET_OBJECT(v)->keys[i]);
+			sbuf_putc(out, ':');
+			put_json(out, YAJL_GET_OBJECT(v)->values[i]);
+		}
+		sbuf_putc(out, '}');
+	} else if (YAJL_IS_ARRAY(v)) {
+		sbuf_putc(out, '[');
+		for (size_t i = 0; i < YAJL_GET_ARRAY(v)->len; i++) {
+			if (i > 0)
+				sbuf_putc(out, ',');
+			put_json(out, YAJL_GET_ARRAY(v)->values[i]);
+		}
+		sbuf_putc(out, ']');
+	} else if (YAJL_IS_TRUE(v)) {
+		sbuf_puts(out, "true");
+	} else if (YAJL_IS_FALSE(v)) {
+		sbuf_puts(out, "false");
+	} else {
+		sbuf_puts(out, "null");
+	}
+}
+
+/* Appends our Ready condition, reason and message cut as foo.h says. */
+static void put_ready(sbuf_t *out, const foo_status_t *st, const char *ltt)
+{
+	sbuf_puts(out, "{\"type\":\"Ready\",\"status\":");
+	sbuf_put_json_str(out, st->ready_status);
+	sbuf_puts(out, ",\"reason\":");
+	sbuf_put_json_strn(out, st->ready_reason,
+	                   utf8_cut_len(st->ready_reason, FOO_CONDITION_REASON_MAX));
+	sbuf_puts(out, ",\"message\":");
+	sbuf_put_json_strn(out, st->ready_message,
+	                   utf8_cut_len(st->ready_message, FOO_CONDITION_MESSAGE_MAX));
+	sbuf_puts(out, ",\"lastTransitionTime\":");
+	sbuf_put_json_str(out, ltt);
+	sbuf_printf(out, ",\"observedGeneration\":%lld}", (long long)st->observed_generation);
 }
 
 void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
@@ -213,13 +320,42 @@ void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t n
 	sbuf_put_json_str(out, foo->rv);
 	sbuf_printf(out, "},\"status\":{\"availableReplicas\":%lld,\"observedGeneration\":%lld,",
 	            (long long)st->available_replicas, (long long)st->observed_generation);
-	sbuf_puts(out, "\"conditions\":[{\"type\":\"Ready\",\"status\":");
-	sbuf_put_json_str(out, st->ready_status);
-	sbuf_puts(out, ",\"reason\":");
-	sbuf_put_json_str(out, st->ready_reason);
-	sbuf_puts(out, ",\"message\":");
-	sbuf_put_json_str(out, st->ready_message);
-	sbuf_puts(out, ",\"lastTransitionTime\":");
-	sbuf_put_json_str(out, ltt);
-	sbuf_printf(out, ",\"observedGeneration\":%lld}]}}", (long long)st->observed_generation);
+	sbuf_puts(out, "\"conditions\":[");
+
+	/* The PUT replaces status.conditions whole: re-emit what other writers set,
+	 * unchanged and in place, and replace only Ready (its duplicates dropped: the
+	 * list is a map keyed by type). The kept field holds the whole array. */
+	const kval_t *v = kobj_field(foo, FOO_STATUS_CONDITIONS);
+	yajl_val root = v->type == KVAL_JSON ? yajl_tree_parse(v->u.s, NULL, 0) : NULL;
+	size_t n = YAJL_IS_ARRAY(root) ? YAJL_GET_ARRAY(root)->len : 0;
+	bool ready_done = false, first = true;
+	for (size_t i = 0; i < n; i++) {
+		yajl_val c = YAJL_GET_ARRAY(root)->values[i];
+		const char *tp[] = {"type", NULL};
+		yajl_val t = yajl_tree_get(c, tp, yajl_t_string);
+		const char *ts = t ? YAJL_GET_STRING(t) : NULL;
+		bool is_ready = ts != NULL && strcmp(ts, "Ready") == 0;
+		if (is_ready && ready_done)
+			continue;
+		/* A condition is flat; one nested this deep is no condition, and
+		 * recursing on it without bound could exhaust the worker's stack. */
+		if (!is_ready && !json_depth_ok(c, 64))
+			continue;
+		if (!first)
+			sbuf_putc(out, ',');
+		first = false;
+		if (is_ready) {
+			put_ready(out, st, ltt);
+			ready_done = true;
+		} else {
+			put_json(out, c);
+		}
+	}
+	if (!ready_done) {
+		if (!first)
+			sbuf_putc(out, ',');
+		put_ready(out, st, ltt);
+	}
+	sbuf_puts(out, "]}}");
+	yajl_tree_free(root);
 }

@@ -37,16 +37,29 @@ int64_t foo_status_available_replicas(const kobj_t *foo);
 /* status.observedGeneration, 0 when unset. */
 int64_t foo_status_observed_generation(const kobj_t *foo);
 
+/*
+ * The longest condition reason and message, in bytes, that we write and read back.
+ * What we write must read back whole, or the desired status would never compare
+ * equal to the server's and every sync would write again (an endless write loop).
+ * So longer text is cut, at a UTF-8 character boundary, identically when written,
+ * read back and compared.
+ */
+#define FOO_CONDITION_REASON_MAX  127
+#define FOO_CONDITION_MESSAGE_MAX 511
+
 /* One condition as read back from status.conditions. */
 typedef struct foo_condition {
 	char status[16]; /* "True" / "False" / "Unknown" / "" when absent */
-	char reason[128];
-	char message[512];
+	char reason[FOO_CONDITION_REASON_MAX + 1];
+	char message[FOO_CONDITION_MESSAGE_MAX + 1];
 	char last_transition_time[40];
 	int64_t observed_generation;
 } foo_condition_t;
 
-/* Finds the condition of the given type; returns false if absent or unparsable. */
+/*
+ * Finds the condition of the given type; returns false if absent or unparsable.
+ * Longer reason/message are cut as FOO_CONDITION_*_MAX says.
+ */
 bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out);
 
 /*
@@ -71,18 +84,24 @@ void foo_new_deployment_json(const kobj_t *foo, sbuf_t *out);
 typedef struct foo_status {
 	int64_t available_replicas;
 	int64_t observed_generation;
-	const char *ready_status; /* "True" / "False" */
-	const char *ready_reason;
-	const char *ready_message;
+	const char *ready_status;  /* "True" / "False" */
+	const char *ready_reason;  /* cut to FOO_CONDITION_REASON_MAX bytes */
+	const char *ready_message; /* cut to FOO_CONDITION_MESSAGE_MAX bytes */
 } foo_status_t;
 
-/* true if foo's current status already says exactly what st says. */
+/*
+ * true if foo's current status already says what st says (reason and message
+ * compared as written, i.e. cut). Borrows both. Conditions other than Ready are
+ * not ours and do not count.
+ */
 bool foo_status_equal(const kobj_t *foo, const foo_status_t *st);
 /*
  * Appends the body of PUT .../foos/<name>/status: the Foo's identity with its
  * resourceVersion (optimistic concurrency: a stale cache yields 409) and the new
  * status. lastTransitionTime is kept from the current condition when its status
- * did not change, else now_wall_ns.
+ * did not change, else now_wall_ns. The PUT replaces the whole status, so the
+ * conditions other writers set are re-emitted unchanged, in their order; only
+ * Ready is replaced (appended when absent). Borrows foo and st.
  */
 void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
                             sbuf_t *out);

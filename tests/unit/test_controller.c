@@ -1,0 +1,330 @@
+/*
+ * Unit tests for cmd/sample-controller/controller.c: sync() against fake informers
+ * (pkg/cache/fake.h), a scripted API server for its writes (fault_server.h) and a
+ * fake event sink, so that what a sync writes -- status PUTs, Events -- is counted
+ * exactly.
+ *
+ * controller.c belongs to the daemon, not to the library the unit runner links
+ * (pkg/ and api/ only), so it is compiled into this test.
+ */
+#include "cmd/sample-controller/controller.c"
+
+#include "pkg/cache/fake.h"
+#include "pkg/cache/internal.h" /* cache_informer_drain: the test drives the informers */
+#include "pkg/kube/decode.h"
+#include "tests/unit/fault_server.h"
+
+#include <check.h>
+#include <ev.h>
+
+/* --- the event sink: counts what would reach the API server --- */
+
+typedef struct sink {
+	pthread_mutex_t mu;
+	int calls;
+	char *first_body; /* of the first create */
+} sink_t;
+
+static record_sink_result_t sink_create(void *ud, const char *ns, const char *body, char **err)
+{
+	sink_t *s = ud;
+	pthread_mutex_lock(&s->mu);
+	s->calls++;
+	if (s->first_body == NULL)
+		s->first_body = xstrdup(body);
+	pthread_mutex_unlock(&s->mu);
+	return RECORD_SINK_OK;
+}
+
+static record_sink_result_t sink_patch(void *ud, const char *ns, const char *name, const char *body,
+                                       char **err)
+{
+	sink_t *s = ud;
+	pthread_mutex_lock(&s->mu);
+	s->calls++;
+	pthread_mutex_unlock(&s->mu);
+	return RECORD_SINK_OK;
+}
+
+/* --- fixture: one loop (run by the test thread), fake informers, a client --- */
+
+typedef struct fx {
+	struct ev_loop *loop;
+	fault_server_t *fs;
+	kclient_t *client;
+	cache_fake_lw_t *foos, *deps;
+	cache_factory_t *factory;
+	sink_t sink;
+	record_sink_t rsink;
+	record_t *rec;
+	controller_t *ctl;
+} fx_t;
+
+static cache_lw_t *fx_lw_new(void *ud, const ktype_t *t, const char *ns)
+{
+	fx_t *f = ud;
+	return cache_fake_lw_source(t == &ktype_foo ? f->foos : f->deps);
+}
+
+static kclient_t *fx_client(struct ev_loop *loop, int port)
+{
+	char *text =
+	    xasprintf("apiVersion: v1\nkind: Config\n"
+	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
+	              "users:\n- name: u\n  user:\n    token: t\n"
+	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	              "current-context: c\n",
+	              port);
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
+	free(text);
+	ck_assert_msg(cfg != NULL, "kconfig: %s", err ? err : "?");
+	kclient_t *c = kclient_new(loop, cfg, NULL, &err);
+	ck_assert_msg(c != NULL, "kclient_new: %s", err ? err : "?");
+	return c;
+}
+
+static kobj_t *foo_from(const char *json)
+{
+	char *err = NULL;
+	kobj_t *o = kdec_object(&ktype_foo, json, strlen(json), &err);
+	ck_assert_msg(o != NULL, "decode: %s", err ? err : "?");
+	return o;
+}
+
+/* Starts everything with the Foos (taken) in the cache and no Deployment. */
+static void fx_init(fx_t *f, kobj_t **foos, size_t n)
+{
+	memset(f, 0, sizeof(*f));
+	f->loop = ev_loop_new(EVFLAG_AUTO);
+	f->fs = fs_new();
+	f->client = fx_client(f->loop, f->fs->port);
+	f->foos = cache_fake_lw_new();
+	f->deps = cache_fake_lw_new();
+	cache_factory_opts_t fo = {.lw_new = fx_lw_new, .lw_ud = f};
+	f->factory = cache_factory_new(f->loop, NULL, &fo);
+	pthread_mutex_init(&f->sink.mu, NULL);
+	f->rsink = (record_sink_t){sink_create, sink_patch, &f->sink};
+	record_opts_t ro = {
+	    .component = "sample-controller", .reporting_instance = "test", .sink = &f->rsink};
+	char *err = NULL;
+	f->rec = record_new(NULL, &ro, &err);
+	ck_assert_msg(f->rec != NULL, "record_new: %s", err ? err : "?");
+	controller_opts_t co = {.client = f->client, .factory = f->factory, .recorder = f->rec};
+	f->ctl = controller_new(&co, &err);
+	ck_assert_msg(f->ctl != NULL, "controller_new: %s", err ? err : "?");
+	ck_assert_int_eq(cache_factory_start(f->factory, &err), 0);
+
+	cache_fake_req_t *l = cache_fake_lw_last(f->foos, false);
+	for (size_t i = 0; i < n; i++)
+		cache_fake_req_item(l, foos[i]);
+	cache_fake_req_meta(l, "100", NULL);
+	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	l = cache_fake_lw_last(f->deps, false);
+	cache_fake_req_meta(l, "100", NULL);
+	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	cache_informer_drain(cache_factory_informer(f->factory, &ktype_foo));
+	cache_informer_drain(cache_factory_informer(f->factory, &ktype_deployment));
+}
+
+static void fx_done(fx_t *f)
+{
+	controller_free(f->ctl);
+	record_free(f->rec);
+	cache_factory_free(f->factory);
+	kclient_free(f->client);
+	cache_fake_lw_free(f->foos);
+	cache_fake_lw_free(f->deps);
+	fs_free(f->fs);
+	ev_loop_destroy(f->loop);
+	free(f->sink.first_body);
+	pthread_mutex_destroy(&f->sink.mu);
+}
+
+/* Events that reached the sink, once the recorder handled all queued. */
+static int fx_events(fx_t *f)
+{
+	ck_assert_int_eq(record_flush(f->rec, 10000), 0);
+	pthread_mutex_lock(&f->sink.mu);
+	int n = f->sink.calls;
+	pthread_mutex_unlock(&f->sink.mu);
+	return n;
+}
+
+/* The watch brings the Foo (taken) as the server now has it. */
+static void fx_watch_modified(fx_t *f, kobj_t *foo)
+{
+	cache_fake_req_t *w = cache_fake_lw_last(f->foos, true);
+	ck_assert_ptr_nonnull(w);
+	cache_fake_req_event(w, KWATCH_MODIFIED, foo);
+	cache_informer_drain(cache_factory_informer(f->factory, &ktype_foo));
+}
+
+/* --- sync on a worker thread while the test thread runs the loop --- */
+
+typedef struct tc_sync {
+	controller_t *c;
+	const char *key;
+	int rc;
+	char *err;
+	atomic_int done;
+} tc_sync_t;
+
+static void *tc_sync_main(void *arg)
+{
+	tc_sync_t *s = arg;
+	s->rc = controller_sync(s->c, s->key, &s->err);
+	atomic_store(&s->done, 1);
+	return NULL;
+}
+
+typedef struct tc_until {
+	ev_timer tick;
+	atomic_int *flag;
+	double deadline;
+} tc_until_t;
+
+static void tc_until_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	tc_until_t *u = (tc_until_t *)w;
+	if (atomic_load(u->flag) || ev_now(loop) > u->deadline)
+		ev_break(loop, EVBREAK_ONE);
+}
+
+/* Returns controller_sync's result; *err (may be NULL) gets its error. */
+static int fx_sync(fx_t *f, const char *key, char **err)
+{
+	tc_sync_t s = {.c = f->ctl, .key = key};
+	pthread_t th;
+	pthread_create(&th, NULL, tc_sync_main, &s);
+	tc_until_t u = {.flag = &s.done, .deadline = ev_now(f->loop) + 20};
+	ev_timer_init(&u.tick, tc_until_cb, 0.002, 0.002);
+	ev_timer_start(f->loop, &u.tick);
+	ev_run(f->loop, 0);
+	ev_timer_stop(f->loop, &u.tick);
+	ck_assert_msg(atomic_load(&s.done), "sync did not finish");
+	pthread_join(th, NULL);
+	if (err)
+		*err = s.err;
+	else
+		free(s.err);
+	return s.rc;
+}
+
+/* The Foo as the server stores it after the status PUT i: meta_spec plus its status. */
+static kobj_t *server_foo(fx_t *f, int i, const char *meta_spec)
+{
+	const fs_request_t *rq = fs_request(f->fs, i);
+	ck_assert_ptr_nonnull(rq);
+	ck_assert_str_eq(rq->method, "PUT");
+	ck_assert_ptr_nonnull(strstr(rq->target, "/namespaces/ns1/foos/"));
+	ck_assert_ptr_nonnull(strstr(rq->target, "/status"));
+	const char *st = strstr(rq->body, "\"status\":{");
+	ck_assert_ptr_nonnull(st);
+	char *json = xasprintf("{%s,%.*s}", meta_spec, (int)(strlen(st) - 1), st);
+	kobj_t *o = foo_from(json);
+	free(json);
+	return o;
+}
+
+/* The metadata and spec members of Foo ns1/<name>; a new string, free with free(). */
+static char *meta_spec(const char *name, const char *rv, int gen, const char *spec)
+{
+	return xasprintf("\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns1\",\"uid\":\"u1\","
+	                 "\"resourceVersion\":\"%s\",\"generation\":%d},\"spec\":%s",
+	                 name, rv, gen, spec);
+}
+
+static const char *ANY_FOO =
+    "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
+    "\"metadata\":{\"name\":\"x\",\"namespace\":\"ns1\"}}";
+
+/*
+ * An invalid Foo costs one status write and one Warning event per change, and
+ * nothing on the syncs (resyncs, the watch echo of our own write) that follow.
+ */
+START_TEST(test_invalid_spec_event_only_when_status_written)
+{
+	static const struct {
+		const char *name;
+		const char *spec; /* generation 1, then generation 2 */
+		const char *spec2;
+	} cases[] = {
+	    {"bad", "{\"deploymentName\":\"Web\",\"replicas\":2}",
+	     "{\"deploymentName\":\"web\",\"replicas\":11}"},
+	    /* Upstream logs and does not requeue; we add a status and one event. */
+	    {"noname", "{\"replicas\":2}", "{\"replicas\":3}"},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const char *name = cases[k].name;
+		char key[64];
+		snprintf(key, sizeof(key), "ns1/%s", name);
+		char *ms1 = meta_spec(name, "1", 1, cases[k].spec);
+		char *json = xasprintf("{%s}", ms1);
+		kobj_t *foo = foo_from(json);
+		free(json);
+		fx_t f;
+		fx_init(&f, &foo, 1);
+
+		/* The write fails (a stale cache): no event, retried. */
+		fs_push_simple(
+		    f.fs, 409, NULL,
+		    "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\","
+		    "\"message\":\"the object has been modified\",\"code\":409}");
+		char *err = NULL;
+		ck_assert_int_eq(fx_sync(&f, key, &err), -1);
+		ck_assert_ptr_nonnull(err);
+		free(err);
+		ck_assert_int_eq(fs_nrequests(f.fs), 1);
+		ck_assert_int_eq(fx_events(&f), 0);
+
+		/* The retry writes the status, and records the event with it. */
+		fs_push_simple(f.fs, 200, NULL, ANY_FOO);
+		ck_assert_int_eq(fx_sync(&f, key, NULL), 0);
+		ck_assert_int_eq(fs_nrequests(f.fs), 2);
+		ck_assert_int_eq(fx_events(&f), 1);
+		ck_assert_ptr_nonnull(strstr(f.sink.first_body, "\"reason\":\"InvalidSpec\""));
+		ck_assert_ptr_nonnull(strstr(f.sink.first_body, "\"type\":\"Warning\""));
+
+		/* The watch echoes our write, then resyncs: nothing is written. */
+		char *ms2 = meta_spec(name, "2", 1, cases[k].spec);
+		fx_watch_modified(&f, server_foo(&f, 1, ms2));
+		for (int i = 0; i < 3; i++) {
+			ck_assert_int_eq(fx_sync(&f, key, NULL), 0);
+			ck_assert_int_eq(fs_nrequests(f.fs), 2);
+			ck_assert_msg(fx_events(&f) == 1, "%s: sync %d recorded an event again",
+			              name, i);
+		}
+
+		/* A new generation, still invalid: one write, one event. */
+		char *ms3 = meta_spec(name, "3", 2, cases[k].spec2);
+		json = xasprintf("{%s}", ms3);
+		fx_watch_modified(&f, foo_from(json));
+		free(json);
+		fs_push_simple(f.fs, 200, NULL, ANY_FOO);
+		ck_assert_int_eq(fx_sync(&f, key, NULL), 0);
+		ck_assert_int_eq(fs_nrequests(f.fs), 3);
+		ck_assert_int_eq(fx_events(&f), 2);
+		char *ms4 = meta_spec(name, "4", 2, cases[k].spec2);
+		fx_watch_modified(&f, server_foo(&f, 2, ms4));
+		ck_assert_int_eq(fx_sync(&f, key, NULL), 0);
+		ck_assert_int_eq(fs_nrequests(f.fs), 3);
+		ck_assert_int_eq(fx_events(&f), 2);
+
+		fx_done(&f);
+		free(ms1);
+		free(ms2);
+		free(ms3);
+		free(ms4);
+	}
+}
+END_TEST
+
+Suite *suite_controller(void)
+{
+	Suite *s = suite_create("controller");
+	TCase *tc = tcase_create("sync");
+	tcase_add_test(tc, test_invalid_spec_event_only_when_status_written);
+	suite_add_tcase(s, tc);
+	return s;
+}
