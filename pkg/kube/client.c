@@ -40,6 +40,7 @@
 #define DEFAULT_BURST              30
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000u
 #define DEFAULT_REQUEST_TIMEOUT_MS 60000u
+#define DEFAULT_STALL_TIMEOUT_MS   60000u
 #define DEFAULT_MAX_RETRIES        10
 #define DEFAULT_FIELD_MANAGER      "sample-controller"
 /* Non-2xx bodies are Status objects of a few hundred bytes; keep at most this. */
@@ -139,6 +140,7 @@ struct kclient {
 	char *user_agent;
 	uint32_t connect_timeout_ms;
 	uint32_t request_timeout_ms;
+	uint32_t stall_timeout_ms;
 	int max_retries;
 	size_t max_object_bytes;
 
@@ -666,11 +668,18 @@ static void req_start_attempt(kreq_t *r)
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 30L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
-	uint32_t timeout = r->timeout_ms;
-	if (timeout == 0 && !r->is_watch)
-		timeout = c->request_timeout_ms;
-	if (timeout > 0)
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout);
+	if (r->timeout_ms > 0) {
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+	} else if (r->decode == KDEC_LIST && !r->no_decode && !r->is_watch) {
+		/* A list streams for as long as it is big: no total limit, only a guard
+		 * against a peer that stopped sending (a total limit would make an
+		 * unpaged relist of a big, slow cluster fail and restart forever). */
+		long secs = (long)((c->stall_timeout_ms + 999u) / 1000u);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs);
+	} else if (!r->is_watch) {
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->request_timeout_ms);
+	}
 
 	if (c->view.insecure) {
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -1155,6 +1164,7 @@ kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_
 	    o.connect_timeout_ms ? o.connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 	c->request_timeout_ms =
 	    o.request_timeout_ms ? o.request_timeout_ms : DEFAULT_REQUEST_TIMEOUT_MS;
+	c->stall_timeout_ms = o.stall_timeout_ms ? o.stall_timeout_ms : DEFAULT_STALL_TIMEOUT_MS;
 	c->max_retries =
 	    o.max_retries == 0 ? DEFAULT_MAX_RETRIES : (o.max_retries < 0 ? 0 : o.max_retries);
 	c->max_object_bytes = o.max_object_bytes ? o.max_object_bytes : KDEC_DEFAULT_MAX_OBJECT;

@@ -40,10 +40,17 @@ typedef struct kclient_opts {
 	int burst;                   /* default 30 */
 	const char *user_agent;      /* default "sample-controller/<version> (linux) c" */
 	uint32_t connect_timeout_ms; /* default 10000 */
-	uint32_t request_timeout_ms; /* non-watch requests; default 60000 */
-	int max_retries;             /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
-	size_t max_object_bytes;     /* default KDEC_DEFAULT_MAX_OBJECT */
-	const clk_t *clock;          /* NULL = real */
+	/* Total time allowed for a request that is neither a list nor a watch; default
+	 * 60000. Lists have no total limit (a big list on a slow cluster may take longer,
+	 * and a relist that always times out would loop forever), as in client-go: they
+	 * are cut only when they stall, see stall_timeout_ms. */
+	uint32_t request_timeout_ms;
+	/* Lists: abort when fewer than 1 byte/s arrived for this long (whole seconds,
+	 * rounded up); default 60000. Watches may be quiet for long: not for them. */
+	uint32_t stall_timeout_ms;
+	int max_retries;         /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
+	size_t max_object_bytes; /* default KDEC_DEFAULT_MAX_OBJECT */
+	const clk_t *clock;      /* NULL = real */
 } kclient_opts_t;
 
 /*
@@ -76,9 +83,11 @@ typedef struct kreq_spec {
 	const char *content_type; /* default application/json */
 	const char *body;         /* borrowed until the call returns (copied) */
 	size_t body_len;
-	kdec_mode_t decode;  /* how to decode a 2xx body */
-	bool keep_body;      /* also return the raw 2xx body in kresult.body */
-	uint32_t timeout_ms; /* 0 = client default; watches use none unless set */
+	kdec_mode_t decode; /* how to decode a 2xx body */
+	bool keep_body;     /* also return the raw 2xx body in kresult.body */
+	/* Total time limit; 0 = the client's default: request_timeout_ms, but for a
+	 * KDEC_LIST only the stall guard, and for a watch none. */
+	uint32_t timeout_ms;
 	/* Long-running: no default request timeout, not in the latency histogram. Like
 	 * any GET it is retried only before the first event reached dcb. */
 	bool is_watch;

@@ -287,6 +287,11 @@ static void run_get(fx_t *f, const ktype_t *t, const char *ns, const char *name,
 	"{\"kind\":\"Deployment\",\"apiVersion\":\"apps/v1\",\"metadata\":{\"name\":\"" name       \
 	"\",\"namespace\":\"ns1\",\"resourceVersion\":\"5\"},\"spec\":{\"replicas\":2}}"
 
+#define LIST_JSON(rv, cont, items)                                                                 \
+	"{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/"                                      \
+	"v1\",\"metadata\":{\"resourceVersion\":"                                                  \
+	"\"" rv "\",\"continue\":\"" cont "\"},\"items\":[" items "]}"
+
 static const char status_404[] =
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
     "\"message\":\"deployments.apps \\\"y\\\" not found\",\"reason\":\"NotFound\","
@@ -665,6 +670,87 @@ START_TEST(test_slow_body_decoded_incrementally)
 	pthread_mutex_lock(&f.fs->mu);
 	ck_assert_int_eq(f.fs->flag_timeouts, 0);
 	pthread_mutex_unlock(&f.fs->mu);
+	call_clear(&c);
+	fx_done(&f);
+}
+END_TEST
+
+/* A list that takes longer than the request timeout but keeps coming completes. */
+START_TEST(test_slow_list_outlives_request_timeout)
+{
+	kclient_opts_t o = {.request_timeout_ms = 300};
+	fx_t f;
+	fx_init(&f, &o);
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	            "Transfer-Encoding: chunked\r\n\r\n");
+	const char *head = "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
+	                   "{\"resourceVersion\":\"42\"},\"items\":[";
+	char *ch = xasprintf("%zx\r\n%s\r\n", strlen(head), head);
+	fs_write(r, ch);
+	free(ch);
+	/* 12 items, 100 ms apart: 1.2 s in all, four times the request timeout. */
+	for (int i = 0; i < 12; i++) {
+		fs_sleep(r, 100);
+		char *item = xasprintf("%s" DEP_JSON("d"), i ? "," : "");
+		ch = xasprintf("%zx\r\n%s\r\n", strlen(item), item);
+		fs_write(r, ch);
+		free(ch);
+		free(item);
+	}
+	fs_write(r, "2\r\n]}\r\n0\r\n\r\n");
+	fs_push(f.fs, r);
+	/* A plain GET still has the total limit. */
+	fs_resp_t *r2 = fs_resp_new();
+	fs_write(r2, "HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n{");
+	for (int i = 0; i < 12; i++)
+		fs_sleep(r2, 100), fs_write(r2, " ");
+	fs_push(f.fs, r2);
+
+	call_t c = {0};
+	char *err = NULL;
+	ck_assert_ptr_nonnull(
+	    kclient_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
+	run_until(f.loop, &c.done);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	ck_assert_int_eq(c.objects, 12);
+	ck_assert_str_eq(c.list_rv, "42");
+	call_clear(&c);
+
+	call_t g = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &g);
+	ck_assert(kerr_is_transport(&g.res));
+	ck_assert_int_eq(g.res.transport_code, 28); /* CURLE_OPERATION_TIMEDOUT */
+	call_clear(&g);
+	fx_done(&f);
+}
+END_TEST
+
+/* A list that stops coming is cut by the stall guard. */
+START_TEST(test_stalled_list_is_cut)
+{
+	kclient_opts_t o = {.stall_timeout_ms = 1000};
+	fx_t f;
+	fx_init(&f, &o);
+	fs_resp_t *r = fs_resp_new();
+	const char *body = LIST_JSON("42", "", DEP_JSON("a"));
+	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	fs_write(r, head);
+	free(head);
+	/* Silent with the connection open. (Not after body bytes: curl averages the
+	 * speed over 5 s, so a test would wait that long too.) */
+	fs_sleep(r, 4000);
+	fs_write(r, body);
+	fs_push(f.fs, r);
+	call_t c = {0};
+	char *err = NULL;
+	ck_assert_ptr_nonnull(
+	    kclient_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
+	run_until(f.loop, &c.done);
+	ck_assert(kerr_is_transport(&c.res));
+	ck_assert_int_eq(c.res.transport_code, 28);
+	ck_assert_int_eq(c.objects, 0);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
 	call_clear(&c);
 	fx_done(&f);
 }
@@ -1112,11 +1198,6 @@ static void *verbs_main(void *arg)
 	return NULL;
 }
 
-#define LIST_JSON(rv, cont, items)                                                                 \
-	"{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/"                                      \
-	"v1\",\"metadata\":{\"resourceVersion\":"                                                  \
-	"\"" rv "\",\"continue\":\"" cont "\"},\"items\":[" items "]}"
-
 START_TEST(test_verbs_from_worker)
 {
 	fx_t f;
@@ -1278,6 +1359,8 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_early_eof_get_is_retried);
 	tcase_add_test(tc, test_reset_mid_body_post_is_not_retried);
 	tcase_add_test(tc, test_slow_body_decoded_incrementally);
+	tcase_add_test(tc, test_slow_list_outlives_request_timeout);
+	tcase_add_test(tc, test_stalled_list_is_cut);
 	tcase_add_test(tc, test_gzip_body);
 	tcase_add_test(tc, test_malformed_json);
 	tcase_add_test(tc, test_truncated_json);
