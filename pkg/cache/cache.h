@@ -128,9 +128,10 @@ int cache_store_index_keys(cache_store_t *s, const char *index, const char *valu
 /* The values index `index` currently has (new strings). -1 with *err if no such index. */
 int cache_store_index_values(cache_store_t *s, const char *index, cache_strs_t *out, char **err);
 /*
- * Calls fn(ud, obj) for every object under the read lock, until fn returns
- * false. obj is borrowed for the call (kobj_ref to keep it); fn must not write
- * to this store. Any thread.
+ * Calls fn(ud, obj) for every object of a snapshot taken under the read lock,
+ * until fn returns false. The lock is not held while fn runs, so fn may call
+ * back into this store (changes made meanwhile are not in the snapshot). obj is
+ * borrowed for the call (kobj_ref to keep it). Any thread.
  */
 void cache_store_foreach(cache_store_t *s, bool (*fn)(void *ud, kobj_t *obj), void *ud);
 

@@ -461,11 +461,16 @@ int cache_store_index_values(cache_store_t *s, const char *index, cache_strs_t *
 
 void cache_store_foreach(cache_store_t *s, bool (*fn)(void *ud, kobj_t *obj), void *ud)
 {
-	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < s->objs.cap; i++)
-		if (s->objs.slots[i].p != NULL && !fn(ud, s->objs.slots[i].p))
+	/* fn runs on a snapshot, without the lock: under it, fn reading this store
+	 * would deadlock as soon as a writer queued (the lock prefers writers, so a
+	 * second read lock waits behind it), and a slow fn would hold up the loop
+	 * thread's writes. The price is one array and a reference per object. */
+	cache_objs_t snap;
+	cache_store_list(s, &snap);
+	for (size_t i = 0; i < snap.n; i++)
+		if (!fn(ud, snap.items[i]))
 			break;
-	pthread_rwlock_unlock(&s->lock);
+	cache_objs_free(&snap);
 }
 
 size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes)

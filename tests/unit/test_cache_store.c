@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- chash */
 
@@ -312,6 +313,72 @@ START_TEST(test_store_concurrent_readers)
 }
 END_TEST
 
+/* A foreach callback that reads the store back, while a writer queues for the lock. */
+typedef struct nested {
+	cache_store_t *s;
+	pthread_t writer;
+	bool writing;
+	int seen, found;
+} nested_t;
+
+static void *queued_writer(void *arg)
+{
+	kobj_t *o = mkobj("ns", "new", "9");
+	kobj_unref(cache_store_upsert(arg, o));
+	kobj_unref(o);
+	return NULL;
+}
+
+static bool read_back(void *ud, kobj_t *obj)
+{
+	nested_t *n = ud;
+	if (!n->writing) {
+		n->writing = true;
+		pthread_create(&n->writer, NULL, queued_writer, n->s);
+		usleep(50000); /* time for the writer to queue on the lock */
+	}
+	char key[64];
+	kobj_key(obj, key, sizeof(key));
+	kobj_t *again = cache_store_get(n->s, key);
+	n->found += again == obj;
+	kobj_unref(again);
+	n->seen++;
+	return true;
+}
+
+static bool stop_after_two(void *ud, kobj_t *obj)
+{
+	int *calls = ud;
+	(void)obj;
+	return ++*calls < 2;
+}
+
+START_TEST(test_store_foreach_may_read_the_store)
+{
+	/* A read from inside the callback must not deadlock behind a waiting writer
+	 * (the lock prefers writers and is not recursive for readers). */
+	cache_store_t *s = cache_store_new();
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "o%d", i);
+		kobj_t *o = mkobj("ns", name, "1");
+		cache_store_upsert(s, o);
+		kobj_unref(o);
+	}
+	nested_t n = {.s = s};
+	cache_store_foreach(s, read_back, &n);
+	ck_assert(n.writing);
+	pthread_join(n.writer, NULL);
+	ck_assert_int_eq(n.seen, 3);
+	ck_assert_int_eq(n.found, 3);
+	ck_assert_uint_eq(cache_store_len(s), 4);
+	int calls = 0;
+	cache_store_foreach(s, stop_after_two, &calls);
+	ck_assert_int_eq(calls, 2);
+	cache_store_free(s);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- listers */
 
 START_TEST(test_lister)
@@ -431,5 +498,10 @@ Suite *suite_cache_store(void)
 	tcase_add_test(tc, test_selector_semantics);
 	tcase_add_test(tc, test_selector_errors);
 	suite_add_tcase(s, tc);
+	/* Its own case: before the fix it deadlocked, and should fail fast. */
+	TCase *tf = tcase_create("foreach");
+	tcase_set_timeout(tf, 10);
+	tcase_add_test(tf, test_store_foreach_may_read_the_store);
+	suite_add_tcase(s, tf);
 	return s;
 }
