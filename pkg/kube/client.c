@@ -26,6 +26,7 @@
 #include "pkg/kube/client.h"
 
 #include "pkg/kube/ratelimit.h"
+#include "pkg/log/log.h"
 
 #include <curl/curl.h>
 #include <ev.h>
@@ -109,6 +110,7 @@ struct kreq {
 	ev_timer timer;
 	bool token_held; /* a rate-limiter token is reserved for the next start */
 	int retries;
+	int attempts; /* attempts sent so far, for the trace */
 	bool auth_refreshed;
 	unsigned cred_gen;  /* generation of the credential the current attempt used */
 	uint64_t delivered; /* callbacks made to ucb: past this point a retry would repeat them */
@@ -744,6 +746,7 @@ static void req_start_attempt(kreq_t *r)
 	}
 
 	r->state = KREQ_FLIGHT;
+	r->attempts++;
 	r->start_ns = now_ns(c);
 	CURLMcode mc = curl_multi_add_handle(c->multi, e);
 	if (mc != CURLM_OK) {
@@ -806,6 +809,46 @@ static char *status_message(const kreq_t *r, const char *refresh_err)
 	return sbuf_steal(&b);
 }
 
+/* The request's path and query, for logs (the server is the same for every line). */
+static const char *req_path(const kreq_t *r)
+{
+	return r->url + strlen(r->c->base);
+}
+
+/*
+ * -v=5: one line per finished attempt, like client-go's round-tripper trace. Only
+ * the method, path and figures: never a header (the Authorization header) nor a body.
+ */
+static void req_trace(const kreq_t *r, CURLcode cc, double secs)
+{
+	if (!log_v_enabled(5))
+		return;
+	const char *err = NULL;
+	if (r->cancelled)
+		err = "cancelled";
+	else if (r->abort_err != NULL)
+		err = r->abort_err;
+	else if (cc != CURLE_OK)
+		err = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+	int64_t ms = (int64_t)(secs * 1000.0);
+	if (err != NULL)
+		LOG_V(5, "Response", KV_STR("verb", r->method), KV_STR("url", req_path(r)),
+		      KV_INT("status", r->code), KV_INT("milliseconds", ms),
+		      KV_UINT("bytes", r->body_bytes), KV_INT("attempt", r->attempts), KV_ERR(err));
+	else
+		LOG_V(5, "Response", KV_STR("verb", r->method), KV_STR("url", req_path(r)),
+		      KV_INT("status", r->code), KV_INT("milliseconds", ms),
+		      KV_UINT("bytes", r->body_bytes), KV_INT("attempt", r->attempts));
+}
+
+/* -v=5: why the request goes round again, and when. */
+static void req_trace_retry(const kreq_t *r, const char *why, double delay)
+{
+	LOG_V(5, "Retrying request", KV_STR("verb", r->method), KV_STR("url", req_path(r)),
+	      KV_STR("reason", why), KV_INT("delayMilliseconds", (int64_t)(delay * 1000.0)),
+	      KV_INT("attempt", r->attempts + 1));
+}
+
 /* The current attempt ended with cc; decide: complete, or retry. */
 static void req_attempt_done(kreq_t *r, CURLcode cc)
 {
@@ -815,6 +858,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	double secs = (double)(now_ns(c) - r->start_ns) / 1e9;
 	bool transport = cc != CURLE_OK && r->abort_err == NULL;
 	stats_record(c, r->method, transport ? 0 : (int)r->code, !r->is_watch, secs);
+	req_trace(r, cc, secs);
 	curl_multi_remove_handle(c->multi, r->easy);
 	curl_easy_cleanup(r->easy);
 	r->easy = NULL;
@@ -835,6 +879,8 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		if (strcmp(r->method, "GET") == 0 && transport_retryable(cc) && r->delivered == 0 &&
 		    r->retries < c->max_retries) {
 			r->retries++;
+			req_trace_retry(r, "connection failed before any data",
+			                RESET_RETRY_SECONDS);
 			req_attempt_reset(r);
 			req_schedule(r, RESET_RETRY_SECONDS);
 			return;
@@ -886,6 +932,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		kcred_clear(&cred);
 		if (rc == 0) {
 			free(refresh_err);
+			req_trace_retry(r, "401: retrying with refreshed credentials", 0);
 			req_attempt_reset(r);
 			req_schedule(r, 0);
 			return;
@@ -895,6 +942,8 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	    r->retries < c->max_retries) {
 		int delay = r->retry_after;
 		r->retries++;
+		req_trace_retry(r, r->code == 429 ? "429 with Retry-After" : "5xx with Retry-After",
+		                delay);
 		req_attempt_reset(r);
 		req_schedule(r, delay);
 		return;

@@ -13,6 +13,10 @@
  * Bodies are decoded as they arrive (decode.h). Non-2xx answers carry the decoded
  * metav1.Status in kresult_t (status.h).
  *
+ * At -v=5 (pkg/log) every finished attempt is logged: method, path and query,
+ * status, milliseconds, body bytes, attempt number; and so is each retry with its
+ * reason. Headers, bodies and credentials never are.
+ *
  * The client's own watchers do not keep the loop alive (ev_unref): ev_run() returns
  * when no request is in flight and nothing else holds the loop, so a process that
  * makes *_sync calls must keep its loop running (signal watchers, informers, ...).

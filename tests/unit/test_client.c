@@ -5,6 +5,7 @@
  */
 #include "pkg/kube/client.h"
 #include "pkg/kube/ratelimit.h"
+#include "pkg/log/log.h"
 
 #include "tests/unit/fault_server.h"
 
@@ -949,6 +950,62 @@ START_TEST(test_401_keeps_the_refresh_error)
 }
 END_TEST
 
+/* -v=5 traces every attempt and every retry, with no secret in it; -v=4 nothing. */
+START_TEST(test_trace_at_v5)
+{
+	char path[] = "/tmp/csc-client-log-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	log_set_fd(fd);
+	log_set_verbosity(5);
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 429, "Retry-After: 0\r\n", "{}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	call_clear(&c);
+	log_set_verbosity(4);
+	call_t c2 = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c2);
+	call_clear(&c2);
+	log_set_verbosity(0);
+	log_set_fd(2);
+	fx_done(&f);
+	close(fd);
+
+	char *text = NULL;
+	ck_assert_int_eq(file_read_all(path, &text, NULL, NULL), 0);
+	unlink(path);
+	int lines = 0;
+	for (char *q = text; *q; q++)
+		lines += *q == '\n';
+	ck_assert_msg(lines == 3, "%s", text);
+	const char *url = "verb=\"GET\" url=\"/apis/apps/v1/namespaces/ns1/deployments/d1\"";
+	char *want = xasprintf("\"Response\" %s status=429 milliseconds=", url);
+	ASSERT_HAS(text, want);
+	free(want);
+	ASSERT_HAS(text, "bytes=2 attempt=1\n");
+	want = xasprintf("\"Retrying request\" %s reason=\"429 with Retry-After\" "
+	                 "delayMilliseconds=0 attempt=2\n",
+	                 url);
+	ASSERT_HAS(text, want);
+	free(want);
+	want = xasprintf("\"Response\" %s status=200 milliseconds=", url);
+	ASSERT_HAS(text, want);
+	free(want);
+	want = xasprintf("bytes=%zu attempt=2\n", strlen(DEP_JSON("d1")));
+	ASSERT_HAS(text, want);
+	free(want);
+	ASSERT_LACKS(text, TOKEN);
+	ASSERT_LACKS(text, "Bearer");
+	ASSERT_LACKS(text, "uthorization");
+	free(text);
+}
+END_TEST
+
 START_TEST(test_connect_refused)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -1369,6 +1426,7 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_non_status_error_body);
 	tcase_add_test(tc, test_401_refreshes_and_retries_once);
 	tcase_add_test(tc, test_401_keeps_the_refresh_error);
+	tcase_add_test(tc, test_trace_at_v5);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_tls_server_name_and_host);
 	tcase_add_test(tc, test_watch_events_and_cancel);
