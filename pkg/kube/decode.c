@@ -19,9 +19,16 @@
  * into one allocation when its closing brace arrives.
  *
  * Memory bound: the input is fed to yajl in slices that never let the current
- * "unit" (a single object, a list item, a watch event, or the bytes between
- * units) grow past max_object_bytes, so neither yajl's token buffer nor our own
- * buffers can outgrow the limit by more than a constant.
+ * "unit" grow past max_object_bytes, so neither yajl's token buffer nor our own
+ * buffers can outgrow the limit by more than a constant. A unit is an object (a
+ * list item), a watch event, a List's metadata, a value skipped outside those
+ * (an unknown field of a List), or else one token with the blanks before it.
+ * Every unit starts at or after the end of the previous token, so a unit never
+ * starts before the one whose budget cut the current slice: the budget only
+ * grows inside a slice, and the offset of a size error is the unit's start plus
+ * the limit, however the input was chunked. Depth is bounded apart
+ * (KDEC_MAX_DEPTH): a unit of max_object_bytes of '[' would otherwise push that
+ * many levels on yajl's stack, and twice that on the capture stack.
  *
  * Watch events: "type" normally precedes "object", but if it does not, the object
  * is decoded both as a kind object and as a metav1.Status (the two share no
@@ -107,6 +114,19 @@ typedef struct tnode {
 	int32_t next;  /* next sibling, or -1 */
 } tnode_t;
 
+/* What the current unit is, for the size limit and its message. */
+enum {
+	U_NONE,     /* a token outside any of the below, with the blanks before it */
+	U_OBJECT,   /* an object, a list item */
+	U_EVENT,    /* a watch event */
+	U_LISTMETA, /* a List's metadata */
+	U_SKIPPED,  /* a value skipped outside any of the above */
+};
+
+static const char *const unit_names[] = {
+    "value outside any object", "object", "watch event", "list metadata", "skipped value",
+};
+
 /* A capture level: is it a map, and has it had an element yet. */
 typedef struct caplvl {
 	bool map;
@@ -124,8 +144,9 @@ struct kdec {
 	yajl_handle h;
 	uint64_t slice_base; /* absolute offset of the slice being parsed */
 	uint64_t total;      /* bytes consumed so far */
-	uint64_t unit_start; /* where the current object/event (or last token outside one) began */
-	bool in_unit;
+	uint64_t unit_start; /* where the current unit began (see the design note) */
+	uint8_t unit;        /* U_NONE, ... */
+	size_t depth;        /* containers open, at most KDEC_MAX_DEPTH */
 	uint64_t last_top_end;
 	uint64_t good_end;    /* where the last token accepted ended */
 	bool pending_garbage; /* WATCH: non-blank bytes after the last event */
@@ -144,8 +165,8 @@ struct kdec {
 	int32_t pnode;
 	size_t skip;
 
-	caplvl_t *caps;
-	size_t ncaps, capcaps;
+	caplvl_t caps[KDEC_MAX_DEPTH]; /* the depth limit bounds the capture too */
+	size_t ncaps;
 	int32_t cap_field;
 	sbuf_t capbuf;
 
@@ -319,29 +340,30 @@ static void set_str(char **dst, const unsigned char *s, size_t l)
 
 /* ---- units, objects, events ---- */
 
-static void unit_begin(kdec_t *d)
+/* Starts a unit at the '{' or '[' just read; only ever called outside a unit. */
+static void unit_begin(kdec_t *d, uint8_t unit)
 {
-	d->unit_start = pos(d) - 1; /* the '{' just read */
-	d->in_unit = true;
+	d->unit_start = pos(d) - 1;
+	d->unit = unit;
 }
 
 static void unit_end(kdec_t *d)
 {
 	d->unit_start = pos(d);
-	d->in_unit = false;
+	d->unit = U_NONE;
 }
 
 /*
  * Called for every token. Remembers where the last good token ended: yajl's own
- * error offsets move with chunk boundaries, this one does not. Outside an object
- * (a List's own fields, between events) the size limit applies to each token
- * alone: a huge string there is refused, a long list is not.
+ * error offsets move with chunk boundaries, this one does not. Outside a unit
+ * the size limit applies to each token alone: a huge string there is refused, a
+ * long list of items is not.
  */
 static inline void token_seen(kdec_t *d)
 {
 	uint64_t p = pos(d);
 	d->good_end = p;
-	if (!d->in_unit)
+	if (d->unit == U_NONE)
 		d->unit_start = p;
 }
 
@@ -429,15 +451,14 @@ static void cap_sep(kdec_t *d)
 	}
 }
 
+/* cb_start checked the depth, so the fixed capture stack has room. */
 static void cap_open(kdec_t *d, bool map)
 {
 	if (d->ncaps > 0)
 		cap_sep(d);
 	sbuf_putc(&d->capbuf, map ? '{' : '[');
-	if (d->ncaps == d->capcaps) {
-		d->capcaps = d->capcaps ? d->capcaps * 2 : 16;
-		d->caps = xrealloc(d->caps, d->capcaps * sizeof(*d->caps));
-	}
+	if (d->ncaps == CSC_ARRAY_LEN(d->caps))
+		fatal("decode: capture deeper than the depth limit");
 	d->caps[d->ncaps++] = (caplvl_t){map, true};
 }
 
@@ -645,9 +666,15 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 
 /* ---- containers ---- */
 
+/*
+ * Skips the container just opened. Outside a unit (an unknown field of a List)
+ * the skipped value becomes one, so that it too is bounded by the limit.
+ */
 static void skip_begin(kdec_t *d)
 {
 	d->skip = 1;
+	if (d->unit == U_NONE)
+		unit_begin(d, U_SKIPPED);
 }
 
 static int on_open(kdec_t *d, bool map)
@@ -659,7 +686,7 @@ static int on_open(kdec_t *d, bool map)
 		switch (d->mode) {
 		case KDEC_OBJECT:
 			push(d, C_OBJ, 0);
-			unit_begin(d);
+			unit_begin(d, U_OBJECT);
 			d->want_kobj = !d->status_only;
 			d->want_status = d->status_only;
 			d->keep_annots = d->type->keep_annotations;
@@ -671,7 +698,7 @@ static int on_open(kdec_t *d, bool map)
 			break;
 		case KDEC_WATCH:
 			push(d, C_EVENT, -1);
-			unit_begin(d);
+			unit_begin(d, U_EVENT);
 			event_begin(d);
 			break;
 		}
@@ -688,7 +715,7 @@ static int on_open(kdec_t *d, bool map)
 		switch (f->ctx) {
 		case C_ITEMS:
 			push(d, C_OBJ, 0);
-			unit_begin(d);
+			unit_begin(d, U_OBJECT);
 			d->want_kobj = true;
 			d->want_status = false;
 			d->keep_annots = d->type->keep_annotations;
@@ -708,10 +735,12 @@ static int on_open(kdec_t *d, bool map)
 	}
 	switch (d->pk) {
 	case PK_LIST_META:
-		if (map)
+		if (map) {
 			push(d, C_LIST_META, -1);
-		else
+			unit_begin(d, U_LISTMETA);
+		} else {
 			skip_begin(d);
+		}
 		break;
 	case PK_ITEMS:
 		if (!map)
@@ -802,6 +831,7 @@ static int on_close(kdec_t *d)
 		d->last_top_end = pos(d);
 		return event_end(d);
 	case C_LIST_META:
+		unit_end(d);
 		emit_list_meta(d);
 		break;
 	case C_LIST:
@@ -878,6 +908,10 @@ static int cb_string(void *ctx, const unsigned char *s, size_t l)
 static int cb_start(kdec_t *d, bool map)
 {
 	token_seen(d);
+	/* Counted here, skipped or not: yajl's stack grows either way. */
+	if (d->depth == KDEC_MAX_DEPTH)
+		return fail(d, "JSON nested deeper than %d levels", KDEC_MAX_DEPTH);
+	d->depth++;
 	if (d->skip) {
 		d->skip++;
 		return 1;
@@ -902,8 +936,10 @@ static int cb_end(void *ctx)
 {
 	kdec_t *d = ctx;
 	token_seen(d);
+	d->depth--;
 	if (d->skip) {
-		d->skip--;
+		if (--d->skip == 0 && d->unit == U_SKIPPED)
+			unit_end(d);
 		return 1;
 	}
 	if (d->ncaps) {
@@ -1107,7 +1143,6 @@ void kdec_free(kdec_t *d)
 	kobj_builder_free(d->b);
 	free(d->nodes);
 	free(d->frames);
-	free(d->caps);
 	sbuf_free(&d->capbuf);
 	sbuf_free(&d->key);
 	sbuf_free(&d->lm_rv);
@@ -1211,8 +1246,9 @@ int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
 	while (len > 0) {
 		uint64_t used = d->total - d->unit_start;
 		if (used >= d->max) {
-			d->err = xasprintf("object larger than the limit of %zu bytes at byte %llu",
-			                   d->max, (unsigned long long)d->total);
+			d->err =
+			    xasprintf("%s larger than the limit of %zu bytes at byte %llu",
+			              unit_names[d->unit], d->max, (unsigned long long)d->total);
 			return dead_error(d, err);
 		}
 		uint64_t budget = d->max - used;

@@ -11,7 +11,9 @@
  *                items in the API server's output), else at the end of the list
  *   KDEC_WATCH   a watch stream: newline-separated {"type":..,"object":..}
  *                events, emitted one by one
- * An object larger than max_object_bytes of input is an error, not an OOM.
+ * An object larger than max_object_bytes of input is an error, not an OOM, and
+ * so is JSON nested deeper than KDEC_MAX_DEPTH: memory stays bounded whatever
+ * the input, inside objects or outside them.
  */
 #ifndef CSC_KUBE_DECODE_H
 #define CSC_KUBE_DECODE_H
@@ -56,6 +58,12 @@ typedef struct kdec_cb {
 typedef struct kdec kdec_t;
 
 #define KDEC_DEFAULT_MAX_OBJECT (64u * 1024u * 1024u)
+/*
+ * Deepest nesting of arrays and maps accepted, counted from the outermost value
+ * (a List or watch event counts as levels too). Kubernetes objects stay far
+ * below it; without it a body of brackets grows yajl's stack with the input.
+ */
+#define KDEC_MAX_DEPTH 256
 
 /* Borrows t and cb (must outlive the decoder). Returns a new decoder, free with kdec_free(). */
 kdec_t *kdec_new(const ktype_t *t, kdec_mode_t mode, const kdec_cb_t *cb, void *ud,
@@ -65,8 +73,10 @@ kdec_t *kdec_new(const ktype_t *t, kdec_mode_t mode, const kdec_cb_t *cb, void *
  * (malformed JSON with the byte offset and a short excerpt, an object over the
  * limit, an unknown watch event type). After an error the decoder is dead.
  * Malformed JSON is reported "after byte N": the input is valid up to N, which
- * does not depend on how the input was chunked. Outside objects (a List's own
- * fields) the limit applies to each token alone.
+ * does not depend on how the input was chunked, nor do the offsets of the other
+ * errors. Outside objects (a List's own fields) max_object_bytes bounds each
+ * value as if it were an object: the List's metadata, each value the decoder
+ * skips, and each other token with the blanks before it.
  */
 int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err);
 /* Ends the input. Returns -1 with *err if the input was truncated. */

@@ -458,6 +458,202 @@ START_TEST(test_max_object_bytes)
 }
 END_TEST
 
+/*
+ * Feeds buf whole, split in two at every offset (every len/509th on long input),
+ * in three pieces, and in pieces of 1, 3 and 4096 bytes: each must fail with the
+ * same error, and that error must contain want.
+ */
+static void check_error_splits(const ktype_t *t, kdec_mode_t mode, const char *buf, size_t len,
+                               size_t max, const char *want)
+{
+	rec_t whole = {0};
+	ck_assert_int_eq(run(t, mode, buf, len, NULL, 0, max, &whole), -1);
+	const char *w = sbuf_cstr(&whole.out);
+	if (strstr(w, want) == NULL)
+		ck_abort_msg("want \"%s\" in:\n%s", want, w);
+	size_t step = len > 4096 ? len / 509 : 1;
+	for (size_t cut = 0; cut <= len; cut += step) {
+		size_t cuts[2] = {cut, cut + (len - cut) / 2};
+		for (size_t n = 1; n <= 2; n++) {
+			rec_t r = {0};
+			ck_assert_int_eq(run(t, mode, buf, len, cuts, n, max, &r), -1);
+			if (strcmp(sbuf_cstr(&r.out), w) != 0)
+				ck_abort_msg("cut at %zu,%zu differs:\n%s\n--- whole:\n%s", cuts[0],
+				             n == 2 ? cuts[1] : len, sbuf_cstr(&r.out), w);
+			rec_free(&r);
+		}
+	}
+	static const size_t sizes[] = {1, 3, 4096};
+	size_t *cuts = xmalloc((len + 1) * sizeof(*cuts));
+	for (size_t i = 0; i < CSC_ARRAY_LEN(sizes); i++) {
+		size_t n = 0;
+		for (size_t at = sizes[i]; at < len; at += sizes[i])
+			cuts[n++] = at;
+		rec_t r = {0};
+		ck_assert_int_eq(run(t, mode, buf, len, cuts, n, max, &r), -1);
+		if (strcmp(sbuf_cstr(&r.out), w) != 0)
+			ck_abort_msg("pieces of %zu differ:\n%s\n--- whole:\n%s", sizes[i],
+			             sbuf_cstr(&r.out), w);
+		rec_free(&r);
+	}
+	free(cuts);
+	rec_free(&whole);
+}
+
+/*
+ * The offset just after the bracket that opens level KDEC_MAX_DEPTH + 1, where the
+ * decoder must refuse; strings are skipped (our inputs escape nothing but '"').
+ */
+static size_t too_deep_at(const char *s, size_t len)
+{
+	size_t depth = 0;
+	bool str = false;
+	for (size_t i = 0; i < len; i++) {
+		if (str) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				str = false;
+		} else if (s[i] == '"') {
+			str = true;
+		} else if (s[i] == '[' || s[i] == '{') {
+			if (++depth > KDEC_MAX_DEPTH)
+				return i + 1;
+		} else if (s[i] == ']' || s[i] == '}') {
+			depth--;
+		}
+	}
+	ck_abort_msg("input is not too deep");
+	return 0;
+}
+
+/*
+ * Nesting past KDEC_MAX_DEPTH is refused wherever it is: outside any item (where
+ * each token used to reset the size budget, so a body of brackets grew yajl's
+ * stack without bound), in skipped and in kept fields of an item, in a watch
+ * event's object and in its unknown fields.
+ */
+START_TEST(test_max_depth)
+{
+	static const struct {
+		kdec_mode_t mode;
+		const char *prefix;
+		const char *level; /* repeated */
+	} cases[] = {
+	    {KDEC_LIST, "{\"kind\":\"DeploymentList\",\"x\":", "["},
+	    {KDEC_LIST, "{\"x\":", "{\"k\":["},
+	    {KDEC_LIST, "{\"metadata\":{\"x\":", "["},
+	    {KDEC_LIST, "{\"items\":[{\"metadata\":{\"name\":\"a\"},\"x\":", "["},
+	    {KDEC_LIST,
+	     "{\"items\":[{\"spec\":{\"template\":{\"spec\":{\"containers\":", "[{\"a\":"},
+	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"object\":{\"x\":", "["},
+	    {KDEC_WATCH,
+	     "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"template\":{\"spec\":"
+	     "{\"containers\":",
+	     "["},
+	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"ADDED\",\"x\":", "["},
+	    {KDEC_WATCH, "{\"x\":", "{\"y\":"},
+	    {KDEC_OBJECT, "{\"status\":", "["},
+	};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+		/* Never closed: the refusal must come long before the end. */
+		sbuf_t in = SBUF_INIT;
+		sbuf_puts(&in, cases[i].prefix);
+		for (int l = 0; l < 300; l++)
+			sbuf_puts(&in, cases[i].level);
+		char want[96];
+		snprintf(want, sizeof(want), "JSON nested deeper than %d levels at byte %zu\n",
+		         KDEC_MAX_DEPTH, too_deep_at(in.data, in.len));
+		check_error_splits(&ktype_deployment, cases[i].mode, in.data, in.len, 0, want);
+		sbuf_free(&in);
+	}
+	/* A million brackets outside any item: refused at the same byte, whole or cut. */
+	sbuf_t in = SBUF_INIT;
+	sbuf_puts(&in, "{\"x\":");
+	for (int l = 0; l < 1000000; l++)
+		sbuf_putc(&in, '[');
+	char want[96];
+	snprintf(want, sizeof(want), "at byte %d\n", 5 + KDEC_MAX_DEPTH);
+	check_error_splits(&ktype_deployment, KDEC_LIST, in.data, in.len, 0, want);
+	sbuf_free(&in);
+
+	/* Exactly KDEC_MAX_DEPTH levels decode, skipped or kept (the list, the items
+	 * array, the item, spec, template, spec: 6 levels above containers). */
+	for (int kept = 0; kept < 2; kept++) {
+		sbuf_reset(&in);
+		int above = kept ? 6 : 3;
+		sbuf_puts(&in,
+		          kept ? "{\"items\":[{\"spec\":{\"template\":{\"spec\":{\"containers\":"
+		               : "{\"items\":[{\"x\":");
+		for (int l = 0; l < KDEC_MAX_DEPTH - above; l++)
+			sbuf_putc(&in, '[');
+		for (int l = 0; l < KDEC_MAX_DEPTH - above; l++)
+			sbuf_putc(&in, ']');
+		sbuf_puts(&in, kept ? "}}}}]}" : "}]}");
+		rec_t r = {0};
+		ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL, 0, 0, &r),
+		                 0);
+		ck_assert_uint_eq(r.nobj, 1);
+		const char *c = deployment_template_containers_json(r.objs[0]);
+		if (kept)
+			ck_assert_uint_eq(strlen(c), 2 * (KDEC_MAX_DEPTH - above));
+		else
+			ck_assert_ptr_null(c);
+		rec_free(&r);
+		check_all_splits(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL);
+	}
+	sbuf_free(&in);
+}
+END_TEST
+
+/*
+ * Outside items, a value the decoder skips is bounded like an object: a long
+ * unknown string or array in a List's own fields or its metadata is refused at
+ * the unit's start plus the limit, however the input is cut.
+ */
+START_TEST(test_max_bytes_outside_items)
+{
+	static const struct {
+		kdec_mode_t mode;
+		const char *prefix; /* then 3000 bytes of fill, then suffix */
+		const char *fill;
+		const char *suffix;
+		const char *what;
+		size_t start; /* where the bounded unit starts */
+	} cases[] = {
+	    {KDEC_LIST, "{\"kind\":\"List\",\"x\":\"", "a", "\"}", "value outside any object",
+	     18 /* after the "x" key */},
+	    {KDEC_LIST, "{\"items\":[],\"x\":[", "1,", "1]}", "skipped value", 16},
+	    {KDEC_LIST, "{\"x\":{\"y\":[\"", "a", "\"]}}", "skipped value", 5},
+	    {KDEC_LIST, "{\"metadata\":{\"x\":[", "1,", "1]}}", "list metadata", 12},
+	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"x\":\"", "a", "\"}", "watch event", 0},
+	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"x\":[", "1,", "1]}", "watch event",
+	     29},
+	};
+	const size_t max = 1000;
+	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+		sbuf_t in = SBUF_INIT;
+		sbuf_puts(&in, cases[i].prefix);
+		while (in.len < 3000)
+			sbuf_puts(&in, cases[i].fill);
+		sbuf_puts(&in, cases[i].suffix);
+		char want[128];
+		snprintf(want, sizeof(want), "%s larger than the limit of %zu bytes at byte %zu\n",
+		         cases[i].what, max, cases[i].start + max);
+		check_error_splits(&ktype_deployment, cases[i].mode, in.data, in.len, max, want);
+		sbuf_free(&in);
+	}
+	/* Within the limit, the same shapes decode. */
+	const char *ok = "{\"kind\":\"List\",\"x\":[1,[2],{\"a\":\"b\"}],\"metadata\":"
+	                 "{\"resourceVersion\":\"7\",\"y\":[{}]},\"items\":[{}],\"z\":\"s\"}";
+	rec_t r = {0};
+	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, ok, strlen(ok), NULL, 0, 64, &r), 0);
+	ck_assert_uint_eq(r.nobj, 1);
+	ck_assert_uint_eq(r.nmeta, 1);
+	rec_free(&r);
+}
+END_TEST
+
 /* Kept JSON is re-serialised compactly with correct escaping; scalars keep their types. */
 START_TEST(test_capture_and_scalars)
 {
@@ -696,6 +892,8 @@ Suite *suite_decode(void)
 	tcase_add_test(tc, test_watch_errors);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_max_object_bytes);
+	tcase_add_test(tc, test_max_depth);
+	tcase_add_test(tc, test_max_bytes_outside_items);
 	tcase_add_test(tc, test_capture_and_scalars);
 	tcase_add_test(tc, test_event_and_lease);
 	tcase_add_test(tc, test_real_object);
