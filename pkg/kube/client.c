@@ -3,15 +3,28 @@
  *
  * Design note. Everything that touches the network runs on the loop thread: one
  * curl multi handle whose sockets and timeout are libev watchers (ev_io per socket,
- * one ev_timer). A request (kreq_t) moves through three states:
+ * one ev_timer). A request (kreq_t) moves through these states:
  *
  *   WAIT    an ev_timer is pending: the first start, a Retry-After delay, or the
  *           wait for a rate-limiter token. Every start goes through it, even with
  *           no delay, so that curl is never entered from inside its own callbacks
  *           (a caller may start a request from a decoder callback).
+ *   CRED    parked until the exec credential plugin has run (see below).
  *   FLIGHT  an easy handle is in the multi; the body is fed to a kdec_t chunk by
  *           chunk from the write callback (2xx) or collected, bounded (non-2xx).
  *   DONE    the done callback runs, then the request is freed.
+ *
+ * Credentials. A start asks the configuration for credentials without blocking
+ * (kconfig_credentials_peek: cached exec output, token files, static values). When
+ * the exec plugin must run (nothing cached, expired, or a 401 asked for a new one),
+ * the request parks in CRED and one helper thread runs the plugin, which may take
+ * seconds; every request that needs it meanwhile parks on that same run. The helper
+ * ends with an ev_async; the loop joins it and puts the parked requests back to
+ * WAIT, with the run's outcome. After a failed run the configuration answers with
+ * that error for a backoff, so requests fail at once instead of running the plugin
+ * once each. While a run is in progress its ev_async is active, so the loop stays
+ * up for the parked requests; kclient_free cancels the run (the plugin is killed)
+ * and joins the helper.
  *
  * Each attempt gets a fresh easy handle; connections (and the HTTP/2 session with
  * every watch multiplexed on it) live in the multi handle's pool. A retry goes
@@ -31,6 +44,7 @@
 #include <curl/curl.h>
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +69,7 @@ static const double latency_bounds[KCLIENT_LATENCY_NBUCKETS] = {
 
 typedef enum kreq_state {
 	KREQ_WAIT,
+	KREQ_CRED,
 	KREQ_FLIGHT,
 	KREQ_DONE,
 } kreq_state_t;
@@ -112,7 +127,12 @@ struct kreq {
 	int retries;
 	int attempts; /* attempts sent so far, for the trace */
 	bool auth_refreshed;
-	unsigned cred_gen;  /* generation of the credential the current attempt used */
+	bool force_refresh;      /* the next start asks for a new credential (after a 401) */
+	bool exec_ran;           /* the plugin run this request waited for succeeded */
+	char *exec_err;          /* or failed, with this error */
+	int unauth_code;         /* 401 while retrying a 401, so that a failed refresh... */
+	kstatus_t unauth_status; /* ...still reports the server's Status */
+	unsigned cred_gen;       /* generation of the credential the current attempt used */
 	uint64_t delivered; /* callbacks made to ucb: past this point a retry would repeat them */
 
 	/* The current attempt. */
@@ -160,6 +180,16 @@ struct kclient {
 	ktb_t bucket; /* loop thread only */
 	_Atomic pid_t loop_tid;
 
+	/* The exec plugin's helper thread. exec_busy is the loop thread's; exec_rc and
+	 * exec_err are the helper's until the loop has joined it. */
+	bool exec_busy;
+	pthread_t exec_thread;
+	ev_async exec_async;
+	atomic_bool exec_finished;
+	int exec_rc;
+	char *exec_err;
+	uint64_t exec_start_ns;
+
 	pthread_mutex_t mu; /* queue, shutting_down, waiters */
 	pthread_cond_t idle;
 	sync_call_t *queue_head, *queue_tail;
@@ -176,6 +206,7 @@ struct kclient {
 
 static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void multi_process(kclient_t *c);
+static char *status_message(const kreq_t *r, const char *refresh_err);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -450,12 +481,13 @@ static void req_attempt_reset(kreq_t *r)
 static void req_free(kreq_t *r)
 {
 	kclient_t *c = r->c;
-	if (r->state == KREQ_WAIT) {
+	if (r->state == KREQ_WAIT)
 		ev_timer_stop(c->loop, &r->timer);
-		if (r->token_held)
-			ktb_unreserve(&c->bucket, now_ns(c));
-	}
+	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
+		ktb_unreserve(&c->bucket, now_ns(c));
 	req_attempt_reset(r);
+	free(r->exec_err);
+	kstatus_clear(&r->unauth_status);
 	sbuf_free(&r->errbody);
 	sbuf_free(&r->keep);
 	req_unlink(c, r);
@@ -623,19 +655,142 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 	return r->cancelled ? 0 : len;
 }
 
-/* Sets up and adds an easy handle for the next attempt; completes r on failure. */
+/* --- the exec plugin, on a helper thread --- */
+
+static void *exec_main(void *arg)
+{
+	kclient_t *c = arg;
+	char *err = NULL;
+	/* Only this thread writes these until the loop has joined it. */
+	c->exec_rc = kconfig_exec_run(c->cfg, &err);
+	c->exec_err = err;
+	atomic_store(&c->exec_finished, true);
+	ev_async_send(c->loop, &c->exec_async);
+	return NULL;
+}
+
+/*
+ * The run is over (rc, and err taken: its error or NULL): every request parked on it
+ * goes back to WAIT with the outcome, to be started (or failed) on the next loop
+ * iteration. Nothing is called back from here, so walking c->reqs is safe.
+ */
+static void exec_finish(kclient_t *c, int rc, char *err)
+{
+	c->exec_busy = false;
+	ev_async_stop(c->loop, &c->exec_async);
+	LOG_V(5, "Exec credential plugin finished", KV_BOOL("ok", rc == 0),
+	      KV_INT("milliseconds", (int64_t)((now_ns(c) - c->exec_start_ns) / NS_PER_MS)));
+	for (kreq_t *r = c->reqs; r != NULL; r = r->next) {
+		if (r->state != KREQ_CRED)
+			continue;
+		if (rc == 0)
+			r->exec_ran = true;
+		else
+			r->exec_err = xstrdup(err ? err : "exec plugin failed");
+		req_schedule(r, 0);
+	}
+	free(err);
+}
+
+/* The helper said it is done: join it, then resume the parked requests. */
+static void exec_async_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, exec_async));
+	if (!c->exec_busy || !atomic_load(&c->exec_finished))
+		return;
+	pthread_join(c->exec_thread, NULL);
+	char *err = c->exec_err;
+	c->exec_err = NULL;
+	exec_finish(c, c->exec_rc, err);
+}
+
+/* Starts a plugin run on a helper thread (at most one at a time). */
+static void exec_start(kclient_t *c)
+{
+	c->exec_busy = true;
+	c->exec_start_ns = now_ns(c);
+	atomic_store(&c->exec_finished, false);
+	/* Active (and not unref'd) while the run lasts: the loop must not return with
+	 * requests parked on it. */
+	ev_async_start(c->loop, &c->exec_async);
+	LOG_V(5, "Running exec credential plugin");
+	/* The helper inherits this mask: signals stay with the threads that handle them. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&c->exec_thread, NULL, exec_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0)
+		exec_finish(c, -1,
+		            xasprintf("exec plugin: cannot start a thread: %s", strerror(e)));
+}
+
+/* Parks r until the plugin has run, sharing the run in progress if there is one. */
+static void req_park(kreq_t *r)
+{
+	kclient_t *c = r->c;
+	r->state = KREQ_CRED;
+	/* The rate-limiter token taken for this start waits with the request (given
+	 * back if it is cancelled meanwhile). */
+	r->token_held = ktb_enabled(&c->bucket);
+	if (!c->exec_busy)
+		exec_start(c);
+}
+
+/*
+ * No credentials for r (borrows err). After a 401 the answer is still that 401,
+ * with why no new credential could be had; otherwise it is a transport-level error.
+ */
+static void req_fail_credentials(kreq_t *r, const char *err)
+{
+	if (r->unauth_code != 0) {
+		r->code = r->unauth_code;
+		r->res.http_code = r->unauth_code;
+		r->res.status = r->unauth_status;
+		memset(&r->unauth_status, 0, sizeof(r->unauth_status));
+		r->res.error = status_message(r, err ? err : "failed");
+		req_complete(r);
+		return;
+	}
+	char *why = xasprintf("credentials: %s", err ? err : "failed");
+	req_fail_transport(r, 0, why);
+	free(why);
+}
+
+/*
+ * Sets up and adds an easy handle for the next attempt; parks r when the exec
+ * plugin must run first; completes r on failure.
+ */
 static void req_start_attempt(kreq_t *r)
 {
 	kclient_t *c = r->c;
 	kcred_t cred = {0};
 	char *err = NULL;
-	if (kconfig_credentials(c->cfg, false, &cred, &err) < 0) {
-		char *why = xasprintf("credentials: %s", err ? err : "failed");
-		free(err);
-		req_fail_transport(r, 0, why);
-		free(why);
+	int rc;
+	if (r->exec_err != NULL) {
+		/* The run r waited for failed. */
+		rc = -1;
+		err = r->exec_err;
+		r->exec_err = NULL;
+	} else {
+		kcred_want_t want = r->exec_ran        ? KCRED_LAST
+		                    : r->force_refresh ? KCRED_REFRESH
+		                                       : KCRED_CURRENT;
+		rc = kconfig_credentials_peek(c->cfg, want, &cred, &err);
+	}
+	r->exec_ran = false;
+	if (rc == KCONFIG_NEED_EXEC) {
+		req_park(r);
 		return;
 	}
+	r->force_refresh = false;
+	if (rc < 0) {
+		req_fail_credentials(r, err);
+		free(err);
+		return;
+	}
+	r->unauth_code = 0;
+	kstatus_clear(&r->unauth_status);
 
 	CURL *e = curl_easy_init();
 	if (e == NULL) {
@@ -917,26 +1072,24 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	if (r->res.status.retry_after_seconds == 0 && r->retry_after > 0)
 		r->res.status.retry_after_seconds = r->retry_after;
 
-	char *refresh_err = NULL;
 	if (r->code == 401 && !r->auth_refreshed) {
 		/* Exec plugins and bound tokens: retry once with a fresh credential. If
 		 * another request already refreshed it meanwhile, its new one will do;
-		 * otherwise force a refresh (a plugin run), once for this request. */
+		 * otherwise the next start forces a refresh (a plugin run, off the loop),
+		 * once for this request. The 401 is kept for the answer in case that
+		 * refresh fails. */
 		kcred_t cred = {0};
 		r->auth_refreshed = true;
-		int rc = kconfig_credentials(c->cfg, false, &cred, &refresh_err);
-		if (rc == 0 && cred.generation == r->cred_gen) {
-			kcred_clear(&cred);
-			rc = kconfig_credentials(c->cfg, true, &cred, &refresh_err);
-		}
+		int rc = kconfig_credentials_peek(c->cfg, KCRED_CURRENT, &cred, NULL);
+		r->force_refresh = !(rc == 0 && cred.generation != r->cred_gen);
 		kcred_clear(&cred);
-		if (rc == 0) {
-			free(refresh_err);
-			req_trace_retry(r, "401: retrying with refreshed credentials", 0);
-			req_attempt_reset(r);
-			req_schedule(r, 0);
-			return;
-		}
+		r->unauth_code = (int)r->code;
+		r->unauth_status = r->res.status;
+		memset(&r->res.status, 0, sizeof(r->res.status));
+		req_trace_retry(r, "401: retrying with refreshed credentials", 0);
+		req_attempt_reset(r);
+		req_schedule(r, 0);
+		return;
 	}
 	if ((r->code == 429 || r->code >= 500) && r->retry_after >= 0 &&
 	    r->retries < c->max_retries) {
@@ -949,8 +1102,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		return;
 	}
 	r->res.http_code = (int)r->code;
-	r->res.error = status_message(r, refresh_err);
-	free(refresh_err);
+	r->res.error = status_message(r, NULL);
 	req_complete(r);
 }
 
@@ -1238,6 +1390,8 @@ kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_
 	curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 
 	ev_init(&c->curl_timer, curl_timer_cb);
+	ev_async_init(&c->exec_async, exec_async_cb);
+	atomic_init(&c->exec_finished, false);
 	ev_async_init(&c->async, async_cb);
 	ev_async_start(loop, &c->async);
 	ev_unref(loop);
@@ -1262,6 +1416,16 @@ void kclient_free(kclient_t *c)
 {
 	if (c == NULL)
 		return;
+	if (c->exec_busy) {
+		/* A plugin may run for up to its timeout (30 s): kill it rather than wait.
+		 * The parked requests are dropped below with the others. */
+		kconfig_exec_cancel(c->cfg);
+		pthread_join(c->exec_thread, NULL);
+		free(c->exec_err);
+		c->exec_err = NULL;
+		c->exec_busy = false;
+		ev_async_stop(c->loop, &c->exec_async);
+	}
 	pthread_mutex_lock(&c->mu);
 	c->shutting_down = true;
 	sync_call_t *q = c->queue_head;
@@ -1391,6 +1555,7 @@ void kreq_cancel(kreq_t *r)
 	r->cancelled = true;
 	switch (r->state) {
 	case KREQ_WAIT:
+	case KREQ_CRED: /* the plugin run goes on for whoever else needs it */
 		req_free(r);
 		break;
 	case KREQ_FLIGHT:

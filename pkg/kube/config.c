@@ -14,6 +14,14 @@
  * them and bumps a generation number whenever what it returns changes, so that
  * the transport knows when to rebuild its TLS handle and headers.
  *
+ * A plugin run may take seconds, so it is split from the cache for the client's
+ * loop thread, which must never wait: kconfig_credentials_peek() answers from the
+ * cache (or says a run is needed), kconfig_exec_run() runs the plugin on whatever
+ * thread calls it. Two locks: mu guards the cache and is held only briefly; exec_mu
+ * is held for a whole run, so that runs never overlap while peeks go on. A failed
+ * run starts a backoff during which peeks fail with its error instead of asking for
+ * yet another run: a broken plugin is not run once per request.
+ *
  * Secrets (tokens, keys, passwords, the plugin's stdout) never appear in an error
  * message and are wiped before their memory is freed.
  */
@@ -25,6 +33,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +48,11 @@
 /* client-go re-reads token files once a minute (bound service-account tokens rotate). */
 #define TOKEN_REREAD_NS         (60 * NS_PER_SEC)
 #define EXEC_TIMEOUT_MS_DEFAULT 30000
+/* After a failed plugin run: no new run for 1 s, doubling per failure up to 30 s. */
+#define EXEC_BACKOFF_MIN_NS (1 * NS_PER_SEC)
+#define EXEC_BACKOFF_MAX_NS (30 * NS_PER_SEC)
+/* How often a plugin run looks at the cancel flag. */
+#define EXEC_CANCEL_POLL_MS 50
 /* A credential is a few KiB; anything much larger is a broken plugin. */
 #define EXEC_STDOUT_MAX      (1024 * 1024)
 #define EXEC_STDERR_KEEP     4096
@@ -68,7 +82,8 @@ struct kconfig {
 	/* Prefix for credential errors: `kubeconfig /x: user "bob"` or `in-cluster`. */
 	char *where;
 	const clk_t *clock;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;      /* everything below that changes */
+	pthread_mutex_t exec_mu; /* held for a whole plugin run; taken before mu, never after */
 
 	/* Static credentials, read at load. */
 	char *token;
@@ -94,6 +109,13 @@ struct kconfig {
 	char *exec_key;
 	size_t exec_key_len;
 	int64_t exec_expiry_wall; /* 0 = no expiry */
+	/* The last run failed: no new run before exec_retry_mono; peeks fail with
+	 * exec_last_err instead. exec_backoff_ns is the current step. */
+	bool exec_failed;
+	uint64_t exec_retry_mono;
+	uint64_t exec_backoff_ns;
+	char *exec_last_err;
+	atomic_bool exec_cancelled; /* kconfig_exec_cancel(): runs stop, for good */
 
 	unsigned generation; /* 0 while nothing can change */
 };
@@ -372,6 +394,8 @@ static kconfig_t *kconfig_new(const kconfig_load_opts_t *o)
 	c->clock = o && o->clock ? o->clock : clk_real();
 	c->exec_timeout_ms = o && o->exec_timeout_ms ? o->exec_timeout_ms : EXEC_TIMEOUT_MS_DEFAULT;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->exec_mu, NULL);
+	atomic_init(&c->exec_cancelled, false);
 	return c;
 }
 
@@ -401,7 +425,9 @@ void kconfig_free(kconfig_t *c)
 	secret_free(c->exec_token, 0);
 	free(c->exec_cert);
 	secret_free(c->exec_key, c->exec_key_len);
+	free(c->exec_last_err);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->exec_mu);
 	free(c);
 }
 
@@ -1474,8 +1500,10 @@ static uint64_t mono_now(void)
 
 /*
  * Runs the plugin with an argv array (no shell), stdin from /dev/null, stdout and
- * stderr captured, in its own process group so that a timeout kills whatever it
- * started. Returns 0 with its stdout in *out, or -1 with *err (never the output).
+ * stderr captured, in its own process group so that a timeout or a cancel kills
+ * whatever it started. Touches only what never changes after load (and the atomic
+ * cancel flag), so it runs without c->mu. Returns 0 with its stdout in *out, or -1
+ * with *err (never the output).
  */
 static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 {
@@ -1485,6 +1513,7 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	bool fa_ok = false, attr_ok = false, timed_out = false, too_big = false, failed = false;
+	bool cancelled = false;
 	pid_t pid = -1;
 	int status = 0;
 	bool status_known = false;
@@ -1501,6 +1530,10 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 		argv[i + 1] = c->exec.args[i];
 	envp = exec_envp(c);
 
+	if (atomic_load(&c->exec_cancelled)) {
+		err_set(err, "exec plugin \"%s\": cancelled", cmd);
+		goto out;
+	}
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
 		err_set(err, "exec plugin \"%s\": pipe: %s", cmd, strerror(errno));
 		goto out;
@@ -1549,8 +1582,14 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 			timed_out = true;
 			break;
 		}
+		if (atomic_load(&c->exec_cancelled)) {
+			cancelled = true;
+			break;
+		}
 		struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
 		int ms = (int)((deadline - now) / NS_PER_MS) + 1;
+		if (ms > EXEC_CANCEL_POLL_MS)
+			ms = EXEC_CANCEL_POLL_MS;
 		int n = poll(fds, 2, ms);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1587,10 +1626,10 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	}
 
 	/* Reap it; a plugin that closed its output but lingers still gets the deadline. */
-	if (timed_out || too_big || failed)
+	if (timed_out || too_big || failed || cancelled)
 		kill(-pid, SIGKILL);
 	for (;;) {
-		bool block = timed_out || too_big || failed;
+		bool block = timed_out || too_big || failed || cancelled;
 		pid_t w = waitpid(pid, &status, block ? 0 : WNOHANG);
 		if (w == pid) {
 			status_known = true;
@@ -1605,6 +1644,11 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 			kill(-pid, SIGKILL);
 			continue;
 		}
+		if (atomic_load(&c->exec_cancelled)) {
+			cancelled = true;
+			kill(-pid, SIGKILL);
+			continue;
+		}
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -1612,6 +1656,10 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 
 	if (failed)
 		goto out;
+	if (cancelled) {
+		err_set(err, "exec plugin \"%s\": cancelled", cmd);
+		goto out;
+	}
 	if (timed_out) {
 		err_set(err, "exec plugin \"%s\": timed out after %u ms and was killed", cmd,
 		        c->exec_timeout_ms);
@@ -1766,54 +1814,112 @@ out:
 	return result;
 }
 
+/*
+ * Runs the plugin and records the outcome: the new credential, or the error and the
+ * next step of the backoff. Call with exec_mu held and mu not held. Returns 0, or -1
+ * with *err.
+ */
 static int exec_refresh(kconfig_t *c, char **err)
 {
 	sbuf_t out = SBUF_INIT;
-	int r = exec_run(c, &out, err);
+	char *e = NULL;
+	int r = exec_run(c, &out, &e);
+	pthread_mutex_lock(&c->mu);
 	if (r == 0)
-		r = exec_parse(c, sbuf_cstr(&out), err);
+		r = exec_parse(c, sbuf_cstr(&out), &e);
+	if (r == 0) {
+		c->exec_failed = false;
+		c->exec_backoff_ns = 0;
+		free(c->exec_last_err);
+		c->exec_last_err = NULL;
+	} else {
+		if (e == NULL)
+			e = xstrdup("exec plugin failed");
+		err_wrap(&e, "%s", c->where);
+		c->exec_backoff_ns =
+		    c->exec_backoff_ns == 0 ? EXEC_BACKOFF_MIN_NS : c->exec_backoff_ns * 2;
+		if (c->exec_backoff_ns > EXEC_BACKOFF_MAX_NS)
+			c->exec_backoff_ns = EXEC_BACKOFF_MAX_NS;
+		c->exec_failed = true;
+		c->exec_retry_mono = clk_mono_ns(c->clock) + c->exec_backoff_ns;
+		free(c->exec_last_err);
+		c->exec_last_err = xstrdup(e);
+	}
+	pthread_mutex_unlock(&c->mu);
 	if (out.data)
 		explicit_bzero(out.data, out.cap);
 	sbuf_free(&out);
+	if (e != NULL) {
+		err_set(err, "%s", e);
+		free(e);
+	}
 	return r;
+}
+
+int kconfig_exec_run(kconfig_t *c, char **err)
+{
+	if (!c->has_exec)
+		return err_set(err, "%s: no exec plugin configured",
+		               c->where ? c->where : "config");
+	pthread_mutex_lock(&c->exec_mu);
+	int r = exec_refresh(c, err);
+	pthread_mutex_unlock(&c->exec_mu);
+	return r;
+}
+
+void kconfig_exec_cancel(kconfig_t *c)
+{
+	atomic_store(&c->exec_cancelled, true);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Credentials                                                                                */
 
-int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **err)
+/* Re-reads the token file when due (or when forced). Call with mu held. */
+static void token_file_refresh(kconfig_t *c, bool force)
+{
+	if (c->token_path == NULL)
+		return;
+	uint64_t now = clk_mono_ns(c->clock);
+	if (!force && now - c->file_read_mono < TOKEN_REREAD_NS)
+		return;
+	/* A failed read keeps the last good token and is retried on the next call
+	 * (bound tokens are rewritten atomically, so this is rare). */
+	char *tok = token_file_read(c->token_path, NULL);
+	if (tok == NULL)
+		return;
+	c->file_read_mono = now;
+	if (!str_eq(tok, c->file_token)) {
+		secret_free(c->file_token, 0);
+		c->file_token = tok;
+		tok = NULL;
+		c->generation = generation_next(c->generation);
+	}
+	secret_free(tok, 0);
+}
+
+int kconfig_credentials_peek(kconfig_t *c, kcred_want_t want, kcred_t *out, char **err)
 {
 	int result = -1;
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->mu);
-
-	if (c->token_path) {
-		uint64_t now = clk_mono_ns(c->clock);
-		if (force_refresh || now - c->file_read_mono >= TOKEN_REREAD_NS) {
-			/* A failed read keeps the last good token and is retried on the next
-			 * call (bound tokens are rewritten atomically, so this is rare). */
-			char *tok = token_file_read(c->token_path, NULL);
-			if (tok) {
-				c->file_read_mono = now;
-				if (!str_eq(tok, c->file_token)) {
-					secret_free(c->file_token, 0);
-					c->file_token = tok;
-					tok = NULL;
-					c->generation = generation_next(c->generation);
-				}
-				secret_free(tok, 0);
-			}
-		}
-	}
+	token_file_refresh(c, want == KCRED_REFRESH);
 
 	if (c->has_exec) {
 		bool expired =
 		    c->exec_expiry_wall != 0 && clk_wall_ns(c->clock) >= c->exec_expiry_wall;
-		if (!c->exec_cached || expired || force_refresh) {
-			if (exec_refresh(c, err) < 0) {
-				err_wrap(err, "%s", c->where);
+		bool need = !c->exec_cached;
+		if (want == KCRED_CURRENT)
+			need = need || expired;
+		else if (want == KCRED_REFRESH)
+			need = true;
+		if (need) {
+			if (c->exec_failed && clk_mono_ns(c->clock) < c->exec_retry_mono) {
+				err_set(err, "%s", c->exec_last_err);
 				goto out;
 			}
+			result = KCONFIG_NEED_EXEC;
+			goto out;
 		}
 	}
 
@@ -1837,6 +1943,24 @@ int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **e
 out:
 	pthread_mutex_unlock(&c->mu);
 	return result;
+}
+
+int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **err)
+{
+	/* exec_mu around the peek too: a second caller waits for the first one's run
+	 * and then finds its credential cached, instead of running the plugin again. */
+	pthread_mutex_lock(&c->exec_mu);
+	int r =
+	    kconfig_credentials_peek(c, force_refresh ? KCRED_REFRESH : KCRED_CURRENT, out, err);
+	if (r == KCONFIG_NEED_EXEC) {
+		r = exec_refresh(c, err);
+		if (r == 0)
+			r = kconfig_credentials_peek(c, KCRED_LAST, out, err);
+		if (r == KCONFIG_NEED_EXEC) /* cannot happen after a good run; never loop */
+			r = err_set(err, "%s: exec plugin: no credential", c->where);
+	}
+	pthread_mutex_unlock(&c->exec_mu);
+	return r;
 }
 
 void kcred_clear(kcred_t *cr)

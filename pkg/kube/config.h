@@ -12,7 +12,9 @@
  * client-go. Then the optional context and --master overrides.
  *
  * Credentials that change over time (tokenFile, in-cluster token, exec plugins)
- * are fetched through kconfig_credentials(), which caches and refreshes them.
+ * are fetched through kconfig_credentials(), which caches and refreshes them; or,
+ * on a thread that must not block (the client's loop), through
+ * kconfig_credentials_peek() with the plugin run by kconfig_exec_run() elsewhere.
  * Every error names the file and the field:
  *   kubeconfig /x/y: context "dev": user "bob" not found
  */
@@ -100,12 +102,55 @@ typedef struct kcred {
  * the cached one expired, or when force_refresh (after a 401; force_refresh also
  * re-reads a token file at once). To avoid running a plugin once per failed
  * request, pass force_refresh only when the 401'd request used the current
- * generation. Calls are serialized by a mutex, but meant for one thread (the
- * client's loop). May block while a plugin runs (up to exec_timeout_ms).
+ * generation; and after a failed run the plugin is not run again for a while (see
+ * kconfig_credentials_peek). Thread-safe. Blocks while a plugin runs (up to
+ * exec_timeout_ms): not for the client's loop thread.
  * A static token wins over tokenFile and over the plugin's token; a static client
  * certificate wins over the plugin's.
  */
 int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **err);
+
+/* What kconfig_credentials_peek() is asked for. */
+typedef enum kcred_want {
+	KCRED_CURRENT, /* the cached credential, while it has not expired */
+	KCRED_REFRESH, /* a new one, after a 401: re-read a token file now, run the plugin */
+	/* What the last good plugin run gave, even if already expired: for the requests
+	 * that waited for that run (otherwise a plugin that hands out short-lived
+	 * credentials could make them wait for run after run). */
+	KCRED_LAST,
+} kcred_want_t;
+
+/* kconfig_credentials_peek(): the exec plugin must run first. */
+#define KCONFIG_NEED_EXEC 1
+
+/*
+ * kconfig_credentials() without ever running the plugin, for the loop thread.
+ * Returns 0 with the credentials in *out (free with kcred_clear()); or
+ * KCONFIG_NEED_EXEC when they need a plugin run first (nothing cached, expired, or
+ * want == KCRED_REFRESH), and then *out is empty; or -1 with *err (new string,
+ * free with free()). -1 is what a failed run leads to: for 1 s after a failure,
+ * doubling with each further failure up to 30 s (a good run resets it), the answer
+ * is that run's error (with the plugin's installHint), so that a broken plugin is
+ * not run once per request. Token files are re-read here (one small file read, at
+ * most once a minute). Thread-safe; holds a lock only briefly, never during a run.
+ */
+int kconfig_credentials_peek(kconfig_t *c, kcred_want_t want, kcred_t *out, char **err);
+
+/*
+ * Runs the exec plugin now and caches what it returns, or records the failure for
+ * the backoff above. Blocks up to exec_timeout_ms: call it on a thread of its own.
+ * Runs never overlap (a second caller waits for the first). Returns 0, or -1 with
+ * *err (new string, free with free()); -1 at once when c has no exec plugin.
+ */
+int kconfig_exec_run(kconfig_t *c, char **err);
+
+/*
+ * For shutting down while a run may be in progress: the run in progress kills the
+ * plugin (its whole process group) within 50 ms and fails with "cancelled", and so
+ * does every later run, for good. Any thread; borrows c. Join the thread that runs
+ * kconfig_exec_run() before kconfig_free().
+ */
+void kconfig_exec_cancel(kconfig_t *c);
 /* Borrows cr: wipes and frees its strings and zeroes it. NULL is a no-op. */
 void kcred_clear(kcred_t *cr);
 

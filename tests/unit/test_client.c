@@ -116,6 +116,14 @@ static void plug_write(plug_t *p, const char *name, const char *text)
 	free(path);
 }
 
+static bool plug_has(plug_t *p, const char *name)
+{
+	char *path = xasprintf("%s/%s", p->dir, name);
+	bool yes = access(path, F_OK) == 0;
+	free(path);
+	return yes;
+}
+
 /* How many times the plugin ran (started). */
 static int plug_runs(plug_t *p)
 {
@@ -1006,6 +1014,236 @@ START_TEST(test_trace_at_v5)
 }
 END_TEST
 
+/* 2029-12-31T23:00:00Z: where the config's fake clock starts. */
+#define WALL_START 1893452400LL
+
+/*
+ * The plugin runs off the loop. A watch streams (credential from run 1); then the
+ * credential expires and a GET needs run 2, which waits until the test says go. The
+ * test says go only after three more watch events have arrived while run 2 was
+ * known to be running (a loop timer saw it start). With the plugin on the loop
+ * thread, nothing would turn and the GET would fail with the plugin's "no go".
+ */
+typedef struct offloop {
+	fx_t *f;
+	plug_t *p;
+	clk_fake_t *fc;
+	int events;
+	int during_run; /* watch events delivered while run 2 was in progress */
+	atomic_int started;
+	atomic_int watch_done;
+	call_t get;
+	kresult_t watch_res;
+} offloop_t;
+
+static void offloop_poll(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	offloop_t *o = w->data;
+	if (!atomic_load(&o->started) && plug_has(o->p, "started.2"))
+		atomic_store(&o->started, 1);
+}
+
+static void offloop_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+{
+	offloop_t *o = ud;
+	kobj_unref(obj);
+	if (++o->events == 1) {
+		/* The cached credential expires; the next request needs a plugin run. */
+		clk_fake_advance(o->fc, 7200 * NS_PER_SEC);
+		kreq_spec_t spec = {.method = "GET",
+		                    .type = &t_dep,
+		                    .ns = "ns1",
+		                    .name = "d1",
+		                    .decode = KDEC_OBJECT};
+		ck_assert_ptr_nonnull(
+		    kclient_request(o->f->c, &spec, NULL, call_done, &o->get, NULL));
+		return;
+	}
+	if (atomic_load(&o->started) && !plug_has(o->p, "finished.2") && ++o->during_run == 3)
+		plug_write(o->p, "go", "");
+}
+
+static void offloop_watch_done(void *ud, kresult_t *res)
+{
+	offloop_t *o = ud;
+	o->watch_res = *res;
+	memset(res, 0, sizeof(*res));
+	atomic_store(&o->watch_done, 1);
+}
+
+START_TEST(test_exec_plugin_runs_off_the_loop)
+{
+	char logpath[] = "/tmp/csc-client-log-XXXXXX";
+	int logfd = mkstemp(logpath);
+	ck_assert_int_ge(logfd, 0);
+	log_set_fd(logfd);
+	log_set_verbosity(5);
+	plug_t p;
+	plug_init(&p);
+	plug_write(&p, "mode.2", "wait");
+	clk_fake_t fc;
+	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	kconfig_load_opts_t lo = {.clock = &fc.base};
+	fx_t f;
+	fx_init_exec(&f, &p, "2030-01-01T00:00:00Z", &lo, NULL);
+	offloop_t o = {.f = &f, .p = &p, .fc = &fc};
+
+	const char *ev = "{\"type\":\"MODIFIED\",\"object\":" DEP_JSON("a") "}\n";
+	char *chunk = xasprintf("%zx\r\n%s\r\n", strlen(ev), ev);
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	            "Transfer-Encoding: chunked\r\n\r\n");
+	fs_write(r, chunk);
+	fs_wait_flag(r, &o.started); /* until the loop has seen run 2 start */
+	for (int i = 0; i < 3; i++)
+		fs_sleep(r, 20), fs_write(r, chunk);
+	fs_sleep(r, 200);
+	fs_write(r, "0\r\n\r\n");
+	fs_push(f.fs, r);
+	free(chunk);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+
+	ev_timer poll;
+	ev_timer_init(&poll, offloop_poll, 0.01, 0.01);
+	poll.data = &o;
+	ev_timer_start(f.loop, &poll);
+	klist_opts_t wo = {.resource_version = "5"};
+	kdec_cb_t dcb = {.on_event = offloop_event};
+	ck_assert_ptr_nonnull(
+	    kclient_watch(f.c, &t_dep, "ns1", &wo, &dcb, offloop_watch_done, &o, NULL));
+	run_until(f.loop, &o.get.done);
+	run_until(f.loop, &o.watch_done);
+	ev_timer_stop(f.loop, &poll);
+	log_set_verbosity(0);
+	log_set_fd(2);
+
+	ck_assert_msg(o.get.res.error == NULL, "%s", o.get.res.error);
+	ck_assert_str_eq(o.get.res.obj->name, "d1");
+	ck_assert_msg(o.watch_res.error == NULL, "%s", o.watch_res.error);
+	ck_assert_int_eq(o.events, 4);
+	ck_assert_int_eq(o.during_run, 3);
+	ck_assert_int_eq(plug_runs(&p), 2);
+	pthread_mutex_lock(&f.fs->mu);
+	ck_assert_int_eq(f.fs->flag_timeouts, 0);
+	pthread_mutex_unlock(&f.fs->mu);
+	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 0)->headers, "Authorization: Bearer tok-1"));
+	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 1)->headers, "Authorization: Bearer tok-2"));
+	call_clear(&o.get);
+	kresult_clear(&o.watch_res);
+	fx_done(&f);
+	plug_done(&p);
+
+	/* The trace names the plugin runs, never what they returned. */
+	close(logfd);
+	char *text = NULL;
+	ck_assert_int_eq(file_read_all(logpath, &text, NULL, NULL), 0);
+	unlink(logpath);
+	ASSERT_HAS(text, "\"Exec credential plugin finished\" ok=true");
+	ASSERT_LACKS(text, "tok-");
+	free(text);
+}
+END_TEST
+
+/*
+ * A failing plugin is not run once per request: requests that need it at the same
+ * time share one run, and during the backoff that follows (1 s, then 2 s, on the
+ * config's fake clock) requests fail at once with its error and installHint.
+ */
+START_TEST(test_failing_exec_plugin_backs_off)
+{
+	plug_t p;
+	plug_init(&p);
+	plug_write(&p, "mode", "fail");
+	clk_fake_t fc;
+	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	kconfig_load_opts_t lo = {.clock = &fc.base};
+	fx_t f;
+	fx_init_exec(&f, &p, NULL, &lo, NULL);
+	kreq_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
+
+	const int expect_runs[] = {1, 1, -1, 2, 2, -1, 2, -1, 3};
+	for (size_t k = 0; k < CSC_ARRAY_LEN(expect_runs); k++) {
+		if (expect_runs[k] < 0) { /* a step of the fake clock, in seconds */
+			clk_fake_advance(&fc, (uint64_t)-expect_runs[k] * NS_PER_SEC);
+			continue;
+		}
+		call_t c[5] = {{0}};
+		for (int i = 0; i < 5; i++)
+			ck_assert_ptr_nonnull(
+			    kclient_request(f.c, &spec, NULL, call_done, &c[i], NULL));
+		for (int i = 0; i < 5; i++) {
+			run_until(f.loop, &c[i].done);
+			ck_assert(kerr_is_transport(&c[i].res));
+			ASSERT_HAS(c[i].res.error, "login failed: account locked");
+			ASSERT_HAS(c[i].res.error, "try: apt install the-plugin");
+			call_clear(&c[i]);
+		}
+		ck_assert_msg(plug_runs(&p) == expect_runs[k], "step %zu: %d runs", k,
+		              plug_runs(&p));
+	}
+	ck_assert_int_eq(fs_nrequests(f.fs), 0);
+
+	/* Fixed: after the backoff (now 4 s) the plugin runs again, and all is well. */
+	plug_write(&p, "mode", "token");
+	clk_fake_advance(&fc, 4 * NS_PER_SEC);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	call_t ok = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &ok);
+	ck_assert_msg(ok.res.error == NULL, "%s", ok.res.error);
+	ck_assert_int_eq(plug_runs(&p), 4);
+	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 0)->headers, "Authorization: Bearer tok-4"));
+	call_clear(&ok);
+	fx_done(&f);
+	plug_done(&p);
+}
+END_TEST
+
+/*
+ * kclient_free while the plugin runs: the plugin is killed and the helper joined (no
+ * 30 s wait), a worker waiting in a parked call returns "client shutting down", and
+ * a parked request cancelled before that never calls back.
+ */
+START_TEST(test_free_while_exec_plugin_runs)
+{
+	plug_t p;
+	plug_init(&p);
+	plug_write(&p, "mode", "wait");
+	fx_t f;
+	fx_init_exec(&f, &p, NULL, NULL, NULL);
+	call_t cancelled = {0};
+	kreq_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
+	kreq_t *r = kclient_request(f.c, &spec, NULL, call_done, &cancelled, NULL);
+	ck_assert_ptr_nonnull(r);
+	worker_t w = {.which = 0, .c = f.c};
+	pthread_t th;
+	pthread_create(&th, NULL, worker_main, &w);
+	for (int i = 0; i < 4000 && !plug_has(&p, "started.1"); i++)
+		ev_run(f.loop, EVRUN_NOWAIT), fs_sleep_ms(1);
+	ck_assert(plug_has(&p, "started.1"));
+	/* Until the worker's call is parked too (its request is on the loop). */
+	for (int i = 0; i < 200; i++)
+		ev_run(f.loop, EVRUN_NOWAIT), fs_sleep_ms(1);
+	kreq_cancel(r);
+	kclient_free(f.c);
+	f.c = NULL;
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, -1);
+	ASSERT_HAS(w.res.error, "client shutting down");
+	kresult_clear(&w.res);
+	ck_assert_int_eq(atomic_load(&cancelled.done), 0);
+	/* Killed: told to go now, a live plugin would finish within 50 ms. */
+	plug_write(&p, "go", "");
+	fs_sleep_ms(300);
+	ck_assert(!plug_has(&p, "finished.1"));
+	ck_assert_int_eq(plug_runs(&p), 1);
+	ck_assert_int_eq(fs_nrequests(f.fs), 0);
+	fx_done(&f);
+	plug_done(&p);
+}
+END_TEST
+
 START_TEST(test_connect_refused)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -1427,6 +1665,9 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_401_refreshes_and_retries_once);
 	tcase_add_test(tc, test_401_keeps_the_refresh_error);
 	tcase_add_test(tc, test_trace_at_v5);
+	tcase_add_test(tc, test_exec_plugin_runs_off_the_loop);
+	tcase_add_test(tc, test_failing_exec_plugin_backs_off);
+	tcase_add_test(tc, test_free_while_exec_plugin_runs);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_tls_server_name_and_host);
 	tcase_add_test(tc, test_watch_events_and_cancel);

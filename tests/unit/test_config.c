@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1035,7 +1036,7 @@ END_TEST
 
 START_TEST(test_exec_refresh_failure_then_recovery)
 {
-	/* A failed refresh is an error; the next call tries again. */
+	/* A failed refresh is an error; the next call after the backoff tries again. */
 	clk_fake_t fc;
 	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
 	char *err = NULL;
@@ -1057,10 +1058,135 @@ START_TEST(test_exec_refresh_failure_then_recovery)
 	free(err);
 	err = NULL;
 	rmdir(count);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	clk_fake_advance(&fc, 1 * NS_PER_SEC);
+	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
 	ck_assert_str_eq(cr.token, "tok-1"); /* the count restarted */
 	kcred_clear(&cr);
 	free(count);
+	kconfig_free(c);
+}
+END_TEST
+
+/*
+ * peek never runs the plugin: it says when a run is needed, and after a failed run
+ * it answers with that run's error for 1 s, 2 s, 4 s ... 30 s (doubling per
+ * failure), instead of asking for a run per request. A good run resets the backoff.
+ */
+START_TEST(test_exec_peek_and_backoff)
+{
+	clk_fake_t fc;
+	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	char *err = NULL;
+	kconfig_load_opts_t o = {.clock = &fc.base};
+	kconfig_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
+	                           NULL, &o, &err);
+	ck_assert_msg(c != NULL, "%s", err);
+	kcred_t cr;
+	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), KCONFIG_NEED_EXEC);
+	ck_assert_ptr_null(err);
+	ck_assert_ptr_null(cr.token);
+	ck_assert_int_eq(plugin_runs(), 0);
+
+	ck_assert_int_eq(kconfig_exec_run(c, &err), -1);
+	ck_assert_int_eq(plugin_runs(), 1);
+	ASSERT_HAS(err, "failed with exit code 3: login failed: account locked; try: apt install");
+	char *first = err;
+	err = NULL;
+	/* In the backoff: the same error, for every kind of ask, and no run. */
+	const kcred_want_t wants[] = {KCRED_CURRENT, KCRED_REFRESH, KCRED_LAST};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(wants); i++) {
+		ck_assert_int_eq(kconfig_credentials_peek(c, wants[i], &cr, &err), -1);
+		ck_assert_str_eq(err, first);
+		free(err);
+		err = NULL;
+	}
+	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_assert_str_eq(err, first);
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(plugin_runs(), 1);
+
+	/* 1 s, then 2 s, 4 s, ... up to 30 s between runs. */
+	const int steps[] = {1, 2, 4, 8, 16, 30, 30};
+	for (size_t i = 0; i < CSC_ARRAY_LEN(steps); i++) {
+		clk_fake_advance(&fc, (uint64_t)(steps[i] - 1) * NS_PER_SEC);
+		ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), -1);
+		free(err);
+		err = NULL;
+		clk_fake_advance(&fc, 1 * NS_PER_SEC);
+		ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err),
+		                 KCONFIG_NEED_EXEC);
+		ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+		free(err);
+		err = NULL;
+		ck_assert_int_eq(plugin_runs(), (int)i + 2);
+	}
+	free(first);
+	kconfig_free(c);
+
+	/* A good run: the credential is then served from the cache. */
+	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
+	                "2029-12-31T23:00:10Z", &o, &err);
+	ck_assert_msg(c != NULL, "%s", err);
+	ck_assert_int_eq(kconfig_exec_run(c, &err), 0);
+	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), 0);
+	ck_assert_str_eq(cr.token, "tok-9");
+	kcred_clear(&cr);
+	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_REFRESH, &cr, &err), KCONFIG_NEED_EXEC);
+	/* Expired: CURRENT wants a run, LAST still answers with what the run gave. */
+	clk_fake_advance(&fc, 10 * NS_PER_SEC);
+	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), KCONFIG_NEED_EXEC);
+	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_LAST, &cr, &err), 0);
+	ck_assert_str_eq(cr.token, "tok-9");
+	kcred_clear(&cr);
+	ck_assert_int_eq(plugin_runs(), 9);
+
+	/* After a cancel every run fails at once, without starting the plugin. */
+	kconfig_exec_cancel(c);
+	ck_assert_int_eq(kconfig_exec_run(c, &err), -1);
+	ASSERT_HAS(err, "cancelled");
+	free(err);
+	ck_assert_int_eq(plugin_runs(), 9);
+	kconfig_free(c);
+}
+END_TEST
+
+/* A cancel stops a run in progress: the plugin is killed, not waited for. */
+typedef struct cancel_run {
+	kconfig_t *c;
+	int rc;
+	char *err;
+} cancel_run_t;
+
+static void *cancel_run_main(void *arg)
+{
+	cancel_run_t *r = arg;
+	r->rc = kconfig_exec_run(r->c, &r->err);
+	return NULL;
+}
+
+START_TEST(test_exec_cancel_kills_the_run)
+{
+	char *err = NULL;
+	kconfig_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
+	                           NULL, NULL, &err);
+	ck_assert_msg(c != NULL, "%s", err);
+	cancel_run_t r = {.c = c};
+	pthread_t th;
+	pthread_create(&th, NULL, cancel_run_main, &r);
+	/* Until the plugin has started (it counts its run first). */
+	for (int i = 0; i < 1000 && plugin_runs() == 0; i++)
+		usleep(5000);
+	ck_assert_int_eq(plugin_runs(), 1);
+	uint64_t t0 = clk_mono_ns(clk_real());
+	kconfig_exec_cancel(c);
+	pthread_join(th, NULL);
+	/* The plugin sleeps 30 s; well under that means it was killed (no speed asserted). */
+	ck_assert(clk_mono_ns(clk_real()) - t0 < 20 * NS_PER_SEC);
+	ck_assert_int_eq(r.rc, -1);
+	ASSERT_HAS(r.err, "cancelled");
+	free(r.err);
 	kconfig_free(c);
 }
 END_TEST
@@ -1098,6 +1224,8 @@ Suite *suite_config(void)
 	tcase_add_test(t, test_exec_missing_binary);
 	tcase_add_test(t, test_exec_timeout_and_size_limit);
 	tcase_add_test(t, test_exec_refresh_failure_then_recovery);
+	tcase_add_test(t, test_exec_peek_and_backoff);
+	tcase_add_test(t, test_exec_cancel_kills_the_run);
 	suite_add_tcase(s, t);
 	return s;
 }
