@@ -173,6 +173,26 @@ static void rest_stat(void *ud, const char *method, int code, uint64_t count)
 	metrics_write_sample(r->out, "rest_client_requests_total", l, 3, (double)count);
 }
 
+/* One histogram series per verb, labelled as client-go's: verb and host. */
+static void rest_latency(void *ud, const kclient_latency_t *lat)
+{
+	struct rest_ctx *r = ud;
+	for (size_t i = 0; i < KCLIENT_LATENCY_NBUCKETS; i++) {
+		char le[32];
+		snprintf(le, sizeof(le), "%g", lat->bounds[i]);
+		metrics_label_t l[] = {{"host", r->host}, {"le", le}, {"verb", lat->verb}};
+		metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", l, 3,
+		                     (double)lat->counts[i]);
+	}
+	metrics_label_t inf[] = {{"host", r->host}, {"le", "+Inf"}, {"verb", lat->verb}};
+	metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", inf, 3,
+	                     (double)lat->count);
+	metrics_label_t h[] = {{"host", r->host}, {"verb", lat->verb}};
+	metrics_write_sample(r->out, "rest_client_request_duration_seconds_sum", h, 2, lat->sum);
+	metrics_write_sample(r->out, "rest_client_request_duration_seconds_count", h, 2,
+	                     (double)lat->count);
+}
+
 static void collect_client(void *ud, sbuf_t *out)
 {
 	daemon_t *d = ud;
@@ -183,24 +203,11 @@ static void collect_client(void *ud, sbuf_t *out)
 	    METRICS_COUNTER);
 	kclient_stats_foreach(d->client, rest_stat, &r);
 
-	kclient_latency_t lat;
-	kclient_latency_snapshot(d->client, &lat);
 	metrics_write_header(out, "rest_client_request_duration_seconds",
-	                     "Request latency in seconds (non-watch requests).", METRICS_HISTOGRAM);
-	for (size_t i = 0; i < KCLIENT_LATENCY_NBUCKETS; i++) {
-		char le[32];
-		snprintf(le, sizeof(le), "%g", lat.bounds[i]);
-		metrics_label_t l[] = {{"host", r.host}, {"le", le}};
-		metrics_write_sample(out, "rest_client_request_duration_seconds_bucket", l, 2,
-		                     (double)lat.counts[i]);
-	}
-	metrics_label_t inf[] = {{"host", r.host}, {"le", "+Inf"}};
-	metrics_write_sample(out, "rest_client_request_duration_seconds_bucket", inf, 2,
-	                     (double)lat.count);
-	metrics_label_t h[] = {{"host", r.host}};
-	metrics_write_sample(out, "rest_client_request_duration_seconds_sum", h, 1, lat.sum);
-	metrics_write_sample(out, "rest_client_request_duration_seconds_count", h, 1,
-	                     (double)lat.count);
+	                     "Request latency in seconds (non-watch requests), partitioned by "
+	                     "verb and host.",
+	                     METRICS_HISTOGRAM);
+	kclient_latency_foreach(d->client, rest_latency, &r);
 }
 
 static void collect_informers(void *ud, sbuf_t *out)

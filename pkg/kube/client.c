@@ -27,7 +27,10 @@
  * and joins the helper.
  *
  * Each attempt gets a fresh easy handle; connections (and the HTTP/2 session with
- * every watch multiplexed on it) live in the multi handle's pool. A retry goes
+ * every watch multiplexed on it) live in the multi handle's pool. That this really
+ * is one connection is measured, not assumed: kclient_conn_stats_snapshot counts
+ * the connections curl opened and the HTTP version of every response head, and
+ * the integration test holds the client to one connection, all HTTP/2. A retry goes
  * back to WAIT. A cancel while curl is on the stack only marks the request; it is
  * removed as soon as curl returns.
  *
@@ -66,6 +69,18 @@
 static const double latency_bounds[KCLIENT_LATENCY_NBUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 };
+
+/* The methods a request may use; a kreq's method points into this array, so the
+ * latency histogram can be kept per verb without comparing strings. */
+#define NMETHODS 6
+static const char *const methods[NMETHODS] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+
+/* One verb's latency histogram; counts[] is cumulative already, as exposed. */
+typedef struct lat_hist {
+	uint64_t counts[KCLIENT_LATENCY_NBUCKETS];
+	double sum;
+	uint64_t count;
+} lat_hist_t;
 
 typedef enum kreq_state {
 	KREQ_WAIT,
@@ -147,6 +162,7 @@ struct kreq {
 	sbuf_t keep;
 	char *abort_err; /* why the write callback stopped the transfer */
 	uint64_t start_ns;
+	bool conn_counted; /* its CURLINFO_NUM_CONNECTS (and its response head) is in c->conn */
 
 	kresult_t res;
 };
@@ -199,9 +215,8 @@ struct kclient {
 	pthread_mutex_t stats_mu;
 	stat_entry_t *stats;
 	size_t nstats, capstats;
-	uint64_t lat_counts[KCLIENT_LATENCY_NBUCKETS];
-	double lat_sum;
-	uint64_t lat_count;
+	lat_hist_t lat[NMETHODS]; /* indexed like methods[] */
+	kclient_conn_stats_t conn;
 };
 
 static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
@@ -220,16 +235,24 @@ static uint64_t now_ns(const kclient_t *c)
 	return clk_mono_ns(c->clock);
 }
 
-/* Returns the static spelling of a known method, or NULL. */
+/* Returns the static spelling of a known method (in methods[]), or NULL. */
 static const char *method_static(const char *m)
 {
-	static const char *const known[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
 	if (m == NULL)
 		return NULL;
-	for (size_t i = 0; i < CSC_ARRAY_LEN(known); i++)
-		if (strcmp(m, known[i]) == 0)
-			return known[i];
+	for (size_t i = 0; i < NMETHODS; i++)
+		if (strcmp(m, methods[i]) == 0)
+			return methods[i];
 	return NULL;
+}
+
+/* Index in methods[] of a method_static() pointer. */
+static size_t method_index(const char *m)
+{
+	for (size_t i = 0; i < NMETHODS; i++)
+		if (m == methods[i])
+			return i;
+	fatal("client: method %s not from method_static", m);
 }
 
 /* Appends s percent-encoded: everything but RFC 3986 unreserved characters. */
@@ -402,13 +425,67 @@ static void stats_record(kclient_t *c, const char *method, int code, bool timed,
 	}
 	c->stats[i].count++;
 	if (timed) {
+		lat_hist_t *h = &c->lat[method_index(method)];
 		for (size_t k = 0; k < KCLIENT_LATENCY_NBUCKETS; k++)
 			if (secs <= latency_bounds[k])
-				c->lat_counts[k]++;
-		c->lat_sum += secs;
-		c->lat_count++;
+				h->counts[k]++;
+		h->sum += secs;
+		h->count++;
 	}
 	pthread_mutex_unlock(&c->stats_mu);
+}
+
+/*
+ * Adds the current attempt's new connections to the figures, once per attempt.
+ * CURLINFO_NUM_CONNECTS is known once the transfer has connected; waiting for
+ * the attempt to end would leave out a watch's connection for as long as it
+ * streams, so this runs at the response head, and at the end for attempts that
+ * never got one. Loop thread.
+ */
+static void conn_count(kreq_t *r)
+{
+	if (r->conn_counted || r->easy == NULL)
+		return;
+	r->conn_counted = true;
+	long n = 0;
+	if (curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &n) != CURLE_OK || n <= 0)
+		return;
+	pthread_mutex_lock(&r->c->stats_mu);
+	r->c->conn.connections += (uint64_t)n;
+	pthread_mutex_unlock(&r->c->stats_mu);
+}
+
+/* A response head arrived for the current attempt (the first status line). */
+static void conn_response(kreq_t *r)
+{
+	long v = CURL_HTTP_VERSION_NONE;
+	curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v);
+	conn_count(r);
+	kclient_conn_stats_t *s = &r->c->conn;
+	pthread_mutex_lock(&r->c->stats_mu);
+	s->responses++;
+	switch (v) {
+	case CURL_HTTP_VERSION_1_0:
+		s->responses_http1++;
+		s->last_http_version = 10;
+		break;
+	case CURL_HTTP_VERSION_1_1:
+		s->responses_http1++;
+		s->last_http_version = 11;
+		break;
+	case CURL_HTTP_VERSION_2_0:
+		s->responses_http2++;
+		s->last_http_version = 20;
+		break;
+	case CURL_HTTP_VERSION_3:
+		s->responses_http3++;
+		s->last_http_version = 30;
+		break;
+	default:
+		s->last_http_version = 0;
+		break;
+	}
+	pthread_mutex_unlock(&r->c->stats_mu);
 }
 
 void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud)
@@ -424,13 +501,49 @@ void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud)
 	free(copy);
 }
 
+/* Fills *out from h (a copy) and the shared bucket bounds. */
+static void latency_fill(kclient_latency_t *out, const char *verb, const lat_hist_t *h)
+{
+	out->verb = verb;
+	memcpy(out->bounds, latency_bounds, sizeof(latency_bounds));
+	memcpy(out->counts, h->counts, sizeof(out->counts));
+	out->sum = h->sum;
+	out->count = h->count;
+}
+
 void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out)
 {
-	memcpy(out->bounds, latency_bounds, sizeof(latency_bounds));
+	lat_hist_t total = {0};
 	pthread_mutex_lock(&c->stats_mu);
-	memcpy(out->counts, c->lat_counts, sizeof(out->counts));
-	out->sum = c->lat_sum;
-	out->count = c->lat_count;
+	for (size_t m = 0; m < NMETHODS; m++) {
+		for (size_t k = 0; k < KCLIENT_LATENCY_NBUCKETS; k++)
+			total.counts[k] += c->lat[m].counts[k];
+		total.sum += c->lat[m].sum;
+		total.count += c->lat[m].count;
+	}
+	pthread_mutex_unlock(&c->stats_mu);
+	latency_fill(out, NULL, &total);
+}
+
+void kclient_latency_foreach(kclient_t *c, kclient_latency_cb cb, void *ud)
+{
+	lat_hist_t copy[NMETHODS];
+	pthread_mutex_lock(&c->stats_mu);
+	memcpy(copy, c->lat, sizeof(copy));
+	pthread_mutex_unlock(&c->stats_mu);
+	for (size_t m = 0; m < NMETHODS; m++) {
+		if (copy[m].count == 0)
+			continue;
+		kclient_latency_t lat;
+		latency_fill(&lat, methods[m], &copy[m]);
+		cb(ud, &lat);
+	}
+}
+
+void kclient_conn_stats_snapshot(kclient_t *c, kclient_conn_stats_t *out)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	*out = c->conn;
 	pthread_mutex_unlock(&c->stats_mu);
 }
 
@@ -459,6 +572,7 @@ static void req_unlink(kclient_t *c, kreq_t *r)
 static void req_attempt_reset(kreq_t *r)
 {
 	if (r->easy != NULL) {
+		conn_count(r); /* cancelled in flight: its connection was opened all the same */
 		curl_multi_remove_handle(r->c->multi, r->easy);
 		curl_easy_cleanup(r->easy);
 		r->easy = NULL;
@@ -475,6 +589,7 @@ static void req_attempt_reset(kreq_t *r)
 	sbuf_reset(&r->keep);
 	free(r->abort_err);
 	r->abort_err = NULL;
+	r->conn_counted = false;
 	kresult_clear(&r->res);
 }
 
@@ -595,6 +710,8 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 	size_t len = size * n;
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
 		r->retry_after = -1; /* a new response head (after a 1xx, say) */
+		if (!r->conn_counted)
+			conn_response(r);
 	} else if (len > 12 && strncasecmp(buf, "Retry-After:", 12) == 0) {
 		/* Only delay-seconds, as client-go: an HTTP date is ignored. */
 		size_t i = 12;
@@ -799,6 +916,7 @@ static void req_start_attempt(kreq_t *r)
 		return;
 	}
 	r->easy = e;
+	r->conn_counted = false;
 	r->errbuf[0] = '\0';
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
@@ -859,8 +977,13 @@ static void req_start_attempt(kreq_t *r)
 	}
 	if (c->connect_to != NULL)
 		curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
-	if (c->view.proxy_url != NULL && c->view.proxy_url[0] != '\0')
+	if (c->view.proxy_url != NULL && c->view.proxy_url[0] != '\0') {
 		curl_easy_setopt(e, CURLOPT_PROXY, c->view.proxy_url);
+		/* on_header must see the server's response head, not the proxy's answer
+		 * to CONNECT (its status line would be counted as the response, with the
+		 * proxy's HTTP version, and its Retry-After taken for the server's). */
+		curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+	}
 	if (cred.token == NULL && c->view.username != NULL && c->view.username[0] != '\0') {
 		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 		curl_easy_setopt(e, CURLOPT_USERNAME, c->view.username);
@@ -1013,6 +1136,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	double secs = (double)(now_ns(c) - r->start_ns) / 1e9;
 	bool transport = cc != CURLE_OK && r->abort_err == NULL;
 	stats_record(c, r->method, transport ? 0 : (int)r->code, !r->is_watch, secs);
+	conn_count(r);
 	req_trace(r, cc, secs);
 	curl_multi_remove_handle(c->multi, r->easy);
 	curl_easy_cleanup(r->easy);

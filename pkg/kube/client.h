@@ -233,16 +233,49 @@ typedef void (*kclient_request_stat_cb)(void *ud, const char *method, int code, 
  * too); code 0 = transport error. Thread-safe; cb runs on a copy, no lock held.
  */
 void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud);
-/* Latency histogram of non-watch request attempts (Prometheus histogram shape). */
+/*
+ * Latency histogram of non-watch request attempts (Prometheus histogram shape), per
+ * verb: the HTTP method, as client-go's rest_client_request_duration_seconds{verb}.
+ */
 #define KCLIENT_LATENCY_NBUCKETS 13
 typedef struct kclient_latency {
+	const char *verb; /* "GET", "POST", ... (static string); NULL = all verbs together */
 	double bounds[KCLIENT_LATENCY_NBUCKETS];   /* upper bounds in seconds, ascending */
 	uint64_t counts[KCLIENT_LATENCY_NBUCKETS]; /* cumulative: attempts <= bounds[i] */
 	double sum;                                /* seconds */
 	uint64_t count;                            /* all attempts (the +Inf bucket) */
 } kclient_latency_t;
-/* Fills *out with a consistent copy. Thread-safe. */
+/* Fills *out (caller's storage) with a consistent copy, all verbs summed. Thread-safe. */
 void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out);
+/* lat is borrowed for the call. */
+typedef void (*kclient_latency_cb)(void *ud, const kclient_latency_t *lat);
+/*
+ * Calls cb once per verb that has had at least one timed attempt, always in the
+ * same order (GET, POST, PUT, PATCH, DELETE, HEAD), so a series once exposed never
+ * vanishes. Thread-safe; cb runs on a consistent copy, no lock held.
+ */
+void kclient_latency_foreach(kclient_t *c, kclient_latency_cb cb, void *ud);
+
+/*
+ * Connection figures: whether the one multi handle really keeps one connection for
+ * every watch and call (HTTP/2 multiplexing) or opens more.
+ */
+typedef struct kclient_conn_stats {
+	/* New connections curl opened (CURLINFO_NUM_CONNECTS summed over attempts),
+	 * counted as soon as an attempt's response head arrives, so a watch that is
+	 * still streaming is already in; an attempt without a response is counted
+	 * when it ends. */
+	uint64_t connections;
+	/* Response heads received (at most one per attempt), by HTTP version. */
+	uint64_t responses;
+	uint64_t responses_http1; /* HTTP/1.0 or HTTP/1.1 */
+	uint64_t responses_http2;
+	uint64_t responses_http3;
+	/* Version of the latest response head: 10, 11, 20, 30; 0 = none yet. */
+	int last_http_version;
+} kclient_conn_stats_t;
+/* Fills *out (caller's storage) with a consistent copy. Thread-safe. */
+void kclient_conn_stats_snapshot(kclient_t *c, kclient_conn_stats_t *out);
 
 /* The loop the client runs on (borrowed). */
 struct ev_loop *kclient_loop(kclient_t *c);

@@ -853,6 +853,214 @@ START_TEST(test_rbac_forbidden_and_unauthorized)
 }
 END_TEST
 
+/*
+ * --- one connection: every watch and call multiplexed on one HTTP/2 connection ---
+ *
+ * client.c asks for HTTP/2 over TLS, waits for a connection in progress rather
+ * than opening another (PIPEWAIT), and multiplexes. This checks it on the real
+ * API server: three watches stay open while two worker threads make 20 GET/LIST
+ * calls at once, and the client's own figures must show one connection and only
+ * HTTP/2 responses.
+ */
+static const ktype_t t_event = {
+    .group = "", .version = "v1", .kind = "Event", .resource = "events", .namespaced = true};
+
+#define MUX_WATCHES 3
+#define MUX_CALLS   10 /* per worker thread */
+
+typedef struct mux_watch {
+	const char *what;
+	atomic_int added, ended;
+	char err[512];
+} mux_watch_t;
+
+typedef struct mux {
+	it_t *t;
+	mux_watch_t w[MUX_WATCHES];
+	uint64_t base_responses; /* responses before the watches started */
+	atomic_int calls_ok, calls_failed;
+	char call_err[512];
+	pthread_mutex_t mu;            /* call_err */
+	kclient_conn_stats_t measured; /* with the watches open, after the calls */
+} mux_t;
+
+static mux_t mux;
+
+static void mux_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+{
+	mux_watch_t *w = ud;
+	if (type == KWATCH_ADDED)
+		atomic_fetch_add(&w->added, 1);
+	else if (type == KWATCH_ERROR && status != NULL)
+		snprintf(w->err, sizeof(w->err), "ERROR event %d %s", status->code,
+		         status->message ? status->message : "");
+	kobj_unref(obj);
+}
+
+static void mux_watch_done(void *ud, kresult_t *res)
+{
+	mux_watch_t *w = ud;
+	snprintf(w->err, sizeof(w->err), "ended: %s", res->error ? res->error : "cleanly");
+	atomic_store(&w->ended, 1);
+}
+
+static const kdec_cb_t mux_cb = {.on_event = mux_event};
+
+/* One worker's share of the calls: GETs and LISTs of several kinds. */
+static void *mux_calls_main(void *arg)
+{
+	mux_t *m = arg;
+	it_t *t = m->t;
+	for (int i = 0; i < MUX_CALLS; i++) {
+		kresult_t r = {0};
+		int rc;
+		kobj_t **items = NULL;
+		size_t n = 0;
+		switch (i % 4) {
+		case 0:
+			rc = kclient_get_sync(t->c, &t_ns, NULL, t->ns, &r);
+			break;
+		case 1:
+			rc = kclient_list_sync(t->c, &ktype_deployment, t->ns, NULL, &items, &n,
+			                       NULL, &r);
+			break;
+		case 2:
+			rc = kclient_list_sync(t->c, &t_foo, t->ns, NULL, &items, &n, NULL, &r);
+			break;
+		default:
+			rc = kclient_get_sync(t->c, &t_ns, NULL, "default", &r);
+			break;
+		}
+		for (size_t k = 0; k < n; k++)
+			kobj_unref(items[k]);
+		free(items);
+		if (rc == 0) {
+			atomic_fetch_add(&m->calls_ok, 1);
+		} else {
+			atomic_fetch_add(&m->calls_failed, 1);
+			pthread_mutex_lock(&m->mu);
+			snprintf(m->call_err, sizeof(m->call_err), "%s", r.error ? r.error : "?");
+			pthread_mutex_unlock(&m->mu);
+		}
+		kresult_clear(&r);
+	}
+	return NULL;
+}
+
+/* Waits up to 30 s until the client has seen at least min response heads. */
+static bool wait_responses(kclient_t *c, uint64_t min)
+{
+	for (int i = 0; i < 3000; i++) {
+		kclient_conn_stats_t s;
+		kclient_conn_stats_snapshot(c, &s);
+		if (s.responses >= min)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void *mux_main(void *arg)
+{
+	it_t *t = arg;
+	mux_t *m = &mux;
+	/* A watch's response head comes as soon as the server has set it up. */
+	ck_assert_msg(wait_responses(t->c, m->base_responses + MUX_WATCHES),
+	              "the watches got no response heads");
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, mux_calls_main, m);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_msg(atomic_load(&m->calls_failed) == 0, "%d of %d calls failed, e.g.: %s",
+	              atomic_load(&m->calls_failed), 2 * MUX_CALLS, m->call_err);
+	ck_assert_int_eq(atomic_load(&m->calls_ok), 2 * MUX_CALLS);
+
+	/* One object for each watch, to show that all three still deliver. */
+	kresult_t r = {0};
+	char *dep = deployment_json("mux", NULL, 0, NULL);
+	int rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, dep, NULL, &r);
+	ck_assert_msg(rc == 0, "create deployment: %s", r.error);
+	kresult_clear(&r);
+	free(dep);
+	const char *foo = "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
+	                  "\"metadata\":{\"name\":\"mux\"},\"spec\":{\"deploymentName\":\"mux\","
+	                  "\"replicas\":1}}";
+	rc = kclient_create_sync(t->c, &t_foo, t->ns, foo, NULL, &r);
+	ck_assert_msg(rc == 0, "create foo: %s", r.error);
+	kresult_clear(&r);
+	char *ev = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":"
+	                     "\"mux\"},\"involvedObject\":{\"apiVersion\":\"apps/v1\",\"kind\":"
+	                     "\"Deployment\",\"name\":\"mux\",\"namespace\":\"%s\"},"
+	                     "\"reason\":\"Test\",\"message\":\"one connection\","
+	                     "\"type\":\"Normal\",\"source\":{\"component\":\"cli-it\"}}",
+	                     t->ns);
+	rc = kclient_create_sync(t->c, &t_event, t->ns, ev, NULL, &r);
+	ck_assert_msg(rc == 0, "create event: %s", r.error);
+	kresult_clear(&r);
+	free(ev);
+	for (int i = 0; i < MUX_WATCHES; i++)
+		ck_assert_msg(wait_atomic(&m->w[i].added, 1), "watch on %s saw no ADDED (%s)",
+		              m->w[i].what, m->w[i].err);
+	kclient_conn_stats_snapshot(t->c, &m->measured);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+START_TEST(test_one_connection_multiplexed)
+{
+	const char *contexts[] = {"token", "cert"};
+	const ktype_t *types[MUX_WATCHES] = {&ktype_deployment, &t_foo, &t_event};
+	const char *what[MUX_WATCHES] = {"deployments", "foos", "events"};
+	for (int ci = 0; ci < 2; ci++) {
+		it_t t;
+		it_init(&t, contexts[ci]);
+		it_run(&t, ns_main);
+		memset(&mux, 0, sizeof(mux));
+		mux.t = &t;
+		pthread_mutex_init(&mux.mu, NULL);
+		kclient_conn_stats_t before;
+		kclient_conn_stats_snapshot(t.c, &before);
+		mux.base_responses = before.responses;
+		kreq_t *w[MUX_WATCHES];
+		klist_opts_t o = {.allow_watch_bookmarks = true, .timeout_seconds = 120};
+		for (int i = 0; i < MUX_WATCHES; i++) {
+			char *err = NULL;
+			mux.w[i].what = what[i];
+			w[i] = kclient_watch(t.c, types[i], t.ns, &o, &mux_cb, mux_watch_done,
+			                     &mux.w[i], &err);
+			ck_assert_msg(w[i] != NULL, "watch %s: %s", what[i], err);
+		}
+		it_run(&t, mux_main);
+		for (int i = 0; i < MUX_WATCHES; i++)
+			ck_assert_msg(!atomic_load(&mux.w[i].ended), "watch on %s %s", what[i],
+			              mux.w[i].err);
+
+		const kclient_conn_stats_t *s = &mux.measured;
+		char *measured = xasprintf(
+		    "context %s: %llu TCP connection(s) opened; %llu responses: %llu HTTP/1.x, "
+		    "%llu HTTP/2, %llu HTTP/3; last response HTTP version %d (curl %s)",
+		    contexts[ci], (unsigned long long)s->connections,
+		    (unsigned long long)s->responses, (unsigned long long)s->responses_http1,
+		    (unsigned long long)s->responses_http2, (unsigned long long)s->responses_http3,
+		    s->last_http_version, curl_version_info(CURLVERSION_NOW)->version);
+		fprintf(stderr, "test_one_connection_multiplexed: %s\n", measured);
+		/* namespace create, 3 watches, 20 calls, 3 creates: at least 27 heads */
+		ck_assert_msg(s->responses >= 1 + MUX_WATCHES + 2 * MUX_CALLS + 3, "%s", measured);
+		ck_assert_msg(s->responses_http2 == s->responses, "not all HTTP/2: %s", measured);
+		ck_assert_msg(s->last_http_version == 20, "%s", measured);
+		ck_assert_msg(s->connections == 1, "want exactly 1 connection: %s", measured);
+		free(measured);
+
+		for (int i = 0; i < MUX_WATCHES; i++)
+			kreq_cancel(w[i]);
+		it_run(&t, ns_delete_main);
+		pthread_mutex_destroy(&mux.mu);
+		it_fini(&t);
+	}
+}
+END_TEST
+
 Suite *suite_client(void)
 {
 	Suite *s = suite_create("client");
@@ -864,6 +1072,7 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_watch_events);
 	tcase_add_test(tc, test_watch_gone);
 	tcase_add_test(tc, test_rbac_forbidden_and_unauthorized);
+	tcase_add_test(tc, test_one_connection_multiplexed);
 	suite_add_tcase(s, tc);
 	return s;
 }

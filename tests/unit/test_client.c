@@ -1565,6 +1565,142 @@ START_TEST(test_verbs_from_worker)
 }
 END_TEST
 
+/* --- per-verb latency and connection figures --- */
+
+typedef struct verb_seen {
+	int n;
+	const char *verb[8];
+	uint64_t count[8];
+	bool cumulative_ok;
+} verb_seen_t;
+
+static void verb_cb(void *ud, const kclient_latency_t *lat)
+{
+	verb_seen_t *v = ud;
+	if (v->n < 8) {
+		v->verb[v->n] = lat->verb;
+		v->count[v->n] = lat->count;
+		v->n++;
+	}
+	for (size_t i = 1; i < KCLIENT_LATENCY_NBUCKETS; i++)
+		if (lat->counts[i] < lat->counts[i - 1] || lat->counts[i] > lat->count)
+			v->cumulative_ok = false;
+}
+
+/* Breaks the loop once the client has seen *want response heads (or after 20 s). */
+typedef struct until_heads {
+	ev_timer tick;
+	kclient_t *c;
+	uint64_t want;
+	double deadline;
+} until_heads_t;
+
+static void until_heads_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	until_heads_t *u = (until_heads_t *)w;
+	kclient_conn_stats_t s;
+	kclient_conn_stats_snapshot(u->c, &s);
+	if (s.responses >= u->want || ev_now(loop) > u->deadline)
+		ev_break(loop, EVBREAK_ONE);
+}
+
+START_TEST(test_latency_per_verb_and_connections)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	kclient_conn_stats_t s;
+	kclient_conn_stats_snapshot(f.c, &s);
+	ck_assert_uint_eq(s.connections, 0);
+	ck_assert_uint_eq(s.responses, 0);
+	ck_assert_int_eq(s.last_http_version, 0);
+
+	/* DELETE, GET, POST, DELETE: one keep-alive connection for all four. */
+	fs_push_simple(f.fs, 200, NULL, "{\"kind\":\"Status\",\"status\":\"Success\"}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	fs_push_simple(f.fs, 201, NULL, DEP_JSON("d1"));
+	fs_push_simple(f.fs, 200, NULL, "{\"kind\":\"Status\",\"status\":\"Success\"}");
+	const char *verbs[] = {"DELETE", "GET", "POST", "DELETE"};
+	for (int i = 0; i < 4; i++) {
+		const char *body = strcmp(verbs[i], "POST") == 0 ? DEP_JSON("d1") : NULL;
+		kreq_spec_t spec = {.method = verbs[i],
+		                    .type = &t_dep,
+		                    .ns = "ns1",
+		                    .name = body ? NULL : "d1",
+		                    .body = body,
+		                    .body_len = body ? strlen(body) : 0,
+		                    .decode = KDEC_OBJECT,
+		                    .no_decode = strcmp(verbs[i], "DELETE") == 0};
+		call_t c = {0};
+		run_call(&f, &spec, &c);
+		ck_assert_msg(c.res.error == NULL, "%s: %s", verbs[i], c.res.error);
+		call_clear(&c);
+	}
+	/* One series per verb seen, in a fixed order (not the order of first use). */
+	verb_seen_t v = {.cumulative_ok = true};
+	kclient_latency_foreach(f.c, verb_cb, &v);
+	ck_assert_int_eq(v.n, 3);
+	ck_assert_str_eq(v.verb[0], "GET");
+	ck_assert_uint_eq(v.count[0], 1);
+	ck_assert_str_eq(v.verb[1], "POST");
+	ck_assert_uint_eq(v.count[1], 1);
+	ck_assert_str_eq(v.verb[2], "DELETE");
+	ck_assert_uint_eq(v.count[2], 2);
+	ck_assert(v.cumulative_ok);
+	kclient_latency_t all;
+	kclient_latency_snapshot(f.c, &all);
+	ck_assert_ptr_null(all.verb);
+	ck_assert_uint_eq(all.count, 4);
+	kclient_conn_stats_snapshot(f.c, &s);
+	ck_assert_uint_eq(s.connections, 1);
+	ck_assert_uint_eq(s.responses, 4);
+	ck_assert_uint_eq(s.responses_http1, 4); /* h2 is asked for over TLS only */
+	ck_assert_uint_eq(s.responses_http2, 0);
+	ck_assert_int_eq(s.last_http_version, 11);
+
+	/* The server closes after this answer: the next request needs a new connection,
+	 * and a watch's is counted at its response head, while it still streams. */
+	fs_push_simple(f.fs, 200, "Connection: close\r\n", DEP_JSON("d1"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
+	call_clear(&c);
+	atomic_int release = 0;
+	const char *ev = "{\"type\":\"ADDED\",\"object\":" DEP_JSON("a") "}\n";
+	fs_resp_t *r = fs_resp_new();
+	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	            "Transfer-Encoding: chunked\r\n\r\n");
+	char *ch = xasprintf("%zx\r\n%s\r\n", strlen(ev), ev);
+	fs_write(r, ch);
+	free(ch);
+	fs_wait_flag(r, &release);
+	fs_write(r, "0\r\n\r\n");
+	fs_push(f.fs, r);
+	call_t w = {0};
+	char *err = NULL;
+	ck_assert_ptr_nonnull(
+	    kclient_watch(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &w, &err));
+	until_heads_t u = {.c = f.c, .want = 6, .deadline = ev_now(f.loop) + 20};
+	ev_timer_init(&u.tick, until_heads_cb, 0.005, 0.005);
+	ev_timer_start(f.loop, &u.tick);
+	ev_run(f.loop, 0);
+	ev_timer_stop(f.loop, &u.tick);
+	kclient_conn_stats_snapshot(f.c, &s);
+	ck_assert_int_eq(atomic_load(&w.done), 0); /* the watch is still open */
+	ck_assert_uint_eq(s.responses, 6);
+	ck_assert_uint_eq(s.connections, 2);
+	atomic_store(&release, 1);
+	run_until(f.loop, &w.done);
+	ck_assert_msg(w.res.error == NULL, "%s", w.res.error);
+	call_clear(&w);
+	kclient_conn_stats_snapshot(f.c, &s);
+	ck_assert_uint_eq(s.connections, 2); /* not counted twice at its end */
+	/* Watches are not in the latency histogram. */
+	kclient_latency_snapshot(f.c, &all);
+	ck_assert_uint_eq(all.count, 5);
+	fx_done(&f);
+}
+END_TEST
+
 /* --- the token bucket, on a fake clock --- */
 
 START_TEST(test_bucket_burst_then_qps)
@@ -1677,6 +1813,7 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_free_completes_pending_sync);
 	tcase_add_test(tc, test_verbs_from_worker);
 	tcase_add_test(tc, test_client_rate_limited);
+	tcase_add_test(tc, test_latency_per_verb_and_connections);
 	suite_add_tcase(s, tc);
 	TCase *tb = tcase_create("ratelimit");
 	tcase_add_test(tb, test_bucket_burst_then_qps);
