@@ -127,7 +127,8 @@ struct kreq {
 	bool keep_body;
 	bool is_watch;
 	uint32_t timeout_ms;
-	char *url;
+	char *url;      /* the server's URL: messages, logs */
+	char *curl_url; /* the same with the TLS name as host (tls_base), or NULL */
 	char *content_type;
 	char *body;
 	size_t body_len;
@@ -182,9 +183,18 @@ struct kclient {
 	int max_retries;
 	size_t max_object_bytes;
 
-	char *base; /* server URL without trailing slash */
+	char *base; /* server URL without trailing slash: request URLs, messages */
 	char *host;
-	struct curl_slist *connect_to; /* tls-server-name: connect to the real host */
+	/*
+	 * tls-server-name (when it differs from the server's host): curl is given
+	 * tls_base, the server URL with the TLS name as its host, so that it sends
+	 * that SNI and verifies the certificate for it; connect_to sends it to the
+	 * real address (directly, or in the proxy's CONNECT), and host_header keeps
+	 * the Host header the server's, as client-go does.
+	 */
+	char *tls_base;
+	struct curl_slist *connect_to;
+	char *host_header; /* "Host: <host>" */
 
 	CURLM *multi;
 	ev_timer curl_timer;
@@ -607,6 +617,7 @@ static void req_free(kreq_t *r)
 	sbuf_free(&r->keep);
 	req_unlink(c, r);
 	free(r->url);
+	free(r->curl_url);
 	free(r->content_type);
 	free(r->body);
 	free(r);
@@ -918,7 +929,7 @@ static void req_start_attempt(kreq_t *r)
 	r->easy = e;
 	r->conn_counted = false;
 	r->errbuf[0] = '\0';
-	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_URL, r->curl_url ? r->curl_url : r->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
@@ -979,6 +990,9 @@ static void req_start_attempt(kreq_t *r)
 		curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
 	if (c->view.proxy_url != NULL && c->view.proxy_url[0] != '\0') {
 		curl_easy_setopt(e, CURLOPT_PROXY, c->view.proxy_url);
+		/* An explicit proxy-url has no exceptions (client-go: http.ProxyURL); without
+		 * this, curl would go direct for hosts in $no_proxy / $NO_PROXY. */
+		curl_easy_setopt(e, CURLOPT_NOPROXY, "");
 		/* on_header must see the server's response head, not the proxy's answer
 		 * to CONNECT (its status line would be counted as the response, with the
 		 * proxy's HTTP version, and its Retry-After taken for the server's). */
@@ -994,6 +1008,8 @@ static void req_start_attempt(kreq_t *r)
 	h = curl_slist_append(h, "Accept: application/json");
 	/* No "Expect: 100-continue" round trip before large bodies. */
 	h = curl_slist_append(h, "Expect:");
+	if (c->host_header != NULL)
+		h = curl_slist_append(h, c->host_header);
 	if (r->body != NULL) {
 		char *ct = xasprintf("Content-Type: %s", r->content_type);
 		h = curl_slist_append(h, ct);
@@ -1439,21 +1455,21 @@ static int parse_server(kclient_t *c, char **err)
 	}
 	c->host = explicit_port ? xasprintf("%s:%s", host, port) : xstrdup(host);
 
-	if (c->view.tls_server_name != NULL && c->view.tls_server_name[0] != '\0' &&
-	    strcmp(c->view.tls_server_name, host) != 0) {
+	if (strcmp(scheme, "https") == 0 && c->view.tls_server_name != NULL &&
+	    c->view.tls_server_name[0] != '\0' && strcmp(c->view.tls_server_name, host) != 0) {
 		/* curl verifies the certificate against the URL's host: ask for the
 		 * TLS name in the URL and connect to the real address underneath. */
 		char *conn = xasprintf("%s:%s:%s:%s", c->view.tls_server_name, port, host, port);
 		c->connect_to = curl_slist_append(NULL, conn);
 		free(conn);
+		c->host_header = xasprintf("Host: %s", c->host);
 		curl_url_set(u, CURLUPART_HOST, c->view.tls_server_name, 0);
 		char *url = NULL;
 		if (curl_url_get(u, CURLUPART_URL, &url, 0) == CURLUE_OK) {
-			free(c->base);
 			n = strlen(url);
 			while (n > 0 && url[n - 1] == '/')
 				n--;
-			c->base = xstrndup(url, n);
+			c->tls_base = xstrndup(url, n);
 			curl_free(url);
 		}
 	}
@@ -1528,6 +1544,8 @@ fail:
 	free(c->host);
 	free(c->user_agent);
 	curl_slist_free_all(c->connect_to);
+	free(c->tls_base);
+	free(c->host_header);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->stats_mu);
@@ -1587,6 +1605,8 @@ void kclient_free(kclient_t *c)
 		free(s);
 	}
 	curl_slist_free_all(c->connect_to);
+	free(c->tls_base);
+	free(c->host_header);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->stats_mu);
@@ -1642,6 +1662,8 @@ static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_c
 	r->is_watch = spec->is_watch;
 	r->timeout_ms = spec->timeout_ms;
 	r->url = build_url(c, spec);
+	if (c->tls_base != NULL)
+		r->curl_url = xasprintf("%s%s", c->tls_base, r->url + strlen(c->base));
 	if (spec->body != NULL) {
 		r->body = xmalloc(spec->body_len + 1);
 		memcpy(r->body, spec->body, spec->body_len);

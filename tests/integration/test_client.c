@@ -5,18 +5,29 @@
  * The loop runs on the test's thread; the test body runs on a worker thread and
  * uses the blocking verbs, as a controller's workers do. Each test makes its own
  * namespace and deletes it at the end.
+ *
+ * Case "tls": insecure-skip-tls-verify, tls-server-name and proxy-url, with helper
+ * processes (connect_proxy.py, host_echo.py next to this file) on free ports.
  */
 #include "pkg/kube/client.h"
 #include "pkg/kube/types.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <ev.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const ktype_t t_ns = {
@@ -52,6 +63,25 @@ typedef struct it {
 	char error_msg[512];
 } it_t;
 
+/* base64 of data, by hand: base.h has no encoder. */
+static void put_b64(sbuf_t *b, const char *data, size_t len)
+{
+	static const char tbl[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = (const unsigned char *)data;
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned n = (unsigned)p[i] << 16;
+		if (i + 1 < len)
+			n |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < len)
+			n |= p[i + 2];
+		sbuf_putc(b, tbl[(n >> 18) & 63]);
+		sbuf_putc(b, tbl[(n >> 12) & 63]);
+		sbuf_putc(b, i + 1 < len ? tbl[(n >> 6) & 63] : '=');
+		sbuf_putc(b, i + 2 < len ? tbl[n & 63] : '=');
+	}
+}
+
 static kclient_t *it_client_ctx(struct ev_loop *loop, const char *context, const char *token)
 {
 	const char *path = getenv("KUBECONFIG");
@@ -70,21 +100,7 @@ static kclient_t *it_client_ctx(struct ev_loop *loop, const char *context, const
 		            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
 		            "    server: %s\n    certificate-authority-data: ",
 		            v.server);
-		/* base64 of the CA, by hand: base.h has no encoder. */
-		static const char tbl[] =
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		const unsigned char *p = (const unsigned char *)v.ca_pem;
-		for (size_t i = 0; i < v.ca_len; i += 3) {
-			unsigned n = (unsigned)p[i] << 16;
-			if (i + 1 < v.ca_len)
-				n |= (unsigned)p[i + 1] << 8;
-			if (i + 2 < v.ca_len)
-				n |= p[i + 2];
-			sbuf_putc(&b, tbl[(n >> 18) & 63]);
-			sbuf_putc(&b, tbl[(n >> 12) & 63]);
-			sbuf_putc(&b, i + 1 < v.ca_len ? tbl[(n >> 6) & 63] : '=');
-			sbuf_putc(&b, i + 2 < v.ca_len ? tbl[n & 63] : '=');
-		}
+		put_b64(&b, v.ca_pem, v.ca_len);
 		sbuf_printf(&b,
 		            "\nusers:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
 		            "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
@@ -1061,6 +1077,489 @@ START_TEST(test_one_connection_multiplexed)
 }
 END_TEST
 
+/* ------------------------------------------------------------ TLS options, proxy */
+
+/*
+ * kubeconfig options insecure-skip-tls-verify, tls-server-name and proxy-url
+ * against the real API server. Its serving certificate (hack/local-up.sh) is for
+ * IP:127.0.0.1, IP:10.0.0.1 and DNS:localhost, kubernetes, kubernetes.default,
+ * kubernetes.default.svc, signed by the local CA (.local/pki/ca.crt).
+ */
+
+/* The local server, from $KUBECONFIG (context "token"). */
+typedef struct local_srv {
+	char server[256];    /* https://127.0.0.1:PORT */
+	char host_port[128]; /* 127.0.0.1:PORT */
+	sbuf_t ca_b64;
+	char *token;
+} local_srv_t;
+
+static void local_srv_load(local_srv_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	const char *path = getenv("KUBECONFIG");
+	ck_assert_msg(path != NULL && path[0] != '\0',
+	              "KUBECONFIG must name the local control plane's kubeconfig");
+	kconfig_load_opts_t lo = {.kubeconfig = path, .context = "token"};
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load(&lo, &err);
+	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
+	struct kconfig_view v;
+	kconfig_view(cfg, &v);
+	snprintf(s->server, sizeof(s->server), "%s", v.server);
+	const char *hp = strstr(v.server, "://");
+	ck_assert_msg(hp != NULL && strncmp(v.server, "https://", 8) == 0, "server %s", v.server);
+	snprintf(s->host_port, sizeof(s->host_port), "%s", hp + 3);
+	ck_assert_msg(v.ca_pem != NULL, "the local kubeconfig has no CA");
+	put_b64(&s->ca_b64, v.ca_pem, v.ca_len);
+	kcred_t cred = {0};
+	ck_assert_msg(kconfig_credentials(cfg, false, &cred, &err) == 0, "credentials: %s", err);
+	ck_assert_msg(cred.token != NULL, "context token has no token");
+	s->token = xstrdup(cred.token);
+	kcred_clear(&cred);
+	kconfig_free(cfg);
+}
+
+static void local_srv_free(local_srv_t *s)
+{
+	sbuf_free(&s->ca_b64);
+	free(s->token);
+}
+
+typedef struct tls_kcfg {
+	bool ca;                 /* certificate-authority-data: the local CA */
+	bool insecure;           /* insecure-skip-tls-verify: true */
+	const char *server_name; /* tls-server-name, or NULL */
+	const char *proxy;       /* proxy-url, or NULL */
+} tls_kcfg_t;
+
+/* A client for the local server and token with the cluster options o. */
+static void tls_init(it_t *t, const local_srv_t *s, const tls_kcfg_t *o)
+{
+	memset(t, 0, sizeof(*t));
+	t->loop = ev_loop_new(EVFLAG_AUTO);
+	snprintf(t->ns, sizeof(t->ns), "cli-tls-%08llx", (unsigned long long)(rand_u64() >> 32));
+	sbuf_t b = SBUF_INIT;
+	sbuf_printf(&b,
+	            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+	            "    server: %s\n",
+	            s->server);
+	if (o->ca)
+		sbuf_printf(&b, "    certificate-authority-data: %s\n",
+		            sbuf_cstr((sbuf_t *)&s->ca_b64));
+	if (o->insecure)
+		sbuf_puts(&b, "    insecure-skip-tls-verify: true\n");
+	if (o->server_name != NULL)
+		sbuf_printf(&b, "    tls-server-name: %s\n", o->server_name);
+	if (o->proxy != NULL)
+		sbuf_printf(&b, "    proxy-url: %s\n", o->proxy);
+	sbuf_printf(&b,
+	            "users:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
+	            "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+	            s->token);
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load_text(b.data, b.len, "tls-test-kubeconfig", NULL, &err);
+	sbuf_free(&b);
+	ck_assert_msg(cfg != NULL, "kconfig_load_text: %s", err);
+	/* No retries: a refused handshake must fail at once, not after backoff. */
+	kclient_opts_t co = {.max_retries = -1, .connect_timeout_ms = 5000};
+	t->c = kclient_new(t->loop, cfg, &co, &err);
+	ck_assert_msg(t->c != NULL, "kclient_new: %s", err);
+}
+
+/* Worker: GET /api/v1/namespaces/default into tls_res / tls_rc. */
+static kresult_t tls_res;
+static int tls_rc;
+
+static void *get_default_main(void *arg)
+{
+	it_t *t = arg;
+	kresult_clear(&tls_res);
+	memset(&tls_res, 0, sizeof(tls_res));
+	tls_rc = kclient_get_sync(t->c, &t_ns, NULL, "default", &tls_res);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+/* One GET of namespace default with a fresh client for o; result in tls_res. */
+static int tls_get_default(const local_srv_t *s, const tls_kcfg_t *o)
+{
+	it_t t;
+	tls_init(&t, s, o);
+	it_run(&t, get_default_main);
+	it_fini(&t);
+	return tls_rc;
+}
+
+static void assert_get_ok(const char *what)
+{
+	ck_assert_msg(tls_rc == 0, "%s: GET namespace default failed: %s", what, tls_res.error);
+	ck_assert_int_eq(tls_res.http_code, 200);
+	ck_assert_msg(tls_res.obj != NULL && strcmp(tls_res.obj->name, "default") == 0,
+	              "%s: no namespace default in the answer", what);
+}
+
+/* The GET failed in the TLS handshake because the server's certificate was refused
+ * (curl error 60), and the message says so and names the request's URL. */
+static void assert_verify_failed(const local_srv_t *s, const char *what, const char *needle)
+{
+	ck_assert_msg(tls_rc != 0, "%s: GET succeeded, want a verification error", what);
+	ck_assert_msg(tls_res.http_code == 0 &&
+	                  tls_res.transport_code == CURLE_PEER_FAILED_VERIFICATION,
+	              "%s: want curl error %d (peer verification), got HTTP %d, curl %d: %s", what,
+	              (int)CURLE_PEER_FAILED_VERIFICATION, tls_res.http_code,
+	              tls_res.transport_code, tls_res.error);
+	ck_assert_msg(kerr_is_transport(&tls_res), "%s: not a transport error: %s", what,
+	              tls_res.error);
+	ck_assert_ptr_nonnull(tls_res.error);
+	ck_assert_msg(strstr(tls_res.error, needle) != NULL, "%s: error does not say \"%s\": %s",
+	              what, needle, tls_res.error);
+	/* The URL in the message is the server's, as written in the kubeconfig. */
+	char *url = xasprintf("GET %s/api/v1/namespaces/default:", s->server);
+	ck_assert_msg(strstr(tls_res.error, url) != NULL, "%s: error does not name \"%s\": %s",
+	              what, url, tls_res.error);
+	free(url);
+	fprintf(stderr, "%s: %s\n", what, tls_res.error);
+}
+
+START_TEST(test_tls_insecure_skip_verify)
+{
+	local_srv_t s;
+	local_srv_load(&s);
+	/* No CA at all, verification off: the handshake must succeed. */
+	tls_get_default(&s, &(tls_kcfg_t){.insecure = true});
+	assert_get_ok("insecure-skip-tls-verify without a CA");
+	/* No CA and verification on: the system store does not know the local CA. */
+	tls_get_default(&s, &(tls_kcfg_t){0});
+	assert_verify_failed(&s, "system CAs only", "certificate");
+	/* And the local CA alone is enough. */
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true});
+	assert_get_ok("certificate-authority-data");
+	kresult_clear(&tls_res);
+	local_srv_free(&s);
+}
+END_TEST
+
+/* --- helper processes (Python scripts in tests/integration), on free ports --- */
+
+typedef struct helper {
+	pid_t pid;
+	char dir[64];
+	char port_file[128];
+	char log_file[128];
+	int port;
+} helper_t;
+
+static const char *python3(void)
+{
+	return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+/* Starts script with args (NULL-terminated; "@PORT" and "@LOG" stand for the
+ * helper's port file and log file), waits up to 10 s for its port file. */
+static void helper_start(helper_t *h, const char *script, const char *const *args)
+{
+	memset(h, 0, sizeof(*h));
+	snprintf(h->dir, sizeof(h->dir), "/tmp/cli-it-helper-XXXXXX");
+	ck_assert_msg(mkdtemp(h->dir) != NULL, "mkdtemp: %s", strerror(errno));
+	snprintf(h->port_file, sizeof(h->port_file), "%s/port", h->dir);
+	snprintf(h->log_file, sizeof(h->log_file), "%s/log", h->dir);
+	char path[256];
+	/* make integration runs in tests/integration; from the top, the same file. */
+	snprintf(path, sizeof(path), "%s", script);
+	if (access(path, R_OK) != 0)
+		snprintf(path, sizeof(path), "tests/integration/%s", script);
+	ck_assert_msg(access(path, R_OK) == 0, "helper %s not found", script);
+	const char *argv[16];
+	int n = 0;
+	argv[n++] = python3();
+	argv[n++] = path;
+	for (; *args != NULL && n < 15; args++)
+		argv[n++] = strcmp(*args, "@PORT") == 0  ? h->port_file
+		            : strcmp(*args, "@LOG") == 0 ? h->log_file
+		                                         : *args;
+	argv[n] = NULL;
+	int rc = posix_spawnp(&h->pid, argv[0], NULL, NULL, (char *const *)argv, environ);
+	ck_assert_msg(rc == 0, "posix_spawnp %s: %s", path, strerror(rc));
+	for (int i = 0; i < 1000 && h->port == 0; i++) {
+		FILE *f = fopen(h->port_file, "r");
+		if (f != NULL) {
+			if (fscanf(f, "%d", &h->port) != 1)
+				h->port = 0;
+			fclose(f);
+		}
+		if (h->port == 0) {
+			int st;
+			ck_assert_msg(waitpid(h->pid, &st, WNOHANG) == 0, "helper %s exited", path);
+			usleep(10000);
+		}
+	}
+	ck_assert_msg(h->port > 0, "helper %s wrote no port within 10 s", path);
+}
+
+/* Stops the helper; returns its log (new string, "" if none), free with free(). */
+static char *helper_stop(helper_t *h)
+{
+	if (h->pid > 0) {
+		kill(h->pid, SIGTERM);
+		waitpid(h->pid, NULL, 0);
+		h->pid = 0;
+	}
+	char *log = NULL;
+	size_t len = 0;
+	char *err = NULL;
+	if (file_read_all(h->log_file, &log, &len, &err) < 0) {
+		free(err);
+		log = xstrdup("");
+	}
+	unlink(h->port_file);
+	unlink(h->log_file);
+	rmdir(h->dir);
+	return log;
+}
+
+/* The first non-loopback IPv4 address that is up, or false. */
+static bool non_loopback_ipv4(char *buf, size_t len)
+{
+	struct ifaddrs *ifs = NULL;
+	if (getifaddrs(&ifs) != 0)
+		return false;
+	bool found = false;
+	for (struct ifaddrs *i = ifs; i != NULL && !found; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		    (i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0)
+			continue;
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)i->ifa_addr;
+		if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127 ||
+		    (ntohl(sin->sin_addr.s_addr) >> 16) == 0xa9fe) /* 169.254/16 */
+			continue;
+		found = inet_ntop(AF_INET, &sin->sin_addr, buf, (socklen_t)len) != NULL;
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+/*
+ * What Host header did the API server receive? Its pod proxy forwards the Host it
+ * got to the pod (kube-apiserver v1.3x; checked with curl -H Host), so a pod whose
+ * IP is this machine's non-loopback address (kwok leaves the status of a pod
+ * annotated kwok.x-k8s.io/status=custom to us) and whose "container" is
+ * host_echo.py answers with it.
+ */
+static const ktype_t t_pod = {
+    .group = "", .version = "v1", .kind = "Pod", .resource = "pods", .namespaced = true};
+
+typedef struct host_probe {
+	char ip[64];
+	int port;
+	char seen[256]; /* "Host: ..." line the echo server answered */
+} host_probe_t;
+static host_probe_t probe;
+
+static void *host_setup_main(void *arg)
+{
+	it_t *t = arg;
+	ns_create(t);
+	char *pod = xasprintf(
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"host-echo\","
+	    "\"annotations\":{\"kwok.x-k8s.io/status\":\"custom\"}},\"spec\":{\"nodeName\":"
+	    "\"kwok-node-0\",\"containers\":[{\"name\":\"echo\",\"image\":\"none\"}]}}");
+	kresult_t r = {0};
+	/* The namespace's default ServiceAccount (admission needs it) comes a moment
+	 * after the namespace. */
+	int rc = -1;
+	for (int i = 0; i < 100; i++) {
+		kresult_clear(&r);
+		memset(&r, 0, sizeof(r));
+		rc = kclient_create_sync(t->c, &t_pod, t->ns, pod, NULL, &r);
+		if (rc == 0 || r.http_code != 403)
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(rc == 0, "create pod: %s", r.error);
+	kresult_clear(&r);
+	free(pod);
+	char *st = xasprintf("{\"status\":{\"phase\":\"Running\",\"podIP\":\"%s\",\"podIPs\":[{"
+	                     "\"ip\":\"%s\"}]}}",
+	                     probe.ip, probe.ip);
+	memset(&r, 0, sizeof(r));
+	kreq_spec_t sp = {.method = "PATCH",
+	                  .type = &t_pod,
+	                  .ns = t->ns,
+	                  .name = "host-echo",
+	                  .subresource = "status",
+	                  .content_type = kpatch_content_type(KPATCH_MERGE),
+	                  .body = st,
+	                  .body_len = strlen(st),
+	                  .decode = KDEC_OBJECT};
+	rc = kclient_do_sync(t->c, &sp, &r);
+	ck_assert_msg(rc == 0, "patch pod status: %s", r.error);
+	kresult_clear(&r);
+	free(st);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+static void *host_probe_main(void *arg)
+{
+	it_t *t = arg;
+	char *name = xasprintf("http:host-echo:%d", probe.port);
+	kreq_spec_t sp = {.method = "GET",
+	                  .type = &t_pod,
+	                  .ns = t->ns,
+	                  .name = name,
+	                  .subresource = "proxy/",
+	                  .keep_body = true,
+	                  .no_decode = true};
+	kresult_t r = {0};
+	int rc = kclient_do_sync(t->c, &sp, &r);
+	ck_assert_msg(rc == 0, "GET pod proxy: %s", r.error);
+	ck_assert_ptr_nonnull(r.body);
+	size_t n = strcspn(r.body, "\n");
+	snprintf(probe.seen, sizeof(probe.seen), "%.*s", (int)n, r.body);
+	kresult_clear(&r);
+	free(name);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+static void *host_teardown_main(void *arg)
+{
+	it_t *t = arg;
+	kdelete_opts_t d = {.grace_period_seconds = 0};
+	kresult_t r = {0};
+	int rc = kclient_delete_sync(t->c, &t_pod, t->ns, "host-echo", &d, &r);
+	ck_assert_msg(rc == 0, "delete pod: %s", r.error);
+	kresult_clear(&r);
+	ns_delete(t);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+START_TEST(test_tls_server_name)
+{
+	local_srv_t s;
+	local_srv_load(&s);
+	/* A DNS SAN of the serving certificate that does not even resolve here: the
+	 * client connects to 127.0.0.1 and only verifies (and sends SNI) for it. */
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .server_name = "kubernetes"});
+	assert_get_ok("tls-server-name kubernetes");
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .server_name = "localhost"});
+	assert_get_ok("tls-server-name localhost");
+	/* A name the certificate is not for: refused, and the message names it. */
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .server_name = "not-in-cert.example"});
+	assert_verify_failed(&s, "tls-server-name not-in-cert.example", "not-in-cert.example");
+	kresult_clear(&tls_res);
+
+	/* client-go: tls-server-name changes SNI and verification only; the Host header
+	 * is still the server URL's host (Go's http.Request.Host from the URL). */
+	memset(&probe, 0, sizeof(probe));
+	if (!non_loopback_ipv4(probe.ip, sizeof(probe.ip))) {
+		fprintf(stderr, "test_tls_server_name: no non-loopback IPv4 address: the Host "
+		                "header the API server saw is not checked\n");
+		local_srv_free(&s);
+		return;
+	}
+	helper_t echo;
+	helper_start(&echo, "host_echo.py", (const char *const[]){probe.ip, "@PORT", NULL});
+	probe.port = echo.port;
+	it_t t;
+	tls_init(&t, &s, &(tls_kcfg_t){.ca = true, .server_name = "kubernetes"});
+	it_run(&t, host_setup_main);
+	it_run(&t, host_probe_main);
+	char want[192];
+	snprintf(want, sizeof(want), "Host: %s", s.host_port);
+	bool ok = strcmp(probe.seen, want) == 0;
+	fprintf(stderr,
+	        "test_tls_server_name: with tls-server-name kubernetes the API server saw "
+	        "\"%s\"\n",
+	        probe.seen);
+	it_run(&t, host_teardown_main);
+	it_fini(&t);
+	free(helper_stop(&echo));
+	ck_assert_msg(ok, "API server saw \"%s\", want \"%s\"", probe.seen, want);
+	local_srv_free(&s);
+}
+END_TEST
+
+/* The proxy's log: one "CONNECT target header-names" line per tunnel asked for. */
+static void assert_connects(const char *log, const char *want_target, const char *never)
+{
+	char *want = xasprintf("CONNECT %s ", want_target);
+	ck_assert_msg(strstr(log, want) != NULL, "proxy was not asked to CONNECT %s; log:\n%s",
+	              want_target, log);
+	free(want);
+	if (never != NULL) {
+		char *bad = xasprintf("CONNECT %s", never);
+		ck_assert_msg(strstr(log, bad) == NULL, "proxy was asked to CONNECT %s; log:\n%s",
+		              never, log);
+		free(bad);
+	}
+	/* Every line is a CONNECT (https through an HTTP proxy is always tunnelled), and
+	 * none carries the bearer token: the Authorization header is for the API
+	 * server, inside the tunnel, never for the proxy. */
+	for (const char *l = log; *l != '\0';) {
+		size_t n = strcspn(l, "\n");
+		ck_assert_msg(strncmp(l, "CONNECT ", 8) == 0, "proxy got: %.*s", (int)n, l);
+		char *line = xstrndup(l, n);
+		ck_assert_msg(strstr(line, "authorization") == NULL,
+		              "the proxy saw an Authorization header: %s", line);
+		free(line);
+		l += n;
+		if (*l == '\n')
+			l++;
+	}
+}
+
+START_TEST(test_tls_proxy_url)
+{
+	local_srv_t s;
+	local_srv_load(&s);
+	/* An explicit proxy-url wins over no_proxy in the environment (client-go uses
+	 * http.ProxyURL for it, which knows no exceptions). */
+	setenv("no_proxy", "127.0.0.1,localhost,kubernetes", 1);
+	setenv("NO_PROXY", "127.0.0.1,localhost,kubernetes", 1);
+
+	helper_t px;
+	helper_start(&px, "connect_proxy.py", (const char *const[]){"@PORT", "@LOG", NULL});
+	char *proxy = xasprintf("http://127.0.0.1:%d", px.port);
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .proxy = proxy});
+	assert_get_ok("proxy-url");
+	char *log = helper_stop(&px);
+	fprintf(stderr, "test_tls_proxy_url: proxy log:\n%s", log);
+	assert_connects(log, s.host_port, NULL);
+	free(log);
+	free(proxy);
+
+	/* With tls-server-name too, the proxy is asked for the server's real address;
+	 * the TLS name is only for the handshake inside the tunnel. */
+	helper_start(&px, "connect_proxy.py", (const char *const[]){"@PORT", "@LOG", NULL});
+	proxy = xasprintf("http://127.0.0.1:%d", px.port);
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .server_name = "kubernetes", .proxy = proxy});
+	assert_get_ok("proxy-url with tls-server-name kubernetes");
+	log = helper_stop(&px);
+	fprintf(stderr, "test_tls_proxy_url: with tls-server-name, proxy log:\n%s", log);
+	assert_connects(log, s.host_port, "kubernetes");
+	free(log);
+	free(proxy);
+
+	/* A proxy that is down is an error, not a silent direct connection. */
+	helper_start(&px, "connect_proxy.py", (const char *const[]){"@PORT", "@LOG", NULL});
+	proxy = xasprintf("http://127.0.0.1:%d", px.port);
+	free(helper_stop(&px));
+	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .proxy = proxy});
+	ck_assert_msg(tls_rc != 0, "GET through a stopped proxy succeeded");
+	ck_assert_msg(tls_res.transport_code == CURLE_COULDNT_CONNECT,
+	              "want curl error %d through a stopped proxy: %s", (int)CURLE_COULDNT_CONNECT,
+	              tls_res.error);
+	free(proxy);
+	kresult_clear(&tls_res);
+	unsetenv("no_proxy");
+	unsetenv("NO_PROXY");
+	local_srv_free(&s);
+}
+END_TEST
+
 Suite *suite_client(void)
 {
 	Suite *s = suite_create("client");
@@ -1074,5 +1573,11 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_rbac_forbidden_and_unauthorized);
 	tcase_add_test(tc, test_one_connection_multiplexed);
 	suite_add_tcase(s, tc);
+	TCase *tls = tcase_create("tls");
+	tcase_set_timeout(tls, 120);
+	tcase_add_test(tls, test_tls_insecure_skip_verify);
+	tcase_add_test(tls, test_tls_server_name);
+	tcase_add_test(tls, test_tls_proxy_url);
+	suite_add_tcase(s, tls);
 	return s;
 }
