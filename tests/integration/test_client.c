@@ -693,6 +693,16 @@ static void *compact_main(void *arg)
 	char why[512] = "";
 	bool ok = etcd_compact(ns_rv, why, sizeof(why));
 	ck_assert_msg(ok, "cannot compact etcd to force a 410: %s", why);
+	/* Compaction alone is not enough on a young API server: its watch cache was
+	 * filled when etcd's revision was still low, holds no event older than that, and
+	 * so serves a watch from resourceVersion 1 without a 410. Restarted, it starts
+	 * its window at the current revision. */
+	const char *root = getenv("CSC_ROOT");
+	char *cmd = xasprintf("bash '%s/hack/local-ctl.sh' restart-apiserver >/dev/null",
+	                      root ? root : "../..");
+	int rc = system(cmd);
+	ck_assert_msg(rc == 0, "%s failed (%d)", cmd, rc);
+	free(cmd);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -734,8 +744,8 @@ START_TEST(test_watch_gone)
 	it_run(&t, gone_wait_main);
 	if (atomic_load(&t.errors) == 0) {
 		fprintf(stderr,
-		        "test_watch_gone: resourceVersion 1 not compacted yet; compacting "
-		        "etcd to %s\n",
+		        "test_watch_gone: resourceVersion 1 still served; compacting "
+		        "etcd to %s and restarting the API server\n",
 		        ns_rv);
 		if (!atomic_load(&t.watch_ended))
 			kreq_cancel(w);
