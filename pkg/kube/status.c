@@ -84,6 +84,10 @@ int kstatus_parse(const char *body, size_t len, int http_code, kstatus_t *out)
 	out->reason = xstrdup(reason_for_code(http_code));
 	sbuf_t m = SBUF_INIT;
 	size_t n = body == NULL ? 0 : len;
+	/* "404 page not found\n": the newline would end up as a stray space. */
+	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r' || body[n - 1] == ' ' ||
+	                 body[n - 1] == '\t'))
+		n--;
 	if (n == 0) {
 		sbuf_printf(&m, "the server answered HTTP %d with an empty body", http_code);
 	} else {

@@ -205,3 +205,20 @@ t_crd_validation_and_columns() {
 	echo "$out" | grep -q "$(cat "$E2E_ROOT/VERSION")" || fail "--version does not print the VERSION: $out"
 	kubectl delete namespace "$NS" --wait=false >/dev/null
 }
+
+# The Foo CRD is missing when the daemon starts: it keeps running, says why it
+# cannot sync (instead of hanging silently, as client-go's WaitForCacheSync does),
+# and once the CRD is installed it syncs and reconciles without a restart.
+t_crd_missing_reported_then_recovers() {
+	NS=$(new_ns e2e-nocrd)
+	kubectl delete -f "$E2E_ROOT/deploy/crd.yaml" --ignore-not-found --wait=true --timeout=120s >/dev/null
+	start_controller nocrd --kubeconfig "$KUBECONFIG" --namespace "$NS"
+	until_ok 30 grep -q 'Caches not synced yet.*CRD installed' "$E2E_LOGS/nocrd.log" ||
+		{ tail -n 5 "$E2E_LOGS/nocrd.log"; ensure_crd; fail "no clear reason for the missing CRD"; }
+	grep -q '"Started workers"' "$E2E_LOGS/nocrd.log" && { ensure_crd; fail "workers started without the Foo cache"; }
+	ensure_crd
+	apply_foo "$NS" late weblate 1
+	until_ok 90 deploy_ok "$NS" late weblate 1 || fail "no deployment after the CRD was installed"
+	grep -q '"Caches synced"' "$E2E_LOGS/nocrd.log" || fail "no 'Caches synced' in the log"
+	teardown nocrd
+}

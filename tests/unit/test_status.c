@@ -136,6 +136,12 @@ START_TEST(test_not_a_status)
 	                            "Gateway</body></html>");
 	kstatus_clear(&s);
 
+	/* The API server's plain-text 404 for a resource it does not serve. */
+	const char *plain = "404 page not found\n";
+	ck_assert_int_eq(kstatus_parse(plain, strlen(plain), 404, &s), -1);
+	ck_assert_str_eq(s.message, "the server answered HTTP 404: 404 page not found");
+	kstatus_clear(&s);
+
 	ck_assert_int_eq(kstatus_parse("", 0, 404, &s), -1);
 	ck_assert_str_eq(s.reason, "NotFound");
 	ck_assert_str_eq(s.message, "the server answered HTTP 404 with an empty body");
