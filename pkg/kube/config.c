@@ -57,8 +57,11 @@
 #define EXEC_STDOUT_MAX      (1024 * 1024)
 #define EXEC_STDERR_KEEP     4096
 #define EXEC_STDERR_LINE_MAX 200
-/* Nesting limit when copying a cluster extension into KUBERNETES_EXEC_INFO. */
+/* Limits when copying a cluster extension into KUBERNETES_EXEC_INFO: nesting, and
+ * size, since aliases let a small file expand exponentially (and the kernel takes
+ * no environment string over 128 KiB). */
 #define YAML_JSON_DEPTH_MAX 32
+#define YAML_JSON_LEN_MAX   (64 * 1024)
 #define EXEC_API_V1         "client.authentication.k8s.io/v1"
 #define EXEC_API_V1BETA1    "client.authentication.k8s.io/v1beta1"
 #define EXEC_EXTENSION_NAME "client.authentication.k8s.io/exec"
@@ -135,6 +138,18 @@ static void secret_free(char *p, size_t n)
 static bool is_space(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+/* Returns a new NUL-terminated copy of n bytes of p (which may hold NULs: PEM data
+ * decoded from base64 can), or NULL when p is NULL. */
+static char *mem_dup(const char *p, size_t n)
+{
+	if (p == NULL)
+		return NULL;
+	char *d = xmalloc(n + 1);
+	memcpy(d, p, n);
+	d[n] = '\0';
+	return d;
 }
 
 /* Returns a new string: s without leading and trailing white space. */
@@ -627,12 +642,17 @@ static bool json_number_like(const char *s)
 /*
  * Appends node n as JSON (for the exec extension passed to the plugin). Plain
  * scalars that read as booleans, null or numbers stay untyped; the rest are strings.
- * The depth limit also stops alias cycles, which libyaml allows.
+ * The depth limit also stops alias cycles, which libyaml allows; the output stops
+ * once b is longer than max_len, which bounds the work for aliases that expand
+ * exponentially ("billion laughs": every node visited appends at least one byte).
  */
-static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, sbuf_t *b, int depth, char **err)
+static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, sbuf_t *b, size_t max_len, int depth,
+                        char **err)
 {
 	if (depth > YAML_JSON_DEPTH_MAX)
 		return err_set(err, "nested too deeply");
+	if (b->len > max_len)
+		return err_set(err, "larger than %d bytes as JSON", YAML_JSON_LEN_MAX);
 	switch (n->type) {
 	case YAML_SCALAR_NODE: {
 		const char *v = (const char *)n->data.scalar.value;
@@ -655,7 +675,7 @@ static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, sbuf_t *b, int depth
 		for (size_t i = 0; i < yseq_len(n); i++) {
 			if (i)
 				sbuf_putc(b, ',');
-			if (yaml_to_json(d, yseq_at(d, n, i), b, depth + 1, err) < 0)
+			if (yaml_to_json(d, yseq_at(d, n, i), b, max_len, depth + 1, err) < 0)
 				return -1;
 		}
 		sbuf_putc(b, ']');
@@ -671,8 +691,8 @@ static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, sbuf_t *b, int depth
 				sbuf_putc(b, ',');
 			sbuf_put_json_str(b, (const char *)k->data.scalar.value);
 			sbuf_putc(b, ':');
-			if (yaml_to_json(d, yaml_document_get_node(d, p->value), b, depth + 1,
-			                 err) < 0)
+			if (yaml_to_json(d, yaml_document_get_node(d, p->value), b, max_len,
+			                 depth + 1, err) < 0)
 				return -1;
 		}
 		sbuf_putc(b, '}');
@@ -1072,7 +1092,11 @@ static int build_exec_info(kconfig_t *c, kc_entry_t *cluster, yaml_node_t *ext, 
 		}
 		if (ext && cluster && !node_is_null(ext)) {
 			sbuf_puts(&b, ",\"config\":");
-			if (yaml_to_json(&cluster->file->doc, ext, &b, 0, err) < 0) {
+			size_t max = b.len + YAML_JSON_LEN_MAX;
+			int r = yaml_to_json(&cluster->file->doc, ext, &b, max, 0, err);
+			if (r == 0 && b.len > max) /* the last scalar went over */
+				r = err_set(err, "larger than %d bytes as JSON", YAML_JSON_LEN_MAX);
+			if (r < 0) {
 				sbuf_free(&b);
 				return err_wrap(err, "cluster \"%s\": extensions: %s",
 				                cluster->name, EXEC_EXTENSION_NAME);
@@ -1928,14 +1952,14 @@ int kconfig_credentials_peek(kconfig_t *c, kcred_want_t want, kcred_t *out, char
 	const char *tok = c->token ? c->token : c->file_token ? c->file_token : c->exec_token;
 	out->token = xstrdup(tok);
 	if (c->cert_pem) {
-		out->cert_pem = xstrndup(c->cert_pem, c->cert_len);
+		out->cert_pem = mem_dup(c->cert_pem, c->cert_len);
 		out->cert_len = c->cert_len;
-		out->key_pem = xstrndup(c->key_pem, c->key_len);
+		out->key_pem = mem_dup(c->key_pem, c->key_len);
 		out->key_len = c->key_len;
 	} else if (c->exec_cert) {
-		out->cert_pem = xstrndup(c->exec_cert, c->exec_cert_len);
+		out->cert_pem = mem_dup(c->exec_cert, c->exec_cert_len);
 		out->cert_len = c->exec_cert_len;
-		out->key_pem = xstrndup(c->exec_key, c->exec_key_len);
+		out->key_pem = mem_dup(c->exec_key, c->exec_key_len);
 		out->key_len = c->exec_key_len;
 	}
 	out->generation = c->generation;

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds the decoder's libFuzzer target and runs it on seeds made from the JSON
-# fixtures. Extra arguments go to libFuzzer (default: -max_total_time=60).
+# fixtures. Extra arguments go to libFuzzer (default: -max_total_time=60); a first
+# argument that is a number is the time limit in seconds.
 #   bash tests/fuzz/run_fuzz_decode.sh [-max_total_time=600]
+#   bash tests/fuzz/run_fuzz_decode.sh 300 [libFuzzer flags...]
+# Crashes go to $B/artifacts-decode/.
+# The other target, the kubeconfig loader: tests/fuzz/run_fuzz_kubeconfig.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${B:-build-fuzz}
@@ -18,5 +22,25 @@ for f in tests/fixtures/json/*.json; do
 	done
 	i=$((i + 1))
 done
+# Seeds at and past the nesting limit (KDEC_MAX_DEPTH 256) in each mode: kept fields,
+# skipped fields, a List's skipped members, watch events in either member order.
+arrays() { printf "%${1}s" '' | tr ' ' '['; printf "%${1}s" '' | tr ' ' ']'; }
+objects() { for _ in $(seq "$1"); do printf '{"a":'; done; printf 1; printf "%${1}s" '' | tr ' ' '}'; }
+for n in 255 256 300; do
+	{ printf '\x00\x00\x12\x34{"metadata":{"name":"a"},"spec":{"selector":'; objects $n
+	  printf '},"x":'; arrays $n; printf '}'; } >"$B/corpus_decode/deep-obj-$n"
+	{ printf '\x01\x00\x12\x34{"metadata":{"resourceVersion":"1"},"junk":'; arrays $n
+	  printf ',"items":[{"metadata":{"name":"a"},"x":'; objects $n; printf '}]}'; } \
+		>"$B/corpus_decode/deep-list-$n"
+	{ printf '\x02\x80\x12\x34{"type":"ADDED","object":{"metadata":{"name":"a"},"x":'
+	  arrays $n; printf '}}\n{"object":{"metadata":{"name":"b"},"x":'; objects $n
+	  printf '},"type":"ERROR"}\n'; } >"$B/corpus_decode/deep-watch-$n"
+done
+if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
+	secs=$1
+	shift
+	set -- -max_total_time="$secs" "$@"
+fi
 if [ $# -eq 0 ]; then set -- -max_total_time=60; fi
-"$B/fuzz_decode" -max_len=65536 "$@" "$B/corpus_decode"
+mkdir -p "$B/artifacts-decode"
+"$B/fuzz_decode" -max_len=65536 -artifact_prefix="$B/artifacts-decode/" "$@" "$B/corpus_decode"

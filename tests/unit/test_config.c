@@ -1191,6 +1191,95 @@ START_TEST(test_exec_cancel_kills_the_run)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------- */
+/* Regressions found by tests/fuzz/fuzz_kubeconfig.c                                        */
+
+/* -data fields may decode to bytes with NULs: the credentials copy cert_len/key_len
+ * bytes (they used to be copied as strings, cut at the NUL, while cert_len/key_len
+ * kept the full length: kcred_clear() then wiped past the end of the copy). */
+START_TEST(test_fuzz_cert_data_with_nul_bytes)
+{
+	static const char text[] = "current-context: c\n"
+	                           "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+	                           "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+	                           "users:\n"
+	                           "- name: u\n"
+	                           "  user:\n"
+	                           "    client-certificate-data: Y2VydAB0YWls\n" /* cert\0tail */
+	                           "    client-key-data: a2V5AHRhaWw=\n";        /* key\0tail */
+	char *err = NULL;
+	kconfig_t *c = load_text(text, NULL, &err);
+	ck_assert_msg(c != NULL, "%s", err);
+	kcred_t cr;
+	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
+	ck_assert_uint_eq(cr.cert_len, 9);
+	ck_assert(memcmp(cr.cert_pem, "cert\0tail", 10) == 0);
+	ck_assert_uint_eq(cr.key_len, 8);
+	ck_assert(memcmp(cr.key_pem, "key\0tail", 9) == 0);
+	kcred_clear(&cr);
+	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), 0);
+	ck_assert_uint_eq(cr.key_len, 8);
+	ck_assert(memcmp(cr.key_pem, "key\0tail", 9) == 0);
+	kcred_clear(&cr);
+	kconfig_free(c);
+}
+END_TEST
+
+/* Aliases in the exec extension: nine levels of nine aliases would expand to
+ * gigabytes of KUBERNETES_EXEC_INFO (this used to run until memory ran out); now
+ * a bounded error, while a few aliases are still fine. */
+static char *alias_config(int levels)
+{
+	sbuf_t b = SBUF_INIT;
+	sbuf_puts(&b,
+	          "x:\n  l0: &l0 [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbb]\n");
+	for (int i = 1; i <= levels; i++) {
+		sbuf_printf(&b, "  l%d: &l%d [", i, i);
+		for (int j = 0; j < 9; j++)
+			sbuf_printf(&b, "%s*l%d", j ? ", " : "", i - 1);
+		sbuf_puts(&b, "]\n");
+	}
+	sbuf_printf(&b,
+	            "current-context: c\n"
+	            "clusters:\n"
+	            "- name: c\n"
+	            "  cluster:\n"
+	            "    server: https://h:1\n"
+	            "    extensions:\n"
+	            "    - name: client.authentication.k8s.io/exec\n"
+	            "      extension: {bomb: *l%d}\n"
+	            "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+	            "users:\n"
+	            "- name: u\n"
+	            "  user:\n"
+	            "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x,\n"
+	            "           provideClusterInfo: true}\n",
+	            levels);
+	return sbuf_steal(&b);
+}
+
+START_TEST(test_fuzz_exec_extension_alias_bomb)
+{
+	char *text = alias_config(9);
+	char *e = load_err(text);
+	ck_assert_str_eq(e, "kubeconfig " FIX "/inline.yaml: cluster \"c\": extensions: "
+	                    "client.authentication.k8s.io/exec: larger than 65536 bytes as JSON");
+	free(e);
+	free(text);
+
+	/* 9 * 9 copies of l0 (about 5 KiB): under the limit. */
+	char *err = NULL;
+	text = alias_config(2);
+	kconfig_t *c = load_text(text, NULL, &err);
+	ck_assert_msg(c != NULL, "%s", err);
+	struct kconfig_view v;
+	kconfig_view(c, &v);
+	ck_assert(v.has_exec);
+	kconfig_free(c);
+	free(text);
+}
+END_TEST
+
 Suite *suite_config(void)
 {
 	Suite *s = suite_create("config");
@@ -1207,6 +1296,8 @@ Suite *suite_config(void)
 	tcase_add_test(t, test_explicit_path_missing_and_context_override);
 	tcase_add_test(t, test_kubeconfig_env_merge);
 	tcase_add_test(t, test_home_config_and_master);
+	tcase_add_test(t, test_fuzz_cert_data_with_nul_bytes);
+	tcase_add_test(t, test_fuzz_exec_extension_alias_bomb);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("in-cluster");
