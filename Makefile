@@ -6,6 +6,7 @@
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
 #   make unit       unit tests only;  make e2e  e2e tests only
+#   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make bench      benchmarks (print figures)
 #   make lint       clang-format check + cppcheck
 #   make cluster-up / cluster-down     the local control plane alone
@@ -40,7 +41,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps test unit unit-tsan integration e2e run bench lint fmt clean cluster-up cluster-down k8s-bins
+.PHONY: FORCE all deps test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down k8s-bins
 
 all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -127,6 +128,14 @@ unit-tsan: deps $(B)/tsan/unit-tests
 
 e2e: deps all $(B)/asan/sample-controller
 	bash tests/e2e/run.sh
+
+# TSan build of the daemon, for the soak test.
+$(B)/tsan/sample-controller: $(CMD_SRCS:%.c=$(B)/tsan/%.o) $(TSAN_OBJS)
+	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+# Minutes of churn against daemons under valgrind and TSan (SOAK_SECONDS, default 480).
+soak: deps all $(B)/tsan/sample-controller
+	B_TSAN=$(abspath $(B))/tsan bash tests/soak/run.sh
 
 test: deps
 	$(MAKE) all
