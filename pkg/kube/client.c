@@ -1212,15 +1212,19 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	if (r->res.status.retry_after_seconds == 0 && r->retry_after > 0)
 		r->res.status.retry_after_seconds = r->retry_after;
 
-	if (r->code == 401 && !r->auth_refreshed) {
-		/* Exec plugins and bound tokens: retry once with a fresh credential. If
-		 * another request already refreshed it meanwhile, its new one will do;
-		 * otherwise the next start forces a refresh (a plugin run, off the loop),
-		 * once for this request. The 401 is kept for the answer in case that
-		 * refresh fails. */
-		kcred_t cred = {0};
+	/* Exec plugins and token files: retry once with a fresh credential. If another
+	 * request already refreshed it meanwhile, its new one will do; otherwise the
+	 * next start forces a refresh (a plugin run, off the loop), once for this
+	 * request. The 401 is kept for the answer in case that refresh fails. A
+	 * credential that cannot change (generation 0: static token, certificate) is
+	 * not retried: the server would only refuse it again. */
+	kcred_t cred = {0};
+	int rc = -1;
+	if (r->code == 401 && !r->auth_refreshed)
+		rc = kconfig_credentials_peek(c->cfg, KCRED_CURRENT, &cred, NULL);
+	bool can_change = r->code == 401 && !r->auth_refreshed && (rc != 0 || cred.generation != 0);
+	if (can_change) {
 		r->auth_refreshed = true;
-		int rc = kconfig_credentials_peek(c->cfg, KCRED_CURRENT, &cred, NULL);
 		r->force_refresh = !(rc == 0 && cred.generation != r->cred_gen);
 		kcred_clear(&cred);
 		r->unauth_code = (int)r->code;
@@ -1231,6 +1235,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		req_schedule(r, 0);
 		return;
 	}
+	kcred_clear(&cred);
 	if ((r->code == 429 || r->code >= 500) && r->retry_after >= 0 &&
 	    r->retries < c->max_retries) {
 		int delay = r->retry_after;

@@ -903,10 +903,14 @@ START_TEST(test_non_status_error_body)
 }
 END_TEST
 
+/* A credential that can change (here an exec plugin's) is refreshed after a 401 and
+ * the request retried once; a second 401 is the answer. */
 START_TEST(test_401_refreshes_and_retries_once)
 {
+	plug_t p;
+	plug_init(&p);
 	fx_t f;
-	fx_init(&f, NULL);
+	fx_init_exec(&f, &p, NULL, NULL, NULL);
 	const char *unauth = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
 	                     "\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}";
 	fs_push_simple(f.fs, 401, NULL, unauth);
@@ -918,12 +922,36 @@ START_TEST(test_401_refreshes_and_retries_once)
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
 	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	ck_assert_int_eq(plug_runs(&p), 2);
+	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 1)->headers, "Authorization: Bearer tok-2"));
 	call_clear(&c);
 	call_t c2 = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c2);
 	ck_assert(kerr_is_unauthorized(&c2.res));
 	ck_assert_int_eq(fs_nrequests(f.fs), 4);
 	call_clear(&c2);
+	fx_done(&f);
+	plug_done(&p);
+}
+END_TEST
+
+/* A static token cannot change: its 401 is the answer at once, with no second
+ * request the server would refuse the same way. */
+START_TEST(test_401_static_token_not_retried)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 401, NULL,
+	               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
+	               "\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
+	call_t c = {0};
+	run_get(&f, &t_dep, "ns1", "d1", &c);
+	ck_assert(kerr_is_unauthorized(&c.res));
+	ASSERT_HAS(c.res.error, "401 Unauthorized: Unauthorized");
+	ASSERT_LACKS(c.res.error, "refreshing");
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	call_clear(&c);
 	fx_done(&f);
 }
 END_TEST
@@ -1801,6 +1829,7 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_404_status_decoded);
 	tcase_add_test(tc, test_non_status_error_body);
 	tcase_add_test(tc, test_401_refreshes_and_retries_once);
+	tcase_add_test(tc, test_401_static_token_not_retried);
 	tcase_add_test(tc, test_401_keeps_the_refresh_error);
 	tcase_add_test(tc, test_trace_at_v5);
 	tcase_add_test(tc, test_exec_plugin_runs_off_the_loop);
