@@ -389,6 +389,27 @@ START_TEST(test_status_update_keeps_other_conditions)
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], tp), "Progressing");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], tp), "Ready");
 	yajl_tree_free(root);
+	sbuf_reset(&b);
+	kobj_unref(f);
+	free(json);
+
+	/* Another writer's condition with deeply nested detail (100 levels; the
+	 * decoder allows up to KDEC_MAX_DEPTH) is kept whole, never dropped. */
+	sbuf_t deep = SBUF_INIT;
+	sbuf_puts(&deep, "{\"type\":\"Deep\",\"status\":\"True\",\"detail\":");
+	for (int i = 0; i < 100; i++)
+		sbuf_puts(&deep, "[");
+	sbuf_puts(&deep, "1");
+	for (int i = 0; i < 100; i++)
+		sbuf_puts(&deep, "]");
+	sbuf_puts(&deep, "}");
+	json = xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
+	                 "\"conditions\":[%s]}}",
+	                 sbuf_cstr(&deep));
+	f = foo_from(json);
+	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
+	ck_assert_msg(strstr(sbuf_cstr(&b), sbuf_cstr(&deep)) != NULL, "%s", sbuf_cstr(&b));
+	sbuf_free(&deep);
 	sbuf_free(&b);
 	kobj_unref(f);
 	free(json);
