@@ -88,10 +88,12 @@ $(B)/suites.h: FORCE
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 FORCE:
 
-$(B)/asan/unit-tests: $(UNIT_SRCS:%.c=$(B)/asan/%.o) $(B)/asan/tests/unit/main.o $(ASAN_OBJS)
+# The daemon's reconcile logic (controller.c, not main.c) is unit-tested too.
+UNIT_CMD_SRCS := $(filter-out %/main.c,$(CMD_SRCS))
+$(B)/asan/unit-tests: $(UNIT_SRCS:%.c=$(B)/asan/%.o) $(B)/asan/tests/unit/main.o $(ASAN_OBJS) $(UNIT_CMD_SRCS:%.c=$(B)/asan/%.o)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
 
-$(B)/tsan/unit-tests: $(UNIT_SRCS:%.c=$(B)/tsan/%.o) $(B)/tsan/tests/unit/main.o $(TSAN_OBJS)
+$(B)/tsan/unit-tests: $(UNIT_SRCS:%.c=$(B)/tsan/%.o) $(B)/tsan/tests/unit/main.o $(TSAN_OBJS) $(UNIT_CMD_SRCS:%.c=$(B)/tsan/%.o)
 	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
 
 # Integration suites (tests/integration/test_<x>.c) talk to the real local control

@@ -14,6 +14,8 @@
 #define CSC_TESTS_FAULT_SERVER_H
 
 #include "pkg/base/base.h"
+#include "pkg/kube/client.h"
+#include "pkg/kube/config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -383,6 +385,33 @@ static inline const fs_request_t *fs_request(fault_server_t *fs, int i)
 	const fs_request_t *r = i < fs->nreqs ? &fs->reqs[i] : NULL;
 	pthread_mutex_unlock(&fs->mu);
 	return r;
+}
+
+/*
+ * A client of the fault server on port: plain http, bearer token `token` (a static
+ * one: it cannot change). Borrows loop and opts (NULL = defaults). Returns a new
+ * client (free with kclient_free(), which frees its config too); a setup failure
+ * is fatal, the test cannot go on without it.
+ */
+static inline kclient_t *fs_client_new(struct ev_loop *loop, int port, const char *token,
+                                       const kclient_opts_t *opts)
+{
+	char *text =
+	    xasprintf("apiVersion: v1\nkind: Config\n"
+	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
+	              "users:\n- name: u\n  user:\n    token: %s\n"
+	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	              "current-context: c\n",
+	              port, token);
+	char *err = NULL;
+	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
+	free(text);
+	if (cfg == NULL)
+		fatal("fs_client_new: kubeconfig: %s", err ? err : "?");
+	kclient_t *c = kclient_new(loop, cfg, opts, &err);
+	if (c == NULL)
+		fatal("fs_client_new: kclient_new: %s", err ? err : "?");
+	return c;
 }
 
 #endif

@@ -46,29 +46,11 @@ typedef struct fx {
 	char base[64];
 } fx_t;
 
-static kclient_t *client_for_port(struct ev_loop *loop, int port, const kclient_opts_t *opts)
-{
-	char *text =
-	    xasprintf("apiVersion: v1\nkind: Config\n"
-	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
-	              "users:\n- name: u\n  user:\n    token: " TOKEN "\n"
-	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
-	              "current-context: c\n",
-	              port);
-	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
-	free(text);
-	ck_assert_msg(cfg != NULL, "kconfig: %s", err ? err : "?");
-	kclient_t *c = kclient_new(loop, cfg, opts, &err);
-	ck_assert_msg(c != NULL, "kclient_new: %s", err ? err : "?");
-	return c;
-}
-
 static void fx_init(fx_t *f, const kclient_opts_t *opts)
 {
 	f->loop = ev_loop_new(EVFLAG_AUTO);
 	f->fs = fs_new();
-	f->c = client_for_port(f->loop, f->fs->port, opts);
+	f->c = fs_client_new(f->loop, f->fs->port, TOKEN, opts);
 	snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%d", f->fs->port);
 }
 
@@ -1279,7 +1261,7 @@ START_TEST(test_connect_refused)
 	fault_server_t *fs = fs_new();
 	int port = fs->port;
 	fs_free(fs);
-	kclient_t *cl = client_for_port(loop, port, NULL);
+	kclient_t *cl = fs_client_new(loop, port, TOKEN, NULL);
 	fx_t f = {.loop = loop, .c = cl};
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);

@@ -3,11 +3,13 @@
  * (pkg/cache/fake.h), a scripted API server for its writes (fault_server.h) and a
  * fake event sink, so that what a sync writes -- status PUTs, Events -- is counted
  * exactly.
- *
- * controller.c belongs to the daemon, not to the library the unit runner links
- * (pkg/ and api/ only), so it is compiled into this test.
+ * The unit runner links controller.c (not the daemon's main.c) for this.
  */
-#include "cmd/sample-controller/controller.c"
+#include "cmd/sample-controller/controller.h"
+
+#include "api/samplecontroller/v1alpha1/foo.h"
+#include "pkg/kube/types.h"
+#include "pkg/record/record.h"
 
 #include "pkg/cache/fake.h"
 #include "pkg/cache/internal.h" /* cache_informer_drain: the test drives the informers */
@@ -66,24 +68,6 @@ static cache_lw_t *fx_lw_new(void *ud, const ktype_t *t, const char *ns)
 	return cache_fake_lw_source(t == &ktype_foo ? f->foos : f->deps);
 }
 
-static kclient_t *fx_client(struct ev_loop *loop, int port)
-{
-	char *text =
-	    xasprintf("apiVersion: v1\nkind: Config\n"
-	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
-	              "users:\n- name: u\n  user:\n    token: t\n"
-	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
-	              "current-context: c\n",
-	              port);
-	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
-	free(text);
-	ck_assert_msg(cfg != NULL, "kconfig: %s", err ? err : "?");
-	kclient_t *c = kclient_new(loop, cfg, NULL, &err);
-	ck_assert_msg(c != NULL, "kclient_new: %s", err ? err : "?");
-	return c;
-}
-
 static kobj_t *foo_from(const char *json)
 {
 	char *err = NULL;
@@ -98,7 +82,7 @@ static void fx_init(fx_t *f, kobj_t **foos, size_t n)
 	memset(f, 0, sizeof(*f));
 	f->loop = ev_loop_new(EVFLAG_AUTO);
 	f->fs = fs_new();
-	f->client = fx_client(f->loop, f->fs->port);
+	f->client = fs_client_new(f->loop, f->fs->port, "t", NULL);
 	f->foos = cache_fake_lw_new();
 	f->deps = cache_fake_lw_new();
 	cache_factory_opts_t fo = {.lw_new = fx_lw_new, .lw_ud = f};
