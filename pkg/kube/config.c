@@ -10,8 +10,9 @@
  * credentials read into memory, and the description of what can change over time
  * (a token file, an exec plugin). Nothing in a kconfig_t points back to YAML.
  *
- * Credentials that change are produced by kconfig_credentials(), which caches
- * them and bumps a generation number whenever what it returns changes, so that
+ * Credentials that change are produced by kconfig_credentials_peek() and
+ * kconfig_exec_run() (kconfig_credentials() is both, blocking), which cache
+ * them and bump a generation number whenever what they return changes, so that
  * the transport knows when to rebuild its TLS handle and headers.
  *
  * A plugin run may take seconds, so it is split from the cache for the client's

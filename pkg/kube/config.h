@@ -91,7 +91,8 @@ typedef struct kcred {
 	char *key_pem; /* client key PEM in memory or NULL */
 	size_t key_len;
 	/* Non-zero when the credential came from something that can change
-	 * (tokenFile, exec, in-cluster); a changed generation means "reconnect". */
+	 * (tokenFile, exec, in-cluster); a changed generation means "reconnect".
+	 * Zero (static): the client answers a 401 at once, without a retry. */
 	unsigned generation;
 } kcred_t;
 
