@@ -10,6 +10,8 @@
 #   make bench      benchmarks (print figures)
 #   make lint       clang-format check + cppcheck
 #   make cluster-up / cluster-down     the local control plane alone
+#   make node-up / node-down           a real kubelet node (containerd, runc, CNI) joined
+#                   to it, with the image imported (root; undoes all it changed)
 #   make clean
 
 CC      ?= cc
@@ -41,7 +43,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down k8s-bins
+.PHONY: FORCE all deps test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -173,3 +175,9 @@ clean:
 
 # Test files define suite_<x>() without a header.
 $(B)/asan/tests/% $(B)/tsan/tests/%: BASEFLAGS += -Wno-missing-prototypes
+
+node-up: deps
+	bash hack/node-up.sh
+
+node-down:
+	bash hack/node-down.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the real Kubernetes server binaries (kube-apiserver, kube-controller-manager,
-# kube-scheduler) and kwok from the Go module proxy, once per version.
+# kube-scheduler, kubelet for the real node) and kwok from the Go module proxy, once per version.
 #
 # k8s.io/kubernetes cannot be required as-is: its go.mod replaces every k8s.io/*
 # staging module with a local ./staging path. We generate a tiny wrapper module that
@@ -16,7 +16,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 
 cache_root="${CSC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/c-sample-controller}"
 out="${K8S_BIN_DIR:-$cache_root/k8s-$KUBE_VERSION/bin}"
-need=(kube-apiserver kube-controller-manager kube-scheduler kwok etcd kwok-stages.yaml)
+need=(kube-apiserver kube-controller-manager kube-scheduler kubelet kwok etcd kwok-stages.yaml)
 
 have_all=1
 for b in "${need[@]}"; do [ -e "$out/$b" ] || have_all=0; done
@@ -57,6 +57,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
 
@@ -80,7 +81,7 @@ echo "build-k8s: resolving modules for Kubernetes $KUBE_VERSION (staging $stagin
 GOFLAGS=-mod=mod go mod tidy -e >&2 2>&1 || true
 # The version stamp makes `kube-apiserver --version` and /version answer truthfully.
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
+for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
 	[ -x "$out/$c" ] && continue
 	echo "build-k8s: building $c" >&2
 	GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c" >&2

@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential pkg-config git curl ca-certificates openssl
 	libcurl4-openssl-dev libyajl-dev libyaml-dev libev-dev check libmicrohttpd-dev
 	etcd-server clang clang-format cppcheck valgrind libclang-rt-14-dev
-	python3 python3-prometheus-client procps iproute2 util-linux jq)
+	python3 python3-prometheus-client procps iproute2 util-linux jq
+	containerd runc containernetworking-plugins iptables buildah mmdebstrap)
 missing=()
 for p in "${pkgs[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -68,6 +68,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.cr
 	-days 30 -subj "/CN=csc-local-ca" 2>/dev/null
 gen_cert apiserver "/CN=kube-apiserver" "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
 gen_cert admin "/O=system:masters/CN=cert-admin"
+# The API server's identity towards kubelets (logs, exec, port-forward).
+gen_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
 openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
 
@@ -144,7 +146,9 @@ exec "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:$ETCD_PORT \\
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port $API_PORT \\
   --cert-dir "$LOCAL_DIR/pki" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \\
   --client-ca-file "$PKI/ca.crt" --token-auth-file "$PKI/tokens.csv" \\
-  --authorization-mode RBAC --anonymous-auth=false \\
+  --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --anonymous-auth=false \\
+  --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \\
+  --kubelet-preferred-address-types InternalIP \\
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \\
   --service-account-issuer https://kubernetes.default.svc.cluster.local \\
   --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \\
@@ -184,6 +188,8 @@ API_PORT=$API_PORT
 ETCD_URL=http://127.0.0.1:$ETCD_PORT
 CA_FILE=$PKI/ca.crt
 LIMITED_TOKEN=$LIMITED_TOKEN
+# Node authorizer and kubelet client certificate: hack/node-up.sh can join a kubelet.
+NODE_SUPPORT=1
 ENV
 # The admin token lives only in the kubeconfig (600); tests read it from there.
 

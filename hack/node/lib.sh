@@ -1,0 +1,97 @@
+# Shared by hack/node-up.sh and hack/node-down.sh: names, paths and the undo record
+# of the real node (containerd + runc + CNI bridge + kubelet).
+# shellcheck shell=bash
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+NODE_NAME=real-node
+NODE_LABEL=sample-controller.local/real-node
+# The node's own network exists only on this machine: a bridge with a private
+# /24, no masquerade, and a rule that drops anything forwarded off it.
+NODE_BRIDGE=cscbr0
+NODE_SUBNET=10.200.0.0/24
+NODE_IP=10.200.0.1
+# The `kubernetes` Service address (first address of local-up.sh's
+# --service-cluster-ip-range); pods reach the API server through it.
+SERVICE_IP=10.0.0.1
+# Everything the node makes lives under NODE_DIR (configs, containerd's root, the
+# kubelet's root, pod logs) except what needs a short path: unix sockets and
+# containerd's state (shim sockets live there, and sun_path is 108 bytes).
+NODE_DIR="$LOCAL_DIR/node"
+NODE_RUN=/run/csc-node
+# The undo record: one line per change made to the host, appended *before* the
+# change is made, so that a run killed halfway is still undone completely.
+# In /run because everything it records (sysctls, chains, links, mounts,
+# cgroups, processes) also disappears on reboot.
+NODE_RECORD="$NODE_RUN/record"
+CONTAINERD_SOCK="$NODE_RUN/containerd.sock"
+# The iptables chains this node adds (kubelet's own are recorded by diff).
+CHAIN_FWD=CSC-NODE-FORWARD
+CHAIN_DNAT=CSC-NODE-DNAT
+
+node_log() { log "$(basename "$0" .sh): $*"; }
+node_die() {
+	echo "$(basename "$0" .sh): $*" >&2
+	exit 1
+}
+
+# record KIND ARGS...: append one undo entry.
+record() {
+	mkdir -p "$NODE_RUN"
+	printf '%s\n' "$*" >>"$NODE_RECORD"
+}
+
+# record_sysctl NAME VALUE: remember NAME's current value, then set it.
+record_sysctl() {
+	local name="$1" want="$2" path old
+	path="/proc/sys/${1//.//}"
+	old="$(cat "$path")"
+	grep -q "^sysctl $name " "$NODE_RECORD" 2>/dev/null || record sysctl "$name" "$old"
+	[ "$old" = "$want" ] || echo "$want" >"$path"
+}
+
+# The memory cgroup this script runs in (hybrid v1: the only delegated
+# controller). Pods go beneath it so that their memory stays inside it.
+own_memory_cgroup() {
+	local line
+	line="$(grep -E '^[0-9]+:memory:' /proc/self/cgroup || true)"
+	if [ -z "$line" ]; then
+		# cgroup v2 only: the unified path.
+		line="$(grep -E '^0::' /proc/self/cgroup)"
+	fi
+	echo "${line#*:*:}"
+}
+
+# cgroup_hierarchies: every mounted cgroup hierarchy directory (v1 controllers,
+# named hierarchies and the unified v2 tree).
+cgroup_hierarchies() {
+	awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts | sort -u
+}
+
+# proc_starttime PID: field 22 of /proc/PID/stat, to recognise our process
+# after a restart of this script (PIDs are reused).
+proc_starttime() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $20 }'
+}
+
+# start_node_proc NAME CMD...: start CMD detached, log to $NODE_DIR/logs/NAME.log,
+# record its PID and start time.
+start_node_proc() {
+	local name="$1" pid
+	shift
+	mkdir -p "$NODE_DIR/logs"
+	setsid "$@" >>"$NODE_DIR/logs/$name.log" 2>&1 </dev/null &
+	pid=$!
+	record proc "$name" "$pid" "$(proc_starttime "$pid")"
+	echo "$pid" >"$NODE_DIR/$name.pid"
+}
+
+# node_proc_pid NAME: the PID of our NAME if it is still the process we started.
+node_proc_pid() {
+	local line pid st
+	line="$(grep "^proc $1 " "$NODE_RECORD" 2>/dev/null | tail -n 1)" || return 1
+	[ -n "$line" ] || return 1
+	set -- $line
+	pid="$3" st="$4"
+	[ "$(proc_starttime "$pid")" = "$st" ] || return 1
+	echo "$pid"
+}

@@ -1,0 +1,328 @@
+# The controller deployed as a pod, for real: the image built here (make image),
+# under a real kubelet with containerd (make node-up), from deploy/ through the
+# hack/node overlay. run.sh runs these in file order, after hack/node-up.sh, and
+# only as root. The t_* functions share one deployment and run in order.
+# shellcheck shell=bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=/dev/null
+. "$E2E_ROOT/.local/node/env"
+
+SC_NS=sample-controller
+SC_LEASE=sample-controller
+FIGURES="$E2E_LOGS/node-figures.txt"
+
+figure() { # figure NAME VALUE: one measured figure, printed and kept for the note
+	echo "    figure: $1 = $2"
+	echo "$1 = $2" >>"$FIGURES"
+}
+now_ms() { date +%s%3N; }
+
+sc_pods() { # names of the controller's pods that are not being deleted
+	kubectl -n "$SC_NS" get pods -l app=sample-controller \
+		-o go-template='{{range .items}}{{if not .metadata.deletionTimestamp}}{{.metadata.name}}{{"\n"}}{{end}}{{end}}'
+}
+# Pods Running and Ready, on the real node.
+ready_pods_on_node() {
+	kubectl -n "$SC_NS" get pods -l app=sample-controller -o json | python3 -c '
+import json, sys
+n = 0
+for p in json.load(sys.stdin)["items"]:
+    if p["metadata"].get("deletionTimestamp"): continue
+    if p["spec"].get("nodeName") != sys.argv[1] or p["status"].get("phase") != "Running": continue
+    if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])): n += 1
+print(n)' "$NODE_NAME"
+}
+n_ready_is() { [ "$(ready_pods_on_node)" = "$1" ]; }
+# The pod that holds the Lease (identity is "<pod name>_<random>").
+leader_pod() {
+	local h
+	h=$(lease_holder "$SC_NS" "$SC_LEASE")
+	[ -n "$h" ] && echo "${h%_*}"
+}
+has_leader() { [ -n "$(leader_pod)" ]; }
+
+# The host PID of a pod's controller container, from containerd.
+container_pid() { # container_pid POD
+	local id
+	id=$(kubectl -n "$SC_NS" get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID}')
+	id="${id#containerd://}"
+	[ -n "$id" ] || return 1
+	ctr --address "$CONTAINERD_SOCK" -n k8s.io tasks ls | awk -v id="$id" '$1 == id { print $2 }'
+}
+
+# follow_logs DIR: keep `kubectl logs -f` of every controller container (each
+# restart too) in DIR/<pod>.<restarts>.log, until stop_follow. Pods that are
+# deleted take their logs with them; these copies let the tests read them after.
+follow_logs() {
+	FOLLOW_DIR="$1"
+	mkdir -p "$FOLLOW_DIR"
+	(
+		set +eE; trap - ERR
+		declare -A seen
+		while :; do
+			while read -r pod restarts; do
+				[ -n "$pod" ] || continue
+				k="$pod.$restarts"
+				[ -n "${seen[$k]:-}" ] && continue
+				seen[$k]=1
+				kubectl -n "$SC_NS" logs -f "$pod" >"$FOLLOW_DIR/$k.log" 2>/dev/null &
+			done < <(kubectl -n "$SC_NS" get pods -l app=sample-controller -o \
+				go-template='{{range .items}}{{$p := .metadata.name}}{{range .status.containerStatuses}}{{if .state.running}}{{$p}} {{.restartCount}}{{"\n"}}{{end}}{{end}}{{end}}' 2>/dev/null)
+			sleep 0.3
+		done
+	) &
+	FOLLOW_PID=$!
+}
+stop_follow() {
+	[ -n "${FOLLOW_PID:-}" ] || return 0
+	pkill -P "$FOLLOW_PID" 2>/dev/null || true
+	kill "$FOLLOW_PID" 2>/dev/null || true
+	wait "$FOLLOW_PID" 2>/dev/null || true
+	FOLLOW_PID=
+}
+
+t_node_apply_ready() {
+	: >"$FIGURES"
+	# deploy/ names the image this tree builds.
+	local want
+	want="sample-controller-c:$(cat "$E2E_ROOT/VERSION")"
+	grep -q "image: $want\$" "$E2E_ROOT/deploy/deployment.yaml" || fail "deploy/deployment.yaml does not name $want"
+	local t0 t1
+	t0=$(now_ms)
+	kubectl apply -k "$E2E_ROOT/hack/node" >/dev/null
+	until_ok 180 n_ready_is 2 || fail "2 controller pods not Running and Ready on $NODE_NAME: $(kubectl -n $SC_NS get pods -o wide)"
+	t1=$(now_ms)
+	figure "apply -k to 2 pods Ready (ms)" $((t1 - t0))
+	until_ok 60 has_leader || fail "no pod holds the Lease"
+	figure "apply -k to Lease held (ms)" $(($(now_ms) - t0))
+	local leader
+	leader=$(leader_pod)
+	sc_pods | grep -qx "$leader" || fail "Lease holder $leader is not one of the pods"
+
+	# What the pods really run as, read from the kernel, not from the spec.
+	local pod pid st
+	for pod in $(sc_pods); do
+		pid=$(container_pid "$pod") || true
+		[ -n "$pid" ] || fail "no containerd task for $pod"
+		st="/proc/$pid/status"
+		grep -Eq '^Uid:\s+65532\s+65532\s+65532\s+65532$' "$st" || fail "$pod: not uid 65532: $(grep ^Uid "$st")"
+		grep -Eq '^Gid:\s+65532\s+65532\s+65532\s+65532$' "$st" || fail "$pod: not gid 65532: $(grep ^Gid "$st")"
+		grep -Eq '^CapEff:\s+0+$' "$st" || fail "$pod: has capabilities: $(grep ^CapEff "$st")"
+		grep -Eq '^CapPrm:\s+0+$' "$st" || fail "$pod: permitted capabilities: $(grep ^CapPrm "$st")"
+		grep -Eq '^NoNewPrivs:\s+1$' "$st" || fail "$pod: no_new_privs not set"
+		# Seccomp mode 2 = filter (RuntimeDefault).
+		grep -Eq '^Seccomp:\s+2$' "$st" || fail "$pod: seccomp is not in filter mode: $(grep ^Seccomp: "$st")"
+		awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo" | grep -Eq '(^|,)ro(,|$)' ||
+			fail "$pod: root filesystem is not read-only"
+		# Its memory is charged beneath the cgroup node-up ran in.
+		grep -q ":memory:$CGROUP_ROOT/" "/proc/$pid/cgroup" || fail "$pod: memory cgroup not under $CGROUP_ROOT: $(grep memory "/proc/$pid/cgroup")"
+	done
+}
+
+t_node_incluster_foo() {
+	local leader ns
+	leader=$(leader_pod)
+	kubectl -n "$SC_NS" logs "$leader" >"$E2E_LOGS/node-leader.log"
+	grep -q '"Starting".*config="in-cluster"' "$E2E_LOGS/node-leader.log" ||
+		fail "the controller in the pod does not say it uses in-cluster credentials: $(grep -m1 Starting "$E2E_LOGS/node-leader.log")"
+	ns=$(new_ns node-foo)
+	apply_foo "$ns" nfoo nweb 2
+	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 2 || fail "no Deployment nweb with 2 replicas"
+	local uid
+	uid=$(jp "$ns" foo/nfoo '{.metadata.uid}')
+	test "$(jp "$ns" deploy/nweb '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].uid}/{.metadata.ownerReferences[0].controller}')" = "Foo/$uid/true" ||
+		fail "Deployment nweb is not owned by Foo nfoo"
+	until_ok 90 kubectl -n "$ns" wait --for=condition=Ready --timeout=2s foo/nfoo || fail "Foo nfoo never Ready"
+	kubectl -n "$ns" patch foo nfoo --type merge -p '{"spec":{"replicas":3}}' >/dev/null
+	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 3 || fail "Deployment did not follow the scale to 3"
+	until_ok 90 jp_eq "$ns" foo/nfoo '{.status.availableReplicas}' 3 || fail "status did not follow to 3"
+	# Only deploy/'s RBAC: not one request was forbidden.
+	kubectl -n "$SC_NS" logs "$leader" >"$E2E_LOGS/node-leader.log"
+	if grep -qi 'forbidden' "$E2E_LOGS/node-leader.log"; then
+		fail "a request was forbidden: $(grep -i -m3 forbidden "$E2E_LOGS/node-leader.log")"
+	fi
+	local port pf
+	port=$(free_port)
+	kubectl -n "$SC_NS" port-forward "pod/$leader" "$port:8080" >/dev/null 2>&1 &
+	pf=$!
+	until_ok 20 curl -sf "http://127.0.0.1:$port/metrics" || { kill $pf; fail "no /metrics through port-forward"; }
+	local f
+	f=$(prom_value "127.0.0.1:$port" rest_client_requests_total code=403)
+	kill $pf; wait $pf 2>/dev/null || true
+	[ "$f" = absent ] || [ "$f" = 0.0 ] || fail "rest_client_requests_total{code=403} = $f"
+	echo "$ns" >"$E2E_LOGS/node-foo-ns"
+}
+
+t_node_probes_metrics() {
+	local pod port pf
+	# The kubelet's own prober counts: liveness (/healthz) and readiness (/readyz)
+	# succeeded on every controller pod.
+	kubectl get --raw "/api/v1/nodes/$NODE_NAME/proxy/metrics/probes" >"$E2E_LOGS/node-probes.txt" ||
+		fail "cannot read the kubelet's probe metrics"
+	for pod in $(sc_pods); do
+		for kind in Liveness Readiness; do
+			grep -E "^prober_probe_total\{.*pod=\"$pod\".*probe_type=\"$kind\".*result=\"successful\".*\} [1-9]" "$E2E_LOGS/node-probes.txt" >/dev/null ||
+				grep -E "^prober_probe_total\{.*probe_type=\"$kind\".*pod=\"$pod\".*result=\"successful\".*\} [1-9]" "$E2E_LOGS/node-probes.txt" >/dev/null ||
+				fail "kubelet has no successful $kind probe of $pod: $(grep "pod=\"$pod\"" "$E2E_LOGS/node-probes.txt")"
+		done
+	done
+	test "$(kubectl -n "$SC_NS" get deploy sample-controller -o jsonpath='{.spec.template.spec.containers[0].livenessProbe.httpGet.path}{.spec.template.spec.containers[0].readinessProbe.httpGet.path}')" = /healthz/readyz ||
+		fail "probes are not /healthz and /readyz"
+	# /metrics through port-forward parses (Prometheus text parser) and has the
+	# controller's own families.
+	pod=$(leader_pod)
+	port=$(free_port)
+	kubectl -n "$SC_NS" port-forward "pod/$pod" "$port:8080" >/dev/null 2>&1 &
+	pf=$!
+	until_ok 20 curl -sf "http://127.0.0.1:$port/metrics" || { kill $pf; fail "no /metrics through port-forward"; }
+	prom_eq "127.0.0.1:$port" 1 leader_election_master_status || { kill $pf; fail "leader's master_status is not 1"; }
+	prom_ge "127.0.0.1:$port" 1 controller_runtime_reconcile_total || { kill $pf; fail "no reconcile counted"; }
+	kill $pf; wait $pf 2>/dev/null || true
+	# The pod's memory working set as the kubelet reports it.
+	local ws
+	ws=$(kubectl get --raw "/api/v1/nodes/$NODE_NAME/proxy/stats/summary" | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["pods"]:
+    if p["podRef"]["name"] == sys.argv[1]:
+        print(sum(c["memory"]["workingSetBytes"] for c in p["containers"]))' "$pod")
+	[ -n "$ws" ] || fail "no /stats/summary entry for $pod"
+	figure "leader working set, idle (MiB)" "$(python3 -c "print(round($ws/1048576, 1))")"
+}
+
+# Lease history while something happens: one "holder transitions" line per change.
+watch_lease() { # watch_lease FILE: poll the Lease every 0.2 s into FILE until stop
+	(
+		set +eE; trap - ERR
+		last=""
+		while :; do
+			h=$(lease_holder "$SC_NS" "$SC_LEASE")
+			if [ "$h" != "$last" ]; then echo "$(now_ms) $h" >>"$1"; last="$h"; fi
+			sleep 0.2
+		done
+	) &
+	LEASE_PID=$!
+}
+
+t_node_leader_pod_delete() {
+	local old ns standby t0 t1 grace
+	ns=$(cat "$E2E_LOGS/node-foo-ns")
+	old=$(leader_pod)
+	standby=$(sc_pods | grep -vx "$old" | head -n 1)
+	[ -n "$standby" ] || fail "no standby pod"
+	follow_logs "$E2E_LOGS/node-delete"
+	sleep 1
+	# The old leader's last container status, as the kubelet reports it before the
+	# pod object goes away.
+	kubectl -n "$SC_NS" get pod "$old" -w -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}{" "}{.status.containerStatuses[0].state.terminated.finishedAt}{"\n"}' \
+		>"$E2E_LOGS/node-delete-status.txt" 2>/dev/null &
+	local w=$!
+	t0=$(now_ms)
+	kubectl -n "$SC_NS" delete pod "$old" --wait=false >/dev/null
+	# Meanwhile the Foo changes: whoever leads next must act on it.
+	kubectl -n "$ns" patch foo nfoo --type merge -p '{"spec":{"replicas":1}}' >/dev/null
+	until_ok 60 bash -c "h=\$(kubectl -n $SC_NS get lease $SC_LEASE -o jsonpath='{.spec.holderIdentity}'); [ -n \"\$h\" ] && [ \"\${h%_*}\" != $old ]" ||
+		fail "no new leader after deleting $old"
+	t1=$(now_ms)
+	figure "leader takeover after pod delete (ms)" $((t1 - t0))
+	test "$(leader_pod)" = "$standby" || fail "the new leader $(leader_pod) is not the standby $standby"
+	# Within the lease duration (15 s in deploy/): the old leader released it.
+	[ $((t1 - t0)) -lt 15000 ] || fail "takeover took $((t1 - t0)) ms, longer than the lease duration"
+	grace=$(kubectl -n "$SC_NS" get deploy sample-controller -o jsonpath='{.spec.template.spec.terminationGracePeriodSeconds}')
+	until_ok $((grace + 15)) bash -c "! kubectl -n $SC_NS get pod $old" || fail "$old still exists after the grace period"
+	kill "$w" 2>/dev/null || true
+	stop_follow
+	grep -Eq '^0 ' "$E2E_LOGS/node-delete-status.txt" ||
+		fail "the kubelet did not record exit code 0 for $old: $(sort -u "$E2E_LOGS/node-delete-status.txt" | tr '\n' ';')"
+	grep -q 'released lease' "$E2E_LOGS/node-delete/$old".*.log ||
+		fail "$old did not log that it released the lease: $(tail -n 5 "$E2E_LOGS/node-delete/$old".*.log)"
+	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 1 || fail "the Foo changed during the takeover did not converge"
+	until_ok 90 jp_eq "$ns" foo/nfoo '{.status.availableReplicas}' 1 || fail "its status did not converge"
+	until_ok 120 n_ready_is 2 || fail "the Deployment did not bring back 2 Ready pods"
+}
+
+# leading_overlap DIR: from every log in DIR, the intervals each container led
+# (klog time of "successfully acquired lease" to "released lease"/"Stopping" or
+# its last line); fails when two intersect.
+leading_overlap() {
+	python3 - "$1" <<'PY'
+import glob, re, sys
+ts = re.compile(r'^[IWE]\d{4} (\d\d):(\d\d):(\d\d\.\d+)')
+iv = []
+for f in sorted(glob.glob(sys.argv[1] + "/*.log")):
+    start = end = last = None
+    for line in open(f, errors="replace"):
+        m = ts.match(line)
+        if not m: continue
+        t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+        last = t
+        if "successfully acquired lease" in line: start = t
+        if start is not None and end is None and ("released lease" in line or "stopped leading" in line):
+            end = t
+    if start is not None:
+        iv.append((start, end if end is not None else last, f))
+iv.sort()
+for a, b in zip(iv, iv[1:]):
+    if b[0] < a[1]:
+        print("overlap: %s led %.3f-%.3f, %s from %.3f" % (a[2], a[0], a[1], b[2], b[0]))
+        sys.exit(1)
+print("%d leading intervals, none overlap" % len(iv))
+PY
+}
+
+t_node_rolling_update() {
+	local base tag
+	base="${NODE_IMAGE}"
+	tag="$base-rollout"
+	ctr --address "$CONTAINERD_SOCK" -n k8s.io images tag --force "$base" "$tag" >/dev/null
+	follow_logs "$E2E_LOGS/node-rollout"
+	watch_lease "$E2E_LOGS/node-rollout-lease.txt"
+	sleep 1
+	kubectl -n "$SC_NS" set image deploy/sample-controller "controller=${tag#docker.io/library/}" >/dev/null
+	kubectl -n "$SC_NS" rollout status deploy/sample-controller --timeout=240s >/dev/null ||
+		{ kill "$LEASE_PID"; stop_follow; fail "rollout did not finish"; }
+	until_ok 60 has_leader || true
+	sleep 2
+	kill "$LEASE_PID" 2>/dev/null || true
+	stop_follow
+	local pod
+	for pod in $(sc_pods); do
+		test "$(kubectl -n "$SC_NS" get pod "$pod" -o jsonpath='{.spec.containers[0].image}')" = "${tag#docker.io/library/}" ||
+			fail "$pod does not run the new image"
+	done
+	sc_pods | grep -qx "$(leader_pod)" || fail "the Lease is not held by a new pod: $(lease_holder "$SC_NS" "$SC_LEASE")"
+	leading_overlap "$E2E_LOGS/node-rollout" || fail "two controllers led at once"
+	echo "    lease holders during the rollout:"
+	sed 's/^/      /' "$E2E_LOGS/node-rollout-lease.txt"
+}
+
+t_node_kill9_restarts() {
+	local pod pid r0 ns
+	ns=$(cat "$E2E_LOGS/node-foo-ns")
+	pod=$(leader_pod)
+	r0=$(kubectl -n "$SC_NS" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')
+	pid=$(container_pid "$pod")
+	[ -n "$pid" ] || fail "no process for $pod"
+	kill -9 "$pid"
+	until_ok 90 bash -c "[ \"\$(kubectl -n $SC_NS get pod $pod -o jsonpath='{.status.containerStatuses[0].restartCount}')\" -gt $r0 ]" ||
+		fail "the kubelet did not restart $pod's container"
+	test "$(kubectl -n "$SC_NS" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 137 ||
+		fail "last state is not a SIGKILL exit"
+	until_ok 120 n_ready_is 2 || fail "not 2 Ready pods after the restart"
+	until_ok 60 has_leader || fail "no leader after the restart"
+	# It recovers: a change is acted on again.
+	kubectl -n "$ns" patch foo nfoo --type merge -p '{"spec":{"replicas":2}}' >/dev/null
+	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 2 || fail "the Foo was not reconciled after the restart"
+	until_ok 90 jp_eq "$ns" foo/nfoo '{.status.availableReplicas}' 2 || fail "its status did not converge"
+}
+
+# Last: the deployment goes away cleanly (the Lease is released on the way).
+t_node_teardown() {
+	local ns
+	ns=$(cat "$E2E_LOGS/node-foo-ns" 2>/dev/null || true)
+	[ -n "$ns" ] && kubectl delete namespace "$ns" --wait=false >/dev/null
+	kubectl -n "$SC_NS" delete deploy sample-controller --wait=true --timeout=90s >/dev/null
+	until_ok 90 bash -c "[ -z \"\$(kubectl -n $SC_NS get pods -o name)\" ]" || fail "controller pods left behind"
+	# Not `delete -k`: that would delete the CRD, and every Foo with it.
+	kubectl delete namespace "$SC_NS" --wait=false >/dev/null
+	kubectl delete clusterrolebinding,clusterrole sample-controller --ignore-not-found >/dev/null
+}
