@@ -10,6 +10,7 @@
 #   make bench      benchmarks (print figures)
 #   make lint       clang-format check + cppcheck
 #   make cluster-up / cluster-down     the local control plane alone
+#   make image      container images with buildah, no registry (hack/image.sh): build/image/*.oci.tar
 #   make node-up / node-down           a real kubelet node (containerd, runc, CNI) joined
 #                   to it, with the image imported (root; undoes all it changed)
 #   make clean
@@ -43,7 +44,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -158,6 +159,9 @@ cluster-up: deps
 
 cluster-down:
 	bash hack/local-down.sh
+
+image:
+	bash hack/image.sh
 
 FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 lint:

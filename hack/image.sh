@@ -69,6 +69,7 @@ die() {
 	exit 1
 }
 now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 T0=$(now)
 # step "what" cmd...: runs cmd in a subshell (with errexit in force and its own
 # cleanup), logs one line with its duration; cmd's output goes to $LOG and is shown
@@ -97,17 +98,16 @@ step() {
 	rc=$?
 	set -e
 	if ((rc != 0)); then
-		printf '==> %-58s FAILED after %.1fs\n' "$what" "$(echo "$(now) - $t" | bc)"
+		printf '==> %-58s FAILED after %.1fs\n' "$what" "$(since "$t")"
 		tail -n 40 "$LOG" >&2
 		exit 1
 	fi
-	printf '==> %-58s %6.1fs\n' "$what" "$(echo "$(now) - $t" | bc)"
+	printf '==> %-58s %6.1fs\n' "$what" "$(since "$t")"
 }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (buildah's storage in /var/lib/containers, mmdebstrap, runc)"
 command -v buildah >/dev/null || die "buildah is missing (apt-get install buildah)"
 command -v runc >/dev/null || die "runc is missing (apt-get install runc)"
-command -v bc >/dev/null || die "bc is missing (apt-get install bc)"
 command -v jq >/dev/null || die "jq is missing (apt-get install jq)"
 if [[ $WHAT != pause ]]; then
 	command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
@@ -148,7 +148,7 @@ unpacked_size() {
 	done < <(jq -r '.layers[] | "\(.mediaType) \(.digest)"' "$m")
 	echo "$n"
 }
-mb() { echo "scale=2; $1 / 1000000" | bc | sed 's/^\./0./'; }
+mb() { awk -v n="$1" 'BEGIN { printf "%.2f", n / 1000000 }'; }
 
 build_pause() {
 	local ctx
@@ -183,6 +183,7 @@ make_rootfs() {
 		[[ -f $f ]] && grep -qE '^[[:space:]]*(deb |Types:)' "$f" && mirrors+=("$f")
 	done
 	mkdir -p "$CACHE"
+	rm -f "$BASE_TAR.tmp"
 	mmdebstrap --variant=minbase --format=tar --aptopt='Acquire::Check-Valid-Until "false"' \
 		"$BASE_SUITE" "$BASE_TAR.tmp" "${mirrors[@]}"
 	# The option must stay inside the rootfs for the Dockerfile's apt-get update.
@@ -203,19 +204,27 @@ import_base() {
 }
 
 build_controller() {
-	if [[ -f $BASE_TAR ]]; then
-		echo "==> base: $BASE_TAR (cached)"
-	else
-		step "base: mmdebstrap --variant=minbase $BASE_SUITE" make_rootfs
-	fi
+	# Imported once: a new import would be a new layer, and invalidate the layer cache.
 	if buildah inspect --type image "$BASE_REF" >/dev/null 2>&1; then
 		echo "==> base: $BASE_REF in buildah's storage (cached)"
 	else
-		step "base: import as $BASE_REF" import_base
+		if [[ -f $BASE_TAR ]]; then
+			echo "==> base: $BASE_TAR (cached)"
+		else
+			step "base: mmdebstrap --variant=minbase $BASE_SUITE" make_rootfs
+		fi
+		step "base: import $BASE_TAR as $BASE_REF" import_base
 	fi
+	local args=(--build-arg VERSION="$VERSION") src
+	# org.opencontainers.image.source: this checkout's remote when it has one.
+	if src=$(git remote get-url origin 2>/dev/null) && [[ $src == https://* ]]; then
+		args+=(--build-arg SOURCE="$src")
+	fi
+	grep -q "^ARG VERSION=$VERSION\$" Dockerfile ||
+		echo "==> warning: the Dockerfile's ARG VERSION default is not $VERSION (the VERSION file)"
 	step "controller: buildah bud -> $IMAGE" \
 		buildah bud --pull=never --network host "${RUNTIME[@]}" --layers \
-		--build-arg VERSION="$VERSION" -f Dockerfile -t "$IMAGE" .
+		"${args[@]}" -f Dockerfile -t "$IMAGE" .
 	step "controller: check it runs in the image (uid 65532, TLS)" check_controller
 	step "controller: write build/image/sample-controller-c.oci.tar" \
 		oci_archive "$IMAGE" "$IMAGE" "$IMAGE_FULL" "$OUT/sample-controller-c.oci.tar"
@@ -225,27 +234,26 @@ build_controller() {
 # Runs the binary inside the image as its own user; the image has no shell, so every
 # check is one direct exec.
 check_controller() {
-	local c bin out dir port pid rc
+	local c bin out dir port pid
 	c=$(buildah from --pull=never "$IMAGE")
 	CTRS+=("$c")
 	bin=$(buildah inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$c")
 	[[ $(buildah inspect --format '{{.OCIv1.Config.User}}' "$c") == 65532:65532 ]]
-	run() { buildah run "${RUNTIME[@]}" --network host --user 65532:65532 "$c" -- "$bin" "$@"; }
-	out=$(run --version)
+	out=$(buildah run "${RUNTIME[@]}" --user 65532:65532 "$c" -- "$bin" --version)
 	echo "--version: $out"
 	[[ $out == *"$VERSION"* ]] || { echo "--version does not print $VERSION"; return 1; }
-	run --help >/dev/null 2>&1 || run --help 2>&1 | grep -qi usage
+	out=$(buildah run "${RUNTIME[@]}" --user 65532:65532 "$c" -- "$bin" --help 2>&1)
+	grep -q '^Usage of' <<<"$out" || { echo "--help: $out"; return 1; }
 	# A refused connection must be reported as such (not a missing library or CA file).
-	out=$(timeout 10 "$(command -v buildah)" run "${RUNTIME[@]}" --network host --user 65532:65532 "$c" -- \
-		"$bin" --master https://127.0.0.1:1 2>&1 || true)
-	echo "$out" | head -n 5
-	grep -qiE 'refused|couldn.t connect' <<<"$out" || { echo "no 'connection refused' in the output"; return 1; }
+	out=$(run_until 10 "curl error|refused" --master https://127.0.0.1:1)
+	echo "$out" | head -n 3
+	grep -qiE "refused|couldn.t connect" <<<"$out" || { echo "no 'connection refused' in the output"; return 1; }
 	if grep -qiE 'error while loading shared|cannot open shared|CA cert|certificate file' <<<"$out"; then
 		echo "a library or the CA bundle is missing"
 		return 1
 	fi
-	# TLS: against a local server with a self-signed certificate the handshake must
-	# happen and fail verification against the image's CA bundle.
+	# TLS and the resolver: against a server at localhost with a self-signed certificate
+	# the handshake must happen and fail verification against the image's CA bundle.
 	if command -v openssl >/dev/null; then
 		dir=$(mktemp -d /tmp/csc-tls.XXXXXX)
 		TMPS+=("$dir")
@@ -256,12 +264,11 @@ check_controller() {
 			</dev/null >/dev/null 2>&1 &
 		pid=$!
 		PIDS+=("$pid")
-		sleep 0.5
-		out=$(timeout 10 "$(command -v buildah)" run "${RUNTIME[@]}" --network host --user 65532:65532 "$c" -- \
-			"$bin" --master "https://localhost:$port" 2>&1 || true)
+		sleep 0.3
+		out=$(run_until 10 "curl error" --master "https://localhost:$port")
 		kill "$pid" 2>/dev/null || true
-		echo "$out" | head -n 5
-		grep -qiE 'certificate|verif|self.signed' <<<"$out" || { echo "no certificate-verification error"; return 1; }
+		echo "$out" | head -n 3
+		grep -qiE 'certificate problem|self.signed' <<<"$out" || { echo "no certificate-verification error"; return 1; }
 		if grep -qiE 'error setting certificate|CAfile|certificate file|resolve' <<<"$out"; then
 			echo "the CA bundle or the resolver is missing"
 			return 1
@@ -270,11 +277,30 @@ check_controller() {
 	buildah rm "$c" >/dev/null
 }
 
+# run_until <seconds> <regex> <args>...: the daemon ($bin in container $c) with args
+# until its output matches regex (or it exits, or seconds pass); prints its output.
+run_until() {
+	local secs=$1 re=$2 f pid i
+	shift 2
+	f=$(mktemp /tmp/csc-out.XXXXXX)
+	TMPS+=("$f")
+	buildah run "${RUNTIME[@]}" --network host --user 65532:65532 "$c" -- "$bin" "$@" >"$f" 2>&1 &
+	pid=$!
+	for ((i = 0; i < secs * 5; i++)); do
+		grep -qiE "$re" "$f" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	cat "$f"
+}
+
 PAUSE_SIZE= CTL_SIZE=
 [[ $WHAT == controller ]] || build_pause
 [[ $WHAT == pause ]] || build_controller
 
-printf '==> build time %.1fs\n' "$(echo "$(now) - $T0" | bc)"
+printf '==> build time %.1fs\n' "$(since "$T0")"
 if [[ -n $PAUSE_SIZE ]]; then
 	echo "==> $PAUSE: unpacked $(mb "$PAUSE_SIZE") MB, archive build/image/pause.oci.tar $(mb "$(stat -c %s "$OUT/pause.oci.tar")") MB"
 fi
