@@ -30,8 +30,11 @@
 # Caches: the rootfs tarball in
 #   ${CSC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/c-sample-controller}/images/
 # (debian-bookworm-minbase.tar; delete it to make a new one). The base image is
-# imported only when buildah's storage (/var/lib/containers) does not hold it yet, and
-# buildah's layer cache (--layers) makes a rebuild without source changes take seconds.
+# imported only when buildah's storage (/var/lib/containers) does not hold it yet
+# (`buildah rmi docker.io/library/debian:bookworm` forces a new import: a new base
+# layer, so a full rebuild), and buildah's layer cache (--layers) makes a rebuild
+# without source changes take seconds (the layer cache hashes content: touching a file
+# rebuilds nothing; an edit under cmd/ rebuilds cmd/ only).
 #
 # Output: one line per step with its duration; at the end the build time, each image's
 # unpacked size (sum of its uncompressed layers) and its archive size.
@@ -132,10 +135,10 @@ oci_archive() {
 }
 
 # unpacked_size <image>: bytes of its layers uncompressed (tar streams as pushed).
+# (Called in $(...), a subshell: it removes its own temporary directory.)
 unpacked_size() {
 	local dir n=0 m l
 	dir=$(mktemp -d /tmp/csc-size.XXXXXX)
-	TMPS+=("$dir")
 	buildah push --quiet "$1" "oci:$dir" >/dev/null
 	m=$dir/blobs/$(jq -r '.manifests[0].digest' "$dir/index.json" | tr : /)
 	while read -r mt l; do
@@ -146,6 +149,7 @@ unpacked_size() {
 		*) n=$((n + $(stat -c %s "$l"))) ;;
 		esac
 	done < <(jq -r '.layers[] | "\(.mediaType) \(.digest)"' "$m")
+	rm -rf "$dir"
 	echo "$n"
 }
 mb() { awk -v n="$1" 'BEGIN { printf "%.2f", n / 1000000 }'; }
@@ -213,7 +217,7 @@ build_controller() {
 		else
 			step "base: mmdebstrap --variant=minbase $BASE_SUITE" make_rootfs
 		fi
-		step "base: import $BASE_TAR as $BASE_REF" import_base
+		step "base: import the rootfs as $BASE_REF" import_base
 	fi
 	local args=(--build-arg VERSION="$VERSION") src
 	# org.opencontainers.image.source: this checkout's remote when it has one.
@@ -279,11 +283,11 @@ check_controller() {
 
 # run_until <seconds> <regex> <args>...: the daemon ($bin in container $c) with args
 # until its output matches regex (or it exits, or seconds pass); prints its output.
+# (Called in $(...), a subshell: it removes its own temporary file.)
 run_until() {
 	local secs=$1 re=$2 f pid i
 	shift 2
 	f=$(mktemp /tmp/csc-out.XXXXXX)
-	TMPS+=("$f")
 	buildah run "${RUNTIME[@]}" --network host --user 65532:65532 "$c" -- "$bin" "$@" >"$f" 2>&1 &
 	pid=$!
 	for ((i = 0; i < secs * 5; i++)); do
@@ -294,6 +298,7 @@ run_until() {
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	cat "$f"
+	rm -f "$f"
 }
 
 PAUSE_SIZE= CTL_SIZE=
