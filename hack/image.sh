@@ -86,7 +86,22 @@ cleanup() {
 }
 CTRS=()
 PIDS=()
-trap cleanup EXIT
+# buildah and runc make host directories on first use (runc's state root, an empty
+# CNI configuration directory): those that did not exist before this run are
+# removed again when they are left empty, so a build leaves no host state behind.
+HOST_DIRS=(/run/runc /etc/cni/net.d /etc/cni /var/lib/cni)
+NEW_DIRS=()
+for d in "${HOST_DIRS[@]}"; do [[ -e $d ]] || NEW_DIRS+=("$d"); done
+cleanup_all() {
+	cleanup
+	local d
+	for d in "${NEW_DIRS[@]:-}"; do
+		[[ -n $d && -d $d ]] || continue
+		rm -f "$d/cni.lock"
+		rmdir "$d" 2>/dev/null || true
+	done
+}
+trap cleanup_all EXIT
 step() {
 	local what=$1 t rc
 	shift
@@ -243,10 +258,10 @@ check_controller() {
 	CTRS+=("$c")
 	bin=$(buildah inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$c")
 	[[ $(buildah inspect --format '{{.OCIv1.Config.User}}' "$c") == 65532:65532 ]]
-	out=$(buildah run "${RUNTIME[@]}" --user 65532:65532 "$c" -- "$bin" --version)
+	out=$(buildah run "${RUNTIME[@]}" --network none --user 65532:65532 "$c" -- "$bin" --version)
 	echo "--version: $out"
 	[[ $out == *"$VERSION"* ]] || { echo "--version does not print $VERSION"; return 1; }
-	out=$(buildah run "${RUNTIME[@]}" --user 65532:65532 "$c" -- "$bin" --help 2>&1)
+	out=$(buildah run "${RUNTIME[@]}" --network none --user 65532:65532 "$c" -- "$bin" --help 2>&1)
 	grep -q '^Usage of' <<<"$out" || { echo "--help: $out"; return 1; }
 	# A refused connection must be reported as such (not a missing library or CA file).
 	out=$(run_until 10 "curl error|refused" --master https://127.0.0.1:1)

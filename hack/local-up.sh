@@ -159,6 +159,7 @@ cat >"$CMD_DIR/kube-controller-manager.sh" <<SH
 exec "$BIN/kube-controller-manager" --kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
   --authentication-kubeconfig "$LOCAL_DIR/kcm.kubeconfig" --authorization-kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
   --bind-address 127.0.0.1 --secure-port $KCM_PORT --leader-elect=false \\
+  --flex-volume-plugin-dir "$LOCAL_DIR/flexvolume" \\
   --controllers '*,-csrsigning,-csrapproving' \\
   --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" --use-service-account-credentials \\
   --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 --concurrent-gc-syncs 40 \\

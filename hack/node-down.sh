@@ -62,7 +62,7 @@ kill_shims() {
 	local d pid cmd
 	for d in /proc/[0-9]*; do
 		pid="${d#/proc/}"
-		cmd="$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" || continue
+		cmd="$({ tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null)" || continue
 		case "$cmd" in *containerd-shim*"-address $1 "*) kill -KILL "$pid" 2>/dev/null && node_log "killed shim pid $pid" ;; esac
 	done
 }
@@ -140,7 +140,8 @@ tac "$NODE_RECORD" | while read -r kind a b c rest; do
 	esac
 done
 
-rm -f "$NODE_RECORD"
-rmdir "$NODE_RUN" 2>/dev/null || true
+# Sockets containerd leaves behind, and the record itself.
+umount_under "$NODE_RUN"
+rm -rf "$NODE_RUN"
 rm -rf "$NODE_DIR"
 node_log "node $NODE_NAME stopped; host state restored"

@@ -279,7 +279,11 @@ failSwapOn: false
 registerNode: true
 registerWithTaints:
 - {key: $NODE_LABEL, value: "true", effect: NoSchedule}
-# No cluster DNS; pods reach the API server by the Service address.
+# No DNS server runs: pods reach the API server by the Service address. The
+# address is in the Service range (ClusterFirst pods need one); nothing answers
+# there, and nothing sent to it leaves the machine.
+clusterDNS: [10.0.0.10]
+clusterDomain: cluster.local
 resolvConf: ""
 podLogsDir: $NODE_DIR/pod-logs
 volumePluginDir: $NODE_DIR/volume-plugins

@@ -85,11 +85,27 @@ elif [ "$(id -u)" != 0 ]; then
 	skipped=$((skipped + node_tests))
 else
 	start=$(date +%s)
+	# What the host looks like without the node: node-down must restore exactly it.
+	[ -f .local/node/env ] || bash hack/node/host-state.sh >/tmp/e2e-host-before.txt
 	if bash hack/node-up.sh >/tmp/e2e-node-up.log 2>&1; then
 		echo "  node up in $(( $(date +%s) - start ))s ($(tail -n 1 /tmp/e2e-node-up.log | sed 's/^[0-9:]* //'))"
 		run_files tests/e2e/node_deploy.sh
-		[ -n "${E2E_KEEP_NODE:-}" ] || bash hack/node-down.sh >/tmp/e2e-node-down.log 2>&1 ||
-			{ echo "  FAIL  node-down"; tail -n 20 /tmp/e2e-node-down.log; failed=$((failed + 1)); failures+=("node-down"); }
+		if [ -z "${E2E_KEEP_NODE:-}" ]; then
+			if ! bash hack/node-down.sh >/tmp/e2e-node-down.log 2>&1; then
+				echo "  FAIL  node-down"; tail -n 20 /tmp/e2e-node-down.log
+				failed=$((failed + 1)); failures+=("node-down")
+			elif [ -f /tmp/e2e-host-before.txt ]; then
+				bash hack/node/host-state.sh >/tmp/e2e-host-after.txt
+				if diff -u /tmp/e2e-host-before.txt /tmp/e2e-host-after.txt >/tmp/e2e-host-diff.txt; then
+					echo "  ok    node-down restored the host (iptables, links, sysctls, mounts, cgroups, paths, processes)"
+					passed=$((passed + 1))
+				else
+					echo "  FAIL  node-down left host state behind:"
+					sed 's/^/        /' /tmp/e2e-host-diff.txt | head -n 40
+					failed=$((failed + 1)); failures+=("node-down host state")
+				fi
+			fi
+		fi
 	else
 		echo "  FAIL  node-up ($(( $(date +%s) - start ))s)"
 		tail -n 40 /tmp/e2e-node-up.log | sed 's/^/        /'

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Print the host state that hack/node-up.sh may change, normalised so that two
+# snapshots compare with diff: iptables rules and chains (v4 and v6, no counters),
+# links, the sysctls it or the kubelet set, mount points, cgroup directories under
+# this shell's memory cgroup path in every hierarchy, the host paths it may create,
+# and processes that name its containerd socket. tests/e2e/run.sh takes one before
+# node-up and one after node-down and fails on any difference.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+for tool in iptables-save ip6tables-save; do
+	command -v "$tool" >/dev/null || continue
+	echo "== $tool"
+	$tool 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//'
+done
+echo "== links"
+ip -o link show | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort
+echo "== sysctls"
+for s in net.ipv4.ip_forward vm.overcommit_memory kernel.panic kernel.panic_on_oops \
+	net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables; do
+	f="/proc/sys/${s//.//}"
+	[ -f "$f" ] && echo "$s=$(cat "$f")"
+done
+echo "== mounts"
+awk '{ print $5 }' /proc/self/mountinfo | sort
+echo "== cgroups"
+cg="$(own_memory_cgroup)"
+for h in $(cgroup_hierarchies); do
+	d="$h"
+	IFS=/ read -ra parts <<<"${cg#/}"
+	for p in "${parts[@]}"; do
+		d="$d/$p"
+		[ -d "$d" ] && echo "$d"
+	done
+	[ -d "$d" ] && find "$d" -mindepth 1 -type d 2>/dev/null | sort
+done
+echo "== paths"
+for p in /var/lib/cni /var/run/netns /run/netns /var/lib/kubelet /var/log/pods /var/log/containers \
+	/usr/libexec/kubernetes /etc/kubernetes /opt/cni /etc/cni/net.d /run/containerd /var/lib/containerd \
+	/run/runc /var/lib/nerdctl "$NODE_RUN" "$NODE_DIR"; do
+	[ -e "$p" ] && echo "$p"
+done
+echo "== processes"
+for d in /proc/[0-9]*; do
+	cmd="$({ tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null)" || continue
+	case "$cmd" in *"$NODE_RUN"* | *"$NODE_DIR"*) echo "${cmd%% *}" ;; esac
+done | sort
