@@ -45,10 +45,14 @@ RUN set -eu; \
 
 FROM scratch
 ARG VERSION=0.1.0
-ARG SOURCE=https://github.com/kubernetes/sample-controller
+# This project has no published repository yet: hack/image.sh passes the checkout's
+# https remote when it has one, and the commit built.
+ARG SOURCE=unpublished
+ARG REVISION=unknown
 LABEL org.opencontainers.image.title="sample-controller-c" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.description="Kubernetes' sample-controller in C11 (Foo custom resources reconciled into Deployments)"
 COPY --from=build /staging/ /
 USER 65532:65532

@@ -234,10 +234,15 @@ build_controller() {
 		fi
 		step "base: import the rootfs as $BASE_REF" import_base
 	fi
-	local args=(--build-arg VERSION="$VERSION") src
+	local args=(--build-arg VERSION="$VERSION") src rev
 	# org.opencontainers.image.source: this checkout's remote when it has one.
 	if src=$(git remote get-url origin 2>/dev/null) && [[ $src == https://* ]]; then
 		args+=(--build-arg SOURCE="$src")
+	fi
+	# org.opencontainers.image.revision: the commit built (with -dirty for local edits).
+	if rev=$(git rev-parse HEAD 2>/dev/null); then
+		git diff --quiet HEAD -- 2>/dev/null || rev="$rev-dirty"
+		args+=(--build-arg REVISION="$rev")
 	fi
 	grep -q "^ARG VERSION=$VERSION\$" Dockerfile ||
 		echo "==> warning: the Dockerfile's ARG VERSION default is not $VERSION (the VERSION file)"
@@ -253,7 +258,7 @@ build_controller() {
 # Runs the binary inside the image as its own user; the image has no shell, so every
 # check is one direct exec.
 check_controller() {
-	local c bin out dir port pid
+	local c bin out dir port pid i
 	c=$(buildah from --pull=never "$IMAGE")
 	CTRS+=("$c")
 	bin=$(buildah inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$c")
@@ -283,7 +288,12 @@ check_controller() {
 			</dev/null >/dev/null 2>&1 &
 		pid=$!
 		PIDS+=("$pid")
-		sleep 0.3
+		# Wait until it listens: a busy machine may take longer than a fixed sleep.
+		for ((i = 0; i < 50; i++)); do
+			(: </dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
+			kill -0 "$pid" 2>/dev/null || { echo "openssl s_server on port $port exited"; return 1; }
+			sleep 0.1
+		done
 		out=$(run_until 10 "curl error" --master "https://localhost:$port")
 		kill "$pid" 2>/dev/null || true
 		echo "$out" | head -n 3

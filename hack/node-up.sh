@@ -248,8 +248,11 @@ for a in sample-controller-c pause; do
 done
 VERSION="$(cat "$CSC_ROOT/VERSION")"
 IMAGE="docker.io/library/sample-controller-c:$VERSION"
-ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -qx "$IMAGE" || node_die "image $IMAGE not in containerd after import"
-ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q | grep -qx "$PAUSE_IMAGE" || node_die "image $PAUSE_IMAGE not in containerd after import"
+# (Listed once: `ctr ... | grep -q` would fail under pipefail when grep exits early.)
+images="$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q)"
+for i in "$IMAGE" "$PAUSE_IMAGE"; do
+	grep -qx "$i" <<<"$images" || node_die "image $i not in containerd after import (has: $(echo $images))"
+done
 
 # ---- The kubelet.
 KUBELET_PORT=$(free_port)

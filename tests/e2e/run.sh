@@ -74,6 +74,38 @@ fi
 echo "== sample-controller end to end"
 run_files $(ls tests/e2e/test_*.sh | grep -v test_cluster.sh)
 
+# host_same WHAT: the host is as it was before node-up (one test).
+host_same() {
+	bash hack/node/host-state.sh >/tmp/e2e-host-after.txt
+	if diff -u /tmp/e2e-host-before.txt /tmp/e2e-host-after.txt >/tmp/e2e-host-diff.txt; then
+		echo "  ok    $1"
+		passed=$((passed + 1))
+	else
+		echo "  FAIL  $1: host state left behind:"
+		sed 's/^/        /' /tmp/e2e-host-diff.txt | head -n 40
+		failed=$((failed + 1)); failures+=("$1")
+	fi
+}
+# A node-up killed (SIGKILL) once containerd runs, as by a CI timeout: the next
+# node-up undoes what it left and comes up; node-down then restores the host.
+node_killed_halfway() {
+	local pid i ok=1
+	bash hack/node-up.sh >/tmp/e2e-node-killed.log 2>&1 &
+	pid=$!
+	for i in $(seq 1 300); do
+		grep -qs '^proc containerd ' /run/csc-node/record && break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+	if ! bash hack/node-up.sh >/tmp/e2e-node-again.log 2>&1 || ! grep -q 'undoing what an earlier run left behind' /tmp/e2e-node-again.log; then
+		echo "  FAIL  node-up after a killed node-up"; tail -n 20 /tmp/e2e-node-again.log | sed 's/^/        /'
+		failed=$((failed + 1)); failures+=("node-up after a killed node-up")
+		ok=0
+	fi
+	bash hack/node-down.sh >/tmp/e2e-node-down.log 2>&1 || ok=0
+	[ "$ok" = 1 ] && host_same "node-up after a killed node-up cleaned up and came up; node-down restored the host"
+}
+
 # 4. The controller deployed as a pod under a real kubelet (hack/node-up.sh), from
 # deploy/ through hack/node/. Needs root (bridge, iptables, cgroups, mounts).
 echo "== deployed on a real node"
@@ -96,14 +128,8 @@ else
 				failed=$((failed + 1)); failures+=("node-down")
 			elif [ -f /tmp/e2e-host-before.txt ]; then
 				bash hack/node/host-state.sh >/tmp/e2e-host-after.txt
-				if diff -u /tmp/e2e-host-before.txt /tmp/e2e-host-after.txt >/tmp/e2e-host-diff.txt; then
-					echo "  ok    node-down restored the host (iptables, links, sysctls, mounts, cgroups, paths, processes)"
-					passed=$((passed + 1))
-				else
-					echo "  FAIL  node-down left host state behind:"
-					sed 's/^/        /' /tmp/e2e-host-diff.txt | head -n 40
-					failed=$((failed + 1)); failures+=("node-down host state")
-				fi
+				host_same "node-down restored the host (iptables, links, sysctls, mounts, cgroups, paths, processes)"
+				node_killed_halfway
 			fi
 		fi
 	else
