@@ -115,11 +115,9 @@ YAML
 CGROUP_ROOT="$(own_memory_cgroup)"
 CGROUP_ROOT="${CGROUP_ROOT%/}/kubepods-root"
 for h in $(cgroup_hierarchies); do
-	path="$h"
-	IFS=/ read -ra parts <<<"${CGROUP_ROOT#/}"
-	for part in "${parts[@]}"; do
-		parent="$path"
-		path="$path/$part"
+	for level in $(path_levels "$CGROUP_ROOT"); do
+		path="$h$level"
+		parent="$(dirname "$path")"
 		[ -d "$path" ] && continue
 		record cgroup "$path"
 		mkdir "$path"

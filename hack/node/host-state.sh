@@ -25,13 +25,10 @@ awk '{ print $5 }' /proc/self/mountinfo | sort
 echo "== cgroups"
 cg="$(own_memory_cgroup)"
 for h in $(cgroup_hierarchies); do
-	d="$h"
-	IFS=/ read -ra parts <<<"${cg#/}"
-	for p in "${parts[@]}"; do
-		d="$d/$p"
-		[ -d "$d" ] && echo "$d"
+	for level in $(path_levels "$cg"); do
+		[ -d "$h$level" ] && echo "$h$level"
 	done
-	[ -d "$d" ] && find "$d" -mindepth 1 -type d 2>/dev/null | sort
+	[ -d "$h$cg" ] && find "$h$cg" -mindepth 1 -type d 2>/dev/null | sort
 done
 echo "== paths"
 for p in /var/lib/cni /var/run/netns /run/netns /var/lib/kubelet /var/log/pods /var/log/containers \

@@ -67,6 +67,17 @@ cgroup_hierarchies() {
 	awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts | sort -u
 }
 
+# path_levels /a/b/c: /a, /a/b, /a/b/c (one per line).
+path_levels() {
+	local p="" part
+	IFS=/ read -ra parts <<<"${1#/}"
+	for part in "${parts[@]}"; do
+		[ -n "$part" ] || continue
+		p="$p/$part"
+		echo "$p"
+	done
+}
+
 # proc_starttime PID: field 22 of /proc/PID/stat, to recognise our process
 # after a restart of this script (PIDs are reused).
 proc_starttime() {
