@@ -46,7 +46,8 @@ for k in keys:
 minted = glob.glob(os.path.join(logs, "minted-tokens", "*.token")) + glob.glob(os.path.join(logs, "*", "token"))
 for p in minted:
     jwt("minted token " + os.path.relpath(p, logs), open(p).read())
-files = sorted(glob.glob(os.path.join(logs, "*.log")))
+# Subdirectories too: the logs of the controller pods on the real node.
+files = sorted(glob.glob(os.path.join(logs, "**", "*.log"), recursive=True))
 found = 0
 for f in files:
     for i, line in enumerate(open(f, errors="replace"), 1):

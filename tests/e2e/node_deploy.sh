@@ -119,6 +119,11 @@ t_node1_apply_ready() {
 		grep -Eq '^Seccomp:\s+2$' "$st" || fail "$pod: seccomp is not in filter mode: $(grep ^Seccomp: "$st")"
 		awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo" | grep -Eq '(^|,)ro(,|$)' ||
 			fail "$pod: root filesystem is not read-only"
+		# The pod's service-account token, for the final scan of every log for
+		# credentials (tests/e2e/last_secrets.sh).
+		mkdir -p "$E2E_LOGS/minted-tokens"
+		cat "/proc/$pid/root/var/run/secrets/kubernetes.io/serviceaccount/token" >"$E2E_LOGS/minted-tokens/node-$pod.token" ||
+			fail "$pod: no service-account token mounted"
 		# Its memory is charged beneath the cgroup node-up ran in.
 		grep -q ":memory:$CGROUP_ROOT/" "/proc/$pid/cgroup" || fail "$pod: memory cgroup not under $CGROUP_ROOT: $(grep memory "/proc/$pid/cgroup")"
 	done
