@@ -13,6 +13,7 @@
 #   make image      container images with buildah, no registry (hack/image.sh): build/image/*.oci.tar
 #   make node-up / node-down           a real kubelet node (containerd, runc, CNI) joined
 #                   to it, with the image imported (root; undoes all it changed)
+#   make install    PREFIX=/usr/local DESTDIR=: libckube.so/.a, include/ckube/, ckube.pc
 #   make clean
 
 CC      ?= cc
@@ -24,17 +25,19 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
-BASEFLAGS := -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"$(VERSION)\" -I. $(WARN) -pthread -g
+BASEFLAGS := -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"$(VERSION)\" -Iinclude -I. $(WARN) -pthread -g
 CFLAGS  ?= -O2
 ASAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TSAN_FLAGS := -O1 -fsanitize=thread
 
 # While developing one module, restrict what is compiled:
 #   make unit B=build-wq MODULES="base workqueue" SUITES="workqueue"
-MODULES ?= $(notdir $(wildcard pkg/*)) api
+MODULES ?= $(notdir $(wildcard pkg/*))
 SUITES  ?= $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
-LIB_SRCS  := $(sort $(foreach m,$(MODULES),$(wildcard pkg/$(m)/*.c)) $(if $(filter api,$(MODULES)),$(wildcard api/*/*/*.c)))
-CMD_SRCS  := $(sort $(wildcard cmd/sample-controller/*.c))
+LIB_SRCS  := $(sort $(foreach m,$(MODULES),$(wildcard pkg/$(m)/*.c)))
+# The Foo kind is sample-controller's, not the library's: it is built with cmd/.
+API_SRCS  := $(sort $(wildcard api/*/*/*.c))
+CMD_SRCS  := $(sort $(wildcard cmd/sample-controller/*.c)) $(API_SRCS)
 UNIT_SRCS := $(sort $(foreach s,$(SUITES),tests/unit/test_$(s).c))
 TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -44,9 +47,9 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps image test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
-all: lib/libckube.a bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
+all: lib/libckube.a lib/libckube.so.$(VERSION) bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
 deps:
 	@bash hack/install-deps.sh
@@ -56,7 +59,7 @@ k8s-bins: deps
 
 $(B)/rel/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(EXTRA_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(B)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -66,10 +69,56 @@ $(B)/tsan/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
-lib/libckube.a: $(REL_OBJS)
+# ---- The library: libckube.so.<VERSION> (soname libckube.so.<MAJOR>) and
+# libckube.a. Its objects are position-independent and hide everything but
+# CKUBE_API; the archive holds one prelinked object whose hidden symbols are made
+# local, so that static linking exposes exactly the API too (a program may define
+# its own fatal() or chash_find()).
+MAJOR   := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libckube.so.$(MAJOR)
+$(REL_OBJS): EXTRA_CFLAGS = -fPIC -fvisibility=hidden
+
+$(B)/rel/libckube.o: $(REL_OBJS)
+	ld -r -o $@.tmp $^
+	objcopy --localize-hidden $@.tmp $@
+	rm -f $@.tmp
+
+lib/libckube.a: $(B)/rel/libckube.o
 	@mkdir -p lib
 	rm -f $@ && ar rcs $@ $^
 
+lib/libckube.so.$(VERSION): $(REL_OBJS)
+	@mkdir -p lib
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(PKG_LIBS) -lm -pthread
+	ln -sf libckube.so.$(VERSION) lib/$(SONAME)
+	ln -sf $(SONAME) lib/libckube.so
+
+# pkg-config files: ckube.pc (shared; --static adds the private dependencies) and,
+# as libuv does, ckube-static.pc that names the archive itself.
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PC_DEPS    := libcurl yajl yaml-0.1 libmicrohttpd
+$(B)/ckube.pc $(B)/ckube-static.pc: VERSION Makefile
+	@mkdir -p $(B)
+	@{ echo "prefix=$(PREFIX)"; echo "libdir=$(LIBDIR)"; echo "includedir=$(INCLUDEDIR)"; echo; \
+	   echo "Name: ckube"; \
+	   echo "Description: client-go's controller machinery in C: config, REST client, informers, listers, workqueue, events, leader election"; \
+	   echo "Version: $(VERSION)"; echo "Requires.private: $(PC_DEPS)"; \
+	   if [ $(@F) = ckube.pc ]; then echo 'Libs: -L$${libdir} -lckube'; else echo 'Libs: $${libdir}/libckube.a'; fi; \
+	   echo "Libs.private: -lev -lm -pthread"; echo 'Cflags: -I$${includedir} -pthread'; } >$@
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]
+install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube
+	install -m 644 include/ckube/*.h $(DESTDIR)$(INCLUDEDIR)/ckube/
+	install -m 644 lib/libckube.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 lib/libckube.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libckube.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libckube.so
+	install -m 644 $(B)/ckube.pc $(B)/ckube-static.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+# The daemon uses only the library's API: it links the archive, not the objects.
 bin/sample-controller: $(CMD_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
 	@mkdir -p bin
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
@@ -111,7 +160,7 @@ $(B)/integ/suites.h: FORCE
 $(B)/integ/main.o: tests/unit/main.c $(B)/integ/suites.h
 	$(CC) $(BASEFLAGS) -I$(B)/integ $(ASAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
 
-$(B)/asan/integration-tests: $(INTEG_SRCS:%.c=$(B)/asan/%.o) $(B)/integ/main.o $(ASAN_OBJS)
+$(B)/asan/integration-tests: $(INTEG_SRCS:%.c=$(B)/asan/%.o) $(B)/integ/main.o $(ASAN_OBJS) $(API_SRCS:%.c=$(B)/asan/%.o)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
 
 # make integration KUBECONFIG=.local/kubeconfig [INTEG_SUITES="client"]

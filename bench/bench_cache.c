@@ -15,11 +15,11 @@
  *       CPU seconds, peak and steady RSS, bytes per cached object; and, for
  *       comparison, the same list with the plain client (what the server costs).
  */
-#include "pkg/cache/cache.h"
-#include "pkg/cache/fake.h"
+#include <ckube/cache.h>
+#include <ckube/cache_fake.h>
 #include "pkg/cache/internal.h"
-#include "pkg/kube/client.h"
-#include "pkg/kube/types.h"
+#include <ckube/client.h>
+#include <ckube/types.h>
 
 #include <ev.h>
 #include <malloc.h>
@@ -74,40 +74,40 @@ static void reset_peak_rss(void)
 
 /* ------------------------------------------------------------ dispatch */
 
-static const ktype_t bench_type = {.group = "apps",
+static const ck_type_t bench_type = {.group = "apps",
                                    .version = "v1",
                                    .kind = "Deployment",
                                    .resource = "deployments",
                                    .namespaced = true};
 
-static kobj_t *mk(const char *ns, const char *name, const char *rv)
+static ck_obj_t *mk(const char *ns, const char *name, const char *rv)
 {
-	kobj_builder_t *b = kobj_builder_new(&bench_type);
-	kobj_builder_set_meta(b, "namespace", ns, strlen(ns));
-	kobj_builder_set_meta(b, "name", name, strlen(name));
-	kobj_builder_set_meta(b, "resourceVersion", rv, strlen(rv));
-	kobj_builder_add_label(b, "app", 3, "nginx", 5);
-	kobj_t *o = kobj_builder_finish(b);
-	kobj_builder_free(b);
+	ck_obj_builder_t *b = ck_obj_builder_new(&bench_type);
+	ck_obj_builder_set_meta(b, "namespace", ns, strlen(ns));
+	ck_obj_builder_set_meta(b, "name", name, strlen(name));
+	ck_obj_builder_set_meta(b, "resourceVersion", rv, strlen(rv));
+	ck_obj_builder_add_label(b, "app", 3, "nginx", 5);
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_obj_builder_free(b);
 	return o;
 }
 
 static uint64_t handled;
-static void h_add(void *ud, kobj_t *obj, bool initial)
+static void h_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	(void)ud;
 	(void)obj;
 	(void)initial;
 	handled++;
 }
-static void h_update(void *ud, kobj_t *old, kobj_t *obj)
+static void h_update(void *ud, ck_obj_t *old, ck_obj_t *obj)
 {
 	(void)ud;
 	(void)old;
 	(void)obj;
 	handled++;
 }
-static void h_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+static void h_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
 {
 	(void)ud;
 	(void)key;
@@ -119,15 +119,15 @@ static void h_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
 static int run_dispatch(size_t nobj, size_t nevents)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	cache_fake_lw_t *fake = cache_fake_lw_new();
-	cache_informer_t *inf =
-	    cache_informer_new(loop, &bench_type, cache_fake_lw_source(fake), NULL);
-	cache_handler_t h = {h_add, h_update, h_delete};
-	cache_informer_add_handler(inf, &h, NULL);
-	cache_informer_start(inf, NULL);
+	ck_cache_fake_lw_t *fake = ck_cache_fake_lw_new();
+	ck_cache_informer_t *inf =
+	    ck_cache_informer_new(loop, &bench_type, ck_cache_fake_lw_source(fake), NULL);
+	ck_cache_handler_t h = {h_add, h_update, h_delete};
+	ck_cache_informer_add_handler(inf, &h, NULL);
+	ck_cache_informer_start(inf, NULL);
 
 	/* Two versions of every object; events alternate between them. */
-	kobj_t **pool = malloc(2 * nobj * sizeof(kobj_t *));
+	ck_obj_t **pool = malloc(2 * nobj * sizeof(ck_obj_t *));
 	for (size_t i = 0; i < nobj; i++) {
 		char ns[32], name[32];
 		snprintf(ns, sizeof(ns), "ns-%zu", i % 100);
@@ -135,16 +135,16 @@ static int run_dispatch(size_t nobj, size_t nevents)
 		pool[2 * i] = mk(ns, name, "100");
 		pool[2 * i + 1] = mk(ns, name, "101");
 	}
-	cache_fake_req_t *l = cache_fake_lw_last(fake, false);
+	ck_cache_fake_req_t *l = ck_cache_fake_lw_last(fake, false);
 	double t0 = now_s();
 	for (size_t i = 0; i < nobj; i++)
-		cache_fake_req_item(l, kobj_ref(pool[2 * i]));
-	cache_fake_req_meta(l, "100", NULL);
-	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+		ck_cache_fake_req_item(l, ck_obj_ref(pool[2 * i]));
+	ck_cache_fake_req_meta(l, "100", NULL);
+	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
 	cache_informer_drain(inf);
 	double t_list = now_s() - t0;
 
-	cache_fake_req_t *w = cache_fake_lw_last(fake, true);
+	ck_cache_fake_req_t *w = ck_cache_fake_lw_last(fake, true);
 	handled = 0;
 	double c0 = cpu_s();
 	t0 = now_s();
@@ -153,8 +153,8 @@ static int run_dispatch(size_t nobj, size_t nevents)
 	for (size_t e = 0; e < nevents;) {
 		for (size_t k = 0; k < batch && e < nevents; k++, e++) {
 			size_t i = (e * 7919) % nobj;
-			kobj_t *o = pool[2 * i + ((e / nobj) % 2 == 0 ? 1 : 0)];
-			cache_fake_req_event(w, KWATCH_MODIFIED, kobj_ref(o));
+			ck_obj_t *o = pool[2 * i + ((e / nobj) % 2 == 0 ? 1 : 0)];
+			ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, ck_obj_ref(o));
 		}
 		cache_informer_drain(inf);
 	}
@@ -167,10 +167,10 @@ static int run_dispatch(size_t nobj, size_t nevents)
 	       nevents, (unsigned long long)handled, dt, (double)nevents / dt,
 	       dt * 1e6 / (double)nevents, dc);
 	for (size_t i = 0; i < 2 * nobj; i++)
-		kobj_unref(pool[i]);
+		ck_obj_unref(pool[i]);
 	free(pool);
-	cache_informer_free(inf);
-	cache_fake_lw_free(fake);
+	ck_cache_informer_free(inf);
+	ck_cache_fake_lw_free(fake);
 	ev_loop_destroy(loop);
 	return 0;
 }
@@ -182,11 +182,11 @@ static char *replace_once(const char *s, const char *from, const char *to)
 	const char *p = strstr(s, from);
 	if (p == NULL)
 		return NULL;
-	sbuf_t b = SBUF_INIT;
-	sbuf_append(&b, s, (size_t)(p - s));
-	sbuf_puts(&b, to);
-	sbuf_puts(&b, p + strlen(from));
-	return sbuf_steal(&b);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_append(&b, s, (size_t)(p - s));
+	ck_sbuf_puts(&b, to);
+	ck_sbuf_puts(&b, p + strlen(from));
+	return ck_sbuf_steal(&b);
 }
 
 static int run_memory(size_t nobj)
@@ -194,7 +194,7 @@ static int run_memory(size_t nobj)
 	const char *path = "tests/fixtures/json/deployment.json";
 	char *json = NULL, *err = NULL;
 	size_t len = 0;
-	if (file_read_all(path, &json, &len, &err) != 0) {
+	if (ck_file_read_all(path, &json, &len, &err) != 0) {
 		fprintf(stderr, "memory: %s\n", err);
 		return 1;
 	}
@@ -207,7 +207,7 @@ static int run_memory(size_t nobj)
 	}
 	malloc_trim(0);
 	size_t heap0 = mallinfo2().uordblks;
-	cache_store_t *s = cache_store_new();
+	ck_cache_store_t *s = ck_cache_store_new();
 	for (size_t i = 0; i < nobj; i++) {
 		char id[200];
 		snprintf(
@@ -216,18 +216,18 @@ static int run_memory(size_t nobj)
 		    "9e0f-1a2b3c4d5e6f\"",
 		    i, i % 200, i);
 		char *one = replace_once(json, ident, id);
-		kobj_t *o = kdec_object(&ktype_deployment, one, strlen(one), &err);
+		ck_obj_t *o = ck_dec_object(&ck_type_deployment, one, strlen(one), &err);
 		free(one);
 		if (o == NULL) {
 			fprintf(stderr, "memory: decode: %s\n", err);
 			return 1;
 		}
-		kobj_unref(cache_store_upsert(s, o));
-		kobj_unref(o);
+		ck_obj_unref(ck_cache_store_upsert(s, o));
+		ck_obj_unref(o);
 	}
 	size_t heap1 = mallinfo2().uordblks;
 	size_t obj_bytes = 0;
-	size_t tables = cache_store_mem_bytes(s, &obj_bytes);
+	size_t tables = ck_cache_store_mem_bytes(s, &obj_bytes);
 	printf("memory: %zu Deployments (fixture: %zu bytes of JSON each) cached\n", nobj, len);
 	printf("memory: objects %.0f B/object, store tables + namespace index %.1f B/object, "
 	       "total %.0f B/object\n",
@@ -235,21 +235,21 @@ static int run_memory(size_t nobj)
 	       (double)(obj_bytes + tables) / (double)nobj);
 	printf("memory: malloc in use %.0f B/object (allocator overhead included)\n",
 	       (double)(heap1 - heap0) / (double)nobj);
-	cache_store_free(s);
+	ck_cache_store_free(s);
 	free(json);
 	return 0;
 }
 
 /* ------------------------------------------------------------ cluster */
 
-static const ktype_t t_ns = {
+static const ck_type_t t_ns = {
     .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
 
 #define BENCH_NS "cache-bench"
 
 typedef struct cl {
 	struct ev_loop *loop;
-	kclient_t *c;
+	ck_client_t *c;
 	size_t want;
 	atomic_size_t next;
 	atomic_size_t created;
@@ -279,7 +279,7 @@ static void *creator(void *arg)
 		const char *key = name;
 		if (c->nhave > 0 && bsearch(&key, c->have, c->nhave, sizeof(char *), cmp_str))
 			continue;
-		char *body = xasprintf(
+		char *body = ck_xasprintf(
 		    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
 		    "\"%s\",\"labels\":{\"app\":\"nginx\",\"controller\":\"foo-%zu\"},"
 		    "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"name\":"
@@ -291,16 +291,16 @@ static void *creator(void *arg)
 		    "\"controller\":\"foo-%zu\"}},\"spec\":{\"containers\":[{\"name\":\"nginx\","
 		    "\"image\":\"nginx:latest\"}]}}}}",
 		    name, i, BENCH_NS, c->ns_uid, i, i);
-		kresult_t r = {0};
-		int rc = kclient_create_sync(c->c, &ktype_deployment, BENCH_NS, body, NULL, &r);
+		ck_result_t r = {0};
+		int rc = ck_client_create_sync(c->c, &ck_type_deployment, BENCH_NS, body, NULL, &r);
 		free(body);
-		if (rc != 0 && !kerr_is_already_exists(&r)) {
+		if (rc != 0 && !ck_err_is_already_exists(&r)) {
 			if (atomic_fetch_add(&c->failed, 1) < 3)
 				fprintf(stderr, "create %s: %s\n", name, r.error);
 		} else {
 			atomic_fetch_add(&c->created, 1);
 		}
-		kresult_clear(&r);
+		ck_result_clear(&r);
 	}
 	pthread_mutex_lock(&c->mu);
 	if (--c->threads_left == 0)
@@ -312,32 +312,32 @@ static void *creator(void *arg)
 static void *populate_main(void *arg)
 {
 	cl_t *c = arg;
-	kresult_t r = {0};
-	char *body = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{"
+	ck_result_t r = {0};
+	char *body = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{"
 	                       "\"name\":\"%s\"}}",
 	                       BENCH_NS);
-	kclient_create_sync(c->c, &t_ns, NULL, body, NULL, &r);
+	ck_client_create_sync(c->c, &t_ns, NULL, body, NULL, &r);
 	free(body);
-	kresult_clear(&r);
-	if (kclient_get_sync(c->c, &t_ns, NULL, BENCH_NS, &r) == 0)
+	ck_result_clear(&r);
+	if (ck_client_get_sync(c->c, &t_ns, NULL, BENCH_NS, &r) == 0)
 		snprintf(c->ns_uid, sizeof(c->ns_uid), "%s", r.obj->uid);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	/* What is there already (a previous run). */
-	kobj_t **items = NULL;
+	ck_obj_t **items = NULL;
 	size_t n = 0;
 	char *rv = NULL;
-	klist_opts_t o = {.limit = 500};
-	if (kclient_list_sync(c->c, &ktype_deployment, BENCH_NS, &o, &items, &n, &rv, &r) == 0) {
-		c->have = xmalloc((n + 1) * sizeof(char *));
+	ck_list_opts_t o = {.limit = 500};
+	if (ck_client_list_sync(c->c, &ck_type_deployment, BENCH_NS, &o, &items, &n, &rv, &r) == 0) {
+		c->have = ck_xmalloc((n + 1) * sizeof(char *));
 		for (size_t i = 0; i < n; i++) {
-			c->have[c->nhave++] = xstrdup(items[i]->name);
-			kobj_unref(items[i]);
+			c->have[c->nhave++] = ck_xstrdup(items[i]->name);
+			ck_obj_unref(items[i]);
 		}
 		qsort(c->have, c->nhave, sizeof(char *), cmp_str);
 	}
 	free(items);
 	free(rv);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	double t0 = now_s();
 	enum { NTHREADS = 12 };
 	pthread_t th[NTHREADS];
@@ -371,7 +371,7 @@ static void run_loop_until(struct ev_loop *loop, atomic_int *flag)
 }
 
 typedef struct lister_ctx {
-	kclient_t *c;
+	ck_client_t *c;
 	atomic_int done;
 	double secs;
 	size_t n;
@@ -380,28 +380,28 @@ typedef struct lister_ctx {
 static void *plain_list(void *arg)
 {
 	lister_ctx_t *l = arg;
-	kobj_t **items = NULL;
+	ck_obj_t **items = NULL;
 	size_t n = 0;
 	char *rv = NULL;
-	kresult_t r = {0};
-	klist_opts_t o = {.resource_version = "0", .limit = 500};
+	ck_result_t r = {0};
+	ck_list_opts_t o = {.resource_version = "0", .limit = 500};
 	double t0 = now_s();
-	if (kclient_list_sync(l->c, &ktype_deployment, NULL, &o, &items, &n, &rv, &r) != 0)
+	if (ck_client_list_sync(l->c, &ck_type_deployment, NULL, &o, &items, &n, &rv, &r) != 0)
 		fprintf(stderr, "plain list: %s\n", r.error);
 	l->secs = now_s() - t0;
 	l->n = n;
 	for (size_t i = 0; i < n; i++)
-		kobj_unref(items[i]);
+		ck_obj_unref(items[i]);
 	free(items);
 	free(rv);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	atomic_store(&l->done, 1);
 	return NULL;
 }
 
 typedef struct sync_watch {
 	ev_timer t;
-	cache_informer_t *inf;
+	ck_cache_informer_t *inf;
 	double t_synced;
 	double cpu_synced;
 	long hwm_kib;
@@ -411,7 +411,7 @@ static void sync_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)revents;
 	sync_watch_t *s = (sync_watch_t *)w;
-	if (cache_informer_has_synced(s->inf)) {
+	if (ck_cache_informer_has_synced(s->inf)) {
 		s->t_synced = now_s();
 		s->cpu_synced = cpu_s();
 		s->hwm_kib = proc_kib("VmHWM");
@@ -439,14 +439,14 @@ static int run_cluster(size_t want)
 	c.want = want;
 	c.loop = ev_loop_new(EVFLAG_AUTO);
 	char *err = NULL;
-	kconfig_load_opts_t lo = {.kubeconfig = kc};
-	kconfig_t *cfg = kconfig_load(&lo, &err);
+	ck_config_load_opts_t lo = {.kubeconfig = kc};
+	ck_config_t *cfg = ck_config_load(&lo, &err);
 	if (cfg == NULL) {
 		fprintf(stderr, "cluster: %s\n", err);
 		return 1;
 	}
-	kclient_opts_t co = {.qps = -1, .request_timeout_ms = 600000};
-	c.c = kclient_new(c.loop, cfg, &co, &err);
+	ck_client_opts_t co = {.qps = -1, .request_timeout_ms = 600000};
+	c.c = ck_client_new(c.loop, cfg, &co, &err);
 	if (c.c == NULL) {
 		fprintf(stderr, "cluster: %s\n", err);
 		return 1;
@@ -472,17 +472,17 @@ static int run_cluster(size_t want)
 	reset_peak_rss();
 	double cpu0 = cpu_s();
 	double t0 = now_s();
-	cache_informer_t *inf = cache_informer_new(
-	    c.loop, &ktype_deployment, cache_lw_kube_new(c.c, &ktype_deployment, NULL), NULL);
-	cache_informer_start(inf, NULL);
+	ck_cache_informer_t *inf = ck_cache_informer_new(
+	    c.loop, &ck_type_deployment, ck_cache_lw_kube_new(c.c, &ck_type_deployment, NULL), NULL);
+	ck_cache_informer_start(inf, NULL);
 	sync_watch_t sw = {.inf = inf};
 	ev_timer_init(&sw.t, sync_tick, 0.001, 0.001);
 	ev_timer_start(c.loop, &sw.t);
 	ev_run(c.loop, 0);
 	ev_timer_stop(c.loop, &sw.t);
-	size_t n = cache_store_len(cache_informer_store(inf));
+	size_t n = ck_cache_store_len(ck_cache_informer_store(inf));
 	size_t obj_bytes = 0;
-	size_t tables = cache_store_mem_bytes(cache_informer_store(inf), &obj_bytes);
+	size_t tables = ck_cache_store_mem_bytes(ck_cache_informer_store(inf), &obj_bytes);
 	/* Steady state: a few seconds of watching, then the memory the process keeps. */
 	ev_timer st;
 	ev_timer_init(&st, sleep_tick, 5.0, 0.0);
@@ -508,8 +508,8 @@ static int run_cluster(size_t want)
 	       (double)(obj_bytes + tables) / (double)n,
 	       (double)(rss_trim - rss0) * 1024.0 / (double)n);
 
-	cache_informer_free(inf);
-	kclient_free(c.c);
+	ck_cache_informer_free(inf);
+	ck_client_free(c.c);
 	ev_loop_destroy(c.loop);
 	for (size_t i = 0; i < c.nhave; i++)
 		free(c.have[i]);

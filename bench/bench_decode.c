@@ -4,16 +4,16 @@
  *
  * Builds in memory a DeploymentList of N (default 10,000) realistic Deployments
  * (the shape the API server returns, ~3.2 KB each, most of it managedFields), then
- * decodes it with KDEC_LIST fed in 16 KiB chunks (what curl hands over) and prints:
+ * decodes it with CK_DEC_LIST fed in 16 KiB chunks (what curl hands over) and prints:
  *   MB/s and objects/s on one core (best of several runs),
  *   peak RSS growth while decoding, with the objects dropped at once and kept,
- *   bytes held per decoded object (kobj_size, and malloc's usable size).
+ *   bytes held per decoded object (ck_obj_size, and malloc's usable size).
  *
  * Build and run: bash bench/bench_decode.sh [N]
  */
-#include "pkg/base/base.h"
-#include "pkg/kube/decode.h"
-#include "pkg/kube/types.h"
+#include <ckube/base.h>
+#include <ckube/decode.h>
+#include <ckube/types.h>
 
 #include <malloc.h>
 #include <stdio.h>
@@ -69,14 +69,14 @@ static const char item_fmt[] =
     "vailable\",\"message\":\"ReplicaSet \\\"%s-7c5ddbdf54\\\" has successfully progressed.\""
     "}]}}";
 
-static void make_item(sbuf_t *b, size_t i)
+static void make_item(ck_sbuf_t *b, size_t i)
 {
 	char name[32], ns[32], uid[48];
 	snprintf(name, sizeof(name), "app-%05zu", i);
 	snprintf(ns, sizeof(ns), "team-%03zu", i % 97);
 	snprintf(uid, sizeof(uid), "%08zx-1b2c-4d3e-8f4a-%012zx", i * 2654435761u % 0xffffffffu, i);
 	int gen = 1 + (int)(i % 5), rep = 1 + (int)(i % 10), ready = (int)(i % 10);
-	sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name, name,
+	ck_sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name, name,
 	            rep, name, name, gen, rep, rep, ready, ready, name);
 }
 
@@ -96,55 +96,55 @@ static long maxrss_kib(void)
 
 typedef struct sink {
 	bool keep;
-	kobj_t **objs;
+	ck_obj_t **objs;
 	size_t n;
 	size_t held, usable;
 } sink_t;
 
-static void on_object(void *ud, kobj_t *obj)
+static void on_object(void *ud, ck_obj_t *obj)
 {
 	sink_t *s = ud;
 	if (s->keep) {
-		s->held += kobj_size(obj);
+		s->held += ck_obj_size(obj);
 		s->usable += malloc_usable_size(obj);
 		s->objs[s->n] = obj;
 	} else {
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 	}
 	s->n++;
 }
 
 static void on_meta(void *ud, const char *rv, const char *cont, int64_t remaining) {}
 
-static double decode(const sbuf_t *in, sink_t *s)
+static double decode(const ck_sbuf_t *in, sink_t *s)
 {
-	kdec_cb_t cb = {.on_object = on_object, .on_list_meta = on_meta};
+	ck_dec_cb_t cb = {.on_object = on_object, .on_list_meta = on_meta};
 	char *err = NULL;
 	double t0 = now_s();
-	kdec_t *d = kdec_new(&ktype_deployment, KDEC_LIST, &cb, s, 0);
+	ck_dec_t *d = ck_dec_new(&ck_type_deployment, CK_DEC_LIST, &cb, s, 0);
 	for (size_t off = 0; off < in->len; off += 16384) {
 		size_t n = in->len - off < 16384 ? in->len - off : 16384;
-		if (kdec_feed(d, in->data + off, n, &err) != 0)
-			fatal("decode: %s", err);
+		if (ck_dec_feed(d, in->data + off, n, &err) != 0)
+			ck_fatal("decode: %s", err);
 	}
-	if (kdec_finish(d, &err) != 0)
-		fatal("decode: %s", err);
-	kdec_free(d);
+	if (ck_dec_finish(d, &err) != 0)
+		ck_fatal("decode: %s", err);
+	ck_dec_free(d);
 	return now_s() - t0;
 }
 
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
-	sbuf_t in = SBUF_INIT;
-	sbuf_puts(&in, "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
+	ck_sbuf_t in = CK_SBUF_INIT;
+	ck_sbuf_puts(&in, "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
 	               "{\"resourceVersion\":\"200000\",\"continue\":\"\"},\"items\":[");
 	for (size_t i = 0; i < n; i++) {
 		if (i)
-			sbuf_putc(&in, ',');
+			ck_sbuf_putc(&in, ',');
 		make_item(&in, i);
 	}
-	sbuf_puts(&in, "]}");
+	ck_sbuf_puts(&in, "]}");
 	printf("decode: DeploymentList of %zu items, %.1f MB, %.0f bytes per item\n", n,
 	       (double)in.len / 1e6, (double)in.len / (double)n);
 
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
 	       rss1 - rss0, in.len / 1024);
 
 	/* Pass 2: objects kept, as an informer's cache would. */
-	sink_t keep = {.keep = true, .objs = xcalloc(n, sizeof(kobj_t *))};
+	sink_t keep = {.keep = true, .objs = ck_xcalloc(n, sizeof(ck_obj_t *))};
 	double t = decode(&in, &keep);
 	long rss2 = maxrss_kib();
 	printf("  kept: %zu objects decoded in %.3f s (%.1f MB/s)\n", keep.n, t,
@@ -181,20 +181,20 @@ int main(int argc, char **argv)
 		int32_t rep;
 		snprintf(name, sizeof(name), "app-%05zu", i);
 		if (strcmp(keep.objs[i]->name, name) != 0 ||
-		    !deployment_spec_replicas(keep.objs[i], &rep) || rep != 1 + (int)(i % 10) ||
-		    strcmp(kobj_label(keep.objs[i], "controller"), name) != 0 ||
-		    kobj_controller_ref(keep.objs[i]) == NULL)
-			fatal("object %zu decoded wrongly", i);
+		    !ck_deployment_spec_replicas(keep.objs[i], &rep) || rep != 1 + (int)(i % 10) ||
+		    strcmp(ck_obj_label(keep.objs[i], "controller"), name) != 0 ||
+		    ck_obj_controller_ref(keep.objs[i]) == NULL)
+			ck_fatal("object %zu decoded wrongly", i);
 	}
 	size_t tmpl = 0;
 	for (size_t i = 0; i < keep.n; i++) {
-		const char *c = deployment_template_containers_json(keep.objs[i]);
+		const char *c = ck_deployment_template_containers_json(keep.objs[i]);
 		tmpl += c ? strlen(c) + 1 : 0;
-		kobj_unref(keep.objs[i]);
+		ck_obj_unref(keep.objs[i]);
 	}
 	printf("  of which spec.template.spec.containers JSON: %.0f bytes per object\n",
 	       (double)tmpl / (double)n);
 	free(keep.objs);
-	sbuf_free(&in);
+	ck_sbuf_free(&in);
 	return 0;
 }

@@ -10,8 +10,8 @@
  *
  * Build and run: bash bench/bench_workqueue.sh
  */
-#include "pkg/base/base.h"
-#include "pkg/workqueue/workqueue.h"
+#include <ckube/base.h>
+#include <ckube/workqueue.h>
 
 #include <malloc.h>
 #include <pthread.h>
@@ -54,13 +54,13 @@ static char keys[NKEYS][32];
 
 static uint64_t now_ns(void)
 {
-	return clk_mono_ns(clk_real());
+	return ck_clk_mono_ns(ck_clk_real());
 }
 
-static wq_t *new_queue(void)
+static ck_wq_t *new_queue(void)
 {
-	wq_options_t o = {.name = "bench"};
-	return wq_new(&o);
+	ck_wq_options_t o = {.name = "bench"};
+	return ck_wq_new(&o);
 }
 
 /* ---- add+get+done, one thread ---------------------------------------------------------- */
@@ -68,16 +68,16 @@ static wq_t *new_queue(void)
 static void bench_single(void)
 {
 	enum { N = 2000000, WARM = 10000 };
-	wq_t *q = new_queue();
+	ck_wq_t *q = new_queue();
 	for (int i = 0; i < WARM; i++) {
-		wq_add(q, keys[i % NKEYS]);
-		wq_done(q, wq_get(q));
+		ck_wq_add(q, keys[i % NKEYS]);
+		ck_wq_done(q, ck_wq_get(q));
 	}
 	unsigned long a0 = atomic_load(&n_allocs);
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < N; i++) {
-		wq_add(q, keys[i % NKEYS]);
-		wq_done(q, wq_get(q));
+		ck_wq_add(q, keys[i % NKEYS]);
+		ck_wq_done(q, ck_wq_get(q));
 	}
 	uint64_t t1 = now_ns();
 	unsigned long allocs = atomic_load(&n_allocs) - a0;
@@ -90,19 +90,19 @@ static void bench_single(void)
 	t0 = now_ns();
 	for (int r = 0; r < N / 1000; r++) {
 		for (int i = 0; i < 1000; i++)
-			wq_add(q, keys[(r * 1000 + i) % NKEYS]);
+			ck_wq_add(q, keys[(r * 1000 + i) % NKEYS]);
 		for (int i = 0; i < 1000; i++)
-			wq_done(q, wq_get(q));
+			ck_wq_done(q, ck_wq_get(q));
 	}
 	t1 = now_ns();
 	printf("add+get+done, 1 thread, 1000 queued: %7.1f ns/key\n", (double)(t1 - t0) / N);
-	wq_free(q);
+	ck_wq_free(q);
 }
 
 /* ---- Several workers -------------------------------------------------------------------- */
 
 typedef struct worker_arg {
-	wq_t *q;
+	ck_wq_t *q;
 	int id;
 	int n;
 	int nworkers;
@@ -118,13 +118,13 @@ static void *mixed_worker(void *p)
 		/* Take one key per key this add produced: an add that was ignored (the key is
 		 * already dirty while another worker processes it, which a preempted worker on
 		 * 2 cores makes possible) produced none, and waiting for one would hang. */
-		if (wq_add(w->q, keys[w->id * per + i % per]) != 1)
+		if (ck_wq_add(w->q, keys[w->id * per + i % per]) != 1)
 			continue;
-		const char *k = wq_get(w->q);
+		const char *k = ck_wq_get(w->q);
 		if (k == NULL)
 			break;
 		w->got++;
-		wq_done(w->q, k);
+		ck_wq_done(w->q, k);
 	}
 	return NULL;
 }
@@ -133,9 +133,9 @@ static void *consumer(void *p)
 {
 	worker_arg_t *w = p;
 	const char *k;
-	while ((k = wq_get(w->q)) != NULL) {
+	while ((k = ck_wq_get(w->q)) != NULL) {
 		w->got++;
-		wq_done(w->q, k);
+		ck_wq_done(w->q, k);
 	}
 	return NULL;
 }
@@ -147,7 +147,7 @@ static void bench_workers(int nworkers)
 	worker_arg_t args[8];
 
 	/* Every worker is producer and consumer. */
-	wq_t *q = new_queue();
+	ck_wq_t *q = new_queue();
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < nworkers; i++) {
 		args[i] = (worker_arg_t){.q = q, .id = i, .n = N / nworkers, .nworkers = nworkers};
@@ -159,12 +159,12 @@ static void bench_workers(int nworkers)
 		pthread_join(th[i], NULL);
 		got += args[i].got;
 		if (i == 0)
-			wq_shutdown(q);
+			ck_wq_shutdown(q);
 	}
 	uint64_t t1 = now_ns();
 	printf("add+get+done, %d workers (each adds): %6.1f ns/key   (%lu keys)\n", nworkers,
 	       (double)(t1 - t0) / (double)got, got);
-	wq_free(q);
+	ck_wq_free(q);
 
 	/* One producer (the event loop's role), nworkers consumers. */
 	q = new_queue();
@@ -174,8 +174,8 @@ static void bench_workers(int nworkers)
 	}
 	t0 = now_ns();
 	for (int i = 0; i < N; i++)
-		wq_add(q, keys[i % NKEYS]);
-	wq_shutdown_with_drain(q);
+		ck_wq_add(q, keys[i % NKEYS]);
+	ck_wq_shutdown_with_drain(q);
 	got = 0;
 	for (int i = 0; i < nworkers; i++) {
 		pthread_join(th[i], NULL);
@@ -184,7 +184,7 @@ static void bench_workers(int nworkers)
 	t1 = now_ns();
 	printf("1 producer -> %d workers:             %6.1f ns/add  (%d adds, %lu processed)\n",
 	       nworkers, (double)(t1 - t0) / N, N, got);
-	wq_free(q);
+	ck_wq_free(q);
 }
 
 /* ---- add_after with many pending ---------------------------------------------------------- */
@@ -193,23 +193,23 @@ static void bench_add_after(void)
 {
 	enum { PENDING = 100000, M = 100000 };
 	char key[48];
-	wq_t *q = new_queue();
-	const int64_t hour = 3600 * (int64_t)NS_PER_SEC;
+	ck_wq_t *q = new_queue();
+	const int64_t hour = 3600 * (int64_t)CK_NS_PER_SEC;
 	for (int i = 0; i < PENDING; i++) {
 		snprintf(key, sizeof(key), "default/pending-%d", i);
-		wq_add_after(q, key, hour + (int64_t)(rand_u64() % NS_PER_SEC));
+		ck_wq_add_after(q, key, hour + (int64_t)(ck_rand_u64() % CK_NS_PER_SEC));
 	}
 	/* Pre-format the keys so that only the queue is timed. */
-	char(*fresh)[48] = xmalloc(M * sizeof(*fresh));
-	int64_t *jitter = xmalloc(M * sizeof(*jitter));
+	char(*fresh)[48] = ck_xmalloc(M * sizeof(*fresh));
+	int64_t *jitter = ck_xmalloc(M * sizeof(*jitter));
 	for (int i = 0; i < M; i++) {
 		snprintf(fresh[i], sizeof(fresh[i]), "default/fresh-%d", i);
-		jitter[i] = (int64_t)(rand_u64() % NS_PER_SEC);
+		jitter[i] = (int64_t)(ck_rand_u64() % CK_NS_PER_SEC);
 	}
 
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < M; i++)
-		wq_add_after(q, fresh[i], hour + jitter[i]);
+		ck_wq_add_after(q, fresh[i], hour + jitter[i]);
 	uint64_t t1 = now_ns();
 	printf("add_after new key, %d..%d pending: %6.1f ns/op\n", PENDING, PENDING + M,
 	       (double)(t1 - t0) / M);
@@ -217,20 +217,20 @@ static void bench_add_after(void)
 	/* Same keys again, each with an earlier time: lookup + sift up. */
 	t0 = now_ns();
 	for (int i = 0; i < M; i++)
-		wq_add_after(q, fresh[i], hour / 2 + jitter[i]);
+		ck_wq_add_after(q, fresh[i], hour / 2 + jitter[i]);
 	t1 = now_ns();
 	printf("add_after pending key, earlier time: %6.1f ns/op\n", (double)(t1 - t0) / M);
 
 	/* And later: lookup only, the earlier time is kept. */
 	t0 = now_ns();
 	for (int i = 0; i < M; i++)
-		wq_add_after(q, fresh[i], 2 * hour);
+		ck_wq_add_after(q, fresh[i], 2 * hour);
 	t1 = now_ns();
 	printf("add_after pending key, later time:   %6.1f ns/op   (%zu waiting)\n",
-	       (double)(t1 - t0) / M, wq_waiting_len(q));
+	       (double)(t1 - t0) / M, ck_wq_waiting_len(q));
 	free(fresh);
 	free(jitter);
-	wq_free(q);
+	ck_wq_free(q);
 }
 
 /* ---- Memory per key ------------------------------------------------------------------------- */
@@ -242,19 +242,19 @@ static void bench_memory(void)
 	for (int delayed = 0; delayed < 2; delayed++) {
 		malloc_trim(0);
 		size_t before = mallinfo2().uordblks;
-		wq_t *q = new_queue();
+		ck_wq_t *q = new_queue();
 		for (int i = 0; i < N; i++) {
 			snprintf(key, sizeof(key), "default/example-foo-%06d", i);
 			if (delayed)
-				wq_add_after(q, key, 3600 * (int64_t)NS_PER_SEC);
+				ck_wq_add_after(q, key, 3600 * (int64_t)CK_NS_PER_SEC);
 			else
-				wq_add(q, key);
+				ck_wq_add(q, key);
 		}
 		size_t after = mallinfo2().uordblks;
 		printf("memory per %s key (%zu-byte keys):  %6.1f bytes   (%d keys)\n",
 		       delayed ? "delayed" : "queued ", strlen(key), (double)(after - before) / N,
 		       N);
-		wq_free(q);
+		ck_wq_free(q);
 	}
 }
 

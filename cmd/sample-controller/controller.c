@@ -10,8 +10,8 @@
 #include "cmd/sample-controller/controller.h"
 
 #include "api/samplecontroller/v1alpha1/foo.h"
-#include "pkg/kube/types.h"
-#include "pkg/log/log.h"
+#include <ckube/types.h>
+#include <ckube/log.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,15 +27,15 @@ enum sync_result {
 };
 
 struct controller {
-	kclient_t *client;
-	cache_informer_t *foos;
-	cache_informer_t *deployments;
-	const cache_lister_t *foo_lister;
-	const cache_lister_t *dep_lister;
-	record_t *recorder;
-	const clk_t *clock;
+	ck_client_t *client;
+	ck_cache_informer_t *foos;
+	ck_cache_informer_t *deployments;
+	const ck_cache_lister_t *foo_lister;
+	const ck_cache_lister_t *dep_lister;
+	ck_record_t *recorder;
+	const ck_clk_t *clock;
 	const char *field_manager;
-	wq_t *queue;
+	ck_wq_t *queue;
 	int nworkers;
 	pthread_t *workers;
 	bool started;
@@ -46,27 +46,27 @@ struct controller {
 	bool drain_started, drained, workers_joined;
 	atomic_bool stopping; /* workers take no new key once set */
 	/* Metrics (NULL when no registry). */
-	metrics_counter_t *m_success, *m_error, *m_requeue;
-	metrics_histogram_t *m_duration;
+	ck_metrics_counter_t *m_success, *m_error, *m_requeue;
+	ck_metrics_histogram_t *m_duration;
 };
 
 /* ---- Handlers: loop thread, must not block. ---- */
 
-static void enqueue_foo(controller_t *c, const kobj_t *foo)
+static void enqueue_foo(controller_t *c, const ck_obj_t *foo)
 {
 	char key[512];
-	if (kobj_key(foo, key, sizeof(key)) >= sizeof(key))
+	if (ck_obj_key(foo, key, sizeof(key)) >= sizeof(key))
 		return; /* names are at most 253 bytes: cannot happen for a valid object */
-	wq_add(c->queue, key);
+	ck_wq_add(c->queue, key);
 }
 
-static void foo_on_add(void *ud, kobj_t *obj, bool initial)
+static void foo_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	(void)initial;
 	enqueue_foo(ud, obj);
 }
 
-static void foo_on_update(void *ud, kobj_t *old_obj, kobj_t *new_obj)
+static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
 	(void)old_obj;
 	/* Like upstream, resyncs (same resourceVersion) re-reconcile too: that is what
@@ -75,28 +75,28 @@ static void foo_on_update(void *ud, kobj_t *old_obj, kobj_t *new_obj)
 }
 
 /* The owning Foo of a Deployment, through its controller ownerReference. */
-static void handle_object(controller_t *c, const kobj_t *obj)
+static void handle_object(controller_t *c, const ck_obj_t *obj)
 {
-	const kobj_owner_t *ref = kobj_controller_ref(obj);
+	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
 	if (ref == NULL || strcmp(ref->kind, FOO_KIND) != 0)
 		return;
-	kobj_t *foo = cache_lister_get(c->foo_lister, obj->ns, ref->name);
+	ck_obj_t *foo = ck_cache_lister_get(c->foo_lister, obj->ns, ref->name);
 	if (foo == NULL) {
-		LOG_V(4, "Ignoring orphaned object", KV_OBJ("deployment", obj->ns, obj->name),
-		      KV_STR("foo", ref->name));
+		CK_LOG_V(4, "Ignoring orphaned object", CK_KV_OBJ("deployment", obj->ns, obj->name),
+		      CK_KV_STR("foo", ref->name));
 		return;
 	}
 	enqueue_foo(c, foo);
-	kobj_unref(foo);
+	ck_obj_unref(foo);
 }
 
-static void dep_on_add(void *ud, kobj_t *obj, bool initial)
+static void dep_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	(void)initial;
 	handle_object(ud, obj);
 }
 
-static void dep_on_update(void *ud, kobj_t *old_obj, kobj_t *new_obj)
+static void dep_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
 	/* Periodic resyncs send the same object twice; the Foo resync covers it. */
 	if (strcmp(old_obj->rv, new_obj->rv) == 0)
@@ -104,7 +104,7 @@ static void dep_on_update(void *ud, kobj_t *old_obj, kobj_t *new_obj)
 	handle_object(ud, new_obj);
 }
 
-static void dep_on_delete(void *ud, const char *key, kobj_t *obj, bool final_state_unknown)
+static void dep_on_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
 {
 	(void)key;
 	(void)final_state_unknown; /* the tombstone's last known state is just as good */
@@ -113,41 +113,41 @@ static void dep_on_delete(void *ud, const char *key, kobj_t *obj, bool final_sta
 
 /* ---- sync ---- */
 
-static void warn_event(controller_t *c, const kobj_t *foo, const char *reason, const char *msg)
+static void warn_event(controller_t *c, const ck_obj_t *foo, const char *reason, const char *msg)
 {
 	if (c->recorder)
-		record_event(c->recorder, foo, RECORD_WARNING, reason, "%s", msg);
+		ck_record_event(c->recorder, foo, CK_RECORD_WARNING, reason, "%s", msg);
 }
 
 /* Writes the status if it differs from what the Foo says. Returns a sync_result. */
-static int update_status(controller_t *c, const kobj_t *foo, const foo_status_t *st, bool *wrote,
+static int update_status(controller_t *c, const ck_obj_t *foo, const foo_status_t *st, bool *wrote,
                          char **err)
 {
 	if (foo_status_equal(foo, st))
 		return SYNC_OK;
-	sbuf_t body = SBUF_INIT;
-	kresult_t res = {0};
+	ck_sbuf_t body = CK_SBUF_INIT;
+	ck_result_t res = {0};
 	int result = SYNC_ERROR;
-	foo_status_update_json(foo, st, clk_wall_ns(c->clock), &body);
-	kwrite_opts_t wo = {.field_manager = c->field_manager};
-	if (kclient_update_status_sync(c->client, &ktype_foo, foo->ns, foo->name, sbuf_cstr(&body),
+	foo_status_update_json(foo, st, ck_clk_wall_ns(c->clock), &body);
+	ck_write_opts_t wo = {.field_manager = c->field_manager};
+	if (ck_client_update_status_sync(c->client, &ktype_foo, foo->ns, foo->name, ck_sbuf_cstr(&body),
 	                               &wo, &res) == 0) {
 		*wrote = true;
 		result = SYNC_OK;
 		goto out;
 	}
-	err_set(err, "update status of foo %s/%s: %s", foo->ns, foo->name,
+	ck_err_set(err, "update status of foo %s/%s: %s", foo->ns, foo->name,
 	        res.error ? res.error : "unknown error");
 	/* 409: our cached Foo is stale; the watch brings the new one and we retry. 404:
 	 * deleted meanwhile (or, on an old CRD, no status subresource: then say so). */
-	if (kerr_is_conflict(&res))
+	if (ck_err_is_conflict(&res))
 		result = SYNC_REQUEUE;
-	else if (kerr_is_not_found(&res))
-		err_wrap(err, "the Foo is gone or the CRD lacks the status subresource "
+	else if (ck_err_is_not_found(&res))
+		ck_err_wrap(err, "the Foo is gone or the CRD lacks the status subresource "
 		              "(apply deploy/crd.yaml)");
 out:
-	kresult_clear(&res);
-	sbuf_free(&body);
+	ck_result_clear(&res);
+	ck_sbuf_free(&body);
 	return result;
 }
 
@@ -158,7 +158,7 @@ out:
  * new generation changes observedGeneration, hence one write and one event.
  * A failed write records nothing: its retry will. Returns a sync_result.
  */
-static int invalid_spec(controller_t *c, const kobj_t *foo, const foo_status_t *st, char **err)
+static int invalid_spec(controller_t *c, const ck_obj_t *foo, const foo_status_t *st, char **err)
 {
 	bool wrote = false;
 	int result = update_status(c, foo, st, &wrote, err);
@@ -170,21 +170,21 @@ static int invalid_spec(controller_t *c, const kobj_t *foo, const foo_status_t *
 static int do_sync(controller_t *c, const char *key, char **err)
 {
 	char *ns = NULL, *name = NULL, *why = NULL;
-	kobj_t *foo = NULL, *dep = NULL;
-	kresult_t res = {0};
-	sbuf_t body = SBUF_INIT;
+	ck_obj_t *foo = NULL, *dep = NULL;
+	ck_result_t res = {0};
+	ck_sbuf_t body = CK_SBUF_INIT;
 	int result = SYNC_ERROR;
 	bool wrote = false;
 
-	if (kobj_key_split(key, &ns, &name) != 0) {
+	if (ck_obj_key_split(key, &ns, &name) != 0) {
 		/* A malformed key can never succeed: drop it. */
-		LOG_ERROR("invalid resource key", "Dropping key", KV_STR("key", key));
+		CK_LOG_ERROR("invalid resource key", "Dropping key", CK_KV_STR("key", key));
 		result = SYNC_OK;
 		goto out;
 	}
-	foo = cache_lister_get(c->foo_lister, ns, name);
+	foo = ck_cache_lister_get(c->foo_lister, ns, name);
 	if (foo == NULL) {
-		LOG_V(2, "Foo no longer exists", KV_OBJ("foo", ns, name));
+		CK_LOG_V(2, "Foo no longer exists", CK_KV_OBJ("foo", ns, name));
 		result = SYNC_OK;
 		goto out;
 	}
@@ -195,7 +195,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	}
 
 	if (foo_validate_spec(foo, &why) != 0) {
-		LOG_ERROR(why, "Invalid Foo spec", KV_OBJ("foo", ns, name));
+		CK_LOG_ERROR(why, "Invalid Foo spec", CK_KV_OBJ("foo", ns, name));
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
 		                   "InvalidSpec", why};
 		result = invalid_spec(c, foo, &st, err);
@@ -205,38 +205,38 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	if (dname[0] == '\0') {
 		/* Upstream: log and do not requeue; the user must fix the Foo. */
 		const char *msg = "spec.deploymentName must be specified";
-		LOG_ERROR(msg, "Invalid Foo spec", KV_OBJ("foo", ns, name));
+		CK_LOG_ERROR(msg, "Invalid Foo spec", CK_KV_OBJ("foo", ns, name));
 		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
 		                   "InvalidSpec", msg};
 		result = invalid_spec(c, foo, &st, err);
 		goto out;
 	}
 
-	kwrite_opts_t wo = {.field_manager = c->field_manager};
-	dep = cache_lister_get(c->dep_lister, ns, dname);
+	ck_write_opts_t wo = {.field_manager = c->field_manager};
+	dep = ck_cache_lister_get(c->dep_lister, ns, dname);
 	if (dep == NULL) {
 		foo_new_deployment_json(foo, &body);
-		if (kclient_create_sync(c->client, &ktype_deployment, ns, sbuf_cstr(&body), &wo,
+		if (ck_client_create_sync(c->client, &ck_type_deployment, ns, ck_sbuf_cstr(&body), &wo,
 		                        &res) != 0) {
-			err_set(err, "create deployment %s/%s: %s", ns, dname, res.error);
+			ck_err_set(err, "create deployment %s/%s: %s", ns, dname, res.error);
 			/* Exists but not in our cache yet: retry once the informer sees it. */
-			result = kerr_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
+			result = ck_err_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
 		}
-		LOG_V(2, "Created deployment", KV_OBJ("foo", ns, name),
-		      KV_OBJ("deployment", ns, dname));
+		CK_LOG_V(2, "Created deployment", CK_KV_OBJ("foo", ns, name),
+		      CK_KV_OBJ("deployment", ns, dname));
 		wrote = true;
 		dep = res.obj;
 		res.obj = NULL;
-		kresult_clear(&res);
-		sbuf_reset(&body);
+		ck_result_clear(&res);
+		ck_sbuf_reset(&body);
 		if (dep == NULL) {
-			err_set(err, "create deployment %s/%s: no object in the answer", ns, dname);
+			ck_err_set(err, "create deployment %s/%s: no object in the answer", ns, dname);
 			goto out;
 		}
 	}
 
-	const kobj_owner_t *owner = kobj_controller_ref(dep);
+	const ck_obj_owner_t *owner = ck_obj_controller_ref(dep);
 	if (owner == NULL || strcmp(owner->uid, foo->uid) != 0) {
 		char msg[600];
 		snprintf(msg, sizeof(msg),
@@ -246,7 +246,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		                   "ErrResourceExists", msg};
 		bool w = false;
 		update_status(c, foo, &st, &w, NULL);
-		err_set(err, "%s", msg);
+		ck_err_set(err, "%s", msg);
 		result = SYNC_ERROR;
 		goto out;
 	}
@@ -254,31 +254,31 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	int64_t want = 0;
 	int32_t have = 0;
 	bool has_want = foo_spec_replicas(foo, &want);
-	bool has_have = deployment_spec_replicas(dep, &have);
+	bool has_have = ck_deployment_spec_replicas(dep, &have);
 	if (has_want && (!has_have || have != want)) {
-		LOG_V(2, "Updating deployment replicas", KV_OBJ("foo", ns, name),
-		      KV_INT("want", want), KV_INT("have", have));
+		CK_LOG_V(2, "Updating deployment replicas", CK_KV_OBJ("foo", ns, name),
+		      CK_KV_INT("want", want), CK_KV_INT("have", have));
 		foo_new_deployment_json(foo, &body);
-		if (kclient_update_sync(c->client, &ktype_deployment, ns, dname, sbuf_cstr(&body),
+		if (ck_client_update_sync(c->client, &ck_type_deployment, ns, dname, ck_sbuf_cstr(&body),
 		                        &wo, &res) != 0) {
-			err_set(err, "update deployment %s/%s: %s", ns, dname, res.error);
-			result = kerr_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
+			ck_err_set(err, "update deployment %s/%s: %s", ns, dname, res.error);
+			result = ck_err_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
 		}
 		wrote = true;
 		if (res.obj != NULL) {
-			kobj_unref(dep);
+			ck_obj_unref(dep);
 			dep = res.obj;
 			res.obj = NULL;
 		}
-		kresult_clear(&res);
+		ck_result_clear(&res);
 	}
 
 	int32_t avail = 0, dspec = 1;
 	int64_t dgen_seen = 0;
-	deployment_status_available_replicas(dep, &avail);
-	deployment_spec_replicas(dep, &dspec);
-	deployment_status_observed_generation(dep, &dgen_seen);
+	ck_deployment_status_available_replicas(dep, &avail);
+	ck_deployment_spec_replicas(dep, &dspec);
+	ck_deployment_status_observed_generation(dep, &dgen_seen);
 	int64_t desired = has_want ? want : dspec;
 	bool ready = avail >= desired && dgen_seen >= dep->generation;
 	char msg[128];
@@ -289,12 +289,12 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	if (result != SYNC_OK)
 		goto out;
 	if (wrote && c->recorder)
-		record_event(c->recorder, foo, RECORD_NORMAL, "Synced", "Foo synced successfully");
+		ck_record_event(c->recorder, foo, CK_RECORD_NORMAL, "Synced", "Foo synced successfully");
 out:
-	kresult_clear(&res);
-	sbuf_free(&body);
-	kobj_unref(dep);
-	kobj_unref(foo);
+	ck_result_clear(&res);
+	ck_sbuf_free(&body);
+	ck_obj_unref(dep);
+	ck_obj_unref(foo);
 	free(why);
 	free(ns);
 	free(name);
@@ -310,55 +310,55 @@ static void *worker_main(void *arg)
 {
 	controller_t *c = arg;
 	const char *key;
-	while ((key = wq_get(c->queue)) != NULL) {
+	while ((key = ck_wq_get(c->queue)) != NULL) {
 		/* Shutting down: finish what runs, take nothing new (the queue would still
 		 * hand out every key it holds). The key stays unprocessed, not forgotten. */
 		if (atomic_load(&c->stopping)) {
-			wq_done(c->queue, key);
+			ck_wq_done(c->queue, key);
 			break;
 		}
 		char *err = NULL;
-		uint64_t t0 = clk_mono_ns(c->clock);
+		uint64_t t0 = ck_clk_mono_ns(c->clock);
 		int r = do_sync(c, key, &err);
-		double secs = (double)(clk_mono_ns(c->clock) - t0) / 1e9;
+		double secs = (double)(ck_clk_mono_ns(c->clock) - t0) / 1e9;
 		if (c->m_duration)
-			metrics_histogram_observe(c->m_duration, secs);
+			ck_metrics_histogram_observe(c->m_duration, secs);
 		if (r == SYNC_OK) {
-			wq_forget(c->queue, key);
+			ck_wq_forget(c->queue, key);
 			if (c->m_success)
-				metrics_counter_inc(c->m_success);
-			LOG_V(4, "Successfully synced", KV_STR("key", key));
+				ck_metrics_counter_inc(c->m_success);
+			CK_LOG_V(4, "Successfully synced", CK_KV_STR("key", key));
 		} else {
-			wq_add_rate_limited(c->queue, key);
+			ck_wq_add_rate_limited(c->queue, key);
 			if (r == SYNC_REQUEUE) {
 				if (c->m_requeue)
-					metrics_counter_inc(c->m_requeue);
-				LOG_V(2, "Requeued", KV_STR("key", key), KV_ERR(err));
+					ck_metrics_counter_inc(c->m_requeue);
+				CK_LOG_V(2, "Requeued", CK_KV_STR("key", key), CK_KV_ERR(err));
 			} else {
 				if (c->m_error)
-					metrics_counter_inc(c->m_error);
-				LOG_ERROR(err, "Error syncing; requeuing", KV_STR("key", key),
-				          KV_UINT("retries", wq_num_requeues(c->queue, key)));
+					ck_metrics_counter_inc(c->m_error);
+				CK_LOG_ERROR(err, "Error syncing; requeuing", CK_KV_STR("key", key),
+				          CK_KV_UINT("retries", ck_wq_num_requeues(c->queue, key)));
 			}
 		}
 		free(err);
-		wq_done(c->queue, key);
+		ck_wq_done(c->queue, key);
 	}
 	return NULL;
 }
 
-static void queue_metrics(void *ud, sbuf_t *out)
+static void queue_metrics(void *ud, ck_sbuf_t *out)
 {
 	controller_t *c = ud;
-	wq_metrics_write(c->queue, out);
+	ck_wq_metrics_write(c->queue, out);
 }
 
 controller_t *controller_new(const controller_opts_t *o, char **err)
 {
-	controller_t *c = xcalloc(1, sizeof(*c));
+	controller_t *c = ck_xcalloc(1, sizeof(*c));
 	c->client = o->client;
 	c->recorder = o->recorder;
-	c->clock = o->clock ? o->clock : clk_real();
+	c->clock = o->clock ? o->clock : ck_clk_real();
 	c->field_manager = o->field_manager ? o->field_manager : "sample-controller";
 	c->nworkers = o->workers > 0 ? o->workers : 2;
 	pthread_mutex_init(&c->drain_mu, NULL);
@@ -367,52 +367,52 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->drain_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	c->foos = cache_factory_informer(o->factory, &ktype_foo);
-	c->deployments = cache_factory_informer(o->factory, &ktype_deployment);
+	c->foos = ck_cache_factory_informer(o->factory, &ktype_foo);
+	c->deployments = ck_cache_factory_informer(o->factory, &ck_type_deployment);
 	if (c->foos == NULL || c->deployments == NULL) {
-		err_set(err, "cannot create informers");
+		ck_err_set(err, "cannot create informers");
 		pthread_mutex_destroy(&c->drain_mu);
 		pthread_cond_destroy(&c->drain_cv);
 		free(c);
 		return NULL;
 	}
-	c->foo_lister = cache_informer_lister(c->foos);
-	c->dep_lister = cache_informer_lister(c->deployments);
-	wq_options_t qo = {
+	c->foo_lister = ck_cache_informer_lister(c->foos);
+	c->dep_lister = ck_cache_informer_lister(c->deployments);
+	ck_wq_options_t qo = {
 	    .name = "Foos",
 	    .clock = o->clock,
-	    .limiter = wq_ratelimiter_sample_controller_new(o->clock),
+	    .limiter = ck_wq_ratelimiter_controller_new(o->clock, 50, 300),
 	};
-	c->queue = wq_new(&qo);
+	c->queue = ck_wq_new(&qo);
 
 	if (o->metrics != NULL) {
-		metrics_counter_vec_t *total =
-		    metrics_counter_vec_new(o->metrics, "controller_runtime_reconcile_total",
+		ck_metrics_counter_vec_t *total =
+		    ck_metrics_counter_vec_new(o->metrics, "controller_runtime_reconcile_total",
 		                            "Total number of reconciliations per controller",
-		                            METRICS_LABELS("controller", "result"), NULL);
-		metrics_histogram_vec_t *dur = metrics_histogram_vec_new(
+		                            CK_METRICS_LABELS("controller", "result"), NULL);
+		ck_metrics_histogram_vec_t *dur = ck_metrics_histogram_vec_new(
 		    o->metrics, "controller_runtime_reconcile_time_seconds",
 		    "Length of time per reconciliation per controller",
-		    METRICS_LABELS("controller"),
+		    CK_METRICS_LABELS("controller"),
 		    (const double[]){0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, 11,
 		    NULL);
 		if (total) {
 			c->m_success =
-			    metrics_counter_vec_get(total, METRICS_LABELS("foo", "success"));
-			c->m_error = metrics_counter_vec_get(total, METRICS_LABELS("foo", "error"));
+			    ck_metrics_counter_vec_get(total, CK_METRICS_LABELS("foo", "success"));
+			c->m_error = ck_metrics_counter_vec_get(total, CK_METRICS_LABELS("foo", "error"));
 			c->m_requeue =
-			    metrics_counter_vec_get(total, METRICS_LABELS("foo", "requeue"));
+			    ck_metrics_counter_vec_get(total, CK_METRICS_LABELS("foo", "requeue"));
 		}
 		if (dur)
-			c->m_duration = metrics_histogram_vec_get(dur, METRICS_LABELS("foo"));
-		metrics_registry_add_collector(o->metrics, queue_metrics, c);
+			c->m_duration = ck_metrics_histogram_vec_get(dur, CK_METRICS_LABELS("foo"));
+		ck_metrics_registry_add_collector(o->metrics, queue_metrics, c);
 	}
 
-	cache_handler_t fh = {.on_add = foo_on_add, .on_update = foo_on_update};
-	cache_handler_t dh = {
+	ck_cache_handler_t fh = {.on_add = foo_on_add, .on_update = foo_on_update};
+	ck_cache_handler_t dh = {
 	    .on_add = dep_on_add, .on_update = dep_on_update, .on_delete = dep_on_delete};
-	cache_informer_add_handler(c->foos, &fh, c);
-	cache_informer_add_handler(c->deployments, &dh, c);
+	ck_cache_informer_add_handler(c->foos, &fh, c);
+	ck_cache_informer_add_handler(c->deployments, &dh, c);
 	return c;
 }
 
@@ -423,18 +423,18 @@ int controller_start_workers(controller_t *c, char **err)
 	/* Never start after a shutdown began (the elector may win the lease late). */
 	if (c->started || atomic_load(&c->stopping))
 		goto out;
-	c->workers = xcalloc((size_t)c->nworkers, sizeof(pthread_t));
+	c->workers = ck_xcalloc((size_t)c->nworkers, sizeof(pthread_t));
 	for (int i = 0; i < c->nworkers; i++) {
 		int rc = pthread_create(&c->workers[i], NULL, worker_main, c);
 		if (rc != 0) {
 			c->nworkers = i;
 			c->started = true;
-			result = err_set(err, "start worker %d: %s", i, strerror(rc));
+			result = ck_err_set(err, "start worker %d: %s", i, strerror(rc));
 			goto out;
 		}
 	}
 	c->started = true;
-	LOG_INFO("Started workers", KV_INT("count", c->nworkers));
+	CK_LOG_INFO("Started workers", CK_KV_INT("count", c->nworkers));
 out:
 	pthread_mutex_unlock(&c->drain_mu);
 	return result;
@@ -445,7 +445,7 @@ static void *drain_main(void *arg)
 {
 	controller_t *c = arg;
 	/* Workers see `stopping` after their current sync, or NULL from the queue. */
-	wq_shutdown(c->queue);
+	ck_wq_shutdown(c->queue);
 	pthread_mutex_lock(&c->drain_mu);
 	int n = c->started ? c->nworkers : 0;
 	pthread_mutex_unlock(&c->drain_mu);
@@ -468,7 +468,7 @@ int controller_shutdown(controller_t *c, int64_t timeout_ms)
 		if (pthread_create(&c->drain_thread, NULL, drain_main, c) != 0) {
 			c->drain_started = false;
 			pthread_mutex_unlock(&c->drain_mu);
-			wq_shutdown(c->queue);
+			ck_wq_shutdown(c->queue);
 			return -1;
 		}
 	}
@@ -497,7 +497,7 @@ void controller_free(controller_t *c)
 	if (c == NULL)
 		return;
 	atomic_store(&c->stopping, true);
-	wq_shutdown(c->queue);
+	ck_wq_shutdown(c->queue);
 	if (c->drain_started)
 		pthread_join(c->drain_thread, NULL); /* it joins the workers */
 	else
@@ -506,11 +506,11 @@ void controller_free(controller_t *c)
 	free(c->workers);
 	pthread_mutex_destroy(&c->drain_mu);
 	pthread_cond_destroy(&c->drain_cv);
-	wq_free(c->queue);
+	ck_wq_free(c->queue);
 	free(c);
 }
 
-wq_t *controller_queue(controller_t *c)
+ck_wq_t *controller_queue(controller_t *c)
 {
 	return c->queue;
 }

@@ -6,23 +6,23 @@
 #ifndef CSC_SAMPLE_CONTROLLER_H
 #define CSC_SAMPLE_CONTROLLER_H
 
-#include "pkg/cache/cache.h"
-#include "pkg/kube/client.h"
-#include "pkg/metrics/metrics.h"
-#include "pkg/record/record.h"
-#include "pkg/workqueue/workqueue.h"
+#include <ckube/cache.h>
+#include <ckube/client.h>
+#include <ckube/metrics.h>
+#include <ckube/record.h>
+#include <ckube/workqueue.h>
 
 #include <stdbool.h>
 
 typedef struct controller controller_t;
 
 typedef struct controller_opts {
-	kclient_t *client;           /* borrowed */
-	cache_factory_t *factory;    /* borrowed; informers are taken from it */
-	record_t *recorder;          /* borrowed; may be NULL (no events) */
-	metrics_registry_t *metrics; /* borrowed; may be NULL */
+	ck_client_t *client;           /* borrowed */
+	ck_cache_factory_t *factory;    /* borrowed; informers are taken from it */
+	ck_record_t *recorder;          /* borrowed; may be NULL (no events) */
+	ck_metrics_registry_t *metrics; /* borrowed; may be NULL */
 	int workers;                 /* default 2 */
-	const clk_t *clock;          /* NULL = real */
+	const ck_clk_t *clock;          /* NULL = real */
 	const char *field_manager;   /* default "sample-controller" */
 } controller_opts_t;
 
@@ -47,7 +47,7 @@ int controller_shutdown(controller_t *c, int64_t timeout_ms);
 void controller_free(controller_t *c);
 
 /* Borrowed: the workqueue (for metrics). */
-wq_t *controller_queue(controller_t *c);
+ck_wq_t *controller_queue(controller_t *c);
 
 /* Reconciles one key now, on the calling thread (tests). Returns 0 or -1 with *err. */
 int controller_sync(controller_t *c, const char *key, char **err);

@@ -1,7 +1,7 @@
 /*
  * base: allocation, error strings, buffers, clocks, time formats, randomness.
  */
-#include "base.h"
+#include <ckube/base.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,13 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static CSC_NORETURN void oom(size_t n)
+static CK_NORETURN void oom(size_t n)
 {
 	fprintf(stderr, "fatal: out of memory allocating %zu bytes\n", n);
 	abort();
 }
 
-void *xmalloc(size_t n)
+void *ck_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (p == NULL)
@@ -29,7 +29,7 @@ void *xmalloc(size_t n)
 	return p;
 }
 
-void *xcalloc(size_t nmemb, size_t size)
+void *ck_xcalloc(size_t nmemb, size_t size)
 {
 	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
 	if (p == NULL)
@@ -37,7 +37,7 @@ void *xcalloc(size_t nmemb, size_t size)
 	return p;
 }
 
-void *xrealloc(void *p, size_t n)
+void *ck_xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
 	if (q == NULL)
@@ -45,50 +45,50 @@ void *xrealloc(void *p, size_t n)
 	return q;
 }
 
-char *xstrdup(const char *s)
+char *ck_xstrdup(const char *s)
 {
 	if (s == NULL)
 		return NULL;
 	size_t n = strlen(s);
-	char *d = xmalloc(n + 1);
+	char *d = ck_xmalloc(n + 1);
 	memcpy(d, s, n + 1);
 	return d;
 }
 
-char *xstrndup(const char *s, size_t n)
+char *ck_xstrndup(const char *s, size_t n)
 {
 	if (s == NULL)
 		return NULL;
 	size_t len = strnlen(s, n);
-	char *d = xmalloc(len + 1);
+	char *d = ck_xmalloc(len + 1);
 	memcpy(d, s, len);
 	d[len] = '\0';
 	return d;
 }
 
-char *xvasprintf(const char *fmt, va_list ap)
+char *ck_xvasprintf(const char *fmt, va_list ap)
 {
 	va_list ap2;
 	va_copy(ap2, ap);
 	int n = vsnprintf(NULL, 0, fmt, ap2);
 	va_end(ap2);
 	if (n < 0)
-		fatal("vsnprintf failed for format \"%s\"", fmt);
-	char *s = xmalloc((size_t)n + 1);
+		ck_fatal("vsnprintf failed for format \"%s\"", fmt);
+	char *s = ck_xmalloc((size_t)n + 1);
 	vsnprintf(s, (size_t)n + 1, fmt, ap);
 	return s;
 }
 
-char *xasprintf(const char *fmt, ...)
+char *ck_xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = xvasprintf(fmt, ap);
+	char *s = ck_xvasprintf(fmt, ap);
 	va_end(ap);
 	return s;
 }
 
-void fatal(const char *fmt, ...)
+void ck_fatal(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -99,33 +99,33 @@ void fatal(const char *fmt, ...)
 	abort();
 }
 
-int err_set(char **err, const char *fmt, ...)
+int ck_err_set(char **err, const char *fmt, ...)
 {
 	if (err == NULL || *err != NULL)
 		return -1;
 	va_list ap;
 	va_start(ap, fmt);
-	*err = xvasprintf(fmt, ap);
+	*err = ck_xvasprintf(fmt, ap);
 	va_end(ap);
 	return -1;
 }
 
-int err_wrap(char **err, const char *fmt, ...)
+int ck_err_wrap(char **err, const char *fmt, ...)
 {
 	if (err == NULL || *err == NULL)
 		return -1;
 	va_list ap;
 	va_start(ap, fmt);
-	char *ctx = xvasprintf(fmt, ap);
+	char *ctx = ck_xvasprintf(fmt, ap);
 	va_end(ap);
-	char *n = xasprintf("%s: %s", ctx, *err);
+	char *n = ck_xasprintf("%s: %s", ctx, *err);
 	free(ctx);
 	free(*err);
 	*err = n;
 	return -1;
 }
 
-static void sbuf_grow(sbuf_t *b, size_t extra)
+static void sbuf_grow(ck_sbuf_t *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
 	if (need <= b->cap)
@@ -133,11 +133,11 @@ static void sbuf_grow(sbuf_t *b, size_t extra)
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap *= 2;
-	b->data = xrealloc(b->data, cap);
+	b->data = ck_xrealloc(b->data, cap);
 	b->cap = cap;
 }
 
-void sbuf_append(sbuf_t *b, const void *p, size_t n)
+void ck_sbuf_append(ck_sbuf_t *b, const void *p, size_t n)
 {
 	sbuf_grow(b, n);
 	if (n)
@@ -146,17 +146,17 @@ void sbuf_append(sbuf_t *b, const void *p, size_t n)
 	b->data[b->len] = '\0';
 }
 
-void sbuf_puts(sbuf_t *b, const char *s)
+void ck_sbuf_puts(ck_sbuf_t *b, const char *s)
 {
-	sbuf_append(b, s, strlen(s));
+	ck_sbuf_append(b, s, strlen(s));
 }
 
-void sbuf_putc(sbuf_t *b, char c)
+void ck_sbuf_putc(ck_sbuf_t *b, char c)
 {
-	sbuf_append(b, &c, 1);
+	ck_sbuf_append(b, &c, 1);
 }
 
-void sbuf_printf(sbuf_t *b, const char *fmt, ...)
+void ck_sbuf_printf(ck_sbuf_t *b, const char *fmt, ...)
 {
 	va_list ap, ap2;
 	va_start(ap, fmt);
@@ -171,115 +171,115 @@ void sbuf_printf(sbuf_t *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-void sbuf_put_json_strn(sbuf_t *b, const char *str, size_t len)
+void ck_sbuf_put_json_strn(ck_sbuf_t *b, const char *str, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)str;
-	sbuf_putc(b, '"');
+	ck_sbuf_putc(b, '"');
 	/* Copy runs that need no escaping in one append each. */
 	size_t run = 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = s[i];
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
-		sbuf_append(b, s + run, i - run);
+		ck_sbuf_append(b, s + run, i - run);
 		run = i + 1;
 		switch (c) {
 		case '"':
-			sbuf_append(b, "\\\"", 2);
+			ck_sbuf_append(b, "\\\"", 2);
 			break;
 		case '\\':
-			sbuf_append(b, "\\\\", 2);
+			ck_sbuf_append(b, "\\\\", 2);
 			break;
 		case '\n':
-			sbuf_append(b, "\\n", 2);
+			ck_sbuf_append(b, "\\n", 2);
 			break;
 		case '\r':
-			sbuf_append(b, "\\r", 2);
+			ck_sbuf_append(b, "\\r", 2);
 			break;
 		case '\t':
-			sbuf_append(b, "\\t", 2);
+			ck_sbuf_append(b, "\\t", 2);
 			break;
 		default: {
 			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			sbuf_append(b, u, 6);
+			ck_sbuf_append(b, u, 6);
 		}
 		}
 	}
-	sbuf_append(b, s + run, len - run);
-	sbuf_putc(b, '"');
+	ck_sbuf_append(b, s + run, len - run);
+	ck_sbuf_putc(b, '"');
 }
 
-void sbuf_put_json_str(sbuf_t *b, const char *s)
+void ck_sbuf_put_json_str(ck_sbuf_t *b, const char *s)
 {
-	sbuf_put_json_strn(b, s, strlen(s));
+	ck_sbuf_put_json_strn(b, s, strlen(s));
 }
 
-const char *sbuf_cstr(sbuf_t *b)
+const char *ck_sbuf_cstr(ck_sbuf_t *b)
 {
 	if (b->data == NULL)
 		return "";
 	return b->data;
 }
 
-char *sbuf_steal(sbuf_t *b)
+char *ck_sbuf_steal(ck_sbuf_t *b)
 {
-	char *d = b->data ? b->data : xstrdup("");
+	char *d = b->data ? b->data : ck_xstrdup("");
 	b->data = NULL;
 	b->len = b->cap = 0;
 	return d;
 }
 
-void sbuf_reset(sbuf_t *b)
+void ck_sbuf_reset(ck_sbuf_t *b)
 {
 	b->len = 0;
 	if (b->data)
 		b->data[0] = '\0';
 }
 
-void sbuf_free(sbuf_t *b)
+void ck_sbuf_free(ck_sbuf_t *b)
 {
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
 }
 
-static uint64_t real_mono_ns(const clk_t *c)
+static uint64_t real_mono_ns(const ck_clk_t *c)
 {
 	(void)c;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * CK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-static int64_t real_wall_ns(const clk_t *c)
+static int64_t real_wall_ns(const ck_clk_t *c)
 {
 	(void)c;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * (int64_t)NS_PER_SEC + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * (int64_t)CK_NS_PER_SEC + ts.tv_nsec;
 }
 
-static const clk_t real_clock = {real_mono_ns, real_wall_ns};
+static const ck_clk_t real_clock = {real_mono_ns, real_wall_ns};
 
-const clk_t *clk_real(void)
+const ck_clk_t *ck_clk_real(void)
 {
 	return &real_clock;
 }
 
-static uint64_t fake_mono_ns(const clk_t *c)
+static uint64_t fake_mono_ns(const ck_clk_t *c)
 {
-	const clk_fake_t *f = (const clk_fake_t *)c;
-	return atomic_load(&((clk_fake_t *)f)->mono);
+	const ck_clk_fake_t *f = (const ck_clk_fake_t *)c;
+	return atomic_load(&((ck_clk_fake_t *)f)->mono);
 }
 
-static int64_t fake_wall_ns(const clk_t *c)
+static int64_t fake_wall_ns(const ck_clk_t *c)
 {
-	const clk_fake_t *f = (const clk_fake_t *)c;
-	return atomic_load(&((clk_fake_t *)f)->wall);
+	const ck_clk_fake_t *f = (const ck_clk_fake_t *)c;
+	return atomic_load(&((ck_clk_fake_t *)f)->wall);
 }
 
-void clk_fake_init(clk_fake_t *f, uint64_t mono_ns, int64_t wall_ns)
+void ck_clk_fake_init(ck_clk_fake_t *f, uint64_t mono_ns, int64_t wall_ns)
 {
 	f->base.mono_ns = fake_mono_ns;
 	f->base.wall_ns = fake_wall_ns;
@@ -287,24 +287,24 @@ void clk_fake_init(clk_fake_t *f, uint64_t mono_ns, int64_t wall_ns)
 	atomic_init(&f->wall, wall_ns);
 }
 
-void clk_fake_advance(clk_fake_t *f, uint64_t ns)
+void ck_clk_fake_advance(ck_clk_fake_t *f, uint64_t ns)
 {
 	atomic_fetch_add(&f->mono, ns);
 	atomic_fetch_add(&f->wall, (int64_t)ns);
 }
 
-void time_format_rfc3339(int64_t wall_ns, char out[32])
+void ck_time_format_rfc3339(int64_t wall_ns, char out[32])
 {
-	time_t t = (time_t)(wall_ns / (int64_t)NS_PER_SEC);
+	time_t t = (time_t)(wall_ns / (int64_t)CK_NS_PER_SEC);
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-void time_format_rfc3339_micro(int64_t wall_ns, char out[40])
+void ck_time_format_rfc3339_micro(int64_t wall_ns, char out[40])
 {
-	time_t t = (time_t)(wall_ns / (int64_t)NS_PER_SEC);
-	long us = (long)((wall_ns % (int64_t)NS_PER_SEC) / 1000);
+	time_t t = (time_t)(wall_ns / (int64_t)CK_NS_PER_SEC);
+	long us = (long)((wall_ns % (int64_t)CK_NS_PER_SEC) / 1000);
 	struct tm tm;
 	char head[24];
 	gmtime_r(&t, &tm);
@@ -313,7 +313,7 @@ void time_format_rfc3339_micro(int64_t wall_ns, char out[40])
 	snprintf(out, 40, "%.20s.%06ldZ", head, us % 1000000);
 }
 
-int time_parse_rfc3339(const char *s, int64_t *wall_ns)
+int ck_time_parse_rfc3339(const char *s, int64_t *wall_ns)
 {
 	struct tm tm;
 	memset(&tm, 0, sizeof(tm));
@@ -351,7 +351,7 @@ int time_parse_rfc3339(const char *s, int64_t *wall_ns)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	time_t t = timegm(&tm);
-	*wall_ns = ((int64_t)t - off) * (int64_t)NS_PER_SEC + frac;
+	*wall_ns = ((int64_t)t - off) * (int64_t)CK_NS_PER_SEC + frac;
 	return 0;
 }
 
@@ -359,7 +359,7 @@ int time_parse_rfc3339(const char *s, int64_t *wall_ns)
 static _Thread_local uint64_t rng_s[2];
 static _Thread_local int rng_seeded;
 
-uint64_t rand_u64(void)
+uint64_t ck_rand_u64(void)
 {
 	if (!rng_seeded) {
 		if (getrandom(rng_s, sizeof(rng_s), 0) != (ssize_t)sizeof(rng_s)) {
@@ -378,18 +378,18 @@ uint64_t rand_u64(void)
 	return rng_s[1] + s0;
 }
 
-double rand_unit(void)
+double ck_rand_unit(void)
 {
-	return (double)(rand_u64() >> 11) / (double)(1ULL << 53);
+	return (double)(ck_rand_u64() >> 11) / (double)(1ULL << 53);
 }
 
-int file_read_all(const char *path, char **out, size_t *len, char **err)
+int ck_file_read_all(const char *path, char **out, size_t *len, char **err)
 {
 	int result = -1;
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		err_set(err, "%s: %s", path, strerror(errno));
+		ck_err_set(err, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	for (;;) {
@@ -398,20 +398,20 @@ int file_read_all(const char *path, char **out, size_t *len, char **err)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			err_set(err, "%s: %s", path, strerror(errno));
+			ck_err_set(err, "%s: %s", path, strerror(errno));
 			goto out;
 		}
 		if (n == 0)
 			break;
-		sbuf_append(&b, chunk, (size_t)n);
+		ck_sbuf_append(&b, chunk, (size_t)n);
 	}
 	if (len)
 		*len = b.len;
-	*out = sbuf_steal(&b);
+	*out = ck_sbuf_steal(&b);
 	result = 0;
 out:
 	if (fd >= 0)
 		close(fd);
-	sbuf_free(&b);
+	ck_sbuf_free(&b);
 	return result;
 }

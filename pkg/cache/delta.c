@@ -43,7 +43,7 @@ static bool eq_entry_obj(const void *p, const void *key)
 	return cache_obj_same_key(e->d[0].obj, key);
 }
 
-void cache_dq_init(cache_dq_t *q, cache_store_t *known)
+void cache_dq_init(cache_dq_t *q, ck_cache_store_t *known)
 {
 	memset(q, 0, sizeof(*q));
 	q->known = known;
@@ -56,7 +56,7 @@ static cache_dq_entry_t *entry_new(cache_dq_t *q)
 		q->spare = e->next;
 		q->nspare--;
 	} else {
-		e = xmalloc(sizeof(*e));
+		e = ck_xmalloc(sizeof(*e));
 	}
 	e->next = NULL;
 	e->n = 0;
@@ -65,15 +65,15 @@ static cache_dq_entry_t *entry_new(cache_dq_t *q)
 	return e;
 }
 
-static void entry_push(cache_dq_entry_t *e, cache_delta_type_t type, kobj_t *obj, bool unknown)
+static void entry_push(cache_dq_entry_t *e, cache_delta_type_t type, ck_obj_t *obj, bool unknown)
 {
 	if (e->n == e->cap) {
 		uint32_t ncap = e->cap * 2;
 		if (e->d == e->inl) {
-			e->d = xmalloc(ncap * sizeof(*e->d));
+			e->d = ck_xmalloc(ncap * sizeof(*e->d));
 			memcpy(e->d, e->inl, e->n * sizeof(*e->d));
 		} else {
-			e->d = xrealloc(e->d, ncap * sizeof(*e->d));
+			e->d = ck_xrealloc(e->d, ncap * sizeof(*e->d));
 		}
 		e->cap = ncap;
 	}
@@ -92,22 +92,22 @@ static void entry_dedup(cache_dq_entry_t *e)
 	if (a->type != CACHE_DELTA_DELETED || b->type != CACHE_DELTA_DELETED)
 		return;
 	if (b->unknown) {
-		kobj_unref(b->obj);
+		ck_obj_unref(b->obj);
 	} else {
-		kobj_unref(a->obj);
+		ck_obj_unref(a->obj);
 		*a = *b;
 	}
 	e->n--;
 }
 
-static cache_dq_entry_t *find_entry(cache_dq_t *q, const kobj_t *obj, uint64_t h)
+static cache_dq_entry_t *find_entry(cache_dq_t *q, const ck_obj_t *obj, uint64_t h)
 {
 	size_t at = chash_find(&q->map, h, eq_entry_obj, obj);
 	return at == SIZE_MAX ? NULL : q->map.slots[at].p;
 }
 
 /* Appends a delta for obj's key (takes obj). */
-static void queue_action(cache_dq_t *q, cache_delta_type_t type, kobj_t *obj, bool unknown)
+static void queue_action(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj, bool unknown)
 {
 	uint64_t h = cache_obj_key_hash(obj);
 	cache_dq_entry_t *e = find_entry(q, obj, h);
@@ -128,19 +128,19 @@ static void queue_action(cache_dq_t *q, cache_delta_type_t type, kobj_t *obj, bo
 	q->tail = e;
 }
 
-void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, kobj_t *obj)
+void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj)
 {
 	q->populated = true;
 	queue_action(q, type, obj, false);
 }
 
-void cache_dq_delete(cache_dq_t *q, kobj_t *obj)
+void cache_dq_delete(cache_dq_t *q, ck_obj_t *obj)
 {
 	q->populated = true;
 	/* Deleting what nobody has seen would hand handlers a delete without an add. */
 	if (cache_store_get_obj_nolock(q->known, obj) == NULL &&
 	    find_entry(q, obj, cache_obj_key_hash(obj)) == NULL) {
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 		return;
 	}
 	queue_action(q, CACHE_DELTA_DELETED, obj, false);
@@ -157,26 +157,26 @@ static bool eq_obj(const void *p, const void *key)
 	return cache_obj_same_key(p, key);
 }
 
-static bool listed_has(const chash_t *listed, const kobj_t *obj)
+static bool listed_has(const chash_t *listed, const ck_obj_t *obj)
 {
 	return chash_find(listed, cache_obj_key_hash(obj), eq_obj, obj) != SIZE_MAX;
 }
 
-static void tombstone_known(void *ud, kobj_t *obj)
+static void tombstone_known(void *ud, ck_obj_t *obj)
 {
 	replace_ctx_t *c = ud;
 	if (listed_has(c->listed, obj) || find_entry(c->q, obj, cache_obj_key_hash(obj)) != NULL)
 		return;
-	queue_action(c->q, CACHE_DELTA_DELETED, kobj_ref(obj), true);
+	queue_action(c->q, CACHE_DELTA_DELETED, ck_obj_ref(obj), true);
 	c->deletions++;
 }
 
-void cache_dq_replace(cache_dq_t *q, kobj_t **items, size_t n)
+void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n)
 {
 	chash_t listed = {0};
 	size_t distinct = 0;
 	for (size_t i = 0; i < n; i++) {
-		kobj_t *obj = items[i];
+		ck_obj_t *obj = items[i];
 		uint64_t h = cache_obj_key_hash(obj);
 		if (chash_find(&listed, h, eq_obj, obj) == SIZE_MAX) {
 			chash_insert(&listed, h, obj);
@@ -189,9 +189,9 @@ void cache_dq_replace(cache_dq_t *q, kobj_t **items, size_t n)
 	replace_ctx_t c = {q, &listed, 0};
 	cache_dq_entry_t *stop = q->tail;
 	for (cache_dq_entry_t *e = q->head; e != NULL; e = e->next) {
-		kobj_t *newest = e->d[e->n - 1].obj;
+		ck_obj_t *newest = e->d[e->n - 1].obj;
 		if (!listed_has(&listed, newest)) {
-			queue_action(q, CACHE_DELTA_DELETED, kobj_ref(newest), true);
+			queue_action(q, CACHE_DELTA_DELETED, ck_obj_ref(newest), true);
 			c.deletions++;
 		}
 		if (e == stop)
@@ -206,12 +206,12 @@ void cache_dq_replace(cache_dq_t *q, kobj_t **items, size_t n)
 	}
 }
 
-static void resync_one(void *ud, kobj_t *obj)
+static void resync_one(void *ud, ck_obj_t *obj)
 {
 	cache_dq_t *q = ud;
 	if (find_entry(q, obj, cache_obj_key_hash(obj)) != NULL)
 		return;
-	queue_action(q, CACHE_DELTA_SYNC, kobj_ref(obj), false);
+	queue_action(q, CACHE_DELTA_SYNC, ck_obj_ref(obj), false);
 }
 
 void cache_dq_resync(cache_dq_t *q)
@@ -239,7 +239,7 @@ cache_dq_entry_t *cache_dq_pop(cache_dq_t *q, bool *initial)
 void cache_dq_release(cache_dq_t *q, cache_dq_entry_t *e)
 {
 	for (uint32_t i = 0; i < e->n; i++)
-		kobj_unref(e->d[i].obj);
+		ck_obj_unref(e->d[i].obj);
 	if (e->d != e->inl)
 		free(e->d);
 	e->n = 0;
@@ -258,7 +258,7 @@ void cache_dq_free(cache_dq_t *q)
 	while (e != NULL) {
 		cache_dq_entry_t *next = e->next;
 		for (uint32_t i = 0; i < e->n; i++)
-			kobj_unref(e->d[i].obj);
+			ck_obj_unref(e->d[i].obj);
 		if (e->d != e->inl)
 			free(e->d);
 		free(e);

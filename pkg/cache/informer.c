@@ -22,7 +22,7 @@
  * fake clock tests run them by hand (cache_informer_tick).
  */
 #include "pkg/cache/internal.h"
-#include "pkg/log/log.h"
+#include <ckube/log.h>
 
 #include <errno.h>
 #include <ev.h>
@@ -32,9 +32,9 @@
 #include <string.h>
 #include <time.h>
 
-struct cache_handler_reg {
-	cache_informer_t *inf;
-	cache_handler_t h;
+struct ck_cache_handler_reg {
+	ck_cache_informer_t *inf;
+	ck_cache_handler_t h;
 	void *ud;
 	uint64_t resync_ns;
 	uint64_t next_resync_ns;
@@ -44,28 +44,28 @@ struct cache_handler_reg {
 	uint64_t born;     /* the dispatch during which it was added (0: none) */
 	_Atomic bool synced;
 	bool snap_taken;   /* snap holds the store as of the start of its delivery */
-	cache_objs_t snap; /* objects still to send as adds (late handler) */
+	ck_cache_objs_t snap; /* objects still to send as adds (late handler) */
 	size_t snap_pos;
-	struct cache_handler_reg *next;
+	struct ck_cache_handler_reg *next;
 };
 
-struct cache_informer {
+struct ck_cache_informer {
 	struct ev_loop *loop;
-	const ktype_t *type;
+	const ck_type_t *type;
 	char *name;
-	cache_lw_t *lw;
-	cache_store_t *store;
+	ck_cache_lw_t *lw;
+	ck_cache_store_t *store;
 	cache_dq_t dq;
 	cache_reflector_t *refl;
-	const clk_t *clk;
+	const ck_clk_t *clk;
 	uint64_t default_resync_ms;
 	uint32_t batch;
-	cache_transform_fn transform;
+	ck_cache_transform_fn transform;
 	void *transform_ud;
-	cache_watch_error_fn on_watch_error;
+	ck_cache_watch_error_fn on_watch_error;
 	void *watch_error_ud;
 
-	cache_handler_reg_t *handlers, *handlers_tail;
+	ck_cache_handler_reg_t *handlers, *handlers_tail;
 	size_t nsnap_pending;
 	int dispatching;
 	uint64_t dispatch_id; /* of the outermost dispatch in progress */
@@ -89,16 +89,16 @@ struct cache_informer {
 
 /* ---------------------------------------------------------------- scheduling */
 
-static uint64_t resync_deadline(const cache_informer_t *inf)
+static uint64_t resync_deadline(const ck_cache_informer_t *inf)
 {
 	uint64_t d = UINT64_MAX;
-	for (const cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
+	for (const ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
 		if (!r->removed && r->resync_ns > 0 && r->next_resync_ns < d)
 			d = r->next_resync_ns;
 	return d;
 }
 
-static void rearm(cache_informer_t *inf)
+static void rearm(ck_cache_informer_t *inf)
 {
 	if (!inf->started || inf->stopped)
 		return;
@@ -109,19 +109,19 @@ static void rearm(cache_informer_t *inf)
 	ev_timer_stop(inf->loop, &inf->timer);
 	if (d == UINT64_MAX)
 		return;
-	uint64_t now = clk_mono_ns(inf->clk);
+	uint64_t now = ck_clk_mono_ns(inf->clk);
 	double after = d > now ? (double)(d - now) / 1e9 : 0.0;
 	ev_timer_set(&inf->timer, after, 0.0);
 	ev_timer_start(inf->loop, &inf->timer);
 }
 
-static void schedule(cache_informer_t *inf)
+static void schedule(ck_cache_informer_t *inf)
 {
 	if (inf->started && !inf->stopped && !ev_is_active(&inf->idle))
 		ev_idle_start(inf->loop, &inf->idle);
 }
 
-static void note_loop_thread(cache_informer_t *inf)
+static void note_loop_thread(ck_cache_informer_t *inf)
 {
 	if (!atomic_load_explicit(&inf->have_tid, memory_order_relaxed)) {
 		inf->loop_tid = pthread_self();
@@ -129,7 +129,7 @@ static void note_loop_thread(cache_informer_t *inf)
 	}
 }
 
-static bool on_loop_thread(cache_informer_t *inf)
+static bool on_loop_thread(ck_cache_informer_t *inf)
 {
 	return atomic_load_explicit(&inf->have_tid, memory_order_acquire) &&
 	       pthread_equal(inf->loop_tid, pthread_self());
@@ -137,16 +137,16 @@ static bool on_loop_thread(cache_informer_t *inf)
 
 /* ---------------------------------------------------------------- dispatch */
 
-static void sweep(cache_informer_t *inf)
+static void sweep(ck_cache_informer_t *inf)
 {
 	inf->need_sweep = false;
-	cache_handler_reg_t **pp = &inf->handlers;
+	ck_cache_handler_reg_t **pp = &inf->handlers;
 	inf->handlers_tail = NULL;
 	while (*pp != NULL) {
-		cache_handler_reg_t *r = *pp;
+		ck_cache_handler_reg_t *r = *pp;
 		if (r->removed) {
 			*pp = r->next;
-			cache_objs_free(&r->snap);
+			ck_cache_objs_free(&r->snap);
 			free(r);
 		} else {
 			inf->handlers_tail = r;
@@ -155,13 +155,13 @@ static void sweep(cache_informer_t *inf)
 	}
 }
 
-static void dispatch_begin(cache_informer_t *inf)
+static void dispatch_begin(ck_cache_informer_t *inf)
 {
 	if (inf->dispatching++ == 0)
 		inf->dispatch_id++;
 }
 
-static void dispatch_end(cache_informer_t *inf)
+static void dispatch_end(ck_cache_informer_t *inf)
 {
 	if (--inf->dispatching == 0 && inf->need_sweep)
 		sweep(inf);
@@ -171,27 +171,27 @@ static void dispatch_end(cache_informer_t *inf)
  * was empty) does not get the notification in flight: the empty store it started
  * from already reflected it. One with a snapshot to receive gets nothing until
  * the snapshot is done. */
-static bool deliverable(const cache_informer_t *inf, const cache_handler_reg_t *r)
+static bool deliverable(const ck_cache_informer_t *inf, const ck_cache_handler_reg_t *r)
 {
 	return !r->removed && r->initial_done && r->born != inf->dispatch_id;
 }
 
-static void dispatch_add(cache_informer_t *inf, kobj_t *obj, bool initial)
+static void dispatch_add(ck_cache_informer_t *inf, ck_obj_t *obj, bool initial)
 {
 	dispatch_begin(inf);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
 		if (deliverable(inf, r) && r->h.on_add != NULL)
 			r->h.on_add(r->ud, obj, initial);
 	dispatch_end(inf);
 }
 
-static void dispatch_update(cache_informer_t *inf, kobj_t *old, kobj_t *obj)
+static void dispatch_update(ck_cache_informer_t *inf, ck_obj_t *old, ck_obj_t *obj)
 {
 	/* Nothing changed: a resync (or a relist of an unchanged object), only for
 	 * handlers whose resync period is due. */
 	bool is_sync = strcmp(old->rv, obj->rv) == 0;
 	dispatch_begin(inf);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next) {
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next) {
 		if (!deliverable(inf, r) || r->h.on_update == NULL || (is_sync && !r->syncing))
 			continue;
 		r->h.on_update(r->ud, old, obj);
@@ -199,39 +199,39 @@ static void dispatch_update(cache_informer_t *inf, kobj_t *old, kobj_t *obj)
 	dispatch_end(inf);
 }
 
-static void dispatch_delete(cache_informer_t *inf, kobj_t *obj, bool unknown)
+static void dispatch_delete(ck_cache_informer_t *inf, ck_obj_t *obj, bool unknown)
 {
 	cache_keybuf_t kb;
 	cache_keybuf_set(&kb, obj);
 	dispatch_begin(inf);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
 		if (deliverable(inf, r) && r->h.on_delete != NULL)
 			r->h.on_delete(r->ud, kb.s, obj, unknown);
 	dispatch_end(inf);
 	cache_keybuf_free(&kb);
 }
 
-static void handle_entry(cache_informer_t *inf, cache_dq_entry_t *e, bool initial)
+static void handle_entry(ck_cache_informer_t *inf, cache_dq_entry_t *e, bool initial)
 {
 	for (uint32_t i = 0; i < e->n && !inf->stopped; i++) {
 		cache_delta_t *d = &e->d[i];
 		atomic_fetch_add_explicit(&inf->n_deltas, 1, memory_order_relaxed);
 		if (d->type == CACHE_DELTA_DELETED) {
-			kobj_unref(cache_store_delete_obj(inf->store, d->obj));
+			ck_obj_unref(cache_store_delete_obj(inf->store, d->obj));
 			dispatch_delete(inf, d->obj, d->unknown);
 			continue;
 		}
-		kobj_t *old = cache_store_upsert(inf->store, d->obj);
+		ck_obj_t *old = ck_cache_store_upsert(inf->store, d->obj);
 		if (old != NULL) {
 			dispatch_update(inf, old, d->obj);
-			kobj_unref(old);
+			ck_obj_unref(old);
 		} else {
 			dispatch_add(inf, d->obj, initial);
 		}
 	}
 }
 
-static void mark_synced(cache_informer_t *inf)
+static void mark_synced(ck_cache_informer_t *inf)
 {
 	pthread_mutex_lock(&inf->mu);
 	atomic_store(&inf->synced, true);
@@ -239,18 +239,18 @@ static void mark_synced(cache_informer_t *inf)
 	inf->last_err = NULL;
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
 		if (r->initial_done)
 			atomic_store(&r->synced, true);
-	LOG_V(2, "Caches populated", KV_STR("resource", inf->name),
-	      KV_UINT("objects", cache_store_len(inf->store)));
+	CK_LOG_V(2, "Caches populated", CK_KV_STR("resource", inf->name),
+	      CK_KV_UINT("objects", ck_cache_store_len(inf->store)));
 }
 
 /* Feeds late handlers their snapshots; returns the budget left. */
-static size_t deliver_snapshots(cache_informer_t *inf, size_t budget)
+static size_t deliver_snapshots(ck_cache_informer_t *inf, size_t budget)
 {
 	dispatch_begin(inf);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL && budget > 0 && !inf->stopped;
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && budget > 0 && !inf->stopped;
 	     r = r->next) {
 		if (r->removed || r->initial_done)
 			continue;
@@ -262,13 +262,13 @@ static size_t deliver_snapshots(cache_informer_t *inf, size_t budget)
 			r->snap_taken = true;
 		}
 		while (budget > 0 && r->snap_pos < r->snap.n && !r->removed && !inf->stopped) {
-			kobj_t *obj = r->snap.items[r->snap_pos++];
+			ck_obj_t *obj = r->snap.items[r->snap_pos++];
 			budget--;
 			if (r->h.on_add != NULL)
 				r->h.on_add(r->ud, obj, true);
 		}
 		if (!r->removed && r->snap_pos == r->snap.n) {
-			cache_objs_free(&r->snap);
+			ck_cache_objs_free(&r->snap);
 			r->snap_pos = 0;
 			r->initial_done = true;
 			inf->nsnap_pending--;
@@ -280,7 +280,7 @@ static size_t deliver_snapshots(cache_informer_t *inf, size_t budget)
 	return budget;
 }
 
-static void process(cache_informer_t *inf, size_t budget)
+static void process(ck_cache_informer_t *inf, size_t budget)
 {
 	if (!inf->started || inf->stopped)
 		return;
@@ -307,7 +307,7 @@ static void check_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	cache_informer_t *inf = w->data;
+	ck_cache_informer_t *inf = w->data;
 	note_loop_thread(inf);
 	process(inf, inf->batch);
 }
@@ -322,17 +322,17 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 
 /* ---------------------------------------------------------------- timers */
 
-static void resync_tick(cache_informer_t *inf, uint64_t now)
+static void resync_tick(ck_cache_informer_t *inf, uint64_t now)
 {
 	bool any = false;
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
 		if (!r->removed && r->resync_ns > 0 && now >= r->next_resync_ns)
 			any = true;
 	if (!any)
 		return;
 	/* The set of syncing handlers changes only when some period is due, so Sync
 	 * deltas still queued from the last resync keep their audience otherwise. */
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
 		r->syncing = !r->removed && r->resync_ns > 0 && now >= r->next_resync_ns;
 		if (r->syncing)
 			r->next_resync_ns = now + r->resync_ns;
@@ -341,11 +341,11 @@ static void resync_tick(cache_informer_t *inf, uint64_t now)
 	schedule(inf);
 }
 
-static void tick(cache_informer_t *inf)
+static void tick(ck_cache_informer_t *inf)
 {
 	if (!inf->started || inf->stopped)
 		return;
-	uint64_t now = clk_mono_ns(inf->clk);
+	uint64_t now = ck_clk_mono_ns(inf->clk);
 	cache_reflector_tick(inf->refl, now);
 	if (inf->stopped)
 		return;
@@ -357,27 +357,27 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	cache_informer_t *inf = w->data;
+	ck_cache_informer_t *inf = w->data;
 	note_loop_thread(inf);
 	tick(inf);
 }
 
 /* ---------------------------------------------------------------- reflector sink */
 
-static kobj_t *transformed(cache_informer_t *inf, kobj_t *obj)
+static ck_obj_t *transformed(ck_cache_informer_t *inf, ck_obj_t *obj)
 {
 	if (inf->transform == NULL)
 		return obj;
-	kobj_t *t = inf->transform(inf->transform_ud, obj);
+	ck_obj_t *t = inf->transform(inf->transform_ud, obj);
 	if (t == NULL)
 		return obj;
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 	return t;
 }
 
-static void sink_replace(void *ud, kobj_t **items, size_t n, const char *rv)
+static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
 {
-	cache_informer_t *inf = ud;
+	ck_cache_informer_t *inf = ud;
 	(void)rv;
 	for (size_t i = 0; i < n; i++)
 		items[i] = transformed(inf, items[i]);
@@ -386,24 +386,24 @@ static void sink_replace(void *ud, kobj_t **items, size_t n, const char *rv)
 	schedule(inf);
 }
 
-static void sink_event(void *ud, kwatch_type_t type, kobj_t *obj)
+static void sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
 {
-	cache_informer_t *inf = ud;
+	ck_cache_informer_t *inf = ud;
 	obj = transformed(inf, obj);
-	if (type == KWATCH_DELETED)
+	if (type == CK_WATCH_DELETED)
 		cache_dq_delete(&inf->dq, obj);
 	else
 		cache_dq_add(&inf->dq,
-		             type == KWATCH_ADDED ? CACHE_DELTA_ADDED : CACHE_DELTA_UPDATED, obj);
+		             type == CK_WATCH_ADDED ? CACHE_DELTA_ADDED : CACHE_DELTA_UPDATED, obj);
 	schedule(inf);
 }
 
-static void sink_error(void *ud, const char *msg, const kresult_t *res, bool healing)
+static void sink_error(void *ud, const char *msg, const ck_result_t *res, bool healing)
 {
-	cache_informer_t *inf = ud;
+	ck_cache_informer_t *inf = ud;
 	pthread_mutex_lock(&inf->mu);
 	free(inf->last_err);
-	inf->last_err = xstrdup(msg);
+	inf->last_err = ck_xstrdup(msg);
 	pthread_mutex_unlock(&inf->mu);
 	if (inf->on_watch_error != NULL)
 		inf->on_watch_error(inf->watch_error_ud, inf, msg, res, healing);
@@ -423,27 +423,27 @@ static const cache_reflector_sink_t sink = {
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static char *type_name(const ktype_t *t)
+static char *type_name(const ck_type_t *t)
 {
 	if (t->group == NULL || t->group[0] == '\0')
-		return xstrdup(t->resource);
-	return xasprintf("%s.%s", t->resource, t->group);
+		return ck_xstrdup(t->resource);
+	return ck_xasprintf("%s.%s", t->resource, t->group);
 }
 
-cache_informer_t *cache_informer_new(struct ev_loop *loop, const ktype_t *t, cache_lw_t *lw,
-                                     const cache_informer_opts_t *o)
+ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t *t, ck_cache_lw_t *lw,
+                                     const ck_cache_informer_opts_t *o)
 {
-	static const cache_informer_opts_t none = {0};
+	static const ck_cache_informer_opts_t none = {0};
 	if (o == NULL)
 		o = &none;
-	cache_informer_t *inf = xcalloc(1, sizeof(*inf));
+	ck_cache_informer_t *inf = ck_xcalloc(1, sizeof(*inf));
 	inf->loop = loop;
 	inf->type = t;
 	inf->name = type_name(t);
 	inf->lw = lw;
-	inf->store = cache_store_new();
+	inf->store = ck_cache_store_new();
 	cache_dq_init(&inf->dq, inf->store);
-	inf->clk = o->clock ? o->clock : clk_real();
+	inf->clk = o->clock ? o->clock : ck_clk_real();
 	inf->default_resync_ms = o->default_resync_ms;
 	inf->batch = o->batch ? o->batch : 1024;
 	inf->transform = o->transform;
@@ -456,12 +456,12 @@ cache_informer_t *cache_informer_new(struct ev_loop *loop, const ktype_t *t, cac
 	    .field_selector = o->field_selector,
 	    .page_size = o->page_size,
 	    .streaming_list = o->streaming_list,
-	    .backoff_initial_ns = (uint64_t)o->backoff_initial_ms * NS_PER_MS,
-	    .backoff_max_ns = (uint64_t)o->backoff_max_ms * NS_PER_MS,
-	    .backoff_reset_ns = (uint64_t)o->backoff_reset_ms * NS_PER_MS,
+	    .backoff_initial_ns = (uint64_t)o->backoff_initial_ms * CK_NS_PER_MS,
+	    .backoff_max_ns = (uint64_t)o->backoff_max_ms * CK_NS_PER_MS,
+	    .backoff_reset_ns = (uint64_t)o->backoff_reset_ms * CK_NS_PER_MS,
 	    .watch_timeout_min_s = o->watch_timeout_min_s,
 	    .watch_timeout_max_s = o->watch_timeout_max_s,
-	    .stall_margin_ns = (uint64_t)o->stall_margin_ms * NS_PER_MS,
+	    .stall_margin_ns = (uint64_t)o->stall_margin_ms * CK_NS_PER_MS,
 	};
 	inf->refl = cache_reflector_new(lw, inf->clk, &ro, &sink, inf);
 	ev_timer_init(&inf->timer, timer_cb, 0.0, 0.0);
@@ -479,23 +479,23 @@ cache_informer_t *cache_informer_new(struct ev_loop *loop, const ktype_t *t, cac
 	return inf;
 }
 
-int cache_informer_start(cache_informer_t *inf, char **err)
+int ck_cache_informer_start(ck_cache_informer_t *inf, char **err)
 {
 	if (inf->stopped)
-		return err_set(err, "cache: informer %s: start after shutdown", inf->name);
+		return ck_err_set(err, "cache: informer %s: start after shutdown", inf->name);
 	if (inf->started)
 		return 0;
 	inf->started = true;
 	ev_check_start(inf->loop, &inf->check);
 	/* The check watcher alone must not keep ev_run going. */
 	ev_unref(inf->loop);
-	LOG_V(2, "Starting informer", KV_STR("resource", inf->name));
+	CK_LOG_V(2, "Starting informer", CK_KV_STR("resource", inf->name));
 	cache_reflector_start(inf->refl);
 	rearm(inf);
 	return 0;
 }
 
-void cache_informer_shutdown(cache_informer_t *inf)
+void ck_cache_informer_shutdown(ck_cache_informer_t *inf)
 {
 	if (inf == NULL || inf->stopped)
 		return;
@@ -509,8 +509,8 @@ void cache_informer_shutdown(cache_informer_t *inf)
 	}
 	cache_dq_free(&inf->dq);
 	cache_dq_init(&inf->dq, inf->store);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
-		cache_objs_free(&r->snap);
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
+		ck_cache_objs_free(&r->snap);
 		r->snap_pos = 0;
 		r->snap_taken = false;
 	}
@@ -520,21 +520,21 @@ void cache_informer_shutdown(cache_informer_t *inf)
 	pthread_mutex_unlock(&inf->mu);
 }
 
-void cache_informer_free(cache_informer_t *inf)
+void ck_cache_informer_free(ck_cache_informer_t *inf)
 {
 	if (inf == NULL)
 		return;
-	cache_informer_shutdown(inf);
+	ck_cache_informer_shutdown(inf);
 	cache_reflector_free(inf->refl);
-	cache_lw_free(inf->lw);
+	ck_cache_lw_free(inf->lw);
 	cache_dq_free(&inf->dq);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL;) {
-		cache_handler_reg_t *next = r->next;
-		cache_objs_free(&r->snap);
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL;) {
+		ck_cache_handler_reg_t *next = r->next;
+		ck_cache_objs_free(&r->snap);
 		free(r);
 		r = next;
 	}
-	cache_store_free(inf->store);
+	ck_cache_store_free(inf->store);
 	pthread_mutex_destroy(&inf->mu);
 	pthread_cond_destroy(&inf->cond);
 	free(inf->last_err);
@@ -542,35 +542,35 @@ void cache_informer_free(cache_informer_t *inf)
 	free(inf);
 }
 
-void cache_informer_set_transform(cache_informer_t *inf, cache_transform_fn fn, void *ud)
+void ck_cache_informer_set_transform(ck_cache_informer_t *inf, ck_cache_transform_fn fn, void *ud)
 {
 	inf->transform = fn;
 	inf->transform_ud = ud;
 }
 
-int cache_informer_add_index(cache_informer_t *inf, const char *name, cache_index_fn fn, void *ud,
+int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name, ck_cache_index_fn fn, void *ud,
                              char **err)
 {
-	return cache_store_add_index(inf->store, name, fn, ud, err);
+	return ck_cache_store_add_index(inf->store, name, fn, ud, err);
 }
 
 /* ---------------------------------------------------------------- handlers */
 
-cache_handler_reg_t *cache_informer_add_handler_resync(cache_informer_t *inf,
-                                                       const cache_handler_t *h, void *ud,
+ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t *inf,
+                                                       const ck_cache_handler_t *h, void *ud,
                                                        uint64_t resync_ms)
 {
-	cache_handler_reg_t *r = xcalloc(1, sizeof(*r));
+	ck_cache_handler_reg_t *r = ck_xcalloc(1, sizeof(*r));
 	r->inf = inf;
 	r->h = *h;
 	r->ud = ud;
 	if (resync_ms > 0 && resync_ms < 1000)
 		resync_ms = 1000; /* client-go's minimum: a faster resync is a busy loop */
-	r->resync_ns = resync_ms * NS_PER_MS;
+	r->resync_ns = resync_ms * CK_NS_PER_MS;
 	if (inf->dispatching > 0)
 		r->born = inf->dispatch_id;
-	r->next_resync_ns = clk_mono_ns(inf->clk) + r->resync_ns;
-	if (inf->started && !inf->stopped && cache_store_len(inf->store) > 0) {
+	r->next_resync_ns = ck_clk_mono_ns(inf->clk) + r->resync_ns;
+	if (inf->started && !inf->stopped && ck_cache_store_len(inf->store) > 0) {
 		/* Everything processed so far, as adds, before any further delta. The
 		 * snapshot waits for deliver_snapshots: the rest of an entry being
 		 * processed (when added from a callback) must be in it. */
@@ -590,13 +590,13 @@ cache_handler_reg_t *cache_informer_add_handler_resync(cache_informer_t *inf,
 	return r;
 }
 
-cache_handler_reg_t *cache_informer_add_handler(cache_informer_t *inf, const cache_handler_t *h,
+ck_cache_handler_reg_t *ck_cache_informer_add_handler(ck_cache_informer_t *inf, const ck_cache_handler_t *h,
                                                 void *ud)
 {
-	return cache_informer_add_handler_resync(inf, h, ud, inf->default_resync_ms);
+	return ck_cache_informer_add_handler_resync(inf, h, ud, inf->default_resync_ms);
 }
 
-void cache_informer_remove_handler(cache_informer_t *inf, cache_handler_reg_t *reg)
+void ck_cache_informer_remove_handler(ck_cache_informer_t *inf, ck_cache_handler_reg_t *reg)
 {
 	if (reg == NULL || reg->removed)
 		return;
@@ -612,32 +612,32 @@ void cache_informer_remove_handler(cache_informer_t *inf, cache_handler_reg_t *r
 	rearm(inf);
 }
 
-bool cache_handler_has_synced(const cache_handler_reg_t *reg)
+bool ck_cache_handler_has_synced(const ck_cache_handler_reg_t *reg)
 {
-	return atomic_load(&((cache_handler_reg_t *)(uintptr_t)reg)->synced);
+	return atomic_load(&((ck_cache_handler_reg_t *)(uintptr_t)reg)->synced);
 }
 
 /* ---------------------------------------------------------------- sync state */
 
-bool cache_informer_has_synced(cache_informer_t *inf)
+bool ck_cache_informer_has_synced(ck_cache_informer_t *inf)
 {
 	return atomic_load(&inf->synced);
 }
 
-static char *reason_locked(cache_informer_t *inf)
+static char *reason_locked(ck_cache_informer_t *inf)
 {
 	if (atomic_load(&inf->synced))
 		return NULL;
 	if (atomic_load(&inf->wait_stopped))
-		return xasprintf("%s: informer shut down before its cache synced", inf->name);
+		return ck_xasprintf("%s: informer shut down before its cache synced", inf->name);
 	if (inf->last_err != NULL)
-		return xstrdup(inf->last_err);
+		return ck_xstrdup(inf->last_err);
 	if (!inf->started)
-		return xasprintf("%s: informer not started", inf->name);
-	return xasprintf("%s: waiting for the initial list (no error so far)", inf->name);
+		return ck_xasprintf("%s: informer not started", inf->name);
+	return ck_xasprintf("%s: waiting for the initial list (no error so far)", inf->name);
 }
 
-char *cache_informer_sync_reason(cache_informer_t *inf)
+char *ck_cache_informer_sync_reason(ck_cache_informer_t *inf)
 {
 	pthread_mutex_lock(&inf->mu);
 	char *r = reason_locked(inf);
@@ -645,13 +645,13 @@ char *cache_informer_sync_reason(cache_informer_t *inf)
 	return r;
 }
 
-int cache_informer_wait_synced(cache_informer_t *inf, int64_t timeout_ms, char **reason)
+int ck_cache_informer_wait_synced(ck_cache_informer_t *inf, int64_t timeout_ms, char **reason)
 {
 	if (atomic_load(&inf->synced))
 		return 0;
 	if (on_loop_thread(inf)) {
 		if (reason != NULL)
-			*reason = xasprintf("%s: wait for cache sync called on the loop thread, "
+			*reason = ck_xasprintf("%s: wait for cache sync called on the loop thread, "
 			                    "which would deadlock",
 			                    inf->name);
 		return -1;
@@ -677,7 +677,7 @@ int cache_informer_wait_synced(cache_informer_t *inf, int64_t timeout_ms, char *
 	int result = atomic_load(&inf->synced) ? 0 : -1;
 	if (result != 0 && reason != NULL) {
 		char *why = reason_locked(inf);
-		*reason = xasprintf("cache not synced after %lld ms: %s", (long long)timeout_ms,
+		*reason = ck_xasprintf("cache not synced after %lld ms: %s", (long long)timeout_ms,
 		                    why ? why : "unknown");
 		free(why);
 	}
@@ -687,30 +687,30 @@ int cache_informer_wait_synced(cache_informer_t *inf, int64_t timeout_ms, char *
 
 /* ---------------------------------------------------------------- accessors */
 
-cache_store_t *cache_informer_store(cache_informer_t *inf)
+ck_cache_store_t *ck_cache_informer_store(ck_cache_informer_t *inf)
 {
 	return inf->store;
 }
-const ktype_t *cache_informer_type(const cache_informer_t *inf)
+const ck_type_t *ck_cache_informer_type(const ck_cache_informer_t *inf)
 {
 	return inf->type;
 }
-const char *cache_informer_name(const cache_informer_t *inf)
+const char *ck_cache_informer_name(const ck_cache_informer_t *inf)
 {
 	return inf->name;
 }
 
-const cache_lister_t *cache_informer_lister(cache_informer_t *inf)
+const ck_cache_lister_t *ck_cache_informer_lister(ck_cache_informer_t *inf)
 {
 	return cache_lister_from_store(inf->store);
 }
 
-void cache_informer_stats(cache_informer_t *inf, cache_stats_t *out)
+void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out)
 {
 	cache_reflector_stats_t rs;
 	cache_reflector_stats(inf->refl, &rs);
 	memset(out, 0, sizeof(*out));
-	out->objects = cache_store_len(inf->store);
+	out->objects = ck_cache_store_len(inf->store);
 	out->lists = rs.lists;
 	out->relists = rs.relists;
 	out->watch_restarts = rs.watch_restarts;
@@ -724,12 +724,12 @@ void cache_informer_stats(cache_informer_t *inf, cache_stats_t *out)
 
 /* ---------------------------------------------------------------- test hooks */
 
-void cache_informer_tick(cache_informer_t *inf)
+void cache_informer_tick(ck_cache_informer_t *inf)
 {
 	tick(inf);
 }
 
-void cache_informer_drain(cache_informer_t *inf)
+void cache_informer_drain(ck_cache_informer_t *inf)
 {
 	note_loop_thread(inf);
 	do
@@ -737,24 +737,24 @@ void cache_informer_drain(cache_informer_t *inf)
 	while (!inf->stopped && inf->started && cache_informer_pending(inf) > 0);
 }
 
-size_t cache_informer_pending(cache_informer_t *inf)
+size_t cache_informer_pending(ck_cache_informer_t *inf)
 {
 	size_t n = cache_dq_len(&inf->dq);
-	for (cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
 		if (r->removed || r->initial_done)
 			continue;
 		if (r->snap_taken) {
 			n += r->snap.n - r->snap_pos;
 		} else {
 			/* Still to be taken: at least the taking itself is work. */
-			size_t len = cache_store_len(inf->store);
+			size_t len = ck_cache_store_len(inf->store);
 			n += len > 0 ? len : 1;
 		}
 	}
 	return n;
 }
 
-cache_reflector_t *cache_informer_reflector(cache_informer_t *inf)
+cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf)
 {
 	return inf->refl;
 }

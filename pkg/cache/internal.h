@@ -13,7 +13,7 @@
 #ifndef CSC_CACHE_INTERNAL_H
 #define CSC_CACHE_INTERNAL_H
 
-#include "pkg/cache/cache.h"
+#include <ckube/cache.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,19 +61,19 @@ uint64_t chash_ptr_hash(const void *p);
 
 /* ---------------------------------------------------------------- keys */
 
-/* true if the object's key has a namespace part (as kobj_key decides). */
-static inline bool cache_obj_has_ns(const kobj_t *o)
+/* true if the object's key has a namespace part (as ck_obj_key decides). */
+static inline bool cache_obj_has_ns(const ck_obj_t *o)
 {
 	return o->ns[0] != '\0' && o->type->namespaced;
 }
-/* Hash of the object's store key, equal to cache_key_hash() of kobj_key(). */
-uint64_t cache_obj_key_hash(const kobj_t *o);
+/* Hash of the object's store key, equal to cache_key_hash() of ck_obj_key(). */
+uint64_t cache_obj_key_hash(const ck_obj_t *o);
 /* Hash of a key string of len bytes. */
 uint64_t cache_key_hash(const char *key, size_t len);
 /* true if the object's key is exactly key[0..len). */
-bool cache_obj_key_eq(const kobj_t *o, const char *key, size_t len);
+bool cache_obj_key_eq(const ck_obj_t *o, const char *key, size_t len);
 /* true if a and b have the same key. */
-bool cache_obj_same_key(const kobj_t *a, const kobj_t *b);
+bool cache_obj_same_key(const ck_obj_t *a, const ck_obj_t *b);
 
 /* A key written into a small buffer, or a heap one when long (bad input). */
 typedef struct cache_keybuf {
@@ -81,7 +81,7 @@ typedef struct cache_keybuf {
 	size_t len;
 	char small[320];
 } cache_keybuf_t;
-void cache_keybuf_set(cache_keybuf_t *kb, const kobj_t *o);
+void cache_keybuf_set(cache_keybuf_t *kb, const ck_obj_t *o);
 void cache_keybuf_free(cache_keybuf_t *kb);
 
 /* ---------------------------------------------------------------- store (internal) */
@@ -91,15 +91,15 @@ void cache_keybuf_free(cache_keybuf_t *kb);
  * like the public ones; the _nolock readers are for the single writer thread,
  * which may read without the lock because nobody else writes.
  */
-kobj_t *cache_store_get_obj_nolock(cache_store_t *s, const kobj_t *like);
+ck_obj_t *cache_store_get_obj_nolock(ck_cache_store_t *s, const ck_obj_t *like);
 /* Removes the entry with obj's key; returns the store's reference or NULL. */
-kobj_t *cache_store_delete_obj(cache_store_t *s, const kobj_t *obj);
+ck_obj_t *cache_store_delete_obj(ck_cache_store_t *s, const ck_obj_t *obj);
 /* Calls fn for every object without locking (writer thread only). */
-void cache_store_foreach_nolock(cache_store_t *s, void (*fn)(void *ud, kobj_t *obj), void *ud);
+void cache_store_foreach_nolock(ck_cache_store_t *s, void (*fn)(void *ud, ck_obj_t *obj), void *ud);
 /* Snapshot of every object (new refs), without locking (writer thread only). */
-void cache_store_list_nolock(cache_store_t *s, cache_objs_t *out);
+void cache_store_list_nolock(ck_cache_store_t *s, ck_cache_objs_t *out);
 /* The lister view of a store (the same pointer, narrowed). */
-const cache_lister_t *cache_lister_from_store(cache_store_t *s);
+const ck_cache_lister_t *cache_lister_from_store(ck_cache_store_t *s);
 
 /* ---------------------------------------------------------------- backoff */
 
@@ -129,7 +129,7 @@ int64_t cache_watch_timeout_s(int64_t min_s, int64_t max_s, double rnd);
 static inline uint64_t cache_watch_stall_deadline(uint64_t last_ns, int64_t timeout_s,
                                                   uint64_t margin_ns)
 {
-	return last_ns + (uint64_t)timeout_s * NS_PER_SEC + margin_ns;
+	return last_ns + (uint64_t)timeout_s * CK_NS_PER_SEC + margin_ns;
 }
 
 /* ---------------------------------------------------------------- delta queue */
@@ -147,7 +147,7 @@ const char *cache_delta_type_name(cache_delta_type_t t);
 typedef struct cache_delta {
 	uint8_t type; /* cache_delta_type_t */
 	bool unknown; /* Deleted with final state unknown: obj is the last known state */
-	kobj_t *obj;  /* one reference */
+	ck_obj_t *obj;  /* one reference */
 } cache_delta_t;
 
 /* The deltas of one key, in order; popped as a unit. */
@@ -164,25 +164,25 @@ typedef struct cache_dq {
 	cache_dq_entry_t *head, *tail;
 	cache_dq_entry_t *spare; /* recycled entries */
 	size_t nspare;
-	cache_store_t *known; /* borrowed: the objects already processed */
+	ck_cache_store_t *known; /* borrowed: the objects already processed */
 	bool populated;       /* something was queued or a Replace happened */
 	size_t initial;       /* keys of the first Replace not yet popped */
 	uint64_t queued_total;
 } cache_dq_t;
 
-void cache_dq_init(cache_dq_t *q, cache_store_t *known);
+void cache_dq_init(cache_dq_t *q, ck_cache_store_t *known);
 /* Drops everything queued and frees the queue's memory. */
 void cache_dq_free(cache_dq_t *q);
 /* Queues Added, Updated or Sync for obj (takes obj). */
-void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, kobj_t *obj);
+void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj);
 /* Queues Deleted for obj (takes obj); a no-op when the key is neither known nor queued. */
-void cache_dq_delete(cache_dq_t *q, kobj_t *obj);
+void cache_dq_delete(cache_dq_t *q, ck_obj_t *obj);
 /*
  * A (re)list's result: Replaced for every item, Deleted with final state unknown
  * for every queued or known key that is not in items. Takes the references in
  * items (the array itself is borrowed).
  */
-void cache_dq_replace(cache_dq_t *q, kobj_t **items, size_t n);
+void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n);
 /* Queues Sync for every known key that has nothing queued. */
 void cache_dq_resync(cache_dq_t *q);
 /*
@@ -211,12 +211,12 @@ typedef struct cache_reflector cache_reflector_t;
 /* What the reflector feeds; all calls on the loop thread. */
 typedef struct cache_reflector_sink {
 	/* A complete (re)list: takes the references in items and the array. */
-	void (*replace)(void *ud, kobj_t **items, size_t n, const char *rv);
+	void (*replace)(void *ud, ck_obj_t **items, size_t n, const char *rv);
 	/* ADDED, MODIFIED or DELETED; takes obj. */
-	void (*event)(void *ud, kwatch_type_t type, kobj_t *obj);
+	void (*event)(void *ud, ck_watch_type_t type, ck_obj_t *obj);
 	/* A failed attempt: msg borrowed, res borrowed (may be NULL), healing = a retry may
 	 * succeed (false for 401/403/404). */
-	void (*error)(void *ud, const char *msg, const kresult_t *res, bool healing);
+	void (*error)(void *ud, const char *msg, const ck_result_t *res, bool healing);
 	/* The reflector's deadline changed: re-arm the timer. */
 	void (*rearm)(void *ud);
 } cache_reflector_sink_t;
@@ -245,7 +245,7 @@ typedef struct cache_reflector_stats {
 } cache_reflector_stats_t;
 
 /* Borrows lw, clk, sink (must outlive it); copies opts. */
-cache_reflector_t *cache_reflector_new(cache_lw_t *lw, const clk_t *clk,
+cache_reflector_t *cache_reflector_new(ck_cache_lw_t *lw, const ck_clk_t *clk,
                                        const cache_reflector_opts_t *o,
                                        const cache_reflector_sink_t *sink, void *ud);
 /* Starts the first list. */
@@ -267,12 +267,12 @@ bool cache_reflector_streaming_refused(const cache_reflector_t *r);
 /* ---------------------------------------------------------------- test hooks */
 
 /* Runs the informer's timers against its clock now (a fake clock in tests). */
-void cache_informer_tick(cache_informer_t *inf);
+void cache_informer_tick(ck_cache_informer_t *inf);
 /* Processes queued deltas and late-handler adds until nothing is left. */
-void cache_informer_drain(cache_informer_t *inf);
+void cache_informer_drain(ck_cache_informer_t *inf);
 /* Keys queued plus late-handler adds not yet delivered. */
-size_t cache_informer_pending(cache_informer_t *inf);
+size_t cache_informer_pending(ck_cache_informer_t *inf);
 /* The informer's reflector (borrowed). */
-cache_reflector_t *cache_informer_reflector(cache_informer_t *inf);
+cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf);
 
 #endif

@@ -26,7 +26,7 @@
  * of message, so a missing CRD or RBAC rule does not flood the log.
  */
 #include "pkg/cache/internal.h"
-#include "pkg/log/log.h"
+#include <ckube/log.h>
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,14 +48,14 @@ typedef enum raction {
 #define INITIAL_EVENTS_END "k8s.io/initial-events-end"
 
 struct cache_reflector {
-	cache_lw_t *lw;
-	const clk_t *clk;
+	ck_cache_lw_t *lw;
+	const ck_clk_t *clk;
 	cache_reflector_opts_t o; /* strings owned */
 	cache_reflector_sink_t sink;
 	void *ud;
 
 	rstate_t state;
-	cache_lw_req_t *req;
+	ck_cache_lw_req_t *req;
 	uint64_t seq;
 	bool inflight;
 
@@ -65,7 +65,7 @@ struct cache_reflector {
 	bool watched_once;
 
 	/* The list being assembled (or a streaming list's initial events). */
-	kobj_t **items;
+	ck_obj_t **items;
 	size_t nitems, capitems;
 	char *list_rv;
 	char *cont;
@@ -85,7 +85,7 @@ struct cache_reflector {
 	uint64_t watch_data; /* events other than ERROR */
 	char *watch_rv;      /* the resourceVersion this watch started from */
 	bool closing;
-	kstatus_t err_status;
+	ck_status_t err_status;
 
 	cache_backoff_t bo;
 	uint64_t retry_at_ns;
@@ -104,12 +104,12 @@ static void start_watch(cache_reflector_t *r, bool initial);
 
 static uint64_t now_ns(const cache_reflector_t *r)
 {
-	return clk_mono_ns(r->clk);
+	return ck_clk_mono_ns(r->clk);
 }
 
 static void set_str(char **dst, const char *src)
 {
-	char *n = xstrdup(src ? src : "");
+	char *n = ck_xstrdup(src ? src : "");
 	free(*dst);
 	*dst = n;
 }
@@ -117,62 +117,62 @@ static void set_str(char **dst, const char *src)
 static void drop_items(cache_reflector_t *r)
 {
 	for (size_t i = 0; i < r->nitems; i++)
-		kobj_unref(r->items[i]);
+		ck_obj_unref(r->items[i]);
 	free(r->items);
 	r->items = NULL;
 	r->nitems = r->capitems = 0;
 }
 
-static void push_item(cache_reflector_t *r, kobj_t *obj)
+static void push_item(cache_reflector_t *r, ck_obj_t *obj)
 {
 	if (r->nitems == r->capitems) {
 		r->capitems = r->capitems ? r->capitems * 2 : 64;
-		r->items = xrealloc(r->items, r->capitems * sizeof(*r->items));
+		r->items = ck_xrealloc(r->items, r->capitems * sizeof(*r->items));
 	}
 	r->items[r->nitems++] = obj;
 }
 
-static void status_copy(kstatus_t *dst, const kstatus_t *src)
+static void status_copy(ck_status_t *dst, const ck_status_t *src)
 {
-	kstatus_clear(dst);
+	ck_status_clear(dst);
 	if (src == NULL)
 		return;
 	dst->code = src->code;
-	dst->status = xstrdup(src->status);
-	dst->reason = xstrdup(src->reason);
-	dst->message = xstrdup(src->message);
-	dst->details_name = xstrdup(src->details_name);
-	dst->details_kind = xstrdup(src->details_kind);
-	dst->details_group = xstrdup(src->details_group);
+	dst->status = ck_xstrdup(src->status);
+	dst->reason = ck_xstrdup(src->reason);
+	dst->message = ck_xstrdup(src->message);
+	dst->details_name = ck_xstrdup(src->details_name);
+	dst->details_kind = ck_xstrdup(src->details_kind);
+	dst->details_group = ck_xstrdup(src->details_group);
 	dst->retry_after_seconds = src->retry_after_seconds;
-	dst->causes = xstrdup(src->causes);
+	dst->causes = ck_xstrdup(src->causes);
 }
 
-static bool non_healing(const kresult_t *res)
+static bool non_healing(const ck_result_t *res)
 {
 	return res != NULL &&
-	       (kerr_is_forbidden(res) || kerr_is_not_found(res) || kerr_is_unauthorized(res));
+	       (ck_err_is_forbidden(res) || ck_err_is_not_found(res) || ck_err_is_unauthorized(res));
 }
 
 /* "list foos.samplecontroller.k8s.io: <the server's words>" */
-static char *fmt_error(const cache_reflector_t *r, const char *what, const kresult_t *res)
+static char *fmt_error(const cache_reflector_t *r, const char *what, const ck_result_t *res)
 {
 	const char *detail = NULL;
 	if (res == NULL)
-		return xasprintf("%s %s: failed", what ? what : "request", r->o.name);
+		return ck_xasprintf("%s %s: failed", what ? what : "request", r->o.name);
 	if (res->status.message != NULL && res->status.message[0] != '\0')
 		detail = res->status.message;
 	else if (res->error != NULL && res->error[0] != '\0')
 		detail = res->error;
-	sbuf_t b = SBUF_INIT;
-	sbuf_printf(&b, "%s %s: ", what, r->o.name);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_printf(&b, "%s %s: ", what, r->o.name);
 	if (detail != NULL)
-		sbuf_puts(&b, detail);
+		ck_sbuf_puts(&b, detail);
 	else
-		sbuf_printf(&b, "HTTP %d", res->http_code);
-	if (kerr_is_not_found(res))
-		sbuf_puts(&b, " (is the resource served: API group enabled, CRD installed?)");
-	return sbuf_steal(&b);
+		ck_sbuf_printf(&b, "HTTP %d", res->http_code);
+	if (ck_err_is_not_found(res))
+		ck_sbuf_puts(&b, " (is the resource served: API group enabled, CRD installed?)");
+	return ck_sbuf_steal(&b);
 }
 
 static void cancel_req(cache_reflector_t *r)
@@ -187,8 +187,8 @@ static void recovered(cache_reflector_t *r)
 {
 	if (r->last_err == NULL)
 		return;
-	LOG_INFO("List/watch recovered", KV_STR("resource", r->o.name),
-	         KV_STR("previousError", r->last_err));
+	CK_LOG_INFO("List/watch recovered", CK_KV_STR("resource", r->o.name),
+	         CK_KV_STR("previousError", r->last_err));
 	free(r->last_err);
 	r->last_err = NULL;
 }
@@ -198,29 +198,29 @@ static void recovered(cache_reflector_t *r)
  * the sink (last: the sink's callback may shut the informer down).
  * Either res or msg is given. quiet: routine (410), not reported.
  */
-static void fail(cache_reflector_t *r, const char *what, const kresult_t *res, const char *msg,
+static void fail(cache_reflector_t *r, const char *what, const ck_result_t *res, const char *msg,
                  raction_t action, bool quiet)
 {
-	char *m = msg ? xstrdup(msg) : fmt_error(r, what, res);
+	char *m = msg ? ck_xstrdup(msg) : fmt_error(r, what, res);
 	bool healing = !non_healing(res);
 	atomic_fetch_add(&r->n_errors, 1);
 	if (quiet) {
-		LOG_V(2, "List/watch will retry", KV_STR("resource", r->o.name), KV_ERR(m));
+		CK_LOG_V(2, "List/watch will retry", CK_KV_STR("resource", r->o.name), CK_KV_ERR(m));
 	} else if (r->last_err == NULL || strcmp(r->last_err, m) != 0) {
 		if (healing)
-			LOG_WARN("List/watch failed, will retry", KV_STR("resource", r->o.name),
-			         KV_ERR(m));
+			CK_LOG_WARN("List/watch failed, will retry", CK_KV_STR("resource", r->o.name),
+			         CK_KV_ERR(m));
 		else
-			LOG_ERROR(m, "List/watch failed and will not heal by retrying",
-			          KV_STR("resource", r->o.name));
+			CK_LOG_ERROR(m, "List/watch failed and will not heal by retrying",
+			          CK_KV_STR("resource", r->o.name));
 		set_str(&r->last_err, m);
 	} else {
-		LOG_V(4, "List/watch failed again", KV_STR("resource", r->o.name), KV_ERR(m));
+		CK_LOG_V(4, "List/watch failed again", CK_KV_STR("resource", r->o.name), CK_KV_ERR(m));
 	}
 	uint64_t now = now_ns(r);
-	uint64_t delay = cache_backoff_next(&r->bo, now, rand_unit());
-	if (res != NULL && kerr_is_too_many_requests(res) && res->status.retry_after_seconds > 0)
-		delay = (uint64_t)res->status.retry_after_seconds * NS_PER_SEC;
+	uint64_t delay = cache_backoff_next(&r->bo, now, ck_rand_unit());
+	if (res != NULL && ck_err_is_too_many_requests(res) && res->status.retry_after_seconds > 0)
+		delay = (uint64_t)res->status.retry_after_seconds * CK_NS_PER_SEC;
 	r->state = R_BACKOFF;
 	r->retry_at_ns = now + delay;
 	r->next_action = action;
@@ -232,25 +232,25 @@ static void fail(cache_reflector_t *r, const char *what, const kresult_t *res, c
 
 /* ---------------------------------------------------------------- requests */
 
-static void on_item(void *ud, kobj_t *obj);
+static void on_item(void *ud, ck_obj_t *obj);
 static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t remaining);
-static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status);
-static void list_done_cb(void *ud, kresult_t *res);
-static void watch_done_cb(void *ud, kresult_t *res);
+static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status);
+static void list_done_cb(void *ud, ck_result_t *res);
+static void watch_done_cb(void *ud, ck_result_t *res);
 
-static const kdec_cb_t list_cb = {.on_object = on_item, .on_list_meta = on_list_meta};
-static const kdec_cb_t watch_cb = {.on_event = on_event};
+static const ck_dec_cb_t list_cb = {.on_object = on_item, .on_list_meta = on_list_meta};
+static const ck_dec_cb_t watch_cb = {.on_event = on_event};
 
-static void issue(cache_reflector_t *r, bool watch, const klist_opts_t *o)
+static void issue(cache_reflector_t *r, bool watch, const ck_list_opts_t *o)
 {
 	char *err = NULL;
 	uint64_t seq = ++r->seq;
 	r->inflight = true;
-	cache_lw_req_t *h = watch ? r->lw->ops->watch(r->lw, o, &watch_cb, watch_done_cb, r, &err)
+	ck_cache_lw_req_t *h = watch ? r->lw->ops->watch(r->lw, o, &watch_cb, watch_done_cb, r, &err)
 	                          : r->lw->ops->list(r->lw, o, &list_cb, list_done_cb, r, &err);
 	if (h == NULL) {
 		r->inflight = false;
-		char *m = xasprintf("%s %s: %s", watch ? "watch" : "list", r->o.name,
+		char *m = ck_xasprintf("%s %s: %s", watch ? "watch" : "list", r->o.name,
 		                    err ? err : "cannot start the request");
 		free(err);
 		bool relist = !watch || r->initial_phase;
@@ -265,7 +265,7 @@ static void issue(cache_reflector_t *r, bool watch, const klist_opts_t *o)
 		r->req = h;
 }
 
-static void base_opts(const cache_reflector_t *r, klist_opts_t *o)
+static void base_opts(const cache_reflector_t *r, ck_list_opts_t *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->label_selector = r->o.label_selector;
@@ -283,7 +283,7 @@ static const char *relist_rv(const cache_reflector_t *r)
 
 static void list_page(cache_reflector_t *r)
 {
-	klist_opts_t o;
+	ck_list_opts_t o;
 	base_opts(r, &o);
 	char *cont = r->cont;
 	r->cont = NULL;
@@ -306,9 +306,9 @@ static void list_page(cache_reflector_t *r)
 		o.limit = specific && !r->paginated ? 0 : r->o.page_size;
 	}
 	r->state = R_LISTING;
-	LOG_V(3, "Listing", KV_STR("resource", r->o.name),
-	      KV_STR("resourceVersion", o.resource_version), KV_INT("limit", o.limit),
-	      KV_BOOL("continue", o.continue_token != NULL));
+	CK_LOG_V(3, "Listing", CK_KV_STR("resource", r->o.name),
+	      CK_KV_STR("resourceVersion", o.resource_version), CK_KV_INT("limit", o.limit),
+	      CK_KV_BOOL("continue", o.continue_token != NULL));
 	issue(r, false, &o);
 	free(cont);
 }
@@ -333,11 +333,11 @@ static void start_list(cache_reflector_t *r)
 	list_page(r);
 }
 
-static void on_item(void *ud, kobj_t *obj)
+static void on_item(void *ud, ck_obj_t *obj)
 {
 	cache_reflector_t *r = ud;
 	if (r->state != R_LISTING || obj == NULL) {
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 		return;
 	}
 	push_item(r, obj);
@@ -352,13 +352,13 @@ static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t rem
 	if (rv != NULL && rv[0] != '\0')
 		set_str(&r->list_rv, rv);
 	free(r->cont);
-	r->cont = (cont != NULL && cont[0] != '\0') ? xstrdup(cont) : NULL;
+	r->cont = (cont != NULL && cont[0] != '\0') ? ck_xstrdup(cont) : NULL;
 }
 
 /* Hands a complete list to the sink and moves on to the watch. */
 static void list_complete(cache_reflector_t *r, const char *rv)
 {
-	kobj_t **items = r->items;
+	ck_obj_t **items = r->items;
 	size_t n = r->nitems;
 	r->items = NULL;
 	r->nitems = r->capitems = 0;
@@ -366,23 +366,23 @@ static void list_complete(cache_reflector_t *r, const char *rv)
 	set_str(&r->listed_rv, rv);
 	r->rv_unavailable = false;
 	atomic_fetch_add(&r->n_lists_done, 1);
-	atomic_store(&r->last_event_wall_ns, clk_wall_ns(r->clk));
-	LOG_V(3, "Listed", KV_STR("resource", r->o.name), KV_STR("resourceVersion", rv),
-	      KV_UINT("objects", n));
+	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
+	CK_LOG_V(3, "Listed", CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", rv),
+	      CK_KV_UINT("objects", n));
 	recovered(r);
 	r->sink.replace(r->ud, items, n, r->last_rv);
 }
 
-static void list_done(cache_reflector_t *r, kresult_t *res)
+static void list_done(cache_reflector_t *r, ck_result_t *res)
 {
-	if (kresult_ok(res)) {
+	if (ck_result_ok(res)) {
 		if (r->cont != NULL && !r->full_fallback) {
 			if (!r->page_had_cont && strcmp(r->list_rv_param, "0") == 0)
 				r->paginated = true;
 			list_page(r);
 			return;
 		}
-		char *rv = r->list_rv ? r->list_rv : xstrdup("");
+		char *rv = r->list_rv ? r->list_rv : ck_xstrdup("");
 		r->list_rv = NULL;
 		list_complete(r, rv);
 		free(rv);
@@ -393,19 +393,19 @@ static void list_done(cache_reflector_t *r, kresult_t *res)
 	drop_items(r);
 	free(r->cont);
 	r->cont = NULL;
-	if (kerr_is_gone(res) && r->page_had_cont && !r->full_fallback) {
-		LOG_V(2, "List continue token expired, listing in full",
-		      KV_STR("resource", r->o.name));
+	if (ck_err_is_gone(res) && r->page_had_cont && !r->full_fallback) {
+		CK_LOG_V(2, "List continue token expired, listing in full",
+		      CK_KV_STR("resource", r->o.name));
 		r->full_fallback = true;
 		list_page(r);
 		return;
 	}
-	if ((kerr_is_gone(res) || kerr_is_rv_too_large(res)) && !r->rv_unavailable &&
+	if ((ck_err_is_gone(res) || ck_err_is_rv_too_large(res)) && !r->rv_unavailable &&
 	    r->list_rv_param[0] != '\0') {
 		/* Our resourceVersion is compacted away or ahead of this server: the one
 		 * list that cannot fail that way is the most recent state. */
-		LOG_V(2, "List resourceVersion unavailable, listing the most recent state",
-		      KV_STR("resource", r->o.name), KV_STR("resourceVersion", r->list_rv_param));
+		CK_LOG_V(2, "List resourceVersion unavailable, listing the most recent state",
+		      CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", r->list_rv_param));
 		r->rv_unavailable = true;
 		start_list(r);
 		return;
@@ -413,7 +413,7 @@ static void list_done(cache_reflector_t *r, kresult_t *res)
 	fail(r, "list", res, NULL, A_RELIST, false);
 }
 
-static void list_done_cb(void *ud, kresult_t *res)
+static void list_done_cb(void *ud, ck_result_t *res)
 {
 	cache_reflector_t *r = ud;
 	r->inflight = false;
@@ -427,14 +427,14 @@ static void list_done_cb(void *ud, kresult_t *res)
 
 static void start_watch(cache_reflector_t *r, bool initial)
 {
-	klist_opts_t o;
+	ck_list_opts_t o;
 	base_opts(r, &o);
 	atomic_fetch_add(&r->n_watches, 1);
 	if (r->watched_once)
 		atomic_fetch_add(&r->n_watch_restarts, 1);
 	r->watched_once = true;
 	r->watch_timeout_s =
-	    cache_watch_timeout_s(r->o.watch_timeout_min_s, r->o.watch_timeout_max_s, rand_unit());
+	    cache_watch_timeout_s(r->o.watch_timeout_min_s, r->o.watch_timeout_max_s, ck_rand_unit());
 	o.allow_watch_bookmarks = true;
 	o.timeout_seconds = r->watch_timeout_s;
 	if (initial) {
@@ -451,11 +451,11 @@ static void start_watch(cache_reflector_t *r, bool initial)
 	r->watch_data = 0;
 	set_str(&r->watch_rv, o.resource_version);
 	r->closing = false;
-	kstatus_clear(&r->err_status);
+	ck_status_clear(&r->err_status);
 	r->state = R_WATCHING;
-	LOG_V(3, "Watching", KV_STR("resource", r->o.name),
-	      KV_STR("resourceVersion", o.resource_version),
-	      KV_INT("timeoutSeconds", o.timeout_seconds), KV_BOOL("sendInitialEvents", initial));
+	CK_LOG_V(3, "Watching", CK_KV_STR("resource", r->o.name),
+	      CK_KV_STR("resourceVersion", o.resource_version),
+	      CK_KV_INT("timeoutSeconds", o.timeout_seconds), CK_KV_BOOL("sendInitialEvents", initial));
 	issue(r, true, &o);
 	if (r->state == R_WATCHING)
 		r->sink.rearm(r->ud);
@@ -467,51 +467,51 @@ static void end_initial_phase(cache_reflector_t *r, const char *rv)
 	list_complete(r, rv);
 }
 
-static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
 {
 	cache_reflector_t *r = ud;
 	if (r->state != R_WATCHING || r->closing) {
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 		return;
 	}
 	r->last_activity_ns = now_ns(r);
 	r->watch_events++;
 	atomic_fetch_add(&r->n_events, 1);
-	atomic_store(&r->last_event_wall_ns, clk_wall_ns(r->clk));
-	if (type != KWATCH_ERROR)
+	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
+	if (type != CK_WATCH_ERROR)
 		r->watch_data++;
 	switch (type) {
-	case KWATCH_ADDED:
-	case KWATCH_MODIFIED:
-	case KWATCH_DELETED:
+	case CK_WATCH_ADDED:
+	case CK_WATCH_MODIFIED:
+	case CK_WATCH_DELETED:
 		if (obj == NULL)
 			return;
 		if (r->initial_phase) {
 			/* Initial events are all ADDED; anything else would be a server bug. */
-			if (type == KWATCH_ADDED)
+			if (type == CK_WATCH_ADDED)
 				push_item(r, obj);
 			else
-				kobj_unref(obj);
+				ck_obj_unref(obj);
 			return;
 		}
 		if (obj->rv[0] != '\0')
 			set_str(&r->last_rv, obj->rv);
 		r->sink.event(r->ud, type, obj);
 		return;
-	case KWATCH_BOOKMARK:
+	case CK_WATCH_BOOKMARK:
 		if (obj == NULL)
 			return;
 		if (r->initial_phase) {
-			const char *end = kobj_annotation(obj, INITIAL_EVENTS_END);
+			const char *end = ck_obj_annotation(obj, INITIAL_EVENTS_END);
 			if (end != NULL && strcmp(end, "true") == 0)
 				end_initial_phase(r, obj->rv);
 		} else if (obj->rv[0] != '\0') {
 			set_str(&r->last_rv, obj->rv);
 		}
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 		return;
-	case KWATCH_ERROR:
-		kobj_unref(obj);
+	case CK_WATCH_ERROR:
+		ck_obj_unref(obj);
 		/* Ending the request from inside its own callback is not ours to do:
 		 * ask for an immediate tick. */
 		status_copy(&r->err_status, status);
@@ -521,11 +521,11 @@ static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t 
 		r->sink.rearm(r->ud);
 		return;
 	}
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 }
 
 /* A 4xx that says the server will not stream a list (an old or gated server). */
-static bool refuses_streaming(const kresult_t *res)
+static bool refuses_streaming(const ck_result_t *res)
 {
 	int c = res->http_code;
 	return c >= 400 && c < 500 && c != 401 && c != 403 && c != 404 && c != 408 && c != 410 &&
@@ -535,14 +535,14 @@ static bool refuses_streaming(const kresult_t *res)
 static void refuse_streaming(cache_reflector_t *r, const char *why)
 {
 	r->stream_refused = true;
-	LOG_WARN("Streaming list refused, falling back to list and watch",
-	         KV_STR("resource", r->o.name), KV_STR("reason", why));
+	CK_LOG_WARN("Streaming list refused, falling back to list and watch",
+	         CK_KV_STR("resource", r->o.name), CK_KV_STR("reason", why));
 }
 
 /* The watch is over: res is the request's result, or NULL after an ERROR event. */
-static void watch_ended(cache_reflector_t *r, const kresult_t *res)
+static void watch_ended(cache_reflector_t *r, const ck_result_t *res)
 {
-	kresult_t synth;
+	ck_result_t synth;
 	char *synth_err = NULL;
 	bool errored = r->closing;
 	if (errored) {
@@ -550,7 +550,7 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 		synth.http_code = r->err_status.code > 0 ? r->err_status.code : 500;
 		synth.status = r->err_status;
 		synth_err =
-		    xasprintf("watch ERROR event: %s",
+		    ck_xasprintf("watch ERROR event: %s",
 		              r->err_status.message ? r->err_status.message : "(no message)");
 		synth.error = synth_err;
 		res = &synth;
@@ -559,18 +559,18 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 	bool initial = r->initial_phase;
 	r->initial_phase = false;
 	r->state = R_IDLE;
-	LOG_V(3, "Watch ended", KV_STR("resource", r->o.name), KV_INT("code", res->http_code),
-	      KV_STR("error", res->error), KV_UINT("events", r->watch_events));
+	CK_LOG_V(3, "Watch ended", CK_KV_STR("resource", r->o.name), CK_KV_INT("code", res->http_code),
+	      CK_KV_STR("error", res->error), CK_KV_UINT("events", r->watch_events));
 
-	if (!errored && kresult_ok(res)) {
+	if (!errored && ck_result_ok(res)) {
 		if (initial) {
 			drop_items(r);
 			refuse_streaming(r,
 			                 "the stream ended before the initial-events-end bookmark");
 			start_list(r);
-		} else if (r->watch_events == 0 && now_ns(r) - r->watch_start_ns < NS_PER_SEC) {
+		} else if (r->watch_events == 0 && now_ns(r) - r->watch_start_ns < CK_NS_PER_SEC) {
 			char *m =
-			    xasprintf("watch %s: closed within 1s without any event", r->o.name);
+			    ck_xasprintf("watch %s: closed within 1s without any event", r->o.name);
 			fail(r, NULL, NULL, m, A_REWATCH, false);
 			free(m);
 		} else {
@@ -588,7 +588,7 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 			goto out;
 		}
 	}
-	if (kerr_is_gone(res)) {
+	if (ck_err_is_gone(res)) {
 		/* Too old already at the version a list just returned: that list came from
 		 * a store older than the watch cache (etcd at an exact version). Relisting
 		 * from it would loop; ask for the most recent state instead. */
@@ -596,11 +596,11 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 		    strcmp(r->watch_rv, r->listed_rv) == 0)
 			r->rv_unavailable = true;
 		fail(r, "watch", res, NULL, A_RELIST, true);
-	} else if (kerr_is_rv_too_large(res)) {
+	} else if (ck_err_is_rv_too_large(res)) {
 		r->rv_unavailable = true;
 		fail(r, "watch", res, NULL, A_RELIST, false);
-	} else if (!initial && (kerr_is_transport(res) || kerr_is_too_many_requests(res) ||
-	                        kerr_is_server_error(res))) {
+	} else if (!initial && (ck_err_is_transport(res) || ck_err_is_too_many_requests(res) ||
+	                        ck_err_is_server_error(res))) {
 		/* The server or the path to it hiccupped; our resourceVersion is still good. */
 		fail(r, "watch", res, NULL, A_REWATCH, false);
 	} else {
@@ -609,10 +609,10 @@ static void watch_ended(cache_reflector_t *r, const kresult_t *res)
 out:
 	free(synth_err);
 	/* synth borrowed err_status' strings; they go now. */
-	kstatus_clear(&r->err_status);
+	ck_status_clear(&r->err_status);
 }
 
-static void watch_done_cb(void *ud, kresult_t *res)
+static void watch_done_cb(void *ud, ck_result_t *res)
 {
 	cache_reflector_t *r = ud;
 	r->inflight = false;
@@ -626,40 +626,40 @@ static void watch_done_cb(void *ud, kresult_t *res)
 
 static char *dup_or_null(const char *s)
 {
-	return s && s[0] ? xstrdup(s) : NULL;
+	return s && s[0] ? ck_xstrdup(s) : NULL;
 }
 
-cache_reflector_t *cache_reflector_new(cache_lw_t *lw, const clk_t *clk,
+cache_reflector_t *cache_reflector_new(ck_cache_lw_t *lw, const ck_clk_t *clk,
                                        const cache_reflector_opts_t *o,
                                        const cache_reflector_sink_t *sink, void *ud)
 {
-	cache_reflector_t *r = xcalloc(1, sizeof(*r));
+	cache_reflector_t *r = ck_xcalloc(1, sizeof(*r));
 	r->lw = lw;
-	r->clk = clk ? clk : clk_real();
+	r->clk = clk ? clk : ck_clk_real();
 	r->o = *o;
-	r->o.name = xstrdup(o->name ? o->name : "objects");
+	r->o.name = ck_xstrdup(o->name ? o->name : "objects");
 	r->o.label_selector = dup_or_null(o->label_selector);
 	r->o.field_selector = dup_or_null(o->field_selector);
 	if (r->o.page_size == 0)
 		r->o.page_size = 500;
 	if (r->o.backoff_initial_ns == 0)
-		r->o.backoff_initial_ns = 800 * NS_PER_MS;
+		r->o.backoff_initial_ns = 800 * CK_NS_PER_MS;
 	if (r->o.backoff_max_ns == 0)
-		r->o.backoff_max_ns = 30 * NS_PER_SEC;
+		r->o.backoff_max_ns = 30 * CK_NS_PER_SEC;
 	if (r->o.backoff_reset_ns == 0)
-		r->o.backoff_reset_ns = 120 * NS_PER_SEC;
+		r->o.backoff_reset_ns = 120 * CK_NS_PER_SEC;
 	if (r->o.watch_timeout_min_s <= 0)
 		r->o.watch_timeout_min_s = 300;
 	if (r->o.watch_timeout_max_s < r->o.watch_timeout_min_s)
 		r->o.watch_timeout_max_s =
 		    r->o.watch_timeout_min_s == 300 ? 600 : r->o.watch_timeout_min_s;
 	if (r->o.stall_margin_ns == 0)
-		r->o.stall_margin_ns = 30 * NS_PER_SEC;
+		r->o.stall_margin_ns = 30 * CK_NS_PER_SEC;
 	r->sink = *sink;
 	r->ud = ud;
-	r->last_rv = xstrdup("");
-	r->list_rv_param = xstrdup("");
-	r->watch_rv = xstrdup("");
+	r->last_rv = ck_xstrdup("");
+	r->list_rv_param = ck_xstrdup("");
+	r->watch_rv = ck_xstrdup("");
 	cache_backoff_init(&r->bo, r->o.backoff_initial_ns, r->o.backoff_max_ns,
 	                   r->o.backoff_reset_ns, 1.0);
 	return r;
@@ -694,7 +694,7 @@ void cache_reflector_free(cache_reflector_t *r)
 	free(r->listed_rv);
 	free(r->watch_rv);
 	free(r->last_err);
-	kstatus_clear(&r->err_status);
+	ck_status_clear(&r->err_status);
 	free((char *)r->o.name);
 	free((char *)r->o.label_selector);
 	free((char *)r->o.field_selector);
@@ -745,8 +745,8 @@ void cache_reflector_tick(cache_reflector_t *r, uint64_t now)
 	r->initial_phase = false;
 	drop_items(r);
 	char *m =
-	    xasprintf("watch %s: no data for %llus (timeout %llds + margin); replacing it",
-	              r->o.name, (unsigned long long)((now - r->last_activity_ns) / NS_PER_SEC),
+	    ck_xasprintf("watch %s: no data for %llus (timeout %llds + margin); replacing it",
+	              r->o.name, (unsigned long long)((now - r->last_activity_ns) / CK_NS_PER_SEC),
 	              (long long)r->watch_timeout_s);
 	r->state = R_IDLE;
 	fail(r, NULL, NULL, m, initial ? A_RELIST : A_REWATCH, false);

@@ -4,7 +4,7 @@
  * grammar is a comma-separated list of requirements, each a key, an operator
  * and values, with blanks allowed between tokens.
  */
-#include "pkg/cache/cache.h"
+#include <ckube/cache.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,7 +30,7 @@ typedef struct sel_req {
 	int64_t num; /* OP_GT / OP_LT */
 } sel_req_t;
 
-struct cache_selector {
+struct ck_cache_selector {
 	sel_req_t *reqs;
 	size_t n;
 };
@@ -57,14 +57,14 @@ static char *read_run(const char **pp, bool (*ok)(int))
 	const char *p = *pp;
 	while (*p != '\0' && ok((unsigned char)*p))
 		p++;
-	char *s = xstrndup(*pp, (size_t)(p - *pp));
+	char *s = ck_xstrndup(*pp, (size_t)(p - *pp));
 	*pp = p;
 	return s;
 }
 
 static void req_add_val(sel_req_t *r, char *v)
 {
-	r->vals = xrealloc(r->vals, (r->nvals + 1) * sizeof(char *));
+	r->vals = ck_xrealloc(r->vals, (r->nvals + 1) * sizeof(char *));
 	r->vals[r->nvals++] = v;
 }
 
@@ -76,7 +76,7 @@ static void req_clear(sel_req_t *r)
 	free(r->vals);
 }
 
-void cache_selector_free(cache_selector_t *sel)
+void ck_cache_selector_free(ck_cache_selector_t *sel)
 {
 	if (sel == NULL)
 		return;
@@ -98,11 +98,11 @@ static int parse_set(const char *s, const char **pp, sel_req_t *r, char **err)
 {
 	const char *p = skip_ws(*pp);
 	if (*p != '(')
-		return err_set(err, "label selector \"%s\": expected '(' at offset %zu", s,
+		return ck_err_set(err, "label selector \"%s\": expected '(' at offset %zu", s,
 		               (size_t)(p - s));
 	p = skip_ws(p + 1);
 	if (*p == ')')
-		return err_set(err, "label selector \"%s\": empty value set for key %s", s, r->key);
+		return ck_err_set(err, "label selector \"%s\": empty value set for key %s", s, r->key);
 	for (;;) {
 		p = skip_ws(p);
 		req_add_val(r, read_run(&p, val_char));
@@ -113,7 +113,7 @@ static int parse_set(const char *s, const char **pp, sel_req_t *r, char **err)
 		}
 		if (*p == ')')
 			break;
-		return err_set(err, "label selector \"%s\": expected ',' or ')' at offset %zu", s,
+		return ck_err_set(err, "label selector \"%s\": expected ',' or ')' at offset %zu", s,
 		               (size_t)(p - s));
 	}
 	*pp = p + 1;
@@ -130,7 +130,7 @@ static int parse_req(const char *s, const char **pp, sel_req_t *r, char **err)
 	}
 	r->key = read_run(&p, key_char);
 	if (r->key[0] == '\0')
-		return err_set(err, "label selector \"%s\": expected a key at offset %zu", s,
+		return ck_err_set(err, "label selector \"%s\": expected a key at offset %zu", s,
 		               (size_t)(p - s));
 	p = skip_ws(p);
 	if (neg) {
@@ -152,7 +152,7 @@ static int parse_req(const char *s, const char **pp, sel_req_t *r, char **err)
 		bool bad = v[0] == '\0' || *end != '\0' || errno != 0;
 		free(v);
 		if (bad)
-			return err_set(err, "label selector \"%s\": key %s: '%c' needs an integer",
+			return ck_err_set(err, "label selector \"%s\": key %s: '%c' needs an integer",
 			               s, r->key, r->op == OP_GT ? '>' : '<');
 		r->num = n;
 	} else if (word_at(p, "in") || word_at(p, "notin")) {
@@ -161,23 +161,23 @@ static int parse_req(const char *s, const char **pp, sel_req_t *r, char **err)
 		if (parse_set(s, &p, r, err) != 0)
 			return -1;
 	} else {
-		return err_set(err, "label selector \"%s\": unexpected '%c' at offset %zu", s, *p,
+		return ck_err_set(err, "label selector \"%s\": unexpected '%c' at offset %zu", s, *p,
 		               (size_t)(p - s));
 	}
 	*pp = skip_ws(p);
 	return 0;
 }
 
-cache_selector_t *cache_selector_parse(const char *s, char **err)
+ck_cache_selector_t *ck_cache_selector_parse(const char *s, char **err)
 {
-	cache_selector_t *sel = xcalloc(1, sizeof(*sel));
+	ck_cache_selector_t *sel = ck_xcalloc(1, sizeof(*sel));
 	if (s == NULL)
 		return sel;
 	const char *p = skip_ws(s);
 	if (*p == '\0')
 		return sel;
 	for (;;) {
-		sel->reqs = xrealloc(sel->reqs, (sel->n + 1) * sizeof(*sel->reqs));
+		sel->reqs = ck_xrealloc(sel->reqs, (sel->n + 1) * sizeof(*sel->reqs));
 		sel_req_t *r = &sel->reqs[sel->n++];
 		memset(r, 0, sizeof(*r));
 		if (parse_req(s, &p, r, err) != 0)
@@ -185,7 +185,7 @@ cache_selector_t *cache_selector_parse(const char *s, char **err)
 		if (*p == '\0')
 			break;
 		if (*p != ',') {
-			err_set(err, "label selector \"%s\": expected ',' at offset %zu", s,
+			ck_err_set(err, "label selector \"%s\": expected ',' at offset %zu", s,
 			        (size_t)(p - s));
 			goto fail;
 		}
@@ -193,7 +193,7 @@ cache_selector_t *cache_selector_parse(const char *s, char **err)
 	}
 	return sel;
 fail:
-	cache_selector_free(sel);
+	ck_cache_selector_free(sel);
 	return NULL;
 }
 
@@ -205,13 +205,13 @@ static bool in_vals(const sel_req_t *r, const char *v)
 	return false;
 }
 
-bool cache_selector_matches(const cache_selector_t *sel, const kobj_t *obj)
+bool ck_cache_selector_matches(const ck_cache_selector_t *sel, const ck_obj_t *obj)
 {
 	if (sel == NULL)
 		return true;
 	for (size_t i = 0; i < sel->n; i++) {
 		const sel_req_t *r = &sel->reqs[i];
-		const char *v = kobj_label(obj, r->key);
+		const char *v = ck_obj_label(obj, r->key);
 		bool ok;
 		switch (r->op) {
 		case OP_EQ:

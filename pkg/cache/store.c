@@ -18,32 +18,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct cache_index_values {
-	sbuf_t arena;
+struct ck_cache_index_values {
+	ck_sbuf_t arena;
 	size_t *offs;
 	size_t n, cap;
 };
 
 /* One value of an index and the objects that have it. */
 typedef struct ivalue {
-	chash_t set; /* kobj_t *, hashed by pointer */
+	chash_t set; /* ck_obj_t *, hashed by pointer */
 	char value[];
 } ivalue_t;
 
 typedef struct cindex {
 	char *name;
-	cache_index_fn fn;
+	ck_cache_index_fn fn;
 	void *ud;
 	chash_t values; /* ivalue_t *, hashed by string */
 } cindex_t;
 
-struct cache_store {
+struct ck_cache_store {
 	pthread_rwlock_t lock;
-	chash_t objs; /* kobj_t *, hashed by key */
+	chash_t objs; /* ck_obj_t *, hashed by key */
 	cindex_t *idx;
 	size_t nidx;
 	/* Scratch for index values; used only under the write lock. */
-	cache_index_values_t scratch;
+	ck_cache_index_values_t scratch;
 };
 
 typedef struct keyref {
@@ -74,7 +74,7 @@ static uint64_t str_hash(const char *s)
 
 /* ---------------------------------------------------------------- index values */
 
-void cache_index_values_add(cache_index_values_t *v, const char *value)
+void ck_cache_index_values_add(ck_cache_index_values_t *v, const char *value)
 {
 	if (value == NULL)
 		return;
@@ -83,39 +83,39 @@ void cache_index_values_add(cache_index_values_t *v, const char *value)
 			return;
 	if (v->n == v->cap) {
 		v->cap = v->cap ? v->cap * 2 : 4;
-		v->offs = xrealloc(v->offs, v->cap * sizeof(*v->offs));
+		v->offs = ck_xrealloc(v->offs, v->cap * sizeof(*v->offs));
 	}
 	v->offs[v->n++] = v->arena.len;
-	sbuf_append(&v->arena, value, strlen(value) + 1);
+	ck_sbuf_append(&v->arena, value, strlen(value) + 1);
 }
 
-static void values_reset(cache_index_values_t *v)
+static void values_reset(ck_cache_index_values_t *v)
 {
 	v->n = 0;
 	v->arena.len = 0;
 }
 
-static void values_free(cache_index_values_t *v)
+static void values_free(ck_cache_index_values_t *v)
 {
-	sbuf_free(&v->arena);
+	ck_sbuf_free(&v->arena);
 	free(v->offs);
 	memset(v, 0, sizeof(*v));
 }
 
-static const char *values_at(const cache_index_values_t *v, size_t i)
+static const char *values_at(const ck_cache_index_values_t *v, size_t i)
 {
 	return v->arena.data + v->offs[i];
 }
 
-static void ns_index_fn(void *ud, const kobj_t *obj, cache_index_values_t *out)
+static void ns_index_fn(void *ud, const ck_obj_t *obj, ck_cache_index_values_t *out)
 {
 	(void)ud;
-	cache_index_values_add(out, obj->ns);
+	ck_cache_index_values_add(out, obj->ns);
 }
 
 /* ---------------------------------------------------------------- index maintenance */
 
-static void index_remove(cindex_t *ix, kobj_t *obj, cache_index_values_t *v)
+static void index_remove(cindex_t *ix, ck_obj_t *obj, ck_cache_index_values_t *v)
 {
 	values_reset(v);
 	ix->fn(ix->ud, obj, v);
@@ -134,7 +134,7 @@ static void index_remove(cindex_t *ix, kobj_t *obj, cache_index_values_t *v)
 	}
 }
 
-static void index_insert(cindex_t *ix, kobj_t *obj, cache_index_values_t *v)
+static void index_insert(cindex_t *ix, ck_obj_t *obj, ck_cache_index_values_t *v)
 {
 	values_reset(v);
 	ix->fn(ix->ud, obj, v);
@@ -145,7 +145,7 @@ static void index_insert(cindex_t *ix, kobj_t *obj, cache_index_values_t *v)
 		ivalue_t *iv;
 		if (at == SIZE_MAX) {
 			size_t len = strlen(val);
-			iv = xcalloc(1, sizeof(*iv) + len + 1);
+			iv = ck_xcalloc(1, sizeof(*iv) + len + 1);
 			memcpy(iv->value, val, len + 1);
 			chash_insert(&ix->values, h, iv);
 		} else {
@@ -168,7 +168,7 @@ static void index_free(cindex_t *ix)
 	free(ix->name);
 }
 
-static cindex_t *index_find(cache_store_t *s, const char *name)
+static cindex_t *index_find(ck_cache_store_t *s, const char *name)
 {
 	for (size_t i = 0; i < s->nidx; i++)
 		if (strcmp(s->idx[i].name, name) == 0)
@@ -178,12 +178,12 @@ static cindex_t *index_find(cache_store_t *s, const char *name)
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static void add_index_locked(cache_store_t *s, const char *name, cache_index_fn fn, void *ud)
+static void add_index_locked(ck_cache_store_t *s, const char *name, ck_cache_index_fn fn, void *ud)
 {
-	s->idx = xrealloc(s->idx, (s->nidx + 1) * sizeof(*s->idx));
+	s->idx = ck_xrealloc(s->idx, (s->nidx + 1) * sizeof(*s->idx));
 	cindex_t *ix = &s->idx[s->nidx++];
 	memset(ix, 0, sizeof(*ix));
-	ix->name = xstrdup(name);
+	ix->name = ck_xstrdup(name);
 	ix->fn = fn;
 	ix->ud = ud;
 	for (size_t i = 0; i < s->objs.cap; i++)
@@ -191,20 +191,20 @@ static void add_index_locked(cache_store_t *s, const char *name, cache_index_fn 
 			index_insert(ix, s->objs.slots[i].p, &s->scratch);
 }
 
-cache_store_t *cache_store_new(void)
+ck_cache_store_t *ck_cache_store_new(void)
 {
-	cache_store_t *s = xcalloc(1, sizeof(*s));
+	ck_cache_store_t *s = ck_xcalloc(1, sizeof(*s));
 	pthread_rwlockattr_t a;
 	pthread_rwlockattr_init(&a);
 	/* Workers read all the time; the one writer must still get through. */
 	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&s->lock, &a);
 	pthread_rwlockattr_destroy(&a);
-	add_index_locked(s, CACHE_INDEX_NAMESPACE, ns_index_fn, NULL);
+	add_index_locked(s, CK_CACHE_INDEX_NAMESPACE, ns_index_fn, NULL);
 	return s;
 }
 
-void cache_store_free(cache_store_t *s)
+void ck_cache_store_free(ck_cache_store_t *s)
 {
 	if (s == NULL)
 		return;
@@ -212,22 +212,22 @@ void cache_store_free(cache_store_t *s)
 		index_free(&s->idx[i]);
 	free(s->idx);
 	for (size_t i = 0; i < s->objs.cap; i++)
-		kobj_unref(s->objs.slots[i].p);
+		ck_obj_unref(s->objs.slots[i].p);
 	chash_free(&s->objs);
 	values_free(&s->scratch);
 	pthread_rwlock_destroy(&s->lock);
 	free(s);
 }
 
-int cache_store_add_index(cache_store_t *s, const char *name, cache_index_fn fn, void *ud,
+int ck_cache_store_add_index(ck_cache_store_t *s, const char *name, ck_cache_index_fn fn, void *ud,
                           char **err)
 {
 	int result = -1;
 	if (name == NULL || fn == NULL)
-		return err_set(err, "cache: add index: a name and a function are required");
+		return ck_err_set(err, "cache: add index: a name and a function are required");
 	pthread_rwlock_wrlock(&s->lock);
 	if (index_find(s, name) != NULL) {
-		err_set(err, "cache: add index %s: an index with this name exists", name);
+		ck_err_set(err, "cache: add index %s: an index with this name exists", name);
 		goto out;
 	}
 	add_index_locked(s, name, fn, ud);
@@ -239,13 +239,13 @@ out:
 
 /* ---------------------------------------------------------------- writes */
 
-kobj_t *cache_store_upsert(cache_store_t *s, kobj_t *obj)
+ck_obj_t *ck_cache_store_upsert(ck_cache_store_t *s, ck_obj_t *obj)
 {
 	uint64_t h = cache_obj_key_hash(obj);
-	kobj_ref(obj);
+	ck_obj_ref(obj);
 	pthread_rwlock_wrlock(&s->lock);
 	size_t at = chash_find(&s->objs, h, eq_obj_obj, obj);
-	kobj_t *old = NULL;
+	ck_obj_t *old = NULL;
 	if (at != SIZE_MAX) {
 		old = s->objs.slots[at].p;
 		s->objs.slots[at].p = obj;
@@ -261,22 +261,22 @@ kobj_t *cache_store_upsert(cache_store_t *s, kobj_t *obj)
 	return old;
 }
 
-static kobj_t *delete_at_locked(cache_store_t *s, size_t at)
+static ck_obj_t *delete_at_locked(ck_cache_store_t *s, size_t at)
 {
-	kobj_t *old = s->objs.slots[at].p;
+	ck_obj_t *old = s->objs.slots[at].p;
 	chash_remove_at(&s->objs, at);
 	for (size_t i = 0; i < s->nidx; i++)
 		index_remove(&s->idx[i], old, &s->scratch);
 	return old;
 }
 
-kobj_t *cache_store_delete(cache_store_t *s, const char *key)
+ck_obj_t *ck_cache_store_delete(ck_cache_store_t *s, const char *key)
 {
 	if (key == NULL)
 		return NULL;
 	keyref_t k = {key, strlen(key)};
 	uint64_t h = cache_key_hash(key, k.len);
-	kobj_t *old = NULL;
+	ck_obj_t *old = NULL;
 	pthread_rwlock_wrlock(&s->lock);
 	size_t at = chash_find(&s->objs, h, eq_obj_key, &k);
 	if (at != SIZE_MAX)
@@ -285,10 +285,10 @@ kobj_t *cache_store_delete(cache_store_t *s, const char *key)
 	return old;
 }
 
-kobj_t *cache_store_delete_obj(cache_store_t *s, const kobj_t *obj)
+ck_obj_t *cache_store_delete_obj(ck_cache_store_t *s, const ck_obj_t *obj)
 {
 	uint64_t h = cache_obj_key_hash(obj);
-	kobj_t *old = NULL;
+	ck_obj_t *old = NULL;
 	pthread_rwlock_wrlock(&s->lock);
 	size_t at = chash_find(&s->objs, h, eq_obj_obj, obj);
 	if (at != SIZE_MAX)
@@ -299,65 +299,65 @@ kobj_t *cache_store_delete_obj(cache_store_t *s, const kobj_t *obj)
 
 /* ---------------------------------------------------------------- reads */
 
-kobj_t *cache_store_get_obj_nolock(cache_store_t *s, const kobj_t *like)
+ck_obj_t *cache_store_get_obj_nolock(ck_cache_store_t *s, const ck_obj_t *like)
 {
 	size_t at = chash_find(&s->objs, cache_obj_key_hash(like), eq_obj_obj, like);
 	return at == SIZE_MAX ? NULL : s->objs.slots[at].p;
 }
 
-void cache_store_foreach_nolock(cache_store_t *s, void (*fn)(void *ud, kobj_t *obj), void *ud)
+void cache_store_foreach_nolock(ck_cache_store_t *s, void (*fn)(void *ud, ck_obj_t *obj), void *ud)
 {
 	for (size_t i = 0; i < s->objs.cap; i++)
 		if (s->objs.slots[i].p != NULL)
 			fn(ud, s->objs.slots[i].p);
 }
 
-static void list_locked(cache_store_t *s, cache_objs_t *out)
+static void list_locked(ck_cache_store_t *s, ck_cache_objs_t *out)
 {
 	out->n = 0;
-	out->items = s->objs.len ? xmalloc(s->objs.len * sizeof(kobj_t *)) : NULL;
+	out->items = s->objs.len ? ck_xmalloc(s->objs.len * sizeof(ck_obj_t *)) : NULL;
 	for (size_t i = 0; i < s->objs.cap; i++)
 		if (s->objs.slots[i].p != NULL)
-			out->items[out->n++] = kobj_ref(s->objs.slots[i].p);
+			out->items[out->n++] = ck_obj_ref(s->objs.slots[i].p);
 }
 
-void cache_store_list_nolock(cache_store_t *s, cache_objs_t *out)
+void cache_store_list_nolock(ck_cache_store_t *s, ck_cache_objs_t *out)
 {
 	list_locked(s, out);
 }
 
-kobj_t *cache_store_get(cache_store_t *s, const char *key)
+ck_obj_t *ck_cache_store_get(ck_cache_store_t *s, const char *key)
 {
 	if (key == NULL)
 		return NULL;
 	keyref_t k = {key, strlen(key)};
 	uint64_t h = cache_key_hash(key, k.len);
-	kobj_t *obj = NULL;
+	ck_obj_t *obj = NULL;
 	pthread_rwlock_rdlock(&s->lock);
 	size_t at = chash_find(&s->objs, h, eq_obj_key, &k);
 	if (at != SIZE_MAX)
-		obj = kobj_ref(s->objs.slots[at].p);
+		obj = ck_obj_ref(s->objs.slots[at].p);
 	pthread_rwlock_unlock(&s->lock);
 	return obj;
 }
 
-kobj_t *cache_store_get_ns_name(cache_store_t *s, const char *ns, const char *name)
+ck_obj_t *ck_cache_store_get_ns_name(ck_cache_store_t *s, const char *ns, const char *name)
 {
 	if (name == NULL)
 		return NULL;
 	if (ns == NULL || ns[0] == '\0')
-		return cache_store_get(s, name);
+		return ck_cache_store_get(s, name);
 	char small[320];
 	int n = snprintf(small, sizeof(small), "%s/%s", ns, name);
 	if (n >= 0 && (size_t)n < sizeof(small))
-		return cache_store_get(s, small);
-	char *key = xasprintf("%s/%s", ns, name);
-	kobj_t *obj = cache_store_get(s, key);
+		return ck_cache_store_get(s, small);
+	char *key = ck_xasprintf("%s/%s", ns, name);
+	ck_obj_t *obj = ck_cache_store_get(s, key);
 	free(key);
 	return obj;
 }
 
-size_t cache_store_len(cache_store_t *s)
+size_t ck_cache_store_len(ck_cache_store_t *s)
 {
 	pthread_rwlock_rdlock(&s->lock);
 	size_t n = s->objs.len;
@@ -365,26 +365,26 @@ size_t cache_store_len(cache_store_t *s)
 	return n;
 }
 
-void cache_store_list(cache_store_t *s, cache_objs_t *out)
+void ck_cache_store_list(ck_cache_store_t *s, ck_cache_objs_t *out)
 {
 	pthread_rwlock_rdlock(&s->lock);
 	list_locked(s, out);
 	pthread_rwlock_unlock(&s->lock);
 }
 
-void cache_store_list_keys(cache_store_t *s, cache_strs_t *out)
+void ck_cache_store_list_keys(ck_cache_store_t *s, ck_cache_strs_t *out)
 {
 	pthread_rwlock_rdlock(&s->lock);
 	out->n = 0;
-	out->items = s->objs.len ? xmalloc(s->objs.len * sizeof(char *)) : NULL;
+	out->items = s->objs.len ? ck_xmalloc(s->objs.len * sizeof(char *)) : NULL;
 	for (size_t i = 0; i < s->objs.cap; i++)
 		if (s->objs.slots[i].p != NULL)
-			out->items[out->n++] = kobj_key_dup(s->objs.slots[i].p);
+			out->items[out->n++] = ck_obj_key_dup(s->objs.slots[i].p);
 	pthread_rwlock_unlock(&s->lock);
 }
 
 /* Finds index `index`'s set for value; *ix NULL means no such index. Read lock held. */
-static const chash_t *index_set_locked(cache_store_t *s, const char *index, const char *value,
+static const chash_t *index_set_locked(ck_cache_store_t *s, const char *index, const char *value,
                                        cindex_t **ix)
 {
 	*ix = index_find(s, index);
@@ -394,86 +394,86 @@ static const chash_t *index_set_locked(cache_store_t *s, const char *index, cons
 	return at == SIZE_MAX ? NULL : &((ivalue_t *)(*ix)->values.slots[at].p)->set;
 }
 
-int cache_store_by_index(cache_store_t *s, const char *index, const char *value, cache_objs_t *out,
+int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value, ck_cache_objs_t *out,
                          char **err)
 {
 	cindex_t *ix;
 	out->items = NULL;
 	out->n = 0;
 	if (index == NULL)
-		return err_set(err, "cache: by index: no index name");
+		return ck_err_set(err, "cache: by index: no index name");
 	pthread_rwlock_rdlock(&s->lock);
 	const chash_t *set = index_set_locked(s, index, value, &ix);
 	if (set != NULL && set->len > 0) {
-		out->items = xmalloc(set->len * sizeof(kobj_t *));
+		out->items = ck_xmalloc(set->len * sizeof(ck_obj_t *));
 		for (size_t i = 0; i < set->cap; i++)
 			if (set->slots[i].p != NULL)
-				out->items[out->n++] = kobj_ref(set->slots[i].p);
+				out->items[out->n++] = ck_obj_ref(set->slots[i].p);
 	}
 	pthread_rwlock_unlock(&s->lock);
 	if (ix == NULL)
-		return err_set(err, "cache: index %s does not exist", index);
+		return ck_err_set(err, "cache: index %s does not exist", index);
 	return 0;
 }
 
-int cache_store_index_keys(cache_store_t *s, const char *index, const char *value,
-                           cache_strs_t *out, char **err)
+int ck_cache_store_index_keys(ck_cache_store_t *s, const char *index, const char *value,
+                           ck_cache_strs_t *out, char **err)
 {
 	cindex_t *ix;
 	out->items = NULL;
 	out->n = 0;
 	if (index == NULL)
-		return err_set(err, "cache: index keys: no index name");
+		return ck_err_set(err, "cache: index keys: no index name");
 	pthread_rwlock_rdlock(&s->lock);
 	const chash_t *set = index_set_locked(s, index, value, &ix);
 	if (set != NULL && set->len > 0) {
-		out->items = xmalloc(set->len * sizeof(char *));
+		out->items = ck_xmalloc(set->len * sizeof(char *));
 		for (size_t i = 0; i < set->cap; i++)
 			if (set->slots[i].p != NULL)
-				out->items[out->n++] = kobj_key_dup(set->slots[i].p);
+				out->items[out->n++] = ck_obj_key_dup(set->slots[i].p);
 	}
 	pthread_rwlock_unlock(&s->lock);
 	if (ix == NULL)
-		return err_set(err, "cache: index %s does not exist", index);
+		return ck_err_set(err, "cache: index %s does not exist", index);
 	return 0;
 }
 
-int cache_store_index_values(cache_store_t *s, const char *index, cache_strs_t *out, char **err)
+int ck_cache_store_index_values(ck_cache_store_t *s, const char *index, ck_cache_strs_t *out, char **err)
 {
 	out->items = NULL;
 	out->n = 0;
 	if (index == NULL)
-		return err_set(err, "cache: index values: no index name");
+		return ck_err_set(err, "cache: index values: no index name");
 	pthread_rwlock_rdlock(&s->lock);
 	cindex_t *ix = index_find(s, index);
 	if (ix != NULL && ix->values.len > 0) {
-		out->items = xmalloc(ix->values.len * sizeof(char *));
+		out->items = ck_xmalloc(ix->values.len * sizeof(char *));
 		for (size_t i = 0; i < ix->values.cap; i++)
 			if (ix->values.slots[i].p != NULL)
 				out->items[out->n++] =
-				    xstrdup(((ivalue_t *)ix->values.slots[i].p)->value);
+				    ck_xstrdup(((ivalue_t *)ix->values.slots[i].p)->value);
 	}
 	pthread_rwlock_unlock(&s->lock);
 	if (ix == NULL)
-		return err_set(err, "cache: index %s does not exist", index);
+		return ck_err_set(err, "cache: index %s does not exist", index);
 	return 0;
 }
 
-void cache_store_foreach(cache_store_t *s, bool (*fn)(void *ud, kobj_t *obj), void *ud)
+void ck_cache_store_foreach(ck_cache_store_t *s, bool (*fn)(void *ud, ck_obj_t *obj), void *ud)
 {
 	/* fn runs on a snapshot, without the lock: under it, fn reading this store
 	 * would deadlock as soon as a writer queued (the lock prefers writers, so a
 	 * second read lock waits behind it), and a slow fn would hold up the loop
 	 * thread's writes. The price is one array and a reference per object. */
-	cache_objs_t snap;
-	cache_store_list(s, &snap);
+	ck_cache_objs_t snap;
+	ck_cache_store_list(s, &snap);
 	for (size_t i = 0; i < snap.n; i++)
 		if (!fn(ud, snap.items[i]))
 			break;
-	cache_objs_free(&snap);
+	ck_cache_objs_free(&snap);
 }
 
-size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes)
+size_t ck_cache_store_mem_bytes(ck_cache_store_t *s, size_t *obj_bytes)
 {
 	pthread_rwlock_rdlock(&s->lock);
 	size_t n = sizeof(*s) + chash_bytes(&s->objs) + s->nidx * sizeof(cindex_t);
@@ -489,7 +489,7 @@ size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes)
 	if (obj_bytes != NULL) {
 		size_t ob = 0;
 		for (size_t i = 0; i < s->objs.cap; i++)
-			ob += kobj_size(s->objs.slots[i].p);
+			ob += ck_obj_size(s->objs.slots[i].p);
 		*obj_bytes = ob;
 	}
 	pthread_rwlock_unlock(&s->lock);
@@ -502,45 +502,45 @@ size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes)
  * A lister is its informer's store seen through a narrower, read-only API: the
  * handle is the store pointer itself, so it costs nothing and lives as long.
  */
-const cache_lister_t *cache_lister_from_store(cache_store_t *s)
+const ck_cache_lister_t *cache_lister_from_store(ck_cache_store_t *s)
 {
-	return (const cache_lister_t *)s;
+	return (const ck_cache_lister_t *)s;
 }
 
-static cache_store_t *lister_store(const cache_lister_t *l)
+static ck_cache_store_t *lister_store(const ck_cache_lister_t *l)
 {
-	return (cache_store_t *)(uintptr_t)l;
+	return (ck_cache_store_t *)(uintptr_t)l;
 }
 
-kobj_t *cache_lister_get(const cache_lister_t *l, const char *ns, const char *name)
+ck_obj_t *ck_cache_lister_get(const ck_cache_lister_t *l, const char *ns, const char *name)
 {
-	return cache_store_get_ns_name(lister_store(l), ns, name);
+	return ck_cache_store_get_ns_name(lister_store(l), ns, name);
 }
 
 /* Keeps the items matching sel, dropping the others' references. */
-static void filter(cache_objs_t *out, const cache_selector_t *sel)
+static void filter(ck_cache_objs_t *out, const ck_cache_selector_t *sel)
 {
 	if (sel == NULL)
 		return;
 	size_t k = 0;
 	for (size_t i = 0; i < out->n; i++) {
-		if (cache_selector_matches(sel, out->items[i]))
+		if (ck_cache_selector_matches(sel, out->items[i]))
 			out->items[k++] = out->items[i];
 		else
-			kobj_unref(out->items[i]);
+			ck_obj_unref(out->items[i]);
 	}
 	out->n = k;
 }
 
-void cache_lister_list(const cache_lister_t *l, const cache_selector_t *sel, cache_objs_t *out)
+void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel, ck_cache_objs_t *out)
 {
-	cache_store_list(lister_store(l), out);
+	ck_cache_store_list(lister_store(l), out);
 	filter(out, sel);
 }
 
-void cache_lister_list_ns(const cache_lister_t *l, const char *ns, const cache_selector_t *sel,
-                          cache_objs_t *out)
+void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns, const ck_cache_selector_t *sel,
+                          ck_cache_objs_t *out)
 {
-	cache_store_by_index(lister_store(l), CACHE_INDEX_NAMESPACE, ns ? ns : "", out, NULL);
+	ck_cache_store_by_index(lister_store(l), CK_CACHE_INDEX_NAMESPACE, ns ? ns : "", out, NULL);
 	filter(out, sel);
 }

@@ -45,7 +45,7 @@ uint64_t cache_key_hash(const char *key, size_t len)
 	return mix64(chash_bytes_hash(key, len, CHASH_SEED));
 }
 
-uint64_t cache_obj_key_hash(const kobj_t *o)
+uint64_t cache_obj_key_hash(const ck_obj_t *o)
 {
 	uint64_t h = CHASH_SEED;
 	if (cache_obj_has_ns(o)) {
@@ -56,7 +56,7 @@ uint64_t cache_obj_key_hash(const kobj_t *o)
 	return mix64(h);
 }
 
-bool cache_obj_key_eq(const kobj_t *o, const char *key, size_t len)
+bool cache_obj_key_eq(const ck_obj_t *o, const char *key, size_t len)
 {
 	if (cache_obj_has_ns(o)) {
 		size_t nl = strlen(o->ns);
@@ -68,7 +68,7 @@ bool cache_obj_key_eq(const kobj_t *o, const char *key, size_t len)
 	return strlen(o->name) == len && memcmp(key, o->name, len) == 0;
 }
 
-bool cache_obj_same_key(const kobj_t *a, const kobj_t *b)
+bool cache_obj_same_key(const ck_obj_t *a, const ck_obj_t *b)
 {
 	bool an = cache_obj_has_ns(a), bn = cache_obj_has_ns(b);
 	if (an != bn)
@@ -78,14 +78,14 @@ bool cache_obj_same_key(const kobj_t *a, const kobj_t *b)
 	return strcmp(a->name, b->name) == 0;
 }
 
-void cache_keybuf_set(cache_keybuf_t *kb, const kobj_t *o)
+void cache_keybuf_set(cache_keybuf_t *kb, const ck_obj_t *o)
 {
-	size_t need = kobj_key(o, kb->small, sizeof(kb->small));
+	size_t need = ck_obj_key(o, kb->small, sizeof(kb->small));
 	if (need < sizeof(kb->small)) {
 		kb->s = kb->small;
 	} else {
 		/* Only for names far beyond what the API server accepts. */
-		kb->s = kobj_key_dup(o);
+		kb->s = ck_obj_key_dup(o);
 	}
 	kb->len = need;
 }
@@ -105,7 +105,7 @@ static void chash_resize(chash_t *t, size_t ncap)
 {
 	chash_slot_t *old = t->slots;
 	size_t ocap = t->cap;
-	t->slots = xcalloc(ncap, sizeof(*t->slots));
+	t->slots = ck_xcalloc(ncap, sizeof(*t->slots));
 	t->cap = ncap;
 	size_t mask = ncap - 1;
 	for (size_t i = 0; i < ocap; i++) {
@@ -239,18 +239,18 @@ int64_t cache_watch_timeout_s(int64_t min_s, int64_t max_s, double rnd)
 
 /* ---------------------------------------------------------------- results */
 
-void cache_objs_free(cache_objs_t *l)
+void ck_cache_objs_free(ck_cache_objs_t *l)
 {
 	if (l == NULL)
 		return;
 	for (size_t i = 0; i < l->n; i++)
-		kobj_unref(l->items[i]);
+		ck_obj_unref(l->items[i]);
 	free(l->items);
 	l->items = NULL;
 	l->n = 0;
 }
 
-void cache_strs_free(cache_strs_t *l)
+void ck_cache_strs_free(ck_cache_strs_t *l)
 {
 	if (l == NULL)
 		return;

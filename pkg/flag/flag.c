@@ -1,9 +1,9 @@
 /*
  * flag: Go-compatible command-line flags.
  */
-#include "pkg/flag/flag.h"
+#include <ckube/flag.h>
 
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 
 #include <errno.h>
 #include <math.h>
@@ -21,20 +21,20 @@ typedef struct flag {
 	char *def; /* default, formatted for usage */
 } flag_t;
 
-struct flagset {
+struct ck_flagset {
 	const char *prog;
 	flag_t *flags;
 	size_t n, cap;
 };
 
-flagset_t *flagset_new(const char *prog)
+ck_flagset_t *ck_flagset_new(const char *prog)
 {
-	flagset_t *fs = xcalloc(1, sizeof(*fs));
+	ck_flagset_t *fs = ck_xcalloc(1, sizeof(*fs));
 	fs->prog = prog;
 	return fs;
 }
 
-void flagset_free(flagset_t *fs)
+void ck_flagset_free(ck_flagset_t *fs)
 {
 	if (fs == NULL)
 		return;
@@ -44,14 +44,14 @@ void flagset_free(flagset_t *fs)
 	free(fs);
 }
 
-static flag_t *add(flagset_t *fs, const char *name, ftype_t t, void *target, const char *usage)
+static flag_t *add(ck_flagset_t *fs, const char *name, ftype_t t, void *target, const char *usage)
 {
 	for (size_t i = 0; i < fs->n; i++)
 		if (strcmp(fs->flags[i].name, name) == 0)
-			fatal("flag redefined: %s", name);
+			ck_fatal("flag redefined: %s", name);
 	if (fs->n == fs->cap) {
 		fs->cap = fs->cap ? fs->cap * 2 : 16;
-		fs->flags = xrealloc(fs->flags, fs->cap * sizeof(flag_t));
+		fs->flags = ck_xrealloc(fs->flags, fs->cap * sizeof(flag_t));
 	}
 	flag_t *f = &fs->flags[fs->n++];
 	memset(f, 0, sizeof(*f));
@@ -65,50 +65,50 @@ static flag_t *add(flagset_t *fs, const char *name, ftype_t t, void *target, con
 static char *format_duration(int64_t ms)
 {
 	if (ms == 0)
-		return xstrdup("0s");
+		return ck_xstrdup("0s");
 	if (ms % 3600000 == 0)
-		return xasprintf("%lldh0m0s", (long long)(ms / 3600000));
+		return ck_xasprintf("%lldh0m0s", (long long)(ms / 3600000));
 	if (ms % 60000 == 0)
-		return xasprintf("%lldm0s", (long long)(ms / 60000));
+		return ck_xasprintf("%lldm0s", (long long)(ms / 60000));
 	if (ms % 1000 == 0)
-		return xasprintf("%llds", (long long)(ms / 1000));
-	return xasprintf("%lldms", (long long)ms);
+		return ck_xasprintf("%llds", (long long)(ms / 1000));
+	return ck_xasprintf("%lldms", (long long)ms);
 }
 
-void flag_string(flagset_t *fs, const char *name, const char **target, const char *usage)
+void ck_flag_string(ck_flagset_t *fs, const char *name, const char **target, const char *usage)
 {
 	flag_t *f = add(fs, name, F_STRING, target, usage);
-	f->def = xasprintf("\"%s\"", *target ? *target : "");
+	f->def = ck_xasprintf("\"%s\"", *target ? *target : "");
 }
 
-void flag_bool(flagset_t *fs, const char *name, bool *target, const char *usage)
+void ck_flag_bool(ck_flagset_t *fs, const char *name, bool *target, const char *usage)
 {
 	flag_t *f = add(fs, name, F_BOOL, target, usage);
-	f->def = xstrdup(*target ? "true" : "false");
+	f->def = ck_xstrdup(*target ? "true" : "false");
 }
 
-void flag_int(flagset_t *fs, const char *name, int64_t *target, int64_t min, int64_t max,
+void ck_flag_int(ck_flagset_t *fs, const char *name, int64_t *target, int64_t min, int64_t max,
               const char *usage)
 {
 	flag_t *f = add(fs, name, F_INT, target, usage);
 	f->min = min;
 	f->max = max;
-	f->def = xasprintf("%lld", (long long)*target);
+	f->def = ck_xasprintf("%lld", (long long)*target);
 }
 
-void flag_double(flagset_t *fs, const char *name, double *target, const char *usage)
+void ck_flag_double(ck_flagset_t *fs, const char *name, double *target, const char *usage)
 {
 	flag_t *f = add(fs, name, F_DOUBLE, target, usage);
-	f->def = xasprintf("%g", *target);
+	f->def = ck_xasprintf("%g", *target);
 }
 
-void flag_duration(flagset_t *fs, const char *name, int64_t *target_ms, const char *usage)
+void ck_flag_duration(ck_flagset_t *fs, const char *name, int64_t *target_ms, const char *usage)
 {
 	flag_t *f = add(fs, name, F_DURATION, target_ms, usage);
 	f->def = format_duration(*target_ms);
 }
 
-int flag_parse_duration(const char *s, int64_t *ms)
+int ck_flag_parse_duration(const char *s, int64_t *ms)
 {
 	/* Go: [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+, or "0". Units ns us µs ms s m h. */
 	const char *p = s;
@@ -174,15 +174,15 @@ static int set_value(flag_t *f, const char *val, char **err)
 			*(bool *)f->target = false;
 			return 0;
 		}
-		return err_set(err, "invalid boolean value \"%s\" for flag -%s", val, f->name);
+		return ck_err_set(err, "invalid boolean value \"%s\" for flag -%s", val, f->name);
 	case F_INT: {
 		errno = 0;
 		long long v = strtoll(val, &end, 0);
 		if (*val == '\0' || *end != '\0' || errno != 0)
-			return err_set(err, "invalid value \"%s\" for flag -%s: not an integer",
+			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not an integer",
 			               val, f->name);
 		if (v < f->min || v > f->max)
-			return err_set(err,
+			return ck_err_set(err,
 			               "invalid value \"%s\" for flag -%s: must be in %lld..%lld",
 			               val, f->name, (long long)f->min, (long long)f->max);
 		*(int64_t *)f->target = v;
@@ -192,15 +192,15 @@ static int set_value(flag_t *f, const char *val, char **err)
 		errno = 0;
 		double v = strtod(val, &end);
 		if (*val == '\0' || *end != '\0' || errno != 0 || isnan(v))
-			return err_set(err, "invalid value \"%s\" for flag -%s: not a number", val,
+			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not a number", val,
 			               f->name);
 		*(double *)f->target = v;
 		return 0;
 	}
 	case F_DURATION: {
 		int64_t ms;
-		if (flag_parse_duration(val, &ms) != 0)
-			return err_set(
+		if (ck_flag_parse_duration(val, &ms) != 0)
+			return ck_err_set(
 			    err,
 			    "invalid value \"%s\" for flag -%s: not a duration (e.g. 30s, "
 			    "1m30s, 500ms)",
@@ -209,10 +209,10 @@ static int set_value(flag_t *f, const char *val, char **err)
 		return 0;
 	}
 	}
-	return err_set(err, "flag -%s: unknown type", f->name);
+	return ck_err_set(err, "flag -%s: unknown type", f->name);
 }
 
-static flag_t *lookup(flagset_t *fs, const char *name, size_t len)
+static flag_t *lookup(ck_flagset_t *fs, const char *name, size_t len)
 {
 	for (size_t i = 0; i < fs->n; i++)
 		if (strlen(fs->flags[i].name) == len && strncmp(fs->flags[i].name, name, len) == 0)
@@ -220,7 +220,7 @@ static flag_t *lookup(flagset_t *fs, const char *name, size_t len)
 	return NULL;
 }
 
-flag_result_t flag_parse(flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,
+ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,
                          char **err)
 {
 	int i = 1;
@@ -237,19 +237,19 @@ flag_result_t flag_parse(flagset_t *fs, int argc, char **argv, FILE *help_out, i
 			}
 		}
 		if (*a == '-' || *a == '=') {
-			err_set(err, "bad flag syntax: %s", argv[i]);
-			return FLAG_ERROR;
+			ck_err_set(err, "bad flag syntax: %s", argv[i]);
+			return CK_FLAG_ERROR;
 		}
 		const char *eq = strchr(a, '=');
 		size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
 		flag_t *f = lookup(fs, a, nlen);
 		if (f == NULL) {
 			if ((nlen == 1 && a[0] == 'h') || (nlen == 4 && !strncmp(a, "help", 4))) {
-				flag_usage(fs, help_out);
-				return FLAG_HELP;
+				ck_flag_usage(fs, help_out);
+				return CK_FLAG_HELP;
 			}
-			err_set(err, "flag provided but not defined: -%.*s", (int)nlen, a);
-			return FLAG_ERROR;
+			ck_err_set(err, "flag provided but not defined: -%.*s", (int)nlen, a);
+			return CK_FLAG_ERROR;
 		}
 		const char *val;
 		if (eq) {
@@ -258,17 +258,17 @@ flag_result_t flag_parse(flagset_t *fs, int argc, char **argv, FILE *help_out, i
 			val = "true";
 		} else {
 			if (i + 1 >= argc) {
-				err_set(err, "flag needs an argument: -%s", f->name);
-				return FLAG_ERROR;
+				ck_err_set(err, "flag needs an argument: -%s", f->name);
+				return CK_FLAG_ERROR;
 			}
 			val = argv[++i];
 		}
 		if (set_value(f, val, err) != 0)
-			return FLAG_ERROR;
+			return CK_FLAG_ERROR;
 	}
 	if (first_arg)
 		*first_arg = i;
-	return FLAG_OK;
+	return CK_FLAG_OK;
 }
 
 static int cmp_flag(const void *a, const void *b)
@@ -276,7 +276,7 @@ static int cmp_flag(const void *a, const void *b)
 	return strcmp(((const flag_t *)a)->name, ((const flag_t *)b)->name);
 }
 
-void flag_usage(flagset_t *fs, FILE *out)
+void ck_flag_usage(ck_flagset_t *fs, FILE *out)
 {
 	qsort(fs->flags, fs->n, sizeof(flag_t), cmp_flag);
 	fprintf(out, "Usage of %s:\n", fs->prog);

@@ -3,19 +3,19 @@
  *
  * Design note. Everything that touches the network runs on the loop thread: one
  * curl multi handle whose sockets and timeout are libev watchers (ev_io per socket,
- * one ev_timer). A request (kreq_t) moves through these states:
+ * one ev_timer). A request (ck_req_t) moves through these states:
  *
  *   WAIT    an ev_timer is pending: the first start, a Retry-After delay, or the
  *           wait for a rate-limiter token. Every start goes through it, even with
  *           no delay, so that curl is never entered from inside its own callbacks
  *           (a caller may start a request from a decoder callback).
  *   CRED    parked until the exec credential plugin has run (see below).
- *   FLIGHT  an easy handle is in the multi; the body is fed to a kdec_t chunk by
+ *   FLIGHT  an easy handle is in the multi; the body is fed to a ck_dec_t chunk by
  *           chunk from the write callback (2xx) or collected, bounded (non-2xx).
  *   DONE    the done callback runs, then the request is freed.
  *
  * Credentials. A start asks the configuration for credentials without blocking
- * (kconfig_credentials_peek: cached exec output, token files, static values). When
+ * (ck_config_credentials_peek: cached exec output, token files, static values). When
  * the exec plugin must run (nothing cached, expired, or a 401 asked for a new one),
  * the request parks in CRED and one helper thread runs the plugin, which may take
  * seconds; every request that needs it meanwhile parks on that same run. The helper
@@ -23,12 +23,12 @@
  * WAIT, with the run's outcome. After a failed run the configuration answers with
  * that error for a backoff, so requests fail at once instead of running the plugin
  * once each. While a run is in progress its ev_async is active, so the loop stays
- * up for the parked requests; kclient_free cancels the run (the plugin is killed)
+ * up for the parked requests; ck_client_free cancels the run (the plugin is killed)
  * and joins the helper.
  *
  * Each attempt gets a fresh easy handle; connections (and the HTTP/2 session with
  * every watch multiplexed on it) live in the multi handle's pool. That this really
- * is one connection is measured, not assumed: kclient_conn_stats_snapshot counts
+ * is one connection is measured, not assumed: ck_client_conn_stats_snapshot counts
  * the connections curl opened and the HTTP version of every response head, and
  * the integration test holds the client to one connection, all HTTP/2. A retry goes
  * back to WAIT. A cancel while curl is on the stack only marks the request; it is
@@ -36,15 +36,16 @@
  *
  * Worker threads hand requests over through a mutex-protected queue and an
  * ev_async, and sleep on a condition variable of their own until the loop fills
- * their result. kclient_free completes whatever is still pending with an error and
+ * their result. ck_client_free completes whatever is still pending with an error and
  * waits for the sleepers to leave before the mutex goes away.
  */
-#include "pkg/kube/client.h"
+#include <ckube/client.h>
 
-#include "pkg/kube/ratelimit.h"
-#include "pkg/log/log.h"
+#include <ckube/ratelimit.h>
+#include <ckube/log.h>
 
 #include <curl/curl.h>
+#include <errno.h> /* program_invocation_short_name */
 #include <ev.h>
 #include <pthread.h>
 #include <signal.h>
@@ -60,13 +61,12 @@
 #define DEFAULT_REQUEST_TIMEOUT_MS 60000u
 #define DEFAULT_STALL_TIMEOUT_MS   60000u
 #define DEFAULT_MAX_RETRIES        10
-#define DEFAULT_FIELD_MANAGER      "sample-controller"
 /* Non-2xx bodies are Status objects of a few hundred bytes; keep at most this. */
 #define MAX_ERROR_BODY (1024u * 1024u)
 /* The wait before retrying a GET after a reset, as if the server said Retry-After: 1. */
 #define RESET_RETRY_SECONDS 1
 
-static const double latency_bounds[KCLIENT_LATENCY_NBUCKETS] = {
+static const double latency_bounds[CK_CLIENT_LATENCY_NBUCKETS] = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 };
 
@@ -77,7 +77,7 @@ static const char *const methods[NMETHODS] = {"GET", "POST", "PUT", "PATCH", "DE
 
 /* One verb's latency histogram; counts[] is cumulative already, as exposed. */
 typedef struct lat_hist {
-	uint64_t counts[KCLIENT_LATENCY_NBUCKETS];
+	uint64_t counts[CK_CLIENT_LATENCY_NBUCKETS];
 	double sum;
 	uint64_t count;
 } lat_hist_t;
@@ -92,10 +92,10 @@ typedef enum kreq_state {
 /* A *_sync call, on the stack of the worker that waits for it. */
 typedef struct sync_call {
 	struct sync_call *next;
-	const kreq_spec_t *spec;
-	const kdec_cb_t *dcb;
+	const ck_req_spec_t *spec;
+	const ck_dec_cb_t *dcb;
 	void *ud;
-	kresult_t *res;
+	ck_result_t *res;
 	bool done;
 	pthread_cond_t cond;
 } sync_call_t;
@@ -103,7 +103,7 @@ typedef struct sync_call {
 /* One socket curl asked us to watch. */
 typedef struct ksock {
 	ev_io io;
-	kclient_t *c;
+	ck_client_t *c;
 	struct ksock *prev, *next;
 } ksock_t;
 
@@ -113,16 +113,16 @@ typedef struct stat_entry {
 	uint64_t count;
 } stat_entry_t;
 
-struct kreq {
-	kclient_t *c;
-	struct kreq *prev, *next; /* c->reqs */
+struct ck_req {
+	ck_client_t *c;
+	struct ck_req *prev, *next; /* c->reqs */
 	kreq_state_t state;
 	bool cancelled;
 
 	/* The request, copied from the spec. */
 	const char *method; /* static string */
-	const ktype_t *type;
-	kdec_mode_t decode;
+	const ck_type_t *type;
+	ck_dec_mode_t decode;
 	bool no_decode;
 	bool keep_body;
 	bool is_watch;
@@ -132,8 +132,8 @@ struct kreq {
 	char *content_type;
 	char *body;
 	size_t body_len;
-	kdec_cb_t ucb; /* the caller's decoder callbacks (zeroed if none) */
-	kreq_done_cb done;
+	ck_dec_cb_t ucb; /* the caller's decoder callbacks (zeroed if none) */
+	ck_req_done_cb done;
 	void *ud;
 	sync_call_t *sync; /* set when a worker waits for this request */
 
@@ -147,7 +147,7 @@ struct kreq {
 	bool exec_ran;           /* the plugin run this request waited for succeeded */
 	char *exec_err;          /* or failed, with this error */
 	int unauth_code;         /* 401 while retrying a 401, so that a failed refresh... */
-	kstatus_t unauth_status; /* ...still reports the server's Status */
+	ck_status_t unauth_status; /* ...still reports the server's Status */
 	unsigned cred_gen;       /* generation of the credential the current attempt used */
 	uint64_t delivered; /* callbacks made to ucb: past this point a retry would repeat them */
 
@@ -158,21 +158,21 @@ struct kreq {
 	long code;       /* HTTP status, 0 until the first body byte or the end */
 	int retry_after; /* Retry-After seconds, -1 when absent */
 	uint64_t body_bytes;
-	kdec_t *dec;
-	sbuf_t errbody;
-	sbuf_t keep;
+	ck_dec_t *dec;
+	ck_sbuf_t errbody;
+	ck_sbuf_t keep;
 	char *abort_err; /* why the write callback stopped the transfer */
 	uint64_t start_ns;
 	bool conn_counted; /* its CURLINFO_NUM_CONNECTS (and its response head) is in c->conn */
 
-	kresult_t res;
+	ck_result_t res;
 };
 
-struct kclient {
+struct ck_client {
 	struct ev_loop *loop;
-	kconfig_t *cfg;
-	struct kconfig_view view;
-	const clk_t *clock;
+	ck_config_t *cfg;
+	struct ck_config_view view;
+	const ck_clk_t *clock;
 
 	double qps;
 	int burst;
@@ -201,9 +201,9 @@ struct kclient {
 	ev_async async;
 	ev_prepare prepare;
 	ksock_t *socks;
-	kreq_t *reqs;
+	ck_req_t *reqs;
 	int in_curl;  /* > 0 while curl_multi_socket_action is on the stack */
-	ktb_t bucket; /* loop thread only */
+	ck_tb_t bucket; /* loop thread only */
 	_Atomic pid_t loop_tid;
 
 	/* The exec plugin's helper thread. exec_busy is the loop thread's; exec_rc and
@@ -226,12 +226,12 @@ struct kclient {
 	stat_entry_t *stats;
 	size_t nstats, capstats;
 	lat_hist_t lat[NMETHODS]; /* indexed like methods[] */
-	kclient_conn_stats_t conn;
+	ck_client_conn_stats_t conn;
 };
 
 static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
-static void multi_process(kclient_t *c);
-static char *status_message(const kreq_t *r, const char *refresh_err);
+static void multi_process(ck_client_t *c);
+static char *status_message(const ck_req_t *r, const char *refresh_err);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -240,9 +240,9 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static uint64_t now_ns(const kclient_t *c)
+static uint64_t now_ns(const ck_client_t *c)
 {
-	return clk_mono_ns(c->clock);
+	return ck_clk_mono_ns(c->clock);
 }
 
 /* Returns the static spelling of a known method (in methods[]), or NULL. */
@@ -262,68 +262,68 @@ static size_t method_index(const char *m)
 	for (size_t i = 0; i < NMETHODS; i++)
 		if (m == methods[i])
 			return i;
-	fatal("client: method %s not from method_static", m);
+	ck_fatal("client: method %s not from method_static", m);
 }
 
 /* Appends s percent-encoded: everything but RFC 3986 unreserved characters. */
-static void put_escaped(sbuf_t *b, const char *s)
+static void put_escaped(ck_sbuf_t *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-			sbuf_putc(b, (char)*p);
+			ck_sbuf_putc(b, (char)*p);
 		} else {
-			sbuf_putc(b, '%');
-			sbuf_putc(b, hex[*p >> 4]);
-			sbuf_putc(b, hex[*p & 15]);
+			ck_sbuf_putc(b, '%');
+			ck_sbuf_putc(b, hex[*p >> 4]);
+			ck_sbuf_putc(b, hex[*p & 15]);
 		}
 	}
 }
 
-static void put_param(sbuf_t *b, const char *key, const char *value)
+static void put_param(ck_sbuf_t *b, const char *key, const char *value)
 {
 	if (b->len > 0)
-		sbuf_putc(b, '&');
-	sbuf_puts(b, key);
-	sbuf_putc(b, '=');
+		ck_sbuf_putc(b, '&');
+	ck_sbuf_puts(b, key);
+	ck_sbuf_putc(b, '=');
 	put_escaped(b, value);
 }
 
 /* Returns a new URL for spec, free with free(). */
-static char *build_url(const kclient_t *c, const kreq_spec_t *spec)
+static char *build_url(const ck_client_t *c, const ck_req_spec_t *spec)
 {
-	const ktype_t *t = spec->type;
-	sbuf_t b = SBUF_INIT;
-	sbuf_puts(&b, c->base);
+	const ck_type_t *t = spec->type;
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b, c->base);
 	if (t->group == NULL || t->group[0] == '\0')
-		sbuf_printf(&b, "/api/%s", t->version);
+		ck_sbuf_printf(&b, "/api/%s", t->version);
 	else
-		sbuf_printf(&b, "/apis/%s/%s", t->group, t->version);
+		ck_sbuf_printf(&b, "/apis/%s/%s", t->group, t->version);
 	if (t->namespaced && spec->ns != NULL && spec->ns[0] != '\0') {
-		sbuf_puts(&b, "/namespaces/");
+		ck_sbuf_puts(&b, "/namespaces/");
 		put_escaped(&b, spec->ns);
 	}
-	sbuf_putc(&b, '/');
-	sbuf_puts(&b, t->resource);
+	ck_sbuf_putc(&b, '/');
+	ck_sbuf_puts(&b, t->resource);
 	if (spec->name != NULL) {
-		sbuf_putc(&b, '/');
+		ck_sbuf_putc(&b, '/');
 		put_escaped(&b, spec->name);
 	}
 	if (spec->subresource != NULL && spec->subresource[0] != '\0') {
-		sbuf_putc(&b, '/');
-		sbuf_puts(&b, spec->subresource);
+		ck_sbuf_putc(&b, '/');
+		ck_sbuf_puts(&b, spec->subresource);
 	}
 	if (spec->query != NULL && spec->query[0] != '\0') {
-		sbuf_putc(&b, '?');
-		sbuf_puts(&b, spec->query);
+		ck_sbuf_putc(&b, '?');
+		ck_sbuf_puts(&b, spec->query);
 	}
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
-char *klist_opts_query(const klist_opts_t *o, bool watch)
+char *ck_list_opts_query(const ck_list_opts_t *o, bool watch)
 {
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	if (watch)
 		put_param(&b, "watch", "true");
 	if (o != NULL) {
@@ -356,70 +356,70 @@ char *klist_opts_query(const klist_opts_t *o, bool watch)
 			put_param(&b, "sendInitialEvents", "true");
 	}
 	if (b.len == 0)
-		return xstrdup("");
-	return sbuf_steal(&b);
+		return ck_xstrdup("");
+	return ck_sbuf_steal(&b);
 }
 
-char *kwrite_opts_query(const kwrite_opts_t *o, bool apply)
+char *ck_write_opts_query(const ck_write_opts_t *o, bool apply)
 {
-	sbuf_t b = SBUF_INIT;
-	const char *fm = o != NULL && o->field_manager != NULL && o->field_manager[0] != '\0'
-	                     ? o->field_manager
-	                     : DEFAULT_FIELD_MANAGER;
-	put_param(&b, "fieldManager", fm);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	/* No default name: as in client-go, without one the API server names the
+	 * manager after the user agent (server-side apply requires one). */
+	if (o != NULL && o->field_manager != NULL && o->field_manager[0] != '\0')
+		put_param(&b, "fieldManager", o->field_manager);
 	if (o != NULL && o->dry_run)
 		put_param(&b, "dryRun", "All");
 	if (apply && o != NULL && o->force)
 		put_param(&b, "force", "true");
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
-const char *kpatch_content_type(kpatch_type_t pt)
+const char *ck_patch_content_type(ck_patch_type_t pt)
 {
 	switch (pt) {
-	case KPATCH_MERGE:
+	case CK_PATCH_MERGE:
 		return "application/merge-patch+json";
-	case KPATCH_STRATEGIC:
+	case CK_PATCH_STRATEGIC:
 		return "application/strategic-merge-patch+json";
-	case KPATCH_JSON:
+	case CK_PATCH_JSON:
 		return "application/json-patch+json";
-	case KPATCH_APPLY:
+	case CK_PATCH_APPLY:
 		return "application/apply-patch+yaml";
 	}
 	return "application/merge-patch+json";
 }
 
-char *kdelete_opts_body(const kdelete_opts_t *o)
+char *ck_delete_opts_body(const ck_delete_opts_t *o)
 {
-	sbuf_t b = SBUF_INIT;
-	sbuf_puts(&b, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"");
 	if (o != NULL && o->propagation_policy != NULL) {
-		sbuf_puts(&b, ",\"propagationPolicy\":");
-		sbuf_put_json_str(&b, o->propagation_policy);
+		ck_sbuf_puts(&b, ",\"propagationPolicy\":");
+		ck_sbuf_put_json_str(&b, o->propagation_policy);
 	}
 	if (o != NULL && o->grace_period_seconds >= 0)
-		sbuf_printf(&b, ",\"gracePeriodSeconds\":%lld", (long long)o->grace_period_seconds);
+		ck_sbuf_printf(&b, ",\"gracePeriodSeconds\":%lld", (long long)o->grace_period_seconds);
 	if (o != NULL && (o->precondition_uid != NULL || o->precondition_rv != NULL)) {
-		sbuf_puts(&b, ",\"preconditions\":{");
+		ck_sbuf_puts(&b, ",\"preconditions\":{");
 		if (o->precondition_uid != NULL) {
-			sbuf_puts(&b, "\"uid\":");
-			sbuf_put_json_str(&b, o->precondition_uid);
+			ck_sbuf_puts(&b, "\"uid\":");
+			ck_sbuf_put_json_str(&b, o->precondition_uid);
 		}
 		if (o->precondition_rv != NULL) {
 			if (o->precondition_uid != NULL)
-				sbuf_putc(&b, ',');
-			sbuf_puts(&b, "\"resourceVersion\":");
-			sbuf_put_json_str(&b, o->precondition_rv);
+				ck_sbuf_putc(&b, ',');
+			ck_sbuf_puts(&b, "\"resourceVersion\":");
+			ck_sbuf_put_json_str(&b, o->precondition_rv);
 		}
-		sbuf_putc(&b, '}');
+		ck_sbuf_putc(&b, '}');
 	}
-	sbuf_putc(&b, '}');
-	return sbuf_steal(&b);
+	ck_sbuf_putc(&b, '}');
+	return ck_sbuf_steal(&b);
 }
 
 /* ---------------------------------------------------------------- figures */
 
-static void stats_record(kclient_t *c, const char *method, int code, bool timed, double secs)
+static void stats_record(ck_client_t *c, const char *method, int code, bool timed, double secs)
 {
 	pthread_mutex_lock(&c->stats_mu);
 	size_t i;
@@ -429,14 +429,14 @@ static void stats_record(kclient_t *c, const char *method, int code, bool timed,
 	if (i == c->nstats) {
 		if (c->nstats == c->capstats) {
 			c->capstats = c->capstats ? c->capstats * 2 : 16;
-			c->stats = xrealloc(c->stats, c->capstats * sizeof(*c->stats));
+			c->stats = ck_xrealloc(c->stats, c->capstats * sizeof(*c->stats));
 		}
 		c->stats[c->nstats++] = (stat_entry_t){method, code, 0};
 	}
 	c->stats[i].count++;
 	if (timed) {
 		lat_hist_t *h = &c->lat[method_index(method)];
-		for (size_t k = 0; k < KCLIENT_LATENCY_NBUCKETS; k++)
+		for (size_t k = 0; k < CK_CLIENT_LATENCY_NBUCKETS; k++)
 			if (secs <= latency_bounds[k])
 				h->counts[k]++;
 		h->sum += secs;
@@ -452,7 +452,7 @@ static void stats_record(kclient_t *c, const char *method, int code, bool timed,
  * streams, so this runs at the response head, and at the end for attempts that
  * never got one. Loop thread.
  */
-static void conn_count(kreq_t *r)
+static void conn_count(ck_req_t *r)
 {
 	if (r->conn_counted || r->easy == NULL)
 		return;
@@ -466,12 +466,12 @@ static void conn_count(kreq_t *r)
 }
 
 /* A response head arrived for the current attempt (the first status line). */
-static void conn_response(kreq_t *r)
+static void conn_response(ck_req_t *r)
 {
 	long v = CURL_HTTP_VERSION_NONE;
 	curl_easy_getinfo(r->easy, CURLINFO_HTTP_VERSION, &v);
 	conn_count(r);
-	kclient_conn_stats_t *s = &r->c->conn;
+	ck_client_conn_stats_t *s = &r->c->conn;
 	pthread_mutex_lock(&r->c->stats_mu);
 	s->responses++;
 	switch (v) {
@@ -498,11 +498,11 @@ static void conn_response(kreq_t *r)
 	pthread_mutex_unlock(&r->c->stats_mu);
 }
 
-void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud)
+void ck_client_stats_foreach(ck_client_t *c, ck_client_request_stat_cb cb, void *ud)
 {
 	pthread_mutex_lock(&c->stats_mu);
 	size_t n = c->nstats;
-	stat_entry_t *copy = xmalloc((n ? n : 1) * sizeof(*copy));
+	stat_entry_t *copy = ck_xmalloc((n ? n : 1) * sizeof(*copy));
 	if (n)
 		memcpy(copy, c->stats, n * sizeof(*copy));
 	pthread_mutex_unlock(&c->stats_mu);
@@ -512,7 +512,7 @@ void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud)
 }
 
 /* Fills *out from h (a copy) and the shared bucket bounds. */
-static void latency_fill(kclient_latency_t *out, const char *verb, const lat_hist_t *h)
+static void latency_fill(ck_client_latency_t *out, const char *verb, const lat_hist_t *h)
 {
 	out->verb = verb;
 	memcpy(out->bounds, latency_bounds, sizeof(latency_bounds));
@@ -521,12 +521,12 @@ static void latency_fill(kclient_latency_t *out, const char *verb, const lat_his
 	out->count = h->count;
 }
 
-void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out)
+void ck_client_latency_snapshot(ck_client_t *c, ck_client_latency_t *out)
 {
 	lat_hist_t total = {0};
 	pthread_mutex_lock(&c->stats_mu);
 	for (size_t m = 0; m < NMETHODS; m++) {
-		for (size_t k = 0; k < KCLIENT_LATENCY_NBUCKETS; k++)
+		for (size_t k = 0; k < CK_CLIENT_LATENCY_NBUCKETS; k++)
 			total.counts[k] += c->lat[m].counts[k];
 		total.sum += c->lat[m].sum;
 		total.count += c->lat[m].count;
@@ -535,7 +535,7 @@ void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out)
 	latency_fill(out, NULL, &total);
 }
 
-void kclient_latency_foreach(kclient_t *c, kclient_latency_cb cb, void *ud)
+void ck_client_latency_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud)
 {
 	lat_hist_t copy[NMETHODS];
 	pthread_mutex_lock(&c->stats_mu);
@@ -544,13 +544,13 @@ void kclient_latency_foreach(kclient_t *c, kclient_latency_cb cb, void *ud)
 	for (size_t m = 0; m < NMETHODS; m++) {
 		if (copy[m].count == 0)
 			continue;
-		kclient_latency_t lat;
+		ck_client_latency_t lat;
 		latency_fill(&lat, methods[m], &copy[m]);
 		cb(ud, &lat);
 	}
 }
 
-void kclient_conn_stats_snapshot(kclient_t *c, kclient_conn_stats_t *out)
+void ck_client_conn_stats_snapshot(ck_client_t *c, ck_client_conn_stats_t *out)
 {
 	pthread_mutex_lock(&c->stats_mu);
 	*out = c->conn;
@@ -559,7 +559,7 @@ void kclient_conn_stats_snapshot(kclient_t *c, kclient_conn_stats_t *out)
 
 /* ---------------------------------------------------------------- requests */
 
-static void req_link(kclient_t *c, kreq_t *r)
+static void req_link(ck_client_t *c, ck_req_t *r)
 {
 	r->next = c->reqs;
 	if (c->reqs)
@@ -567,7 +567,7 @@ static void req_link(kclient_t *c, kreq_t *r)
 	c->reqs = r;
 }
 
-static void req_unlink(kclient_t *c, kreq_t *r)
+static void req_unlink(ck_client_t *c, ck_req_t *r)
 {
 	if (r->prev)
 		r->prev->next = r->next;
@@ -579,7 +579,7 @@ static void req_unlink(kclient_t *c, kreq_t *r)
 }
 
 /* Drops the current attempt's easy handle and everything it produced. */
-static void req_attempt_reset(kreq_t *r)
+static void req_attempt_reset(ck_req_t *r)
 {
 	if (r->easy != NULL) {
 		conn_count(r); /* cancelled in flight: its connection was opened all the same */
@@ -593,28 +593,28 @@ static void req_attempt_reset(kreq_t *r)
 	r->code = 0;
 	r->retry_after = -1;
 	r->body_bytes = 0;
-	kdec_free(r->dec);
+	ck_dec_free(r->dec);
 	r->dec = NULL;
-	sbuf_reset(&r->errbody);
-	sbuf_reset(&r->keep);
+	ck_sbuf_reset(&r->errbody);
+	ck_sbuf_reset(&r->keep);
 	free(r->abort_err);
 	r->abort_err = NULL;
 	r->conn_counted = false;
-	kresult_clear(&r->res);
+	ck_result_clear(&r->res);
 }
 
-static void req_free(kreq_t *r)
+static void req_free(ck_req_t *r)
 {
-	kclient_t *c = r->c;
+	ck_client_t *c = r->c;
 	if (r->state == KREQ_WAIT)
 		ev_timer_stop(c->loop, &r->timer);
 	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
-		ktb_unreserve(&c->bucket, now_ns(c));
+		ck_tb_unreserve(&c->bucket, now_ns(c));
 	req_attempt_reset(r);
 	free(r->exec_err);
-	kstatus_clear(&r->unauth_status);
-	sbuf_free(&r->errbody);
-	sbuf_free(&r->keep);
+	ck_status_clear(&r->unauth_status);
+	ck_sbuf_free(&r->errbody);
+	ck_sbuf_free(&r->keep);
 	req_unlink(c, r);
 	free(r->url);
 	free(r->curl_url);
@@ -624,7 +624,7 @@ static void req_free(kreq_t *r)
 }
 
 /* Moves a finished worker's result over and wakes the worker. */
-static void sync_complete(kclient_t *c, sync_call_t *call, kresult_t *res)
+static void sync_complete(ck_client_t *c, sync_call_t *call, ck_result_t *res)
 {
 	pthread_mutex_lock(&c->mu);
 	*call->res = *res;
@@ -634,15 +634,15 @@ static void sync_complete(kclient_t *c, sync_call_t *call, kresult_t *res)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static void sync_fail(kclient_t *c, sync_call_t *call, const char *msg)
+static void sync_fail(ck_client_t *c, sync_call_t *call, const char *msg)
 {
-	kresult_t res = {0};
-	res.error = xstrdup(msg);
+	ck_result_t res = {0};
+	res.error = ck_xstrdup(msg);
 	sync_complete(c, call, &res);
 }
 
 /* Ends the request: the caller learns the result, then the request is freed. */
-static void req_complete(kreq_t *r)
+static void req_complete(ck_req_t *r)
 {
 	r->state = KREQ_DONE;
 	if (r->sync != NULL)
@@ -653,34 +653,34 @@ static void req_complete(kreq_t *r)
 }
 
 /* Back to WAIT for delay seconds (0 = next loop iteration). */
-static void req_schedule(kreq_t *r, double delay)
+static void req_schedule(ck_req_t *r, double delay)
 {
 	r->state = KREQ_WAIT;
 	ev_timer_set(&r->timer, delay, 0.);
 	ev_timer_start(r->c->loop, &r->timer);
 }
 
-static void req_fail_transport(kreq_t *r, int transport_code, const char *why)
+static void req_fail_transport(ck_req_t *r, int transport_code, const char *why)
 {
 	r->res.http_code = 0;
 	r->res.transport_code = transport_code;
-	r->res.error = xasprintf("%s %s: %s", r->method, r->url, why);
+	r->res.error = ck_xasprintf("%s %s: %s", r->method, r->url, why);
 	req_complete(r);
 }
 
 /* --- decoder callbacks: forward to the caller, counting what it has seen. --- */
 
-static void wrap_object(void *ud, kobj_t *obj)
+static void wrap_object(void *ud, ck_obj_t *obj)
 {
-	kreq_t *r = ud;
-	if (r->decode == KDEC_OBJECT) {
+	ck_req_t *r = ud;
+	if (r->decode == CK_DEC_OBJECT) {
 		/* Held until the end, so an OBJECT request can still be retried. */
-		kobj_unref(r->res.obj);
+		ck_obj_unref(r->res.obj);
 		r->res.obj = obj;
 		return;
 	}
 	if (r->cancelled || r->ucb.on_object == NULL) {
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 		return;
 	}
 	r->delivered++;
@@ -689,25 +689,25 @@ static void wrap_object(void *ud, kobj_t *obj)
 
 static void wrap_list_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
 {
-	kreq_t *r = ud;
+	ck_req_t *r = ud;
 	if (r->cancelled || r->ucb.on_list_meta == NULL)
 		return;
 	r->delivered++;
 	r->ucb.on_list_meta(r->ud, rv, cont, remaining);
 }
 
-static void wrap_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+static void wrap_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
 {
-	kreq_t *r = ud;
+	ck_req_t *r = ud;
 	if (r->cancelled || r->ucb.on_event == NULL) {
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 		return;
 	}
 	r->delivered++;
 	r->ucb.on_event(r->ud, type, obj, status);
 }
 
-static const kdec_cb_t wrap_cb = {
+static const ck_dec_cb_t wrap_cb = {
     .on_object = wrap_object,
     .on_list_meta = wrap_list_meta,
     .on_event = wrap_event,
@@ -717,7 +717,7 @@ static const kdec_cb_t wrap_cb = {
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
-	kreq_t *r = ud;
+	ck_req_t *r = ud;
 	size_t len = size * n;
 	if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
 		r->retry_after = -1; /* a new response head (after a 1xx, say) */
@@ -746,8 +746,8 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 
 static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 {
-	kreq_t *r = ud;
-	kclient_t *c = r->c;
+	ck_req_t *r = ud;
+	ck_client_t *c = r->c;
 	size_t len = size * n;
 	if (r->cancelled)
 		return 0; /* aborts the transfer */
@@ -757,26 +757,26 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 	if (r->code < 200 || r->code >= 300) {
 		if (r->errbody.len < MAX_ERROR_BODY) {
 			size_t room = MAX_ERROR_BODY - r->errbody.len;
-			sbuf_append(&r->errbody, ptr, len < room ? len : room);
+			ck_sbuf_append(&r->errbody, ptr, len < room ? len : room);
 		}
 		return len;
 	}
 	if (r->keep_body) {
 		if (r->keep.len + len > c->max_object_bytes) {
 			r->abort_err =
-			    xasprintf("response body larger than %zu bytes", c->max_object_bytes);
+			    ck_xasprintf("response body larger than %zu bytes", c->max_object_bytes);
 			return 0;
 		}
-		sbuf_append(&r->keep, ptr, len);
+		ck_sbuf_append(&r->keep, ptr, len);
 	}
 	if (r->no_decode)
 		return len;
 	if (r->dec == NULL)
-		r->dec = kdec_new(r->type, r->decode, &wrap_cb, r, c->max_object_bytes);
+		r->dec = ck_dec_new(r->type, r->decode, &wrap_cb, r, c->max_object_bytes);
 	char *err = NULL;
-	if (kdec_feed(r->dec, ptr, len, &err) < 0) {
+	if (ck_dec_feed(r->dec, ptr, len, &err) < 0) {
 		/* The decoder names the byte offset itself. */
-		r->abort_err = xasprintf("decoding the response body: %s", err ? err : "failed");
+		r->abort_err = ck_xasprintf("decoding the response body: %s", err ? err : "failed");
 		free(err);
 		return 0;
 	}
@@ -787,10 +787,10 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 
 static void *exec_main(void *arg)
 {
-	kclient_t *c = arg;
+	ck_client_t *c = arg;
 	char *err = NULL;
 	/* Only this thread writes these until the loop has joined it. */
-	c->exec_rc = kconfig_exec_run(c->cfg, &err);
+	c->exec_rc = ck_config_exec_run(c->cfg, &err);
 	c->exec_err = err;
 	atomic_store(&c->exec_finished, true);
 	ev_async_send(c->loop, &c->exec_async);
@@ -802,19 +802,19 @@ static void *exec_main(void *arg)
  * goes back to WAIT with the outcome, to be started (or failed) on the next loop
  * iteration. Nothing is called back from here, so walking c->reqs is safe.
  */
-static void exec_finish(kclient_t *c, int rc, char *err)
+static void exec_finish(ck_client_t *c, int rc, char *err)
 {
 	c->exec_busy = false;
 	ev_async_stop(c->loop, &c->exec_async);
-	LOG_V(5, "Exec credential plugin finished", KV_BOOL("ok", rc == 0),
-	      KV_INT("milliseconds", (int64_t)((now_ns(c) - c->exec_start_ns) / NS_PER_MS)));
-	for (kreq_t *r = c->reqs; r != NULL; r = r->next) {
+	CK_LOG_V(5, "Exec credential plugin finished", CK_KV_BOOL("ok", rc == 0),
+	      CK_KV_INT("milliseconds", (int64_t)((now_ns(c) - c->exec_start_ns) / CK_NS_PER_MS)));
+	for (ck_req_t *r = c->reqs; r != NULL; r = r->next) {
 		if (r->state != KREQ_CRED)
 			continue;
 		if (rc == 0)
 			r->exec_ran = true;
 		else
-			r->exec_err = xstrdup(err ? err : "exec plugin failed");
+			r->exec_err = ck_xstrdup(err ? err : "exec plugin failed");
 		req_schedule(r, 0);
 	}
 	free(err);
@@ -823,7 +823,7 @@ static void exec_finish(kclient_t *c, int rc, char *err)
 /* The helper said it is done: join it, then resume the parked requests. */
 static void exec_async_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
-	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, exec_async));
+	ck_client_t *c = (ck_client_t *)((char *)w - offsetof(ck_client_t, exec_async));
 	if (!c->exec_busy || !atomic_load(&c->exec_finished))
 		return;
 	pthread_join(c->exec_thread, NULL);
@@ -833,7 +833,7 @@ static void exec_async_cb(struct ev_loop *loop, ev_async *w, int revents)
 }
 
 /* Starts a plugin run on a helper thread (at most one at a time). */
-static void exec_start(kclient_t *c)
+static void exec_start(ck_client_t *c)
 {
 	c->exec_busy = true;
 	c->exec_start_ns = now_ns(c);
@@ -841,7 +841,7 @@ static void exec_start(kclient_t *c)
 	/* Active (and not unref'd) while the run lasts: the loop must not return with
 	 * requests parked on it. */
 	ev_async_start(c->loop, &c->exec_async);
-	LOG_V(5, "Running exec credential plugin");
+	CK_LOG_V(5, "Running exec credential plugin");
 	/* The helper inherits this mask: signals stay with the threads that handle them. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -850,17 +850,17 @@ static void exec_start(kclient_t *c)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e != 0)
 		exec_finish(c, -1,
-		            xasprintf("exec plugin: cannot start a thread: %s", strerror(e)));
+		            ck_xasprintf("exec plugin: cannot start a thread: %s", strerror(e)));
 }
 
 /* Parks r until the plugin has run, sharing the run in progress if there is one. */
-static void req_park(kreq_t *r)
+static void req_park(ck_req_t *r)
 {
-	kclient_t *c = r->c;
+	ck_client_t *c = r->c;
 	r->state = KREQ_CRED;
 	/* The rate-limiter token taken for this start waits with the request (given
 	 * back if it is cancelled meanwhile). */
-	r->token_held = ktb_enabled(&c->bucket);
+	r->token_held = ck_tb_enabled(&c->bucket);
 	if (!c->exec_busy)
 		exec_start(c);
 }
@@ -869,7 +869,7 @@ static void req_park(kreq_t *r)
  * No credentials for r (borrows err). After a 401 the answer is still that 401,
  * with why no new credential could be had; otherwise it is a transport-level error.
  */
-static void req_fail_credentials(kreq_t *r, const char *err)
+static void req_fail_credentials(ck_req_t *r, const char *err)
 {
 	if (r->unauth_code != 0) {
 		r->code = r->unauth_code;
@@ -880,7 +880,7 @@ static void req_fail_credentials(kreq_t *r, const char *err)
 		req_complete(r);
 		return;
 	}
-	char *why = xasprintf("credentials: %s", err ? err : "failed");
+	char *why = ck_xasprintf("credentials: %s", err ? err : "failed");
 	req_fail_transport(r, 0, why);
 	free(why);
 }
@@ -889,10 +889,10 @@ static void req_fail_credentials(kreq_t *r, const char *err)
  * Sets up and adds an easy handle for the next attempt; parks r when the exec
  * plugin must run first; completes r on failure.
  */
-static void req_start_attempt(kreq_t *r)
+static void req_start_attempt(ck_req_t *r)
 {
-	kclient_t *c = r->c;
-	kcred_t cred = {0};
+	ck_client_t *c = r->c;
+	ck_cred_t cred = {0};
 	char *err = NULL;
 	int rc;
 	if (r->exec_err != NULL) {
@@ -901,13 +901,13 @@ static void req_start_attempt(kreq_t *r)
 		err = r->exec_err;
 		r->exec_err = NULL;
 	} else {
-		kcred_want_t want = r->exec_ran        ? KCRED_LAST
-		                    : r->force_refresh ? KCRED_REFRESH
-		                                       : KCRED_CURRENT;
-		rc = kconfig_credentials_peek(c->cfg, want, &cred, &err);
+		ck_cred_want_t want = r->exec_ran        ? CK_CRED_LAST
+		                    : r->force_refresh ? CK_CRED_REFRESH
+		                                       : CK_CRED_CURRENT;
+		rc = ck_config_credentials_peek(c->cfg, want, &cred, &err);
 	}
 	r->exec_ran = false;
-	if (rc == KCONFIG_NEED_EXEC) {
+	if (rc == CK_CONFIG_NEED_EXEC) {
 		req_park(r);
 		return;
 	}
@@ -918,11 +918,11 @@ static void req_start_attempt(kreq_t *r)
 		return;
 	}
 	r->unauth_code = 0;
-	kstatus_clear(&r->unauth_status);
+	ck_status_clear(&r->unauth_status);
 
 	CURL *e = curl_easy_init();
 	if (e == NULL) {
-		kcred_clear(&cred);
+		ck_cred_clear(&cred);
 		req_fail_transport(r, CURLE_FAILED_INIT, "curl_easy_init failed");
 		return;
 	}
@@ -956,7 +956,7 @@ static void req_start_attempt(kreq_t *r)
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
 	if (r->timeout_ms > 0) {
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
-	} else if (r->decode == KDEC_LIST && !r->no_decode && !r->is_watch) {
+	} else if (r->decode == CK_DEC_LIST && !r->no_decode && !r->is_watch) {
 		/* A list streams for as long as it is big: no total limit, only a guard
 		 * against a peer that stopped sending (a total limit would make an
 		 * unpaged relist of a big, slow cluster fail and restart forever). */
@@ -1011,18 +1011,18 @@ static void req_start_attempt(kreq_t *r)
 	if (c->host_header != NULL)
 		h = curl_slist_append(h, c->host_header);
 	if (r->body != NULL) {
-		char *ct = xasprintf("Content-Type: %s", r->content_type);
+		char *ct = ck_xasprintf("Content-Type: %s", r->content_type);
 		h = curl_slist_append(h, ct);
 		free(ct);
 	}
 	if (cred.token != NULL && cred.token[0] != '\0') {
-		char *auth = xasprintf("Authorization: Bearer %s", cred.token);
+		char *auth = ck_xasprintf("Authorization: Bearer %s", cred.token);
 		h = curl_slist_append(h, auth);
 		memset(auth, 0, strlen(auth));
 		free(auth);
 	}
 	r->cred_gen = cred.generation;
-	kcred_clear(&cred);
+	ck_cred_clear(&cred);
 	r->headers = h;
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 
@@ -1054,10 +1054,10 @@ static void req_start_attempt(kreq_t *r)
 /* A WAIT ended: take a rate-limiter token (maybe waiting again), then start. */
 static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	kreq_t *r = (kreq_t *)((char *)w - offsetof(kreq_t, timer));
-	kclient_t *c = r->c;
-	if (!r->token_held && ktb_enabled(&c->bucket)) {
-		uint64_t wait = ktb_reserve(&c->bucket, now_ns(c));
+	ck_req_t *r = (ck_req_t *)((char *)w - offsetof(ck_req_t, timer));
+	ck_client_t *c = r->c;
+	if (!r->token_held && ck_tb_enabled(&c->bucket)) {
+		uint64_t wait = ck_tb_reserve(&c->bucket, now_ns(c));
 		r->token_held = true;
 		if (wait > 0) {
 			req_schedule(r, (double)wait / 1e9);
@@ -1089,22 +1089,22 @@ static bool transport_retryable(CURLcode cc)
  * the caller of a 401 would not learn that the exec plugin is broken (and how to
  * install it), only that the server refused the old credential.
  */
-static char *status_message(const kreq_t *r, const char *refresh_err)
+static char *status_message(const ck_req_t *r, const char *refresh_err)
 {
-	const kstatus_t *s = &r->res.status;
-	sbuf_t b = SBUF_INIT;
-	sbuf_printf(&b, "%s %s: %ld", r->method, r->url, r->code);
+	const ck_status_t *s = &r->res.status;
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_printf(&b, "%s %s: %ld", r->method, r->url, r->code);
 	if (s->reason != NULL && s->reason[0] != '\0')
-		sbuf_printf(&b, " %s", s->reason);
+		ck_sbuf_printf(&b, " %s", s->reason);
 	if (s->message != NULL && s->message[0] != '\0')
-		sbuf_printf(&b, ": %s", s->message);
+		ck_sbuf_printf(&b, ": %s", s->message);
 	if (refresh_err != NULL)
-		sbuf_printf(&b, "; refreshing the credentials failed: %s", refresh_err);
-	return sbuf_steal(&b);
+		ck_sbuf_printf(&b, "; refreshing the credentials failed: %s", refresh_err);
+	return ck_sbuf_steal(&b);
 }
 
 /* The request's path and query, for logs (the server is the same for every line). */
-static const char *req_path(const kreq_t *r)
+static const char *req_path(const ck_req_t *r)
 {
 	return r->url + strlen(r->c->base);
 }
@@ -1113,9 +1113,9 @@ static const char *req_path(const kreq_t *r)
  * -v=5: one line per finished attempt, like client-go's round-tripper trace. Only
  * the method, path and figures: never a header (the Authorization header) nor a body.
  */
-static void req_trace(const kreq_t *r, CURLcode cc, double secs)
+static void req_trace(const ck_req_t *r, CURLcode cc, double secs)
 {
-	if (!log_v_enabled(5))
+	if (!ck_log_v_enabled(5))
 		return;
 	const char *err = NULL;
 	if (r->cancelled)
@@ -1126,27 +1126,27 @@ static void req_trace(const kreq_t *r, CURLcode cc, double secs)
 		err = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
 	int64_t ms = (int64_t)(secs * 1000.0);
 	if (err != NULL)
-		LOG_V(5, "Response", KV_STR("verb", r->method), KV_STR("url", req_path(r)),
-		      KV_INT("status", r->code), KV_INT("milliseconds", ms),
-		      KV_UINT("bytes", r->body_bytes), KV_INT("attempt", r->attempts), KV_ERR(err));
+		CK_LOG_V(5, "Response", CK_KV_STR("verb", r->method), CK_KV_STR("url", req_path(r)),
+		      CK_KV_INT("status", r->code), CK_KV_INT("milliseconds", ms),
+		      CK_KV_UINT("bytes", r->body_bytes), CK_KV_INT("attempt", r->attempts), CK_KV_ERR(err));
 	else
-		LOG_V(5, "Response", KV_STR("verb", r->method), KV_STR("url", req_path(r)),
-		      KV_INT("status", r->code), KV_INT("milliseconds", ms),
-		      KV_UINT("bytes", r->body_bytes), KV_INT("attempt", r->attempts));
+		CK_LOG_V(5, "Response", CK_KV_STR("verb", r->method), CK_KV_STR("url", req_path(r)),
+		      CK_KV_INT("status", r->code), CK_KV_INT("milliseconds", ms),
+		      CK_KV_UINT("bytes", r->body_bytes), CK_KV_INT("attempt", r->attempts));
 }
 
 /* -v=5: why the request goes round again, and when. */
-static void req_trace_retry(const kreq_t *r, const char *why, double delay)
+static void req_trace_retry(const ck_req_t *r, const char *why, double delay)
 {
-	LOG_V(5, "Retrying request", KV_STR("verb", r->method), KV_STR("url", req_path(r)),
-	      KV_STR("reason", why), KV_INT("delayMilliseconds", (int64_t)(delay * 1000.0)),
-	      KV_INT("attempt", r->attempts + 1));
+	CK_LOG_V(5, "Retrying request", CK_KV_STR("verb", r->method), CK_KV_STR("url", req_path(r)),
+	      CK_KV_STR("reason", why), CK_KV_INT("delayMilliseconds", (int64_t)(delay * 1000.0)),
+	      CK_KV_INT("attempt", r->attempts + 1));
 }
 
 /* The current attempt ended with cc; decide: complete, or retry. */
-static void req_attempt_done(kreq_t *r, CURLcode cc)
+static void req_attempt_done(ck_req_t *r, CURLcode cc)
 {
-	kclient_t *c = r->c;
+	ck_client_t *c = r->c;
 	if (r->code == 0)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
 	double secs = (double)(now_ns(c) - r->start_ns) / 1e9;
@@ -1165,7 +1165,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 
 	if (r->abort_err != NULL) {
 		r->res.http_code = (int)r->code;
-		r->res.error = xasprintf("%s %s: %s", r->method, r->url, r->abort_err);
+		r->res.error = ck_xasprintf("%s %s: %s", r->method, r->url, r->abort_err);
 		req_complete(r);
 		return;
 	}
@@ -1181,7 +1181,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 			return;
 		}
 		const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
-		char *msg = xasprintf("%s (curl error %d)", why, (int)cc);
+		char *msg = ck_xasprintf("%s (curl error %d)", why, (int)cc);
 		req_fail_transport(r, (int)cc, msg);
 		free(msg);
 		return;
@@ -1189,9 +1189,9 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 
 	if (r->code >= 200 && r->code < 300) {
 		char *err = NULL;
-		if (r->dec != NULL && kdec_finish(r->dec, &err) < 0) {
+		if (r->dec != NULL && ck_dec_finish(r->dec, &err) < 0) {
 			r->res.http_code = (int)r->code;
-			r->res.error = xasprintf("%s %s: decoding the response body: %s", r->method,
+			r->res.error = ck_xasprintf("%s %s: decoding the response body: %s", r->method,
 			                         r->url, err ? err : "failed");
 			free(err);
 			req_complete(r);
@@ -1200,14 +1200,14 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		r->res.http_code = (int)r->code;
 		if (r->keep_body) {
 			r->res.body_len = r->keep.len;
-			sbuf_cstr(&r->keep);
-			r->res.body = sbuf_steal(&r->keep);
+			ck_sbuf_cstr(&r->keep);
+			r->res.body = ck_sbuf_steal(&r->keep);
 		}
 		req_complete(r);
 		return;
 	}
 
-	kstatus_parse(r->errbody.data ? r->errbody.data : "", r->errbody.len, (int)r->code,
+	ck_status_parse(r->errbody.data ? r->errbody.data : "", r->errbody.len, (int)r->code,
 	              &r->res.status);
 	if (r->res.status.retry_after_seconds == 0 && r->retry_after > 0)
 		r->res.status.retry_after_seconds = r->retry_after;
@@ -1218,15 +1218,15 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 	 * request. The 401 is kept for the answer in case that refresh fails. A
 	 * credential that cannot change (generation 0: static token, certificate) is
 	 * not retried: the server would only refuse it again. */
-	kcred_t cred = {0};
+	ck_cred_t cred = {0};
 	int rc = -1;
 	if (r->code == 401 && !r->auth_refreshed)
-		rc = kconfig_credentials_peek(c->cfg, KCRED_CURRENT, &cred, NULL);
+		rc = ck_config_credentials_peek(c->cfg, CK_CRED_CURRENT, &cred, NULL);
 	bool can_change = r->code == 401 && !r->auth_refreshed && (rc != 0 || cred.generation != 0);
 	if (can_change) {
 		r->auth_refreshed = true;
 		r->force_refresh = !(rc == 0 && cred.generation != r->cred_gen);
-		kcred_clear(&cred);
+		ck_cred_clear(&cred);
 		r->unauth_code = (int)r->code;
 		r->unauth_status = r->res.status;
 		memset(&r->res.status, 0, sizeof(r->res.status));
@@ -1235,7 +1235,7 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 		req_schedule(r, 0);
 		return;
 	}
-	kcred_clear(&cred);
+	ck_cred_clear(&cred);
 	if ((r->code == 429 || r->code >= 500) && r->retry_after >= 0 &&
 	    r->retries < c->max_retries) {
 		int delay = r->retry_after;
@@ -1252,9 +1252,9 @@ static void req_attempt_done(kreq_t *r, CURLcode cc)
 }
 
 /* After curl ran: drop requests cancelled meanwhile, then handle finished transfers. */
-static void multi_process(kclient_t *c)
+static void multi_process(ck_client_t *c)
 {
-	for (kreq_t *r = c->reqs, *next; r != NULL; r = next) {
+	for (ck_req_t *r = c->reqs, *next; r != NULL; r = next) {
 		next = r->next;
 		if (r->cancelled && r->state == KREQ_FLIGHT)
 			req_free(r);
@@ -1267,13 +1267,13 @@ static void multi_process(kclient_t *c)
 		char *priv = NULL;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
 		if (priv != NULL)
-			req_attempt_done((kreq_t *)priv, msg->data.result);
+			req_attempt_done((ck_req_t *)priv, msg->data.result);
 	}
 }
 
 /* ---------------------------------------------------------------- curl <-> libev */
 
-static void socket_action(kclient_t *c, curl_socket_t fd, int action)
+static void socket_action(ck_client_t *c, curl_socket_t fd, int action)
 {
 	int running = 0;
 	c->in_curl++;
@@ -1292,13 +1292,13 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 static void curl_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, curl_timer));
+	ck_client_t *c = (ck_client_t *)((char *)w - offsetof(ck_client_t, curl_timer));
 	socket_action(c, CURL_SOCKET_TIMEOUT, 0);
 }
 
 static int multi_socket_cb(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
 {
-	kclient_t *c = userp;
+	ck_client_t *c = userp;
 	ksock_t *s = socketp;
 	if (what == CURL_POLL_REMOVE) {
 		if (s != NULL) {
@@ -1315,7 +1315,7 @@ static int multi_socket_cb(CURL *e, curl_socket_t fd, int what, void *userp, voi
 		return 0;
 	}
 	if (s == NULL) {
-		s = xcalloc(1, sizeof(*s));
+		s = ck_xcalloc(1, sizeof(*s));
 		s->c = c;
 		s->next = c->socks;
 		if (c->socks)
@@ -1335,7 +1335,7 @@ static int multi_socket_cb(CURL *e, curl_socket_t fd, int what, void *userp, voi
 
 static int multi_timer_cb(CURLM *m, long timeout_ms, void *userp)
 {
-	kclient_t *c = userp;
+	ck_client_t *c = userp;
 	ev_timer_stop(c->loop, &c->curl_timer);
 	if (timeout_ms >= 0) {
 		ev_timer_set(&c->curl_timer, (double)timeout_ms / 1000.0, 0.);
@@ -1348,17 +1348,17 @@ static int multi_timer_cb(CURLM *m, long timeout_ms, void *userp)
 
 static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
-	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, prepare));
+	ck_client_t *c = (ck_client_t *)((char *)w - offsetof(ck_client_t, prepare));
 	atomic_store(&c->loop_tid, gettid());
 }
 
-static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
-                             kreq_done_cb done, void *ud, sync_call_t *sync, char **err);
+static ck_req_t *request_start(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb,
+                             ck_req_done_cb done, void *ud, sync_call_t *sync, char **err);
 
 /* Workers queued requests: start them on the loop. */
 static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
-	kclient_t *c = (kclient_t *)((char *)w - offsetof(kclient_t, async));
+	ck_client_t *c = (ck_client_t *)((char *)w - offsetof(ck_client_t, async));
 	atomic_store(&c->loop_tid, gettid());
 	pthread_mutex_lock(&c->mu);
 	sync_call_t *q = c->queue_head;
@@ -1375,11 +1375,11 @@ static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 }
 
-static int sync_run(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb, void *ud,
-                    kresult_t *res)
+static int sync_run(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb, void *ud,
+                    ck_result_t *res)
 {
 	if (atomic_load(&c->loop_tid) == gettid()) {
-		res->error = xasprintf("%s: a blocking client call was made on the client's "
+		res->error = ck_xasprintf("%s: a blocking client call was made on the client's "
 		                       "loop thread (it would deadlock); use kclient_request",
 		                       spec->method ? spec->method : "request");
 		return -1;
@@ -1390,7 +1390,7 @@ static int sync_run(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
 	if (c->shutting_down) {
 		pthread_mutex_unlock(&c->mu);
 		pthread_cond_destroy(&call.cond);
-		res->error = xstrdup("client shutting down");
+		res->error = ck_xstrdup("client shutting down");
 		return -1;
 	}
 	/* call lives on this stack until done: the loop unlinks it long before. */
@@ -1411,13 +1411,13 @@ static int sync_run(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
 	return res->error == NULL ? 0 : -1;
 }
 
-int kclient_do_sync(kclient_t *c, const kreq_spec_t *spec, kresult_t *res)
+int ck_client_do_sync(ck_client_t *c, const ck_req_spec_t *spec, ck_result_t *res)
 {
 	return sync_run(c, spec, NULL, NULL, res);
 }
 
-int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb, void *ud,
-                           kresult_t *res)
+int ck_client_do_sync_stream(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb, void *ud,
+                           ck_result_t *res)
 {
 	return sync_run(c, spec, dcb, ud, res);
 }
@@ -1425,16 +1425,16 @@ int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_
 /* ---------------------------------------------------------------- lifecycle */
 
 /* Splits the server URL for messages, metrics and tls-server-name. */
-static int parse_server(kclient_t *c, char **err)
+static int parse_server(ck_client_t *c, char **err)
 {
 	const char *server = c->view.server;
 	if (server == NULL || server[0] == '\0')
-		return err_set(err, "client: %s: no server URL",
+		return ck_err_set(err, "client: %s: no server URL",
 		               c->view.source ? c->view.source : "config");
 	size_t n = strlen(server);
 	while (n > 0 && server[n - 1] == '/')
 		n--;
-	c->base = xstrndup(server, n);
+	c->base = ck_xstrndup(server, n);
 
 	int result = -1;
 	char *scheme = NULL, *host = NULL, *port = NULL;
@@ -1442,12 +1442,12 @@ static int parse_server(kclient_t *c, char **err)
 	if (curl_url_set(u, CURLUPART_URL, c->base, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-		err_set(err, "client: %s: server URL %s cannot be parsed",
+		ck_err_set(err, "client: %s: server URL %s cannot be parsed",
 		        c->view.source ? c->view.source : "config", c->base);
 		goto out;
 	}
 	if (strcmp(scheme, "https") != 0 && strcmp(scheme, "http") != 0) {
-		err_set(err, "client: %s: server URL %s: scheme must be https or http",
+		ck_err_set(err, "client: %s: server URL %s: scheme must be https or http",
 		        c->view.source ? c->view.source : "config", c->base);
 		goto out;
 	}
@@ -1458,23 +1458,23 @@ static int parse_server(kclient_t *c, char **err)
 		explicit_port = true;
 		curl_free(p2);
 	}
-	c->host = explicit_port ? xasprintf("%s:%s", host, port) : xstrdup(host);
+	c->host = explicit_port ? ck_xasprintf("%s:%s", host, port) : ck_xstrdup(host);
 
 	if (strcmp(scheme, "https") == 0 && c->view.tls_server_name != NULL &&
 	    c->view.tls_server_name[0] != '\0' && strcmp(c->view.tls_server_name, host) != 0) {
 		/* curl verifies the certificate against the URL's host: ask for the
 		 * TLS name in the URL and connect to the real address underneath. */
-		char *conn = xasprintf("%s:%s:%s:%s", c->view.tls_server_name, port, host, port);
+		char *conn = ck_xasprintf("%s:%s:%s:%s", c->view.tls_server_name, port, host, port);
 		c->connect_to = curl_slist_append(NULL, conn);
 		free(conn);
-		c->host_header = xasprintf("Host: %s", c->host);
+		c->host_header = ck_xasprintf("Host: %s", c->host);
 		curl_url_set(u, CURLUPART_HOST, c->view.tls_server_name, 0);
 		char *url = NULL;
 		if (curl_url_get(u, CURLUPART_URL, &url, 0) == CURLUE_OK) {
 			n = strlen(url);
 			while (n > 0 && url[n - 1] == '/')
 				n--;
-			c->tls_base = xstrndup(url, n);
+			c->tls_base = ck_xstrndup(url, n);
 			curl_free(url);
 		}
 	}
@@ -1487,25 +1487,27 @@ out:
 	return result;
 }
 
-kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_t *opts, char **err)
+ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_client_opts_t *opts, char **err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, curl_init_once);
 	if (loop == NULL || cfg == NULL) {
-		kconfig_free(cfg);
-		err_set(err, "client: no loop or no configuration");
+		ck_config_free(cfg);
+		ck_err_set(err, "client: no loop or no configuration");
 		return NULL;
 	}
-	kclient_opts_t o = opts ? *opts : (kclient_opts_t){0};
-	kclient_t *c = xcalloc(1, sizeof(*c));
+	ck_client_opts_t o = opts ? *opts : (ck_client_opts_t){0};
+	ck_client_t *c = ck_xcalloc(1, sizeof(*c));
 	c->loop = loop;
 	c->cfg = cfg;
-	kconfig_view(cfg, &c->view);
-	c->clock = o.clock ? o.clock : clk_real();
+	ck_config_view(cfg, &c->view);
+	c->clock = o.clock ? o.clock : ck_clk_real();
 	c->qps = o.qps == 0 ? DEFAULT_QPS : o.qps;
 	c->burst = o.burst > 0 ? o.burst : DEFAULT_BURST;
-	c->user_agent = o.user_agent ? xstrdup(o.user_agent)
-	                             : xstrdup("sample-controller/" CSC_VERSION " (linux) c");
+	/* As client-go: the program's name unless the caller names itself. */
+	c->user_agent = o.user_agent ? ck_xstrdup(o.user_agent)
+	                             : ck_xasprintf("%s (linux) libckube/" CSC_VERSION,
+	                                            program_invocation_short_name);
 	c->connect_timeout_ms =
 	    o.connect_timeout_ms ? o.connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 	c->request_timeout_ms =
@@ -1513,8 +1515,8 @@ kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_
 	c->stall_timeout_ms = o.stall_timeout_ms ? o.stall_timeout_ms : DEFAULT_STALL_TIMEOUT_MS;
 	c->max_retries =
 	    o.max_retries == 0 ? DEFAULT_MAX_RETRIES : (o.max_retries < 0 ? 0 : o.max_retries);
-	c->max_object_bytes = o.max_object_bytes ? o.max_object_bytes : KDEC_DEFAULT_MAX_OBJECT;
-	ktb_init(&c->bucket, c->qps, c->burst, now_ns(c));
+	c->max_object_bytes = o.max_object_bytes ? o.max_object_bytes : CK_DEC_DEFAULT_MAX_OBJECT;
+	ck_tb_init(&c->bucket, c->qps, c->burst, now_ns(c));
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->idle, NULL);
 	pthread_mutex_init(&c->stats_mu, NULL);
@@ -1525,7 +1527,7 @@ kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_
 
 	c->multi = curl_multi_init();
 	if (c->multi == NULL) {
-		err_set(err, "client: curl_multi_init failed");
+		ck_err_set(err, "client: curl_multi_init failed");
 		goto fail;
 	}
 	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, multi_socket_cb);
@@ -1554,19 +1556,19 @@ fail:
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->stats_mu);
-	kconfig_free(cfg);
+	ck_config_free(cfg);
 	free(c);
 	return NULL;
 }
 
-void kclient_free(kclient_t *c)
+void ck_client_free(ck_client_t *c)
 {
 	if (c == NULL)
 		return;
 	if (c->exec_busy) {
 		/* A plugin may run for up to its timeout (30 s): kill it rather than wait.
 		 * The parked requests are dropped below with the others. */
-		kconfig_exec_cancel(c->cfg);
+		ck_config_exec_cancel(c->cfg);
 		pthread_join(c->exec_thread, NULL);
 		free(c->exec_err);
 		c->exec_err = NULL;
@@ -1584,10 +1586,10 @@ void kclient_free(kclient_t *c)
 		sync_fail(c, call, "client shutting down");
 	}
 	while (c->reqs != NULL) {
-		kreq_t *r = c->reqs;
+		ck_req_t *r = c->reqs;
 		if (r->sync != NULL) {
-			kresult_clear(&r->res);
-			r->res.error = xasprintf("%s %s: client shutting down", r->method, r->url);
+			ck_result_clear(&r->res);
+			r->res.error = ck_xasprintf("%s %s: client shutting down", r->method, r->url);
 			sync_complete(c, r->sync, &r->res);
 		}
 		req_free(r);
@@ -1615,7 +1617,7 @@ void kclient_free(kclient_t *c)
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->stats_mu);
-	kconfig_free(c->cfg);
+	ck_config_free(c->cfg);
 	free(c->stats);
 	free(c->base);
 	free(c->host);
@@ -1623,41 +1625,41 @@ void kclient_free(kclient_t *c)
 	free(c);
 }
 
-kconfig_t *kclient_config(kclient_t *c)
+ck_config_t *ck_client_config(ck_client_t *c)
 {
 	return c->cfg;
 }
 
-const char *kclient_host(const kclient_t *c)
+const char *ck_client_host(const ck_client_t *c)
 {
 	return c->host;
 }
 
-struct ev_loop *kclient_loop(kclient_t *c)
+struct ev_loop *ck_client_loop(ck_client_t *c)
 {
 	return c->loop;
 }
 
 /* ---------------------------------------------------------------- async API */
 
-static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
-                             kreq_done_cb done, void *ud, sync_call_t *sync, char **err)
+static ck_req_t *request_start(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb,
+                             ck_req_done_cb done, void *ud, sync_call_t *sync, char **err)
 {
 	const char *method = method_static(spec->method);
 	if (method == NULL) {
-		err_set(err, "client: unsupported method %s",
+		ck_err_set(err, "client: unsupported method %s",
 		        spec->method ? spec->method : "(null)");
 		return NULL;
 	}
 	if (spec->type == NULL || spec->type->resource == NULL || spec->type->version == NULL) {
-		err_set(err, "client: %s: request without a complete type", method);
+		ck_err_set(err, "client: %s: request without a complete type", method);
 		return NULL;
 	}
 	if (c->shutting_down) {
-		err_set(err, "client shutting down");
+		ck_err_set(err, "client shutting down");
 		return NULL;
 	}
-	kreq_t *r = xcalloc(1, sizeof(*r));
+	ck_req_t *r = ck_xcalloc(1, sizeof(*r));
 	r->c = c;
 	r->method = method;
 	r->type = spec->type;
@@ -1668,14 +1670,14 @@ static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_c
 	r->timeout_ms = spec->timeout_ms;
 	r->url = build_url(c, spec);
 	if (c->tls_base != NULL)
-		r->curl_url = xasprintf("%s%s", c->tls_base, r->url + strlen(c->base));
+		r->curl_url = ck_xasprintf("%s%s", c->tls_base, r->url + strlen(c->base));
 	if (spec->body != NULL) {
-		r->body = xmalloc(spec->body_len + 1);
+		r->body = ck_xmalloc(spec->body_len + 1);
 		memcpy(r->body, spec->body, spec->body_len);
 		r->body[spec->body_len] = '\0';
 		r->body_len = spec->body_len;
 		r->content_type =
-		    xstrdup(spec->content_type ? spec->content_type : "application/json");
+		    ck_xstrdup(spec->content_type ? spec->content_type : "application/json");
 	}
 	if (dcb != NULL)
 		r->ucb = *dcb;
@@ -1689,17 +1691,17 @@ static kreq_t *request_start(kclient_t *c, const kreq_spec_t *spec, const kdec_c
 	return r;
 }
 
-kreq_t *kclient_request(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
-                        kreq_done_cb done, void *ud, char **err)
+ck_req_t *ck_client_request(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb,
+                        ck_req_done_cb done, void *ud, char **err)
 {
 	if (done == NULL) {
-		err_set(err, "client: request without a done callback");
+		ck_err_set(err, "client: request without a done callback");
 		return NULL;
 	}
 	return request_start(c, spec, dcb, done, ud, NULL, err);
 }
 
-void kreq_cancel(kreq_t *r)
+void ck_req_cancel(ck_req_t *r)
 {
 	if (r == NULL || r->cancelled)
 		return;
@@ -1719,51 +1721,51 @@ void kreq_cancel(kreq_t *r)
 	}
 }
 
-kreq_t *kclient_list(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-                     const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err)
+ck_req_t *ck_client_list(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
+                     const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud, char **err)
 {
-	char *q = klist_opts_query(o, false);
-	kreq_spec_t spec = {.method = "GET", .type = t, .ns = ns, .query = q, .decode = KDEC_LIST};
-	kreq_t *r = kclient_request(c, &spec, dcb, done, ud, err);
+	char *q = ck_list_opts_query(o, false);
+	ck_req_spec_t spec = {.method = "GET", .type = t, .ns = ns, .query = q, .decode = CK_DEC_LIST};
+	ck_req_t *r = ck_client_request(c, &spec, dcb, done, ud, err);
 	free(q);
 	return r;
 }
 
-kreq_t *kclient_watch(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-                      const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err)
+ck_req_t *ck_client_watch(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
+                      const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud, char **err)
 {
-	char *q = klist_opts_query(o, true);
-	kreq_spec_t spec = {.method = "GET",
+	char *q = ck_list_opts_query(o, true);
+	ck_req_spec_t spec = {.method = "GET",
 	                    .type = t,
 	                    .ns = ns,
 	                    .query = q,
-	                    .decode = KDEC_WATCH,
+	                    .decode = CK_DEC_WATCH,
 	                    .is_watch = true};
 	/* The server ends the watch after timeoutSeconds; if it goes silent instead (a
 	 * dead peer behind a proxy), give up a minute later. */
 	if (o != NULL && o->timeout_seconds > 0 && o->timeout_seconds < 24 * 3600)
 		spec.timeout_ms = (uint32_t)(o->timeout_seconds + 60) * 1000u;
-	kreq_t *r = kclient_request(c, &spec, dcb, done, ud, err);
+	ck_req_t *r = ck_client_request(c, &spec, dcb, done, ud, err);
 	free(q);
 	return r;
 }
 
 /* ---------------------------------------------------------------- blocking verbs */
 
-int kclient_get_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                     kresult_t *res)
+int ck_client_get_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                     ck_result_t *res)
 {
-	kreq_spec_t spec = {
-	    .method = "GET", .type = t, .ns = ns, .name = name, .decode = KDEC_OBJECT};
-	return kclient_do_sync(c, &spec, res);
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = t, .ns = ns, .name = name, .decode = CK_DEC_OBJECT};
+	return ck_client_do_sync(c, &spec, res);
 }
 
-static int write_sync(kclient_t *c, const char *method, const ktype_t *t, const char *ns,
+static int write_sync(ck_client_t *c, const char *method, const ck_type_t *t, const char *ns,
                       const char *name, const char *sub, const char *ctype, bool apply,
-                      const char *body, const kwrite_opts_t *o, kresult_t *res)
+                      const char *body, const ck_write_opts_t *o, ck_result_t *res)
 {
-	char *q = kwrite_opts_query(o, apply);
-	kreq_spec_t spec = {.method = method,
+	char *q = ck_write_opts_query(o, apply);
+	ck_req_spec_t spec = {.method = method,
 	                    .type = t,
 	                    .ns = ns,
 	                    .name = name,
@@ -1772,67 +1774,67 @@ static int write_sync(kclient_t *c, const char *method, const ktype_t *t, const 
 	                    .content_type = ctype,
 	                    .body = body ? body : "",
 	                    .body_len = body ? strlen(body) : 0,
-	                    .decode = KDEC_OBJECT};
-	int rc = kclient_do_sync(c, &spec, res);
+	                    .decode = CK_DEC_OBJECT};
+	int rc = ck_client_do_sync(c, &spec, res);
 	free(q);
 	return rc;
 }
 
-int kclient_create_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *body,
-                        const kwrite_opts_t *o, kresult_t *res)
+int ck_client_create_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *body,
+                        const ck_write_opts_t *o, ck_result_t *res)
 {
 	return write_sync(c, "POST", t, ns, NULL, NULL, NULL, false, body, o, res);
 }
 
-int kclient_update_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                        const char *body, const kwrite_opts_t *o, kresult_t *res)
+int ck_client_update_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                        const char *body, const ck_write_opts_t *o, ck_result_t *res)
 {
 	return write_sync(c, "PUT", t, ns, name, NULL, NULL, false, body, o, res);
 }
 
-int kclient_update_status_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                               const char *body, const kwrite_opts_t *o, kresult_t *res)
+int ck_client_update_status_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                               const char *body, const ck_write_opts_t *o, ck_result_t *res)
 {
 	return write_sync(c, "PUT", t, ns, name, "status", NULL, false, body, o, res);
 }
 
-int kclient_patch_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                       kpatch_type_t pt, const char *body, const kwrite_opts_t *o, kresult_t *res)
+int ck_client_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                       ck_patch_type_t pt, const char *body, const ck_write_opts_t *o, ck_result_t *res)
 {
-	return write_sync(c, "PATCH", t, ns, name, NULL, kpatch_content_type(pt),
-	                  pt == KPATCH_APPLY, body, o, res);
+	return write_sync(c, "PATCH", t, ns, name, NULL, ck_patch_content_type(pt),
+	                  pt == CK_PATCH_APPLY, body, o, res);
 }
 
-int kclient_delete_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                        const kdelete_opts_t *o, kresult_t *res)
+int ck_client_delete_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                        const ck_delete_opts_t *o, ck_result_t *res)
 {
-	char *body = o != NULL ? kdelete_opts_body(o) : NULL;
-	kreq_spec_t spec = {.method = "DELETE",
+	char *body = o != NULL ? ck_delete_opts_body(o) : NULL;
+	ck_req_spec_t spec = {.method = "DELETE",
 	                    .type = t,
 	                    .ns = ns,
 	                    .name = name,
 	                    .body = body,
 	                    .body_len = body ? strlen(body) : 0,
 	                    .no_decode = true};
-	int rc = kclient_do_sync(c, &spec, res);
+	int rc = ck_client_do_sync(c, &spec, res);
 	free(body);
 	return rc;
 }
 
 /* list_sync's page collector; runs on the loop thread while the worker waits. */
 typedef struct list_acc {
-	kobj_t **items;
+	ck_obj_t **items;
 	size_t n, cap;
 	char *rv;
 	char *cont;
 } list_acc_t;
 
-static void acc_object(void *ud, kobj_t *obj)
+static void acc_object(void *ud, ck_obj_t *obj)
 {
 	list_acc_t *a = ud;
 	if (a->n == a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 64;
-		a->items = xrealloc(a->items, a->cap * sizeof(*a->items));
+		a->items = ck_xrealloc(a->items, a->cap * sizeof(*a->items));
 	}
 	a->items[a->n++] = obj;
 }
@@ -1842,15 +1844,15 @@ static void acc_meta(void *ud, const char *rv, const char *cont, int64_t remaini
 	list_acc_t *a = ud;
 	free(a->rv);
 	free(a->cont);
-	a->rv = xstrdup(rv ? rv : "");
-	a->cont = xstrdup(cont ? cont : "");
+	a->rv = ck_xstrdup(rv ? rv : "");
+	a->cont = ck_xstrdup(cont ? cont : "");
 }
 
-int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-                      kobj_t ***items, size_t *nitems, char **list_rv, kresult_t *res)
+int ck_client_list_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
+                      ck_obj_t ***items, size_t *nitems, char **list_rv, ck_result_t *res)
 {
-	static const kdec_cb_t acc_cb = {.on_object = acc_object, .on_list_meta = acc_meta};
-	klist_opts_t page = o ? *o : (klist_opts_t){0};
+	static const ck_dec_cb_t acc_cb = {.on_object = acc_object, .on_list_meta = acc_meta};
+	ck_list_opts_t page = o ? *o : (ck_list_opts_t){0};
 	list_acc_t a = {0};
 	char *token = NULL; /* the continue token of the page being asked for */
 	bool restarted = false;
@@ -1858,22 +1860,22 @@ int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klis
 	for (;;) {
 		page.continue_token = token;
 		bool paged = token != NULL;
-		char *q = klist_opts_query(&page, false);
-		kreq_spec_t spec = {
-		    .method = "GET", .type = t, .ns = ns, .query = q, .decode = KDEC_LIST};
-		rc = kclient_do_sync_stream(c, &spec, &acc_cb, &a, res);
+		char *q = ck_list_opts_query(&page, false);
+		ck_req_spec_t spec = {
+		    .method = "GET", .type = t, .ns = ns, .query = q, .decode = CK_DEC_LIST};
+		rc = ck_client_do_sync_stream(c, &spec, &acc_cb, &a, res);
 		free(q);
 		free(token);
 		token = a.cont;
 		a.cont = NULL;
-		if (rc < 0 && kerr_is_gone(res) && paged && !restarted) {
+		if (rc < 0 && ck_err_is_gone(res) && paged && !restarted) {
 			/* The continue token expired: one full list instead of pages. */
 			restarted = true;
 			for (size_t i = 0; i < a.n; i++)
-				kobj_unref(a.items[i]);
+				ck_obj_unref(a.items[i]);
 			a.n = 0;
-			kresult_clear(res);
-			page = o ? *o : (klist_opts_t){0};
+			ck_result_clear(res);
+			page = o ? *o : (ck_list_opts_t){0};
 			page.limit = 0;
 			free(token);
 			token = NULL;
@@ -1881,12 +1883,12 @@ int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klis
 		}
 		if (rc < 0 || token == NULL || token[0] == '\0')
 			break;
-		kresult_clear(res);
+		ck_result_clear(res);
 	}
 	free(token);
 	if (rc < 0) {
 		for (size_t i = 0; i < a.n; i++)
-			kobj_unref(a.items[i]);
+			ck_obj_unref(a.items[i]);
 		free(a.items);
 		a.items = NULL;
 		a.n = 0;
@@ -1894,7 +1896,7 @@ int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klis
 	*items = a.items;
 	*nitems = a.n;
 	if (list_rv != NULL)
-		*list_rv = rc == 0 ? xstrdup(a.rv ? a.rv : "") : NULL;
+		*list_rv = rc == 0 ? ck_xstrdup(a.rv ? a.rv : "") : NULL;
 	free(a.rv);
 	return rc;
 }

@@ -6,18 +6,18 @@
  * with libyaml's document API and its named clusters, users and contexts are
  * collected into one set in which the first file that names an entry wins (the
  * YAML documents stay alive so that entries are just node pointers). Then the
- * chosen context is resolved into a flat kconfig_t: server, TLS settings, static
+ * chosen context is resolved into a flat ck_config_t: server, TLS settings, static
  * credentials read into memory, and the description of what can change over time
- * (a token file, an exec plugin). Nothing in a kconfig_t points back to YAML.
+ * (a token file, an exec plugin). Nothing in a ck_config_t points back to YAML.
  *
- * Credentials that change are produced by kconfig_credentials_peek() and
- * kconfig_exec_run() (kconfig_credentials() is both, blocking), which cache
+ * Credentials that change are produced by ck_config_credentials_peek() and
+ * ck_config_exec_run() (ck_config_credentials() is both, blocking), which cache
  * them and bump a generation number whenever what they return changes, so that
  * the transport knows when to rebuild its TLS handle and headers.
  *
  * A plugin run may take seconds, so it is split from the cache for the client's
- * loop thread, which must never wait: kconfig_credentials_peek() answers from the
- * cache (or says a run is needed), kconfig_exec_run() runs the plugin on whatever
+ * loop thread, which must never wait: ck_config_credentials_peek() answers from the
+ * cache (or says a run is needed), ck_config_exec_run() runs the plugin on whatever
  * thread calls it. Two locks: mu guards the cache and is held only briefly; exec_mu
  * is held for a whole run, so that runs never overlap while peeks go on. A failed
  * run starts a backoff during which peeks fail with its error instead of asking for
@@ -26,7 +26,7 @@
  * Secrets (tokens, keys, passwords, the plugin's stdout) never appear in an error
  * message and are wiped before their memory is freed.
  */
-#include "pkg/kube/config.h"
+#include <ckube/config.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,11 +47,11 @@
 
 #define SA_DIR_DEFAULT "/var/run/secrets/kubernetes.io/serviceaccount"
 /* client-go re-reads token files once a minute (bound service-account tokens rotate). */
-#define TOKEN_REREAD_NS         (60 * NS_PER_SEC)
+#define TOKEN_REREAD_NS         (60 * CK_NS_PER_SEC)
 #define EXEC_TIMEOUT_MS_DEFAULT 30000
 /* After a failed plugin run: no new run for 1 s, doubling per failure up to 30 s. */
-#define EXEC_BACKOFF_MIN_NS (1 * NS_PER_SEC)
-#define EXEC_BACKOFF_MAX_NS (30 * NS_PER_SEC)
+#define EXEC_BACKOFF_MIN_NS (1 * CK_NS_PER_SEC)
+#define EXEC_BACKOFF_MAX_NS (30 * CK_NS_PER_SEC)
 /* How often a plugin run looks at the cancel flag. */
 #define EXEC_CANCEL_POLL_MS 50
 /* A credential is a few KiB; anything much larger is a broken plugin. */
@@ -67,8 +67,8 @@
 #define EXEC_API_V1BETA1    "client.authentication.k8s.io/v1beta1"
 #define EXEC_EXTENSION_NAME "client.authentication.k8s.io/exec"
 
-struct kconfig {
-	/* What kconfig_view() exposes. */
+struct ck_config {
+	/* What ck_config_view() exposes. */
 	char *server;
 	char *source;
 	char *context;
@@ -85,7 +85,7 @@ struct kconfig {
 
 	/* Prefix for credential errors: `kubeconfig /x: user "bob"` or `in-cluster`. */
 	char *where;
-	const clk_t *clock;
+	const ck_clk_t *clock;
 	pthread_mutex_t mu;      /* everything below that changes */
 	pthread_mutex_t exec_mu; /* held for a whole plugin run; taken before mu, never after */
 
@@ -103,7 +103,7 @@ struct kconfig {
 
 	/* An exec plugin and its cached output. */
 	bool has_exec;
-	kexec_config_t exec;
+	ck_exec_config_t exec;
 	char *exec_info; /* KUBERNETES_EXEC_INFO, built once at load */
 	uint32_t exec_timeout_ms;
 	bool exec_cached;
@@ -119,7 +119,7 @@ struct kconfig {
 	uint64_t exec_retry_mono;
 	uint64_t exec_backoff_ns;
 	char *exec_last_err;
-	atomic_bool exec_cancelled; /* kconfig_exec_cancel(): runs stop, for good */
+	atomic_bool exec_cancelled; /* ck_config_exec_cancel(): runs stop, for good */
 
 	unsigned generation; /* 0 while nothing can change */
 };
@@ -147,7 +147,7 @@ static char *mem_dup(const char *p, size_t n)
 {
 	if (p == NULL)
 		return NULL;
-	char *d = xmalloc(n + 1);
+	char *d = ck_xmalloc(n + 1);
 	memcpy(d, p, n);
 	d[n] = '\0';
 	return d;
@@ -162,7 +162,7 @@ static char *dup_trimmed(const char *s, size_t n)
 	}
 	while (n > 0 && is_space(s[n - 1]))
 		n--;
-	return xstrndup(s, n);
+	return ck_xstrndup(s, n);
 }
 
 /* A bearer token goes into an HTTP header: it must not be able to break the header. */
@@ -201,18 +201,18 @@ static char *path_dir(const char *path)
 {
 	const char *slash = path ? strrchr(path, '/') : NULL;
 	if (slash == NULL)
-		return xstrdup(".");
+		return ck_xstrdup(".");
 	if (slash == path)
-		return xstrdup("/");
-	return xstrndup(path, (size_t)(slash - path));
+		return ck_xstrdup("/");
+	return ck_xstrndup(path, (size_t)(slash - path));
 }
 
 /* Returns a new string: p resolved against dir unless it is absolute. */
 static char *path_resolve(const char *dir, const char *p)
 {
 	if (p[0] == '/' || dir == NULL)
-		return xstrdup(p);
-	return xasprintf("%s/%s", dir, p);
+		return ck_xstrdup(p);
+	return ck_xasprintf("%s/%s", dir, p);
 }
 
 static int b64_value(unsigned char ch)
@@ -237,7 +237,7 @@ static int b64_value(unsigned char ch)
 static int b64_decode(const char *in, char **out, size_t *out_len)
 {
 	size_t n = strlen(in);
-	char *buf = xmalloc(n / 4 * 3 + 4);
+	char *buf = ck_xmalloc(n / 4 * 3 + 4);
 	size_t len = 0, quad = 0, pad = 0;
 	uint32_t acc = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -277,7 +277,7 @@ bad:
 	return -1;
 }
 
-static void b64_encode(sbuf_t *b, const unsigned char *p, size_t n)
+static void b64_encode(ck_sbuf_t *b, const unsigned char *p, size_t n)
 {
 	static const char tab[] =
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -289,7 +289,7 @@ static void b64_encode(sbuf_t *b, const unsigned char *p, size_t n)
 			v |= p[i + 2];
 		char q[4] = {tab[v >> 18 & 63], tab[v >> 12 & 63],
 		             i + 1 < n ? tab[v >> 6 & 63] : '=', i + 2 < n ? tab[v & 63] : '='};
-		sbuf_append(b, q, 4);
+		ck_sbuf_append(b, q, 4);
 	}
 }
 
@@ -317,13 +317,13 @@ static char *server_normalize(const char *in, bool tls, char **err)
 {
 	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
 		if (*p <= 0x20 || *p == 0x7f) {
-			err_set(err, "server \"%s\": contains white space or control characters",
+			ck_err_set(err, "server \"%s\": contains white space or control characters",
 			        in);
 			return NULL;
 		}
 	}
 	char *s =
-	    strstr(in, "://") ? xstrdup(in) : xasprintf("%s://%s", tls ? "https" : "http", in);
+	    strstr(in, "://") ? ck_xstrdup(in) : ck_xasprintf("%s://%s", tls ? "https" : "http", in);
 	size_t n = strlen(s);
 	while (n > 0 && s[n - 1] == '/')
 		s[--n] = '\0';
@@ -333,15 +333,15 @@ static char *server_normalize(const char *in, bool tls, char **err)
 	else if (strncasecmp(s, "http://", 7) == 0)
 		host = s + 7;
 	if (host == NULL) {
-		err_set(err, "server \"%s\": scheme must be http or https", in);
+		ck_err_set(err, "server \"%s\": scheme must be http or https", in);
 		goto bad;
 	}
 	if (*host == '\0' || *host == '/') {
-		err_set(err, "server \"%s\": no host", in);
+		ck_err_set(err, "server \"%s\": no host", in);
 		goto bad;
 	}
 	if (strpbrk(s, "?#")) {
-		err_set(err, "server \"%s\": a query or fragment is not allowed", in);
+		ck_err_set(err, "server \"%s\": a query or fragment is not allowed", in);
 		goto bad;
 	}
 	for (char *p = s; p < host; p++) /* lower-case the scheme only */
@@ -365,14 +365,14 @@ static char *token_file_read(const char *path, char **err)
 {
 	char *raw = NULL;
 	size_t len = 0;
-	if (file_read_all(path, &raw, &len, err) < 0)
+	if (ck_file_read_all(path, &raw, &len, err) < 0)
 		return NULL;
 	char *tok = dup_trimmed(raw, len);
 	secret_free(raw, len);
 	if (*tok == '\0') {
-		err_set(err, "%s: the token file is empty", path);
+		ck_err_set(err, "%s: the token file is empty", path);
 	} else if (!token_ok(tok)) {
-		err_set(err, "%s: the token contains control characters", path);
+		ck_err_set(err, "%s: the token contains control characters", path);
 	} else {
 		return tok;
 	}
@@ -389,7 +389,7 @@ static void strv_free(char **v)
 	free(v);
 }
 
-static void exec_config_clear(kexec_config_t *e)
+static void exec_config_clear(ck_exec_config_t *e)
 {
 	free(e->api_version);
 	free(e->command);
@@ -404,10 +404,10 @@ static void exec_config_clear(kexec_config_t *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static kconfig_t *kconfig_new(const kconfig_load_opts_t *o)
+static ck_config_t *kconfig_new(const ck_config_load_opts_t *o)
 {
-	kconfig_t *c = xcalloc(1, sizeof(*c));
-	c->clock = o && o->clock ? o->clock : clk_real();
+	ck_config_t *c = ck_xcalloc(1, sizeof(*c));
+	c->clock = o && o->clock ? o->clock : ck_clk_real();
 	c->exec_timeout_ms = o && o->exec_timeout_ms ? o->exec_timeout_ms : EXEC_TIMEOUT_MS_DEFAULT;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->exec_mu, NULL);
@@ -415,7 +415,7 @@ static kconfig_t *kconfig_new(const kconfig_load_opts_t *o)
 	return c;
 }
 
-void kconfig_free(kconfig_t *c)
+void ck_config_free(ck_config_t *c)
 {
 	if (c == NULL)
 		return;
@@ -524,9 +524,9 @@ static int ystr(yaml_document_t *d, yaml_node_t *m, const char *key, const char 
 	if (node_is_null(n))
 		return 0;
 	if (n->type != YAML_SCALAR_NODE)
-		return err_set(err, "%s%s: expected a string%s", what, key, node_at(n, at));
+		return ck_err_set(err, "%s%s: expected a string%s", what, key, node_at(n, at));
 	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
-		return err_set(err, "%s%s: contains a NUL byte%s", what, key, node_at(n, at));
+		return ck_err_set(err, "%s%s: contains a NUL byte%s", what, key, node_at(n, at));
 	*out = (const char *)n->data.scalar.value;
 	return 0;
 }
@@ -556,7 +556,7 @@ static int ybool(yaml_document_t *d, yaml_node_t *m, const char *key, bool *out,
 		return 0;
 	if (n->type == YAML_SCALAR_NODE) {
 		const char *v = (const char *)n->data.scalar.value;
-		for (size_t i = 0; i < CSC_ARRAY_LEN(yes); i++) {
+		for (size_t i = 0; i < CK_ARRAY_LEN(yes); i++) {
 			if (strcmp(v, yes[i]) == 0) {
 				*out = true;
 				return 0;
@@ -565,7 +565,7 @@ static int ybool(yaml_document_t *d, yaml_node_t *m, const char *key, bool *out,
 				return 0;
 		}
 	}
-	return err_set(err, "%s%s: expected true or false%s", what, key, node_at(n, at));
+	return ck_err_set(err, "%s%s: expected true or false%s", what, key, node_at(n, at));
 }
 
 /* A mapping field: *out NULL when absent or null. */
@@ -578,7 +578,7 @@ static int ymap(yaml_document_t *d, yaml_node_t *m, const char *key, yaml_node_t
 	if (node_is_null(n))
 		return 0;
 	if (n->type != YAML_MAPPING_NODE)
-		return err_set(err, "%s%s: expected a mapping%s", what, key, node_at(n, at));
+		return ck_err_set(err, "%s%s: expected a mapping%s", what, key, node_at(n, at));
 	*out = n;
 	return 0;
 }
@@ -593,7 +593,7 @@ static int yseq(yaml_document_t *d, yaml_node_t *m, const char *key, yaml_node_t
 	if (node_is_null(n))
 		return 0;
 	if (n->type != YAML_SEQUENCE_NODE)
-		return err_set(err, "%s%s: expected a list%s", what, key, node_at(n, at));
+		return ck_err_set(err, "%s%s: expected a list%s", what, key, node_at(n, at));
 	*out = n;
 	return 0;
 }
@@ -647,59 +647,59 @@ static bool json_number_like(const char *s)
  * once b is longer than max_len, which bounds the work for aliases that expand
  * exponentially ("billion laughs": every node visited appends at least one byte).
  */
-static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, sbuf_t *b, size_t max_len, int depth,
+static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, ck_sbuf_t *b, size_t max_len, int depth,
                         char **err)
 {
 	if (depth > YAML_JSON_DEPTH_MAX)
-		return err_set(err, "nested too deeply");
+		return ck_err_set(err, "nested too deeply");
 	if (b->len > max_len)
-		return err_set(err, "larger than %d bytes as JSON", YAML_JSON_LEN_MAX);
+		return ck_err_set(err, "larger than %d bytes as JSON", YAML_JSON_LEN_MAX);
 	switch (n->type) {
 	case YAML_SCALAR_NODE: {
 		const char *v = (const char *)n->data.scalar.value;
 		if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
 			if (node_is_null(n)) {
-				sbuf_puts(b, "null");
+				ck_sbuf_puts(b, "null");
 				return 0;
 			}
 			if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0 ||
 			    json_number_like(v)) {
-				sbuf_puts(b, v);
+				ck_sbuf_puts(b, v);
 				return 0;
 			}
 		}
-		sbuf_put_json_str(b, v);
+		ck_sbuf_put_json_str(b, v);
 		return 0;
 	}
 	case YAML_SEQUENCE_NODE:
-		sbuf_putc(b, '[');
+		ck_sbuf_putc(b, '[');
 		for (size_t i = 0; i < yseq_len(n); i++) {
 			if (i)
-				sbuf_putc(b, ',');
+				ck_sbuf_putc(b, ',');
 			if (yaml_to_json(d, yseq_at(d, n, i), b, max_len, depth + 1, err) < 0)
 				return -1;
 		}
-		sbuf_putc(b, ']');
+		ck_sbuf_putc(b, ']');
 		return 0;
 	case YAML_MAPPING_NODE:
-		sbuf_putc(b, '{');
+		ck_sbuf_putc(b, '{');
 		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
 		     p < n->data.mapping.pairs.top; p++) {
 			yaml_node_t *k = yaml_document_get_node(d, p->key);
 			if (k == NULL || k->type != YAML_SCALAR_NODE)
-				return err_set(err, "a mapping key is not a string");
+				return ck_err_set(err, "a mapping key is not a string");
 			if (p != n->data.mapping.pairs.start)
-				sbuf_putc(b, ',');
-			sbuf_put_json_str(b, (const char *)k->data.scalar.value);
-			sbuf_putc(b, ':');
+				ck_sbuf_putc(b, ',');
+			ck_sbuf_put_json_str(b, (const char *)k->data.scalar.value);
+			ck_sbuf_putc(b, ':');
 			if (yaml_to_json(d, yaml_document_get_node(d, p->value), b, max_len,
 			                 depth + 1, err) < 0)
 				return -1;
 		}
-		sbuf_putc(b, '}');
+		ck_sbuf_putc(b, '}');
 		return 0;
 	default:
-		sbuf_puts(b, "null");
+		ck_sbuf_puts(b, "null");
 		return 0;
 	}
 }
@@ -751,7 +751,7 @@ static int kc_collect(kc_file_t *f, yaml_node_t *root, const char *list, const c
 	for (size_t i = 0; i < yseq_len(seq); i++) {
 		yaml_node_t *item = yseq_at(d, seq, i);
 		if (item == NULL || item->type != YAML_MAPPING_NODE)
-			return err_set(err, "%s[%zu]: expected a mapping%s", list, i,
+			return ck_err_set(err, "%s[%zu]: expected a mapping%s", list, i,
 			               item ? node_at(item, at) : "");
 		char what[64];
 		snprintf(what, sizeof(what), "%s[%zu]: ", list, i);
@@ -761,17 +761,17 @@ static int kc_collect(kc_file_t *f, yaml_node_t *root, const char *list, const c
 		    ymap(d, item, body_key, &body, what, err) < 0)
 			return -1;
 		if (name == NULL || *name == '\0')
-			return err_set(err, "%s[%zu]: name is missing%s", list, i,
+			return ck_err_set(err, "%s[%zu]: name is missing%s", list, i,
 			               node_at(item, at));
 		kc_entry_t *old = kc_list_find(into, name);
 		if (old && old->file == f)
-			return err_set(err, "%s: duplicate name \"%s\"%s", list, name,
+			return ck_err_set(err, "%s: duplicate name \"%s\"%s", list, name,
 			               node_at(item, at));
 		if (old)
 			continue;
 		if (into->n == into->cap) {
 			into->cap = into->cap ? into->cap * 2 : 8;
-			into->v = xrealloc(into->v, into->cap * sizeof(*into->v));
+			into->v = ck_xrealloc(into->v, into->cap * sizeof(*into->v));
 		}
 		into->v[into->n++] = (kc_entry_t){name, body, f};
 	}
@@ -783,30 +783,30 @@ static int kc_set_add_text(kc_set_t *s, const char *text, size_t len, const char
 {
 	int result = -1;
 	yaml_parser_t parser;
-	kc_file_t *f = xcalloc(1, sizeof(*f));
+	kc_file_t *f = ck_xcalloc(1, sizeof(*f));
 	bool have_doc = false;
 	char at[48];
 
-	f->path = xstrdup(path ? path : "<text>");
+	f->path = ck_xstrdup(path ? path : "<text>");
 	f->dir = path ? path_dir(path) : NULL;
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&parser, &f->doc)) {
 		if (parser.context)
-			err_set(err,
+			ck_err_set(err,
 			        "line %zu, column %zu: %s %s (started at line %zu, column %zu)",
 			        parser.problem_mark.line + 1, parser.problem_mark.column + 1,
 			        parser.problem, parser.context, parser.context_mark.line + 1,
 			        parser.context_mark.column + 1);
 		else
-			err_set(err, "line %zu, column %zu: %s", parser.problem_mark.line + 1,
+			ck_err_set(err, "line %zu, column %zu: %s", parser.problem_mark.line + 1,
 			        parser.problem_mark.column + 1,
 			        parser.problem ? parser.problem : "malformed YAML");
 		goto out;
 	}
 	have_doc = true;
 	/* From here the set owns the file and its document. */
-	s->files = xrealloc(s->files, (s->nfiles + 1) * sizeof(*s->files));
+	s->files = ck_xrealloc(s->files, (s->nfiles + 1) * sizeof(*s->files));
 	s->files[s->nfiles++] = f;
 
 	yaml_node_t *root = yaml_document_get_root_node(&f->doc);
@@ -815,7 +815,7 @@ static int kc_set_add_text(kc_set_t *s, const char *text, size_t len, const char
 		goto out;
 	}
 	if (root->type != YAML_MAPPING_NODE) {
-		err_set(err, "expected a mapping at the top level%s", node_at(root, at));
+		ck_err_set(err, "expected a mapping at the top level%s", node_at(root, at));
 		goto out;
 	}
 	const char *cur;
@@ -832,7 +832,7 @@ static int kc_set_add_text(kc_set_t *s, const char *text, size_t len, const char
 	result = 0;
 out:
 	if (result < 0)
-		err_wrap(err, "kubeconfig %s", f->path);
+		ck_err_wrap(err, "kubeconfig %s", f->path);
 	if (!have_doc) {
 		free(f->path);
 		free(f->dir);
@@ -855,9 +855,9 @@ static int kc_set_add_file(kc_set_t *s, const char *path, bool *missing, char **
 		*missing = true;
 		return 0;
 	}
-	if (file_read_all(path, &text, &len, &e) < 0) {
-		/* file_read_all's message already names the path. */
-		err_set(err, "kubeconfig %s", e);
+	if (ck_file_read_all(path, &text, &len, &e) < 0) {
+		/* ck_file_read_all's message already names the path. */
+		ck_err_set(err, "kubeconfig %s", e);
 		free(e);
 		return -1;
 	}
@@ -867,7 +867,7 @@ static int kc_set_add_file(kc_set_t *s, const char *path, bool *missing, char **
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Resolving the chosen context into a kconfig_t                                              */
+/* Resolving the chosen context into a ck_config_t                                              */
 
 /*
  * Reads a "-data" field (base64) or, when absent, the file field resolved against
@@ -884,7 +884,7 @@ static int read_data_or_file(kc_entry_t *e, const char *file_key, const char *da
 		return -1;
 	if (data) {
 		if (b64_decode(data, out, out_len) < 0)
-			return err_set(err, "%s: invalid base64", data_key);
+			return ck_err_set(err, "%s: invalid base64", data_key);
 		if (*out_len == 0) {
 			free(*out);
 			*out = NULL;
@@ -893,15 +893,15 @@ static int read_data_or_file(kc_entry_t *e, const char *file_key, const char *da
 	}
 	if (file) {
 		char *p = path_resolve(e->file->dir, file);
-		int r = file_read_all(p, out, out_len, err);
+		int r = ck_file_read_all(p, out, out_len, err);
 		free(p);
 		if (r < 0)
-			return err_wrap(err, "%s", file_key);
+			return ck_err_wrap(err, "%s", file_key);
 	}
 	return 0;
 }
 
-static int resolve_cluster(kconfig_t *c, kc_entry_t *e, yaml_node_t **exec_ext, char **err)
+static int resolve_cluster(ck_config_t *c, kc_entry_t *e, yaml_node_t **exec_ext, char **err)
 {
 	yaml_document_t *d = &e->file->doc;
 	const char *server, *tsn, *proxy;
@@ -916,14 +916,14 @@ static int resolve_cluster(kconfig_t *c, kc_entry_t *e, yaml_node_t **exec_ext, 
 	                      &c->ca_len, err) < 0)
 		return -1;
 	if (c->insecure && c->ca_pem)
-		return err_set(err, "insecure-skip-tls-verify cannot be used together with "
+		return ck_err_set(err, "insecure-skip-tls-verify cannot be used together with "
 		                    "certificate-authority or certificate-authority-data");
 	if (proxy && !proxy_url_ok(proxy))
-		return err_set(err, "proxy-url \"%s\": scheme must be http, https or socks5",
+		return ck_err_set(err, "proxy-url \"%s\": scheme must be http, https or socks5",
 		               proxy);
-	c->server = xstrdup(server);
-	c->tls_server_name = xstrdup(tsn);
-	c->proxy_url = xstrdup(proxy);
+	c->server = ck_xstrdup(server);
+	c->tls_server_name = ck_xstrdup(tsn);
+	c->proxy_url = ck_xstrdup(proxy);
 	*exec_ext = NULL;
 	for (size_t i = 0; i < yseq_len(exts); i++) {
 		yaml_node_t *x = yseq_at(d, exts, i);
@@ -938,10 +938,10 @@ static int resolve_cluster(kconfig_t *c, kc_entry_t *e, yaml_node_t **exec_ext, 
 	return 0;
 }
 
-static int resolve_exec(kconfig_t *c, kc_entry_t *e, yaml_node_t *x, char **err)
+static int resolve_exec(ck_config_t *c, kc_entry_t *e, yaml_node_t *x, char **err)
 {
 	yaml_document_t *d = &e->file->doc;
-	kexec_config_t *ex = &c->exec;
+	ck_exec_config_t *ex = &c->exec;
 	const char *api, *cmd, *hint, *mode;
 	yaml_node_t *args, *env;
 	if (ystr_ne(d, x, "apiVersion", &api, "exec: ", err) < 0 ||
@@ -953,60 +953,60 @@ static int resolve_exec(kconfig_t *c, kc_entry_t *e, yaml_node_t *x, char **err)
 	    yseq(d, x, "env", &env, "exec: ", err) < 0)
 		return -1;
 	if (cmd == NULL)
-		return err_set(err, "exec: command is not set");
+		return ck_err_set(err, "exec: command is not set");
 	if (api == NULL)
-		return err_set(err, "exec: apiVersion is not set");
+		return ck_err_set(err, "exec: apiVersion is not set");
 	if (strcmp(api, EXEC_API_V1) != 0 && strcmp(api, EXEC_API_V1BETA1) != 0)
-		return err_set(err, "exec: apiVersion \"%s\" is not supported (use %s or %s)", api,
+		return ck_err_set(err, "exec: apiVersion \"%s\" is not supported (use %s or %s)", api,
 		               EXEC_API_V1, EXEC_API_V1BETA1);
 	if (mode == NULL && strcmp(api, EXEC_API_V1) == 0)
-		return err_set(err, "exec: interactiveMode must be set for %s", EXEC_API_V1);
+		return ck_err_set(err, "exec: interactiveMode must be set for %s", EXEC_API_V1);
 	if (mode && strcmp(mode, "Never") != 0 && strcmp(mode, "IfAvailable") != 0 &&
 	    strcmp(mode, "Always") != 0)
-		return err_set(
+		return ck_err_set(
 		    err, "exec: interactiveMode \"%s\" is invalid (Never, IfAvailable, Always)",
 		    mode);
 	/* We never give the plugin a terminal: it runs under a daemon's loop. */
 	if (mode && strcmp(mode, "Always") == 0)
-		return err_set(err, "exec: interactiveMode Always needs a terminal, and plugins "
+		return ck_err_set(err, "exec: interactiveMode Always needs a terminal, and plugins "
 		                    "here never get one");
-	ex->api_version = xstrdup(api);
+	ex->api_version = ck_xstrdup(api);
 	/* Like client-go: a command with a slash is a path relative to the kubeconfig's
 	 * folder; a bare name is looked up in PATH. */
-	ex->command = strchr(cmd, '/') ? path_resolve(e->file->dir, cmd) : xstrdup(cmd);
-	ex->install_hint = xstrdup(hint);
-	ex->interactive_mode = xstrdup(mode ? mode : "IfAvailable");
+	ex->command = strchr(cmd, '/') ? path_resolve(e->file->dir, cmd) : ck_xstrdup(cmd);
+	ex->install_hint = ck_xstrdup(hint);
+	ex->interactive_mode = ck_xstrdup(mode ? mode : "IfAvailable");
 	size_t na = yseq_len(args), ne = yseq_len(env);
-	ex->args = xcalloc(na + 1, sizeof(char *));
+	ex->args = ck_xcalloc(na + 1, sizeof(char *));
 	for (size_t i = 0; i < na; i++) {
 		yaml_node_t *a = yseq_at(d, args, i);
 		char at[48];
 		if (a == NULL || a->type != YAML_SCALAR_NODE ||
 		    strlen((const char *)a->data.scalar.value) != a->data.scalar.length)
-			return err_set(err, "exec: args[%zu]: expected a string%s", i,
+			return ck_err_set(err, "exec: args[%zu]: expected a string%s", i,
 			               a ? node_at(a, at) : "");
-		ex->args[i] = xstrdup((const char *)a->data.scalar.value);
+		ex->args[i] = ck_xstrdup((const char *)a->data.scalar.value);
 	}
-	ex->env = xcalloc(ne + 1, sizeof(char *));
+	ex->env = ck_xcalloc(ne + 1, sizeof(char *));
 	for (size_t i = 0; i < ne; i++) {
 		yaml_node_t *v = yseq_at(d, env, i);
 		char what[48];
 		const char *name, *value;
 		snprintf(what, sizeof(what), "exec: env[%zu]: ", i);
 		if (v == NULL || v->type != YAML_MAPPING_NODE)
-			return err_set(err, "%sexpected a mapping with name and value", what);
+			return ck_err_set(err, "%sexpected a mapping with name and value", what);
 		if (ystr(d, v, "name", &name, what, err) < 0 ||
 		    ystr(d, v, "value", &value, what, err) < 0)
 			return -1;
 		if (name == NULL || *name == '\0' || strchr(name, '='))
-			return err_set(err, "%sname is missing or invalid", what);
-		ex->env[i] = xasprintf("%s=%s", name, value ? value : "");
+			return ck_err_set(err, "%sname is missing or invalid", what);
+		ex->env[i] = ck_xasprintf("%s=%s", name, value ? value : "");
 	}
 	c->has_exec = true;
 	return 0;
 }
 
-static int resolve_user(kconfig_t *c, kc_entry_t *e, char **err)
+static int resolve_user(ck_config_t *c, kc_entry_t *e, char **err)
 {
 	yaml_document_t *d = &e->file->doc;
 	const char *token, *token_file, *user, *pass, *as;
@@ -1021,45 +1021,45 @@ static int resolve_user(kconfig_t *c, kc_entry_t *e, char **err)
 	    ymap(d, e->body, "auth-provider", &ap, "", err) < 0)
 		return -1;
 	if (exec && ap)
-		return err_set(err, "exec and auth-provider cannot be used together");
+		return ck_err_set(err, "exec and auth-provider cannot be used together");
 	if (ap) {
 		const char *name;
 		if (ystr(d, ap, "name", &name, "auth-provider: ", err) < 0)
 			return -1;
-		return err_set(err, "auth-provider \"%s\" is not supported (use an exec plugin)",
+		return ck_err_set(err, "auth-provider \"%s\" is not supported (use an exec plugin)",
 		               name ? name : "");
 	}
 	/* Silently ignoring impersonation would act with the caller's own rights. */
 	if (as || groups || ymap_get(d, e->body, "as-uid") || ymap_get(d, e->body, "as-user-extra"))
-		return err_set(err, "impersonation (as, as-groups, as-uid, as-user-extra) is not "
+		return ck_err_set(err, "impersonation (as, as-groups, as-uid, as-user-extra) is not "
 		                    "supported");
 	if ((token || token_file) && (user || pass))
-		return err_set(err, "more than one authentication method: token and "
+		return ck_err_set(err, "more than one authentication method: token and "
 		                    "username/password");
 	if (token && !token_ok(token))
-		return err_set(err, "token: contains control characters");
+		return ck_err_set(err, "token: contains control characters");
 	if (read_data_or_file(e, "client-certificate", "client-certificate-data", &c->cert_pem,
 	                      &c->cert_len, err) < 0 ||
 	    read_data_or_file(e, "client-key", "client-key-data", &c->key_pem, &c->key_len, err) <
 	        0)
 		return -1;
 	if (c->cert_pem && !c->key_pem)
-		return err_set(err, "client-certificate is set but client-key and client-key-data "
+		return ck_err_set(err, "client-certificate is set but client-key and client-key-data "
 		                    "are not");
 	if (c->key_pem && !c->cert_pem)
-		return err_set(err, "client-key is set but client-certificate and "
+		return ck_err_set(err, "client-key is set but client-certificate and "
 		                    "client-certificate-data are not");
-	c->username = xstrdup(user);
-	c->password = xstrdup(pass);
+	c->username = ck_xstrdup(user);
+	c->password = ck_xstrdup(pass);
 	if (token) {
 		/* token wins over tokenFile */
-		c->token = xstrdup(token);
+		c->token = ck_xstrdup(token);
 	} else if (token_file) {
 		c->token_path = path_resolve(e->file->dir, token_file);
 		c->file_token = token_file_read(c->token_path, err);
 		if (c->file_token == NULL)
-			return err_wrap(err, "tokenFile");
-		c->file_read_mono = clk_mono_ns(c->clock);
+			return ck_err_wrap(err, "tokenFile");
+		c->file_read_mono = ck_clk_mono_ns(c->clock);
 	}
 	if (exec && resolve_exec(c, e, exec, err) < 0)
 		return -1;
@@ -1067,62 +1067,62 @@ static int resolve_user(kconfig_t *c, kc_entry_t *e, char **err)
 }
 
 /* Builds KUBERNETES_EXEC_INFO once: the cluster part does not change after load. */
-static int build_exec_info(kconfig_t *c, kc_entry_t *cluster, yaml_node_t *ext, char **err)
+static int build_exec_info(ck_config_t *c, kc_entry_t *cluster, yaml_node_t *ext, char **err)
 {
-	sbuf_t b = SBUF_INIT;
-	sbuf_puts(&b, "KUBERNETES_EXEC_INFO={\"apiVersion\":");
-	sbuf_put_json_str(&b, c->exec.api_version);
-	sbuf_puts(&b, ",\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false");
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b, "KUBERNETES_EXEC_INFO={\"apiVersion\":");
+	ck_sbuf_put_json_str(&b, c->exec.api_version);
+	ck_sbuf_puts(&b, ",\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false");
 	if (c->exec.provide_cluster_info) {
-		sbuf_puts(&b, ",\"cluster\":{\"server\":");
-		sbuf_put_json_str(&b, c->server);
+		ck_sbuf_puts(&b, ",\"cluster\":{\"server\":");
+		ck_sbuf_put_json_str(&b, c->server);
 		if (c->tls_server_name) {
-			sbuf_puts(&b, ",\"tls-server-name\":");
-			sbuf_put_json_str(&b, c->tls_server_name);
+			ck_sbuf_puts(&b, ",\"tls-server-name\":");
+			ck_sbuf_put_json_str(&b, c->tls_server_name);
 		}
 		if (c->insecure)
-			sbuf_puts(&b, ",\"insecure-skip-tls-verify\":true");
+			ck_sbuf_puts(&b, ",\"insecure-skip-tls-verify\":true");
 		if (c->ca_pem) {
-			sbuf_puts(&b, ",\"certificate-authority-data\":\"");
+			ck_sbuf_puts(&b, ",\"certificate-authority-data\":\"");
 			b64_encode(&b, (const unsigned char *)c->ca_pem, c->ca_len);
-			sbuf_putc(&b, '"');
+			ck_sbuf_putc(&b, '"');
 		}
 		if (c->proxy_url) {
-			sbuf_puts(&b, ",\"proxy-url\":");
-			sbuf_put_json_str(&b, c->proxy_url);
+			ck_sbuf_puts(&b, ",\"proxy-url\":");
+			ck_sbuf_put_json_str(&b, c->proxy_url);
 		}
 		if (ext && cluster && !node_is_null(ext)) {
-			sbuf_puts(&b, ",\"config\":");
+			ck_sbuf_puts(&b, ",\"config\":");
 			size_t max = b.len + YAML_JSON_LEN_MAX;
 			int r = yaml_to_json(&cluster->file->doc, ext, &b, max, 0, err);
 			if (r == 0 && b.len > max) /* the last scalar went over */
-				r = err_set(err, "larger than %d bytes as JSON", YAML_JSON_LEN_MAX);
+				r = ck_err_set(err, "larger than %d bytes as JSON", YAML_JSON_LEN_MAX);
 			if (r < 0) {
-				sbuf_free(&b);
-				return err_wrap(err, "cluster \"%s\": extensions: %s",
+				ck_sbuf_free(&b);
+				return ck_err_wrap(err, "cluster \"%s\": extensions: %s",
 				                cluster->name, EXEC_EXTENSION_NAME);
 			}
 		}
-		sbuf_putc(&b, '}');
+		ck_sbuf_putc(&b, '}');
 	}
-	sbuf_puts(&b, "}}");
-	c->exec_info = sbuf_steal(&b);
+	ck_sbuf_puts(&b, "}}");
+	c->exec_info = ck_sbuf_steal(&b);
 	return 0;
 }
 
 /* Normalizes the server and finishes a config; where names the source for messages. */
-static int finish_server(kconfig_t *c, const char *master, const char *where, char **err)
+static int finish_server(ck_config_t *c, const char *master, const char *where, char **err)
 {
 	if (master && *master) {
 		free(c->server);
-		c->server = xstrdup(master);
+		c->server = ck_xstrdup(master);
 	}
 	if (c->server == NULL)
-		return err_set(err, "%s: server is not set", where);
+		return ck_err_set(err, "%s: server is not set", where);
 	bool tls = c->ca_pem || c->cert_pem || c->insecure;
 	char *s = server_normalize(c->server, tls, err);
 	if (s == NULL)
-		return err_wrap(err, "%s", master && *master ? "--master" : where);
+		return ck_err_wrap(err, "%s", master && *master ? "--master" : where);
 	free(c->server);
 	c->server = s;
 	return 0;
@@ -1131,36 +1131,36 @@ static int finish_server(kconfig_t *c, const char *master, const char *where, ch
 /* Returns "kubeconfig a:b:c" for messages and the view's source. */
 static char *kc_set_source(const kc_set_t *s)
 {
-	sbuf_t b = SBUF_INIT;
-	sbuf_puts(&b, "kubeconfig ");
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b, "kubeconfig ");
 	for (size_t i = 0; i < s->nfiles; i++) {
 		if (i)
-			sbuf_putc(&b, ':');
-		sbuf_puts(&b, s->files[i]->path);
+			ck_sbuf_putc(&b, ':');
+		ck_sbuf_puts(&b, s->files[i]->path);
 	}
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 /* A config with only a server and no credentials (--master and nothing else). */
-static kconfig_t *master_only(const kconfig_load_opts_t *o, const char *source, char **err)
+static ck_config_t *master_only(const ck_config_load_opts_t *o, const char *source, char **err)
 {
-	kconfig_t *c = kconfig_new(o);
-	c->source = xstrdup(source);
-	c->context = xstrdup("");
-	c->cluster = xstrdup("");
-	c->user = xstrdup("");
-	c->namespace = xstrdup("");
-	c->where = xstrdup(source);
+	ck_config_t *c = kconfig_new(o);
+	c->source = ck_xstrdup(source);
+	c->context = ck_xstrdup("");
+	c->cluster = ck_xstrdup("");
+	c->user = ck_xstrdup("");
+	c->namespace = ck_xstrdup("");
+	c->where = ck_xstrdup(source);
 	if (finish_server(c, o->master, source, err) < 0) {
-		kconfig_free(c);
+		ck_config_free(c);
 		return NULL;
 	}
 	return c;
 }
 
-static kconfig_t *kc_set_resolve(kc_set_t *s, const kconfig_load_opts_t *o, char **err)
+static ck_config_t *kc_set_resolve(kc_set_t *s, const ck_config_load_opts_t *o, char **err)
 {
-	kconfig_t *c = NULL;
+	ck_config_t *c = NULL;
 	char *source = kc_set_source(s);
 	bool override = o->context && *o->context;
 	const char *ctx_name = override ? o->context : s->current;
@@ -1172,15 +1172,15 @@ static kconfig_t *kc_set_resolve(kc_set_t *s, const kconfig_load_opts_t *o, char
 			c = master_only(o, source, err);
 			goto out;
 		}
-		err_set(err, "%s: current-context is not set and no context was given", source);
+		ck_err_set(err, "%s: current-context is not set and no context was given", source);
 		goto out;
 	}
 	ctx = kc_list_find(&s->contexts, ctx_name);
 	if (ctx == NULL) {
 		if (override)
-			err_set(err, "%s: context \"%s\" not found", source, ctx_name);
+			ck_err_set(err, "%s: context \"%s\" not found", source, ctx_name);
 		else
-			err_set(err, "kubeconfig %s: current-context: context \"%s\" not found",
+			ck_err_set(err, "kubeconfig %s: current-context: context \"%s\" not found",
 			        s->current_file->path, ctx_name);
 		goto out;
 	}
@@ -1191,53 +1191,53 @@ static kconfig_t *kc_set_resolve(kc_set_t *s, const kconfig_load_opts_t *o, char
 	    ystr_ne(d, ctx->body, "namespace", &ns, "", err) < 0)
 		goto ctx_err;
 	if (ns && !dns_label_ok(ns)) {
-		err_set(err, "namespace \"%s\" is not a valid namespace name", ns);
+		ck_err_set(err, "namespace \"%s\" is not a valid namespace name", ns);
 		goto ctx_err;
 	}
 	if (cl_name) {
 		cl = kc_list_find(&s->clusters, cl_name);
 		if (cl == NULL) {
-			err_set(err, "cluster \"%s\" not found", cl_name);
+			ck_err_set(err, "cluster \"%s\" not found", cl_name);
 			goto ctx_err;
 		}
 	} else if (!(o->master && *o->master)) {
-		err_set(err, "cluster is not set");
+		ck_err_set(err, "cluster is not set");
 		goto ctx_err;
 	}
 	if (us_name) {
 		us = kc_list_find(&s->users, us_name);
 		if (us == NULL) {
-			err_set(err, "user \"%s\" not found", us_name);
+			ck_err_set(err, "user \"%s\" not found", us_name);
 			goto ctx_err;
 		}
 	}
 
 	c = kconfig_new(o);
-	c->source = xstrdup(source);
-	c->context = xstrdup(ctx_name);
-	c->cluster = xstrdup(cl_name ? cl_name : "");
-	c->user = xstrdup(us_name ? us_name : "");
-	c->namespace = xstrdup(ns ? ns : "");
+	c->source = ck_xstrdup(source);
+	c->context = ck_xstrdup(ctx_name);
+	c->cluster = ck_xstrdup(cl_name ? cl_name : "");
+	c->user = ck_xstrdup(us_name ? us_name : "");
+	c->namespace = ck_xstrdup(ns ? ns : "");
 	if (us)
-		c->where = xasprintf("kubeconfig %s: user \"%s\"", us->file->path, us->name);
+		c->where = ck_xasprintf("kubeconfig %s: user \"%s\"", us->file->path, us->name);
 	else
-		c->where = xasprintf("kubeconfig %s: context \"%s\"", ctx->file->path, ctx_name);
+		c->where = ck_xasprintf("kubeconfig %s: context \"%s\"", ctx->file->path, ctx_name);
 	if (cl && resolve_cluster(c, cl, &exec_ext, err) < 0) {
-		err_wrap(err, "kubeconfig %s: cluster \"%s\"", cl->file->path, cl->name);
+		ck_err_wrap(err, "kubeconfig %s: cluster \"%s\"", cl->file->path, cl->name);
 		goto fail;
 	}
 	if (us && resolve_user(c, us, err) < 0) {
-		err_wrap(err, "%s", c->where);
+		ck_err_wrap(err, "%s", c->where);
 		goto fail;
 	}
-	char *cl_where = cl ? xasprintf("kubeconfig %s: cluster \"%s\"", cl->file->path, cl->name)
-	                    : xstrdup(source);
+	char *cl_where = cl ? ck_xasprintf("kubeconfig %s: cluster \"%s\"", cl->file->path, cl->name)
+	                    : ck_xstrdup(source);
 	int r = finish_server(c, o->master, cl_where, err);
 	free(cl_where);
 	if (r < 0)
 		goto fail;
 	if (c->has_exec && build_exec_info(c, cl, exec_ext, err) < 0) {
-		err_wrap(err, "kubeconfig %s", cl->file->path);
+		ck_err_wrap(err, "kubeconfig %s", cl->file->path);
 		goto fail;
 	}
 	if (c->token_path || c->has_exec)
@@ -1245,10 +1245,10 @@ static kconfig_t *kc_set_resolve(kc_set_t *s, const kconfig_load_opts_t *o, char
 	goto out;
 
 ctx_err:
-	err_wrap(err, "kubeconfig %s: context \"%s\"", ctx->file->path, ctx_name);
+	ck_err_wrap(err, "kubeconfig %s: context \"%s\"", ctx->file->path, ctx_name);
 	goto out;
 fail:
-	kconfig_free(c);
+	ck_config_free(c);
 	c = NULL;
 out:
 	free(source);
@@ -1258,7 +1258,7 @@ out:
 /* ------------------------------------------------------------------------------------------ */
 /* In-cluster                                                                                 */
 
-static const char *sa_dir_of(const kconfig_load_opts_t *o)
+static const char *sa_dir_of(const ck_config_load_opts_t *o)
 {
 	if (o->sa_dir && *o->sa_dir)
 		return o->sa_dir;
@@ -1267,48 +1267,48 @@ static const char *sa_dir_of(const kconfig_load_opts_t *o)
 }
 
 /* Like client-go's "possible": both variables set and a token file present. */
-static bool in_cluster_possible(const kconfig_load_opts_t *o)
+static bool in_cluster_possible(const ck_config_load_opts_t *o)
 {
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	if (host == NULL || *host == '\0' || port == NULL || *port == '\0')
 		return false;
-	char *tok = xasprintf("%s/token", sa_dir_of(o));
+	char *tok = ck_xasprintf("%s/token", sa_dir_of(o));
 	struct stat st;
 	bool ok = stat(tok, &st) == 0;
 	free(tok);
 	return ok;
 }
 
-static kconfig_t *in_cluster_load(const kconfig_load_opts_t *o, char **err)
+static ck_config_t *in_cluster_load(const ck_config_load_opts_t *o, char **err)
 {
 	const char *dir = sa_dir_of(o);
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
-	kconfig_t *c = kconfig_new(o);
+	ck_config_t *c = kconfig_new(o);
 	char *p = NULL;
-	c->source = xstrdup("in-cluster");
-	c->where = xstrdup("in-cluster");
-	c->context = xstrdup("");
-	c->cluster = xstrdup("");
-	c->user = xstrdup("");
+	c->source = ck_xstrdup("in-cluster");
+	c->where = ck_xstrdup("in-cluster");
+	c->context = ck_xstrdup("");
+	c->cluster = ck_xstrdup("");
+	c->user = ck_xstrdup("");
 	/* IPv6 literals need brackets in a URL. */
 	if (strchr(host, ':') && host[0] != '[')
-		c->server = xasprintf("https://[%s]:%s", host, port);
+		c->server = ck_xasprintf("https://[%s]:%s", host, port);
 	else
-		c->server = xasprintf("https://%s:%s", host, port);
+		c->server = ck_xasprintf("https://%s:%s", host, port);
 
-	c->token_path = xasprintf("%s/token", dir);
+	c->token_path = ck_xasprintf("%s/token", dir);
 	c->file_token = token_file_read(c->token_path, err);
 	if (c->file_token == NULL)
 		goto fail;
-	c->file_read_mono = clk_mono_ns(c->clock);
+	c->file_read_mono = ck_clk_mono_ns(c->clock);
 	c->generation = 1;
 
 	/* client-go only logs a missing CA and falls back to the system roots, which can
 	 * never verify the cluster's own CA; failing here is clearer. */
-	p = xasprintf("%s/ca.crt", dir);
-	if (file_read_all(p, &c->ca_pem, &c->ca_len, err) < 0)
+	p = ck_xasprintf("%s/ca.crt", dir);
+	if (ck_file_read_all(p, &c->ca_pem, &c->ca_len, err) < 0)
 		goto fail;
 	free(p);
 	p = NULL;
@@ -1316,16 +1316,16 @@ static kconfig_t *in_cluster_load(const kconfig_load_opts_t *o, char **err)
 	/* The namespace: $POD_NAMESPACE (as client-go), else the file, else "". */
 	const char *pod_ns = getenv("POD_NAMESPACE");
 	if (pod_ns && *pod_ns) {
-		c->namespace = xstrdup(pod_ns);
+		c->namespace = ck_xstrdup(pod_ns);
 	} else {
 		char *ns = NULL;
 		size_t len = 0;
-		p = xasprintf("%s/namespace", dir);
-		if (file_read_all(p, &ns, &len, NULL) == 0) {
+		p = ck_xasprintf("%s/namespace", dir);
+		if (ck_file_read_all(p, &ns, &len, NULL) == 0) {
 			c->namespace = dup_trimmed(ns, len);
 			free(ns);
 		} else {
-			c->namespace = xstrdup("");
+			c->namespace = ck_xstrdup("");
 		}
 		free(p);
 	}
@@ -1335,21 +1335,21 @@ static kconfig_t *in_cluster_load(const kconfig_load_opts_t *o, char **err)
 	return c;
 fail:
 	free(p);
-	err_wrap(err, "in-cluster");
-	kconfig_free(c);
+	ck_err_wrap(err, "in-cluster");
+	ck_config_free(c);
 	return NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Loading                                                                                    */
 
-kconfig_t *kconfig_load_text(const char *text, size_t len, const char *path,
-                             const kconfig_load_opts_t *opts, char **err)
+ck_config_t *ck_config_load_text(const char *text, size_t len, const char *path,
+                             const ck_config_load_opts_t *opts, char **err)
 {
-	kconfig_load_opts_t none = {0};
-	const kconfig_load_opts_t *o = opts ? opts : &none;
+	ck_config_load_opts_t none = {0};
+	const ck_config_load_opts_t *o = opts ? opts : &none;
 	kc_set_t s = {0};
-	kconfig_t *c = NULL;
+	ck_config_t *c = NULL;
 	if (kc_set_add_text(&s, text, len, path, err) == 0)
 		c = kc_set_resolve(&s, o, err);
 	kc_set_free(&s);
@@ -1359,7 +1359,7 @@ kconfig_t *kconfig_load_text(const char *text, size_t len, const char *path,
 /* Adds every existing file of $KUBECONFIG; *found counts them. */
 static int load_env_list(kc_set_t *s, const char *list, size_t *found, char **err)
 {
-	char *copy = xstrdup(list);
+	char *copy = ck_xstrdup(list);
 	char *save = NULL;
 	int result = 0;
 	*found = 0;
@@ -1380,12 +1380,12 @@ static int load_env_list(kc_set_t *s, const char *list, size_t *found, char **er
 	return result;
 }
 
-kconfig_t *kconfig_load(const kconfig_load_opts_t *opts, char **err)
+ck_config_t *ck_config_load(const ck_config_load_opts_t *opts, char **err)
 {
-	kconfig_load_opts_t none = {0};
-	const kconfig_load_opts_t *o = opts ? opts : &none;
+	ck_config_load_opts_t none = {0};
+	const ck_config_load_opts_t *o = opts ? opts : &none;
 	kc_set_t s = {0};
-	kconfig_t *c = NULL;
+	ck_config_t *c = NULL;
 	bool have_master = o->master && *o->master;
 	char *home_cfg = NULL;
 
@@ -1412,7 +1412,7 @@ kconfig_t *kconfig_load(const kconfig_load_opts_t *opts, char **err)
 		} else if (have_master) {
 			c = master_only(o, "--master", err);
 		} else {
-			err_set(err,
+			ck_err_set(err,
 			        "no configuration: %s in $KUBECONFIG (%s), and not running in a "
 			        "cluster (KUBERNETES_SERVICE_HOST/PORT or %s/token missing)",
 			        found ? "only empty files" : "no existing file", env, sa_dir_of(o));
@@ -1430,7 +1430,7 @@ kconfig_t *kconfig_load(const kconfig_load_opts_t *opts, char **err)
 	const char *home = getenv("HOME");
 	if (home && *home) {
 		bool missing;
-		home_cfg = xasprintf("%s/.kube/config", home);
+		home_cfg = ck_xasprintf("%s/.kube/config", home);
 		if (kc_set_add_file(&s, home_cfg, &missing, err) < 0)
 			goto out;
 		if (!kc_set_empty(&s)) {
@@ -1444,7 +1444,7 @@ kconfig_t *kconfig_load(const kconfig_load_opts_t *opts, char **err)
 		c = master_only(o, "--master", err);
 		goto out;
 	}
-	err_set(err,
+	ck_err_set(err,
 	        "no configuration: no --kubeconfig, $KUBECONFIG unset, not running in a cluster "
 	        "(KUBERNETES_SERVICE_HOST/PORT or %s/token missing), and %s %s",
 	        sa_dir_of(o), home_cfg ? home_cfg : "$HOME/.kube/config ($HOME unset)",
@@ -1455,7 +1455,7 @@ out:
 	return c;
 }
 
-void kconfig_view(const kconfig_t *c, struct kconfig_view *v)
+void ck_config_view(const ck_config_t *c, struct ck_config_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->server = c->server;
@@ -1478,12 +1478,12 @@ void kconfig_view(const kconfig_t *c, struct kconfig_view *v)
 /* Exec credential plugins                                                                    */
 
 /* The first line of the plugin's stderr, shortened and stripped of control characters. */
-static char *first_line(const sbuf_t *b)
+static char *first_line(const ck_sbuf_t *b)
 {
 	size_t n = 0;
 	while (n < b->len && n < EXEC_STDERR_LINE_MAX && b->data[n] != '\n' && b->data[n] != '\r')
 		n++;
-	char *s = xstrndup(b->data ? b->data : "", n);
+	char *s = ck_xstrndup(b->data ? b->data : "", n);
 	for (char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
@@ -1492,14 +1492,14 @@ static char *first_line(const sbuf_t *b)
 
 /* The child's environment: ours, minus what the plugin config and KUBERNETES_EXEC_INFO
  * set, plus those. Pointers are borrowed; free only the array. */
-static char **exec_envp(const kconfig_t *c)
+static char **exec_envp(const ck_config_t *c)
 {
 	size_t n = 0, ne = 0;
 	while (environ && environ[n])
 		n++;
 	while (c->exec.env[ne])
 		ne++;
-	char **v = xcalloc(n + ne + 2, sizeof(char *));
+	char **v = ck_xcalloc(n + ne + 2, sizeof(char *));
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(environ[i], '=');
@@ -1520,7 +1520,7 @@ static char **exec_envp(const kconfig_t *c)
 
 static uint64_t mono_now(void)
 {
-	return clk_mono_ns(clk_real());
+	return ck_clk_mono_ns(ck_clk_real());
 }
 
 /*
@@ -1530,7 +1530,7 @@ static uint64_t mono_now(void)
  * cancel flag), so it runs without c->mu. Returns 0 with its stdout in *out, or -1
  * with *err (never the output).
  */
-static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
+static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
 {
 	int result = -1;
 	int po[2] = {-1, -1}, pe[2] = {-1, -1};
@@ -1542,25 +1542,25 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	pid_t pid = -1;
 	int status = 0;
 	bool status_known = false;
-	sbuf_t eb = SBUF_INIT;
+	ck_sbuf_t eb = CK_SBUF_INIT;
 	const char *cmd = c->exec.command;
 	const char *hint = c->exec.install_hint;
 
 	size_t na = 0;
 	while (c->exec.args[na])
 		na++;
-	argv = xcalloc(na + 2, sizeof(char *));
+	argv = ck_xcalloc(na + 2, sizeof(char *));
 	argv[0] = c->exec.command;
 	for (size_t i = 0; i < na; i++)
 		argv[i + 1] = c->exec.args[i];
 	envp = exec_envp(c);
 
 	if (atomic_load(&c->exec_cancelled)) {
-		err_set(err, "exec plugin \"%s\": cancelled", cmd);
+		ck_err_set(err, "exec plugin \"%s\": cancelled", cmd);
 		goto out;
 	}
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-		err_set(err, "exec plugin \"%s\": pipe: %s", cmd, strerror(errno));
+		ck_err_set(err, "exec plugin \"%s\": pipe: %s", cmd, strerror(errno));
 		goto out;
 	}
 	posix_spawn_file_actions_init(&fa);
@@ -1577,7 +1577,7 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	sigemptyset(&def);
 	int defsigs[] = {SIGPIPE, SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
 	                 SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(defsigs); i++)
+	for (size_t i = 0; i < CK_ARRAY_LEN(defsigs); i++)
 		sigaddset(&def, defsigs[i]);
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &def);
@@ -1589,10 +1589,10 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	if (r != 0) {
 		pid = -1;
 		if (r == ENOENT)
-			err_set(err, "exec plugin \"%s\": executable not found%s%s", cmd,
+			ck_err_set(err, "exec plugin \"%s\": executable not found%s%s", cmd,
 			        hint ? ": " : "", hint ? hint : "");
 		else
-			err_set(err, "exec plugin \"%s\": cannot run it: %s%s%s", cmd, strerror(r),
+			ck_err_set(err, "exec plugin \"%s\": cannot run it: %s%s%s", cmd, strerror(r),
 			        hint ? ": " : "", hint ? hint : "");
 		goto out;
 	}
@@ -1600,7 +1600,7 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	close(pe[1]);
 	po[1] = pe[1] = -1;
 
-	uint64_t deadline = mono_now() + (uint64_t)c->exec_timeout_ms * NS_PER_MS;
+	uint64_t deadline = mono_now() + (uint64_t)c->exec_timeout_ms * CK_NS_PER_MS;
 	while (po[0] >= 0 || pe[0] >= 0) {
 		uint64_t now = mono_now();
 		if (now >= deadline) {
@@ -1612,14 +1612,14 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 			break;
 		}
 		struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
-		int ms = (int)((deadline - now) / NS_PER_MS) + 1;
+		int ms = (int)((deadline - now) / CK_NS_PER_MS) + 1;
 		if (ms > EXEC_CANCEL_POLL_MS)
 			ms = EXEC_CANCEL_POLL_MS;
 		int n = poll(fds, 2, ms);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			err_set(err, "exec plugin \"%s\": poll: %s", cmd, strerror(errno));
+			ck_err_set(err, "exec plugin \"%s\": poll: %s", cmd, strerror(errno));
 			failed = true;
 			break;
 		}
@@ -1641,9 +1641,9 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 					too_big = true;
 					break;
 				}
-				sbuf_append(out, buf, (size_t)got);
+				ck_sbuf_append(out, buf, (size_t)got);
 			} else if (eb.len < EXEC_STDERR_KEEP) {
-				sbuf_append(&eb, buf, (size_t)got);
+				ck_sbuf_append(&eb, buf, (size_t)got);
 			}
 		}
 		if (too_big)
@@ -1682,16 +1682,16 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 	if (failed)
 		goto out;
 	if (cancelled) {
-		err_set(err, "exec plugin \"%s\": cancelled", cmd);
+		ck_err_set(err, "exec plugin \"%s\": cancelled", cmd);
 		goto out;
 	}
 	if (timed_out) {
-		err_set(err, "exec plugin \"%s\": timed out after %u ms and was killed", cmd,
+		ck_err_set(err, "exec plugin \"%s\": timed out after %u ms and was killed", cmd,
 		        c->exec_timeout_ms);
 		goto out;
 	}
 	if (too_big) {
-		err_set(err, "exec plugin \"%s\": output larger than %d bytes", cmd,
+		ck_err_set(err, "exec plugin \"%s\": output larger than %d bytes", cmd,
 		        EXEC_STDOUT_MAX);
 		goto out;
 	}
@@ -1703,7 +1703,7 @@ static int exec_run(kconfig_t *c, sbuf_t *out, char **err)
 		else
 			snprintf(how, sizeof(how), "signal %d",
 			         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		err_set(err, "exec plugin \"%s\": failed with %s%s%s%s%s", cmd, how,
+		ck_err_set(err, "exec plugin \"%s\": failed with %s%s%s%s%s", cmd, how,
 		        *line ? ": " : "", line, hint ? "; " : "", hint ? hint : "");
 		free(line);
 		goto out;
@@ -1727,7 +1727,7 @@ out:
 		posix_spawnattr_destroy(&attr);
 	free(argv);
 	free(envp);
-	sbuf_free(&eb);
+	ck_sbuf_free(&eb);
 	return result;
 }
 
@@ -1740,7 +1740,7 @@ static const char *jstr(yajl_val obj, const char *key)
 }
 
 /* Parses an ExecCredential into the cache. Messages never quote the output. */
-static int exec_parse(kconfig_t *c, const char *text, char **err)
+static int exec_parse(ck_config_t *c, const char *text, char **err)
 {
 	int result = -1;
 	const char *cmd = c->exec.command;
@@ -1748,26 +1748,26 @@ static int exec_parse(kconfig_t *c, const char *text, char **err)
 	yajl_val root = yajl_tree_parse(text, ebuf, sizeof(ebuf));
 	explicit_bzero(ebuf, sizeof(ebuf)); /* yajl quotes the input in its message */
 	if (root == NULL || !YAJL_IS_OBJECT(root)) {
-		err_set(err, "exec plugin \"%s\": output is not a JSON object", cmd);
+		ck_err_set(err, "exec plugin \"%s\": output is not a JSON object", cmd);
 		goto out;
 	}
 	const char *api = jstr(root, "apiVersion");
 	if (api == NULL || strcmp(api, c->exec.api_version) != 0) {
-		err_set(err,
+		ck_err_set(err,
 		        "exec plugin \"%s\": returned apiVersion \"%.100s\", configured \"%s\"",
 		        cmd, api ? api : "", c->exec.api_version);
 		goto out;
 	}
 	const char *kind = jstr(root, "kind");
 	if (kind && strcmp(kind, "ExecCredential") != 0) {
-		err_set(err, "exec plugin \"%s\": returned kind \"%.100s\", not ExecCredential",
+		ck_err_set(err, "exec plugin \"%s\": returned kind \"%.100s\", not ExecCredential",
 		        cmd, kind);
 		goto out;
 	}
 	const char *spath[] = {"status", NULL};
 	yajl_val st = yajl_tree_get(root, spath, yajl_t_object);
 	if (st == NULL) {
-		err_set(err, "exec plugin \"%s\": no status in its output", cmd);
+		ck_err_set(err, "exec plugin \"%s\": no status in its output", cmd);
 		goto out;
 	}
 	const char *tok = jstr(st, "token");
@@ -1781,26 +1781,26 @@ static int exec_parse(kconfig_t *c, const char *text, char **err)
 	if (key && *key == '\0')
 		key = NULL;
 	if (!tok && !cert && !key) {
-		err_set(err,
+		ck_err_set(err,
 		        "exec plugin \"%s\": status has neither a token nor a client "
 		        "certificate and key",
 		        cmd);
 		goto out;
 	}
 	if (!cert != !key) {
-		err_set(err,
+		ck_err_set(err,
 		        "exec plugin \"%s\": status has only one of clientCertificateData and "
 		        "clientKeyData",
 		        cmd);
 		goto out;
 	}
 	if (tok && !token_ok(tok)) {
-		err_set(err, "exec plugin \"%s\": status.token contains control characters", cmd);
+		ck_err_set(err, "exec plugin \"%s\": status.token contains control characters", cmd);
 		goto out;
 	}
 	int64_t expiry = 0;
-	if (exp && *exp && time_parse_rfc3339(exp, &expiry) < 0) {
-		err_set(err,
+	if (exp && *exp && ck_time_parse_rfc3339(exp, &expiry) < 0) {
+		ck_err_set(err,
 		        "exec plugin \"%s\": status.expirationTimestamp \"%.64s\" is not RFC 3339",
 		        cmd, exp);
 		goto out;
@@ -1813,10 +1813,10 @@ static int exec_parse(kconfig_t *c, const char *text, char **err)
 		secret_free(c->exec_token, 0);
 		free(c->exec_cert);
 		secret_free(c->exec_key, c->exec_key_len);
-		c->exec_token = xstrdup(tok);
-		c->exec_cert = xstrdup(cert);
+		c->exec_token = ck_xstrdup(tok);
+		c->exec_cert = ck_xstrdup(cert);
 		c->exec_cert_len = cert ? strlen(cert) : 0;
-		c->exec_key = xstrdup(key);
+		c->exec_key = ck_xstrdup(key);
 		c->exec_key_len = key ? strlen(key) : 0;
 		if (c->exec_cached)
 			c->generation = generation_next(c->generation);
@@ -1844,14 +1844,14 @@ out:
  * next step of the backoff. Call with exec_mu held and mu not held. Returns 0, or -1
  * with *err.
  */
-static int exec_refresh(kconfig_t *c, char **err)
+static int exec_refresh(ck_config_t *c, char **err)
 {
-	sbuf_t out = SBUF_INIT;
+	ck_sbuf_t out = CK_SBUF_INIT;
 	char *e = NULL;
 	int r = exec_run(c, &out, &e);
 	pthread_mutex_lock(&c->mu);
 	if (r == 0)
-		r = exec_parse(c, sbuf_cstr(&out), &e);
+		r = exec_parse(c, ck_sbuf_cstr(&out), &e);
 	if (r == 0) {
 		c->exec_failed = false;
 		c->exec_backoff_ns = 0;
@@ -1859,32 +1859,32 @@ static int exec_refresh(kconfig_t *c, char **err)
 		c->exec_last_err = NULL;
 	} else {
 		if (e == NULL)
-			e = xstrdup("exec plugin failed");
-		err_wrap(&e, "%s", c->where);
+			e = ck_xstrdup("exec plugin failed");
+		ck_err_wrap(&e, "%s", c->where);
 		c->exec_backoff_ns =
 		    c->exec_backoff_ns == 0 ? EXEC_BACKOFF_MIN_NS : c->exec_backoff_ns * 2;
 		if (c->exec_backoff_ns > EXEC_BACKOFF_MAX_NS)
 			c->exec_backoff_ns = EXEC_BACKOFF_MAX_NS;
 		c->exec_failed = true;
-		c->exec_retry_mono = clk_mono_ns(c->clock) + c->exec_backoff_ns;
+		c->exec_retry_mono = ck_clk_mono_ns(c->clock) + c->exec_backoff_ns;
 		free(c->exec_last_err);
-		c->exec_last_err = xstrdup(e);
+		c->exec_last_err = ck_xstrdup(e);
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (out.data)
 		explicit_bzero(out.data, out.cap);
-	sbuf_free(&out);
+	ck_sbuf_free(&out);
 	if (e != NULL) {
-		err_set(err, "%s", e);
+		ck_err_set(err, "%s", e);
 		free(e);
 	}
 	return r;
 }
 
-int kconfig_exec_run(kconfig_t *c, char **err)
+int ck_config_exec_run(ck_config_t *c, char **err)
 {
 	if (!c->has_exec)
-		return err_set(err, "%s: no exec plugin configured",
+		return ck_err_set(err, "%s: no exec plugin configured",
 		               c->where ? c->where : "config");
 	pthread_mutex_lock(&c->exec_mu);
 	int r = exec_refresh(c, err);
@@ -1892,7 +1892,7 @@ int kconfig_exec_run(kconfig_t *c, char **err)
 	return r;
 }
 
-void kconfig_exec_cancel(kconfig_t *c)
+void ck_config_exec_cancel(ck_config_t *c)
 {
 	atomic_store(&c->exec_cancelled, true);
 }
@@ -1901,11 +1901,11 @@ void kconfig_exec_cancel(kconfig_t *c)
 /* Credentials                                                                                */
 
 /* Re-reads the token file when due (or when forced). Call with mu held. */
-static void token_file_refresh(kconfig_t *c, bool force)
+static void token_file_refresh(ck_config_t *c, bool force)
 {
 	if (c->token_path == NULL)
 		return;
-	uint64_t now = clk_mono_ns(c->clock);
+	uint64_t now = ck_clk_mono_ns(c->clock);
 	if (!force && now - c->file_read_mono < TOKEN_REREAD_NS)
 		return;
 	/* A failed read keeps the last good token and is retried on the next call
@@ -1923,27 +1923,27 @@ static void token_file_refresh(kconfig_t *c, bool force)
 	secret_free(tok, 0);
 }
 
-int kconfig_credentials_peek(kconfig_t *c, kcred_want_t want, kcred_t *out, char **err)
+int ck_config_credentials_peek(ck_config_t *c, ck_cred_want_t want, ck_cred_t *out, char **err)
 {
 	int result = -1;
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->mu);
-	token_file_refresh(c, want == KCRED_REFRESH);
+	token_file_refresh(c, want == CK_CRED_REFRESH);
 
 	if (c->has_exec) {
 		bool expired =
-		    c->exec_expiry_wall != 0 && clk_wall_ns(c->clock) >= c->exec_expiry_wall;
+		    c->exec_expiry_wall != 0 && ck_clk_wall_ns(c->clock) >= c->exec_expiry_wall;
 		bool need = !c->exec_cached;
-		if (want == KCRED_CURRENT)
+		if (want == CK_CRED_CURRENT)
 			need = need || expired;
-		else if (want == KCRED_REFRESH)
+		else if (want == CK_CRED_REFRESH)
 			need = true;
 		if (need) {
-			if (c->exec_failed && clk_mono_ns(c->clock) < c->exec_retry_mono) {
-				err_set(err, "%s", c->exec_last_err);
+			if (c->exec_failed && ck_clk_mono_ns(c->clock) < c->exec_retry_mono) {
+				ck_err_set(err, "%s", c->exec_last_err);
 				goto out;
 			}
-			result = KCONFIG_NEED_EXEC;
+			result = CK_CONFIG_NEED_EXEC;
 			goto out;
 		}
 	}
@@ -1951,7 +1951,7 @@ int kconfig_credentials_peek(kconfig_t *c, kcred_want_t want, kcred_t *out, char
 	/* Static values win: a token set in the kubeconfig over tokenFile (handled at
 	 * load) and over the plugin's, as client-go keeps an Authorization header. */
 	const char *tok = c->token ? c->token : c->file_token ? c->file_token : c->exec_token;
-	out->token = xstrdup(tok);
+	out->token = ck_xstrdup(tok);
 	if (c->cert_pem) {
 		out->cert_pem = mem_dup(c->cert_pem, c->cert_len);
 		out->cert_len = c->cert_len;
@@ -1970,25 +1970,25 @@ out:
 	return result;
 }
 
-int kconfig_credentials(kconfig_t *c, bool force_refresh, kcred_t *out, char **err)
+int ck_config_credentials(ck_config_t *c, bool force_refresh, ck_cred_t *out, char **err)
 {
 	/* exec_mu around the peek too: a second caller waits for the first one's run
 	 * and then finds its credential cached, instead of running the plugin again. */
 	pthread_mutex_lock(&c->exec_mu);
 	int r =
-	    kconfig_credentials_peek(c, force_refresh ? KCRED_REFRESH : KCRED_CURRENT, out, err);
-	if (r == KCONFIG_NEED_EXEC) {
+	    ck_config_credentials_peek(c, force_refresh ? CK_CRED_REFRESH : CK_CRED_CURRENT, out, err);
+	if (r == CK_CONFIG_NEED_EXEC) {
 		r = exec_refresh(c, err);
 		if (r == 0)
-			r = kconfig_credentials_peek(c, KCRED_LAST, out, err);
-		if (r == KCONFIG_NEED_EXEC) /* cannot happen after a good run; never loop */
-			r = err_set(err, "%s: exec plugin: no credential", c->where);
+			r = ck_config_credentials_peek(c, CK_CRED_LAST, out, err);
+		if (r == CK_CONFIG_NEED_EXEC) /* cannot happen after a good run; never loop */
+			r = ck_err_set(err, "%s: exec plugin: no credential", c->where);
 	}
 	pthread_mutex_unlock(&c->exec_mu);
 	return r;
 }
 
-void kcred_clear(kcred_t *cr)
+void ck_cred_clear(ck_cred_t *cr)
 {
 	if (cr == NULL)
 		return;

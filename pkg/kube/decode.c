@@ -1,5 +1,5 @@
 /*
- * decode: streaming JSON -> kobj_t with yajl callbacks.
+ * decode: streaming JSON -> ck_obj_t with yajl callbacks.
  *
  * Design note. yajl tokenises and calls us per token; it keeps a partial token
  * (a string, a number, a UTF-8 sequence cut by a chunk boundary) in its own
@@ -13,7 +13,7 @@
  *   - a skip counter: a value nobody wants (managedFields, spec.template, ...) is
  *     skipped by counting brackets, with no frame and no allocation;
  *   - a capture writer: a kept path naming an object or array is re-serialised as
- *     compact JSON into a buffer, then stored as KVAL_JSON.
+ *     compact JSON into a buffer, then stored as CK_VAL_JSON.
  *
  * Scalars at kept paths go straight into a kobj_builder, which packs one object
  * into one allocation when its closing brace arrives.
@@ -27,7 +27,7 @@
  * starts before the one whose budget cut the current slice: the budget only
  * grows inside a slice, and the offset of a size error is the unit's start plus
  * the limit, however the input was chunked. Depth is bounded apart
- * (KDEC_MAX_DEPTH): a unit of max_object_bytes of '[' would otherwise push that
+ * (CK_DEC_MAX_DEPTH): a unit of max_object_bytes of '[' would otherwise push that
  * many levels on yajl's stack, and twice that on the capture stack.
  *
  * Watch events: "type" normally precedes "object", but if it does not, the object
@@ -35,9 +35,9 @@
  * buffers), annotations are kept, and the choice is made at the event's closing
  * brace.
  */
-#include "pkg/kube/decode.h"
+#include <ckube/decode.h>
 
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 #include "pkg/kube/decode_internal.h"
 
 #include <errno.h>
@@ -133,10 +133,10 @@ typedef struct caplvl {
 	bool first;
 } caplvl_t;
 
-struct kdec {
-	const ktype_t *type;
-	kdec_mode_t mode;
-	const kdec_cb_t *cb;
+struct ck_dec {
+	const ck_type_t *type;
+	ck_dec_mode_t mode;
+	const ck_dec_cb_t *cb;
 	void *ud;
 	size_t max;
 	bool status_only; /* kdec_status_parse: the object is a Status, build no kobj */
@@ -146,7 +146,7 @@ struct kdec {
 	uint64_t total;      /* bytes consumed so far */
 	uint64_t unit_start; /* where the current unit began (see the design note) */
 	uint8_t unit;        /* U_NONE, ... */
-	size_t depth;        /* containers open, at most KDEC_MAX_DEPTH */
+	size_t depth;        /* containers open, at most CK_DEC_MAX_DEPTH */
 	uint64_t last_top_end;
 	uint64_t good_end;    /* where the last token accepted ended */
 	bool pending_garbage; /* WATCH: non-blank bytes after the last event */
@@ -165,36 +165,36 @@ struct kdec {
 	int32_t pnode;
 	size_t skip;
 
-	caplvl_t caps[KDEC_MAX_DEPTH]; /* the depth limit bounds the capture too */
+	caplvl_t caps[CK_DEC_MAX_DEPTH]; /* the depth limit bounds the capture too */
 	size_t ncaps;
 	int32_t cap_field;
-	sbuf_t capbuf;
+	ck_sbuf_t capbuf;
 
-	kobj_builder_t *b;
+	ck_obj_builder_t *b;
 	bool want_kobj, want_status, keep_annots;
 	size_t nlabels, nannots, nowners;
-	sbuf_t key; /* the current label/annotation key */
+	ck_sbuf_t key; /* the current label/annotation key */
 
-	/* KDEC_LIST */
-	sbuf_t lm_rv, lm_cont;
+	/* CK_DEC_LIST */
+	ck_sbuf_t lm_rv, lm_cont;
 	int64_t lm_remain;
 	bool lm_emitted;
 
-	/* KDEC_WATCH */
+	/* CK_DEC_WATCH */
 	int ev_type; /* -1 until seen */
 	bool ev_have_obj;
 
 	/* Status of a watch ERROR event or of kdec_status_parse. */
-	kstatus_t st;
+	ck_status_t st;
 	bool st_kind_ok;
 	bool st_seen_obj;
 };
 
 static const char *const watch_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
 
-const char *kwatch_type_name(kwatch_type_t t)
+const char *ck_watch_type_name(ck_watch_type_t t)
 {
-	if ((size_t)t < CSC_ARRAY_LEN(watch_names))
+	if ((size_t)t < CK_ARRAY_LEN(watch_names))
 		return watch_names[t];
 	return "UNKNOWN";
 }
@@ -203,27 +203,27 @@ const char *kwatch_type_name(kwatch_type_t t)
 
 #define KEYIS(k, l, lit) ((l) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 
-static uint64_t pos(const kdec_t *d)
+static uint64_t pos(const ck_dec_t *d)
 {
 	return d->slice_base + yajl_get_bytes_consumed(d->h);
 }
 
 /* Records a decoding error and returns 0, which makes yajl stop. */
-static int fail(kdec_t *d, const char *fmt, ...) CSC_PRINTF(2, 3);
-static int fail(kdec_t *d, const char *fmt, ...)
+static int fail(ck_dec_t *d, const char *fmt, ...) CK_PRINTF(2, 3);
+static int fail(ck_dec_t *d, const char *fmt, ...)
 {
 	if (d->err == NULL) {
 		va_list ap;
 		va_start(ap, fmt);
-		char *msg = xvasprintf(fmt, ap);
+		char *msg = ck_xvasprintf(fmt, ap);
 		va_end(ap);
-		d->err = xasprintf("%s at byte %llu", msg, (unsigned long long)pos(d));
+		d->err = ck_xasprintf("%s at byte %llu", msg, (unsigned long long)pos(d));
 		free(msg);
 	}
 	return 0;
 }
 
-static int32_t trie_child(const kdec_t *d, int32_t node, const unsigned char *k, size_t l)
+static int32_t trie_child(const ck_dec_t *d, int32_t node, const unsigned char *k, size_t l)
 {
 	if (node < 0)
 		return -1;
@@ -233,7 +233,7 @@ static int32_t trie_child(const kdec_t *d, int32_t node, const unsigned char *k,
 	return -1;
 }
 
-static int32_t trie_add(kdec_t *d, int32_t parent, const char *seg, size_t len)
+static int32_t trie_add(ck_dec_t *d, int32_t parent, const char *seg, size_t len)
 {
 	int32_t c = trie_child(d, parent, (const unsigned char *)seg, len);
 	if (c >= 0)
@@ -249,12 +249,12 @@ static int32_t trie_add(kdec_t *d, int32_t parent, const char *seg, size_t len)
 }
 
 /* Builds the trie of the kind's dotted paths. Node 0 is the object's root. */
-static void trie_build(kdec_t *d)
+static void trie_build(ck_dec_t *d)
 {
 	size_t cap = 1;
 	for (size_t i = 0; i < d->type->nfields; i++)
 		cap += strlen(d->type->fields[i]) + 1; /* a bound on the segments */
-	d->nodes = xcalloc(cap, sizeof(*d->nodes));
+	d->nodes = ck_xcalloc(cap, sizeof(*d->nodes));
 	d->nodes[0] = (tnode_t){"", 0, -1, -1, -1};
 	d->nnodes = 1;
 	for (size_t i = 0; i < d->type->nfields; i++) {
@@ -275,16 +275,16 @@ static void trie_build(kdec_t *d)
 	d->meta_node = trie_child(d, 0, (const unsigned char *)"metadata", 8);
 }
 
-static void push(kdec_t *d, uint8_t ctx, int32_t node)
+static void push(ck_dec_t *d, uint8_t ctx, int32_t node)
 {
 	if (d->nframes == d->capframes) {
 		d->capframes = d->capframes ? d->capframes * 2 : 16;
-		d->frames = xrealloc(d->frames, d->capframes * sizeof(*d->frames));
+		d->frames = ck_xrealloc(d->frames, d->capframes * sizeof(*d->frames));
 	}
 	d->frames[d->nframes++] = (frame_t){ctx, node};
 }
 
-static frame_t *top(kdec_t *d)
+static frame_t *top(ck_dec_t *d)
 {
 	return &d->frames[d->nframes - 1];
 }
@@ -324,7 +324,7 @@ static double parse_double(const char *s, size_t l)
 	char tmp[64];
 	char *heap = NULL, *p = tmp;
 	if (l >= sizeof(tmp))
-		p = heap = xmalloc(l + 1);
+		p = heap = ck_xmalloc(l + 1);
 	memcpy(p, s, l);
 	p[l] = '\0';
 	double v = strtod(p, NULL);
@@ -335,19 +335,19 @@ static double parse_double(const char *s, size_t l)
 static void set_str(char **dst, const unsigned char *s, size_t l)
 {
 	free(*dst);
-	*dst = xstrndup((const char *)s, l);
+	*dst = ck_xstrndup((const char *)s, l);
 }
 
 /* ---- units, objects, events ---- */
 
 /* Starts a unit at the '{' or '[' just read; only ever called outside a unit. */
-static void unit_begin(kdec_t *d, uint8_t unit)
+static void unit_begin(ck_dec_t *d, uint8_t unit)
 {
 	d->unit_start = pos(d) - 1;
 	d->unit = unit;
 }
 
-static void unit_end(kdec_t *d)
+static void unit_end(ck_dec_t *d)
 {
 	d->unit_start = pos(d);
 	d->unit = U_NONE;
@@ -359,7 +359,7 @@ static void unit_end(kdec_t *d)
  * the size limit applies to each token alone: a huge string there is refused, a
  * long list of items is not.
  */
-static inline void token_seen(kdec_t *d)
+static inline void token_seen(ck_dec_t *d)
 {
 	uint64_t p = pos(d);
 	d->good_end = p;
@@ -367,120 +367,120 @@ static inline void token_seen(kdec_t *d)
 		d->unit_start = p;
 }
 
-static void object_begin(kdec_t *d)
+static void object_begin(ck_dec_t *d)
 {
 	d->nlabels = d->nannots = d->nowners = 0;
 	if (d->want_kobj)
-		kobj_builder_reset(d->b);
+		ck_obj_builder_reset(d->b);
 	if (d->want_status) {
-		kstatus_clear(&d->st);
+		ck_status_clear(&d->st);
 		d->st_kind_ok = false;
 	}
 }
 
-static void emit_list_meta(kdec_t *d)
+static void emit_list_meta(ck_dec_t *d)
 {
 	if (d->lm_emitted)
 		return;
 	d->lm_emitted = true;
 	if (d->cb->on_list_meta)
-		d->cb->on_list_meta(d->ud, sbuf_cstr(&d->lm_rv), sbuf_cstr(&d->lm_cont),
+		d->cb->on_list_meta(d->ud, ck_sbuf_cstr(&d->lm_rv), ck_sbuf_cstr(&d->lm_cont),
 		                    d->lm_remain);
 }
 
-static void emit_object(kdec_t *d)
+static void emit_object(ck_dec_t *d)
 {
-	kobj_t *o = kobj_builder_finish(d->b);
+	ck_obj_t *o = ck_obj_builder_finish(d->b);
 	if (d->cb->on_object)
 		d->cb->on_object(d->ud, o);
 	else
-		kobj_unref(o);
+		ck_obj_unref(o);
 }
 
-static void event_begin(kdec_t *d)
+static void event_begin(ck_dec_t *d)
 {
 	d->ev_type = -1;
 	d->ev_have_obj = false;
 }
 
-static void event_object_begin(kdec_t *d)
+static void event_object_begin(ck_dec_t *d)
 {
 	bool known = d->ev_type >= 0;
-	d->want_kobj = !known || d->ev_type != KWATCH_ERROR;
-	d->want_status = !known || d->ev_type == KWATCH_ERROR;
-	d->keep_annots = d->type->keep_annotations || !known || d->ev_type == KWATCH_BOOKMARK;
+	d->want_kobj = !known || d->ev_type != CK_WATCH_ERROR;
+	d->want_status = !known || d->ev_type == CK_WATCH_ERROR;
+	d->keep_annots = d->type->keep_annotations || !known || d->ev_type == CK_WATCH_BOOKMARK;
 	object_begin(d);
 }
 
-static int event_end(kdec_t *d)
+static int event_end(ck_dec_t *d)
 {
 	if (d->ev_type < 0)
 		return fail(d, "watch event without a \"type\"");
-	kwatch_type_t t = (kwatch_type_t)d->ev_type;
-	if (t == KWATCH_ERROR) {
+	ck_watch_type_t t = (ck_watch_type_t)d->ev_type;
+	if (t == CK_WATCH_ERROR) {
 		/* want_status was set when the object began (the type was unknown, or ERROR);
 		 * without an object the Status is empty, which still ends the watch. */
 		if (!d->ev_have_obj || !d->want_status)
-			kstatus_clear(&d->st);
+			ck_status_clear(&d->st);
 		if (d->cb->on_event)
 			d->cb->on_event(d->ud, t, NULL, &d->st);
-		kstatus_clear(&d->st);
+		ck_status_clear(&d->st);
 		return 1;
 	}
 	if (!d->ev_have_obj || !d->want_kobj)
-		return fail(d, "watch event %s without an object", kwatch_type_name(t));
-	if (!d->type->keep_annotations && t != KWATCH_BOOKMARK)
-		kobj_builder_clear_annotations(d->b);
-	kobj_t *o = kobj_builder_finish(d->b);
+		return fail(d, "watch event %s without an object", ck_watch_type_name(t));
+	if (!d->type->keep_annotations && t != CK_WATCH_BOOKMARK)
+		ck_obj_builder_clear_annotations(d->b);
+	ck_obj_t *o = ck_obj_builder_finish(d->b);
 	if (d->cb->on_event)
 		d->cb->on_event(d->ud, t, o, NULL);
 	else
-		kobj_unref(o);
+		ck_obj_unref(o);
 	return 1;
 }
 
 /* ---- the capture writer ---- */
 
-static void cap_sep(kdec_t *d)
+static void cap_sep(ck_dec_t *d)
 {
 	caplvl_t *l = &d->caps[d->ncaps - 1];
 	if (!l->map) {
 		if (!l->first)
-			sbuf_putc(&d->capbuf, ',');
+			ck_sbuf_putc(&d->capbuf, ',');
 		l->first = false;
 	}
 }
 
 /* cb_start checked the depth, so the fixed capture stack has room. */
-static void cap_open(kdec_t *d, bool map)
+static void cap_open(ck_dec_t *d, bool map)
 {
 	if (d->ncaps > 0)
 		cap_sep(d);
-	sbuf_putc(&d->capbuf, map ? '{' : '[');
-	if (d->ncaps == CSC_ARRAY_LEN(d->caps))
-		fatal("decode: capture deeper than the depth limit");
+	ck_sbuf_putc(&d->capbuf, map ? '{' : '[');
+	if (d->ncaps == CK_ARRAY_LEN(d->caps))
+		ck_fatal("decode: capture deeper than the depth limit");
 	d->caps[d->ncaps++] = (caplvl_t){map, true};
 }
 
-static void cap_close(kdec_t *d)
+static void cap_close(ck_dec_t *d)
 {
 	caplvl_t *l = &d->caps[--d->ncaps];
-	sbuf_putc(&d->capbuf, l->map ? '}' : ']');
+	ck_sbuf_putc(&d->capbuf, l->map ? '}' : ']');
 	if (d->ncaps == 0) {
-		kobj_builder_set_field(d->b, (size_t)d->cap_field, KVAL_JSON, false, 0, 0,
-		                       sbuf_cstr(&d->capbuf), d->capbuf.len);
-		sbuf_reset(&d->capbuf);
+		ck_obj_builder_set_field(d->b, (size_t)d->cap_field, CK_VAL_JSON, false, 0, 0,
+		                       ck_sbuf_cstr(&d->capbuf), d->capbuf.len);
+		ck_sbuf_reset(&d->capbuf);
 	}
 }
 
-static void cap_key(kdec_t *d, const unsigned char *k, size_t l)
+static void cap_key(ck_dec_t *d, const unsigned char *k, size_t l)
 {
 	caplvl_t *lv = &d->caps[d->ncaps - 1];
 	if (!lv->first)
-		sbuf_putc(&d->capbuf, ',');
+		ck_sbuf_putc(&d->capbuf, ',');
 	lv->first = false;
-	sbuf_put_json_strn(&d->capbuf, (const char *)k, l);
-	sbuf_putc(&d->capbuf, ':');
+	ck_sbuf_put_json_strn(&d->capbuf, (const char *)k, l);
+	ck_sbuf_putc(&d->capbuf, ':');
 }
 
 /* ---- scalars ---- */
@@ -494,27 +494,27 @@ typedef struct sval {
 	size_t l;
 } sval_t;
 
-static void set_kval(kdec_t *d, int32_t field, const sval_t *v)
+static void set_kval(ck_dec_t *d, int32_t field, const sval_t *v)
 {
 	size_t i = (size_t)field;
 	switch (v->kind) {
 	case V_NULL:
-		kobj_builder_set_field(d->b, i, KVAL_NULL, false, 0, 0, NULL, 0);
+		ck_obj_builder_set_field(d->b, i, CK_VAL_NULL, false, 0, 0, NULL, 0);
 		break;
 	case V_BOOL:
-		kobj_builder_set_field(d->b, i, KVAL_BOOL, v->b, 0, 0, NULL, 0);
+		ck_obj_builder_set_field(d->b, i, CK_VAL_BOOL, v->b, 0, 0, NULL, 0);
 		break;
 	case V_NUM: {
 		int64_t n;
 		if (parse_int((const char *)v->s, v->l, &n))
-			kobj_builder_set_field(d->b, i, KVAL_INT, false, n, 0, NULL, 0);
+			ck_obj_builder_set_field(d->b, i, CK_VAL_INT, false, n, 0, NULL, 0);
 		else
-			kobj_builder_set_field(d->b, i, KVAL_DOUBLE, false, 0,
+			ck_obj_builder_set_field(d->b, i, CK_VAL_DOUBLE, false, 0,
 			                       parse_double((const char *)v->s, v->l), NULL, 0);
 		break;
 	}
 	case V_STR:
-		kobj_builder_set_field(d->b, i, KVAL_STRING, false, 0, 0, (const char *)v->s, v->l);
+		ck_obj_builder_set_field(d->b, i, CK_VAL_STRING, false, 0, 0, (const char *)v->s, v->l);
 		break;
 	}
 }
@@ -524,7 +524,7 @@ static bool sval_int(const sval_t *v, int64_t *out)
 	return v->kind == V_NUM && parse_int((const char *)v->s, v->l, out);
 }
 
-static void status_scalar(kdec_t *d, const sval_t *v)
+static void status_scalar(ck_dec_t *d, const sval_t *v)
 {
 	int64_t n;
 	switch (d->pst) {
@@ -553,10 +553,10 @@ static void status_scalar(kdec_t *d, const sval_t *v)
 	}
 }
 
-static int on_scalar(kdec_t *d, const sval_t *v)
+static int on_scalar(ck_dec_t *d, const sval_t *v)
 {
 	if (d->nframes == 0) {
-		if (d->mode == KDEC_WATCH)
+		if (d->mode == CK_DEC_WATCH)
 			return fail(d, "watch event is not a JSON object");
 		return fail(d, "expected a JSON object");
 	}
@@ -570,14 +570,14 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 	switch (d->pk) {
 	case PK_LM_RV:
 		if (v->kind == V_STR) {
-			sbuf_reset(&d->lm_rv);
-			sbuf_append(&d->lm_rv, v->s, v->l);
+			ck_sbuf_reset(&d->lm_rv);
+			ck_sbuf_append(&d->lm_rv, v->s, v->l);
 		}
 		break;
 	case PK_LM_CONT:
 		if (v->kind == V_STR) {
-			sbuf_reset(&d->lm_cont);
-			sbuf_append(&d->lm_cont, v->s, v->l);
+			ck_sbuf_reset(&d->lm_cont);
+			ck_sbuf_append(&d->lm_cont, v->s, v->l);
 		}
 		break;
 	case PK_LM_REMAIN:
@@ -587,7 +587,7 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 	case PK_EV_TYPE: {
 		if (v->kind != V_STR)
 			return fail(d, "watch event type is not a string");
-		for (size_t i = 0; i < CSC_ARRAY_LEN(watch_names); i++) {
+		for (size_t i = 0; i < CK_ARRAY_LEN(watch_names); i++) {
 			if (v->l == strlen(watch_names[i]) &&
 			    memcmp(v->s, watch_names[i], v->l) == 0) {
 				d->ev_type = (int)i;
@@ -599,34 +599,34 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 	}
 	case PK_META_STR:
 		if (v->kind == V_STR)
-			kobj_builder_set_meta(d->b, meta_keys[d->sub], (const char *)v->s, v->l);
+			ck_obj_builder_set_meta(d->b, meta_keys[d->sub], (const char *)v->s, v->l);
 		break;
 	case PK_GEN:
 		if (sval_int(v, &n))
-			kobj_builder_set_generation(d->b, n);
+			ck_obj_builder_set_generation(d->b, n);
 		break;
 	case PK_LABEL_VAL:
 		if (v->kind != V_STR)
 			break;
 		if (++d->nlabels > 65535)
 			return fail(d, "too many labels");
-		kobj_builder_add_label(d->b, d->key.data, d->key.len, (const char *)v->s, v->l);
+		ck_obj_builder_add_label(d->b, d->key.data, d->key.len, (const char *)v->s, v->l);
 		break;
 	case PK_ANNOT_VAL:
 		if (v->kind != V_STR)
 			break;
 		if (++d->nannots > 65535)
 			return fail(d, "too many annotations");
-		kobj_builder_add_annotation(d->b, d->key.data, d->key.len, (const char *)v->s,
+		ck_obj_builder_add_annotation(d->b, d->key.data, d->key.len, (const char *)v->s,
 		                            v->l);
 		break;
 	case PK_OWNER_STR:
 		if (v->kind == V_STR)
-			kobj_builder_set_owner(d->b, owner_keys[d->sub], (const char *)v->s, v->l);
+			ck_obj_builder_set_owner(d->b, owner_keys[d->sub], (const char *)v->s, v->l);
 		break;
 	case PK_OWNER_BOOL:
 		if (v->kind == V_BOOL)
-			kobj_builder_set_owner_bool(
+			ck_obj_builder_set_owner_bool(
 			    d->b, d->sub ? "blockOwnerDeletion" : "controller", v->b);
 		break;
 	case PK_NODE:
@@ -648,14 +648,14 @@ static int on_scalar(kdec_t *d, const sval_t *v)
 		break;
 	case PK_CAUSE_REASON:
 		if (v->kind == V_STR) {
-			sbuf_t c = SBUF_INIT;
+			ck_sbuf_t c = CK_SBUF_INIT;
 			if (d->st.causes != NULL) {
-				sbuf_puts(&c, d->st.causes);
-				sbuf_putc(&c, ',');
+				ck_sbuf_puts(&c, d->st.causes);
+				ck_sbuf_putc(&c, ',');
 			}
-			sbuf_append(&c, v->s, v->l);
+			ck_sbuf_append(&c, v->s, v->l);
 			free(d->st.causes);
-			d->st.causes = sbuf_steal(&c);
+			d->st.causes = ck_sbuf_steal(&c);
 		}
 		break;
 	default:
@@ -670,21 +670,21 @@ static int on_scalar(kdec_t *d, const sval_t *v)
  * Skips the container just opened. Outside a unit (an unknown field of a List)
  * the skipped value becomes one, so that it too is bounded by the limit.
  */
-static void skip_begin(kdec_t *d)
+static void skip_begin(ck_dec_t *d)
 {
 	d->skip = 1;
 	if (d->unit == U_NONE)
 		unit_begin(d, U_SKIPPED);
 }
 
-static int on_open(kdec_t *d, bool map)
+static int on_open(ck_dec_t *d, bool map)
 {
 	if (d->nframes == 0) {
 		if (!map)
-			return fail(d, d->mode == KDEC_WATCH ? "watch event is not a JSON object"
+			return fail(d, d->mode == CK_DEC_WATCH ? "watch event is not a JSON object"
 			                                     : "expected a JSON object");
 		switch (d->mode) {
-		case KDEC_OBJECT:
+		case CK_DEC_OBJECT:
 			push(d, C_OBJ, 0);
 			unit_begin(d, U_OBJECT);
 			d->want_kobj = !d->status_only;
@@ -693,10 +693,10 @@ static int on_open(kdec_t *d, bool map)
 			d->st_seen_obj = true;
 			object_begin(d);
 			break;
-		case KDEC_LIST:
+		case CK_DEC_LIST:
 			push(d, C_LIST, -1);
 			break;
-		case KDEC_WATCH:
+		case CK_DEC_WATCH:
 			push(d, C_EVENT, -1);
 			unit_begin(d, U_EVENT);
 			event_begin(d);
@@ -725,7 +725,7 @@ static int on_open(kdec_t *d, bool map)
 			if (++d->nowners > 65535)
 				return fail(d, "too many ownerReferences");
 			push(d, C_OWNER, -1);
-			kobj_builder_add_owner(d->b);
+			ck_obj_builder_add_owner(d->b);
 			break;
 		case C_CAUSES:
 			push(d, C_CAUSE, -1);
@@ -810,12 +810,12 @@ static int on_open(kdec_t *d, bool map)
 	return 1;
 }
 
-static int on_close(kdec_t *d)
+static int on_close(ck_dec_t *d)
 {
 	frame_t f = d->frames[--d->nframes];
 	switch (f.ctx) {
 	case C_OBJ:
-		if (d->nframes == 0) { /* KDEC_OBJECT */
+		if (d->nframes == 0) { /* CK_DEC_OBJECT */
 			unit_end(d);
 			if (d->want_kobj)
 				emit_object(d);
@@ -847,13 +847,13 @@ static int on_close(kdec_t *d)
 
 static int cb_null(void *ctx)
 {
-	kdec_t *d = ctx;
+	ck_dec_t *d = ctx;
 	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
 		cap_sep(d);
-		sbuf_append(&d->capbuf, "null", 4);
+		ck_sbuf_append(&d->capbuf, "null", 4);
 		return 1;
 	}
 	sval_t v = {V_NULL, false, NULL, 0};
@@ -862,13 +862,13 @@ static int cb_null(void *ctx)
 
 static int cb_bool(void *ctx, int b)
 {
-	kdec_t *d = ctx;
+	ck_dec_t *d = ctx;
 	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
 		cap_sep(d);
-		sbuf_puts(&d->capbuf, b ? "true" : "false");
+		ck_sbuf_puts(&d->capbuf, b ? "true" : "false");
 		return 1;
 	}
 	sval_t v = {V_BOOL, b != 0, NULL, 0};
@@ -877,13 +877,13 @@ static int cb_bool(void *ctx, int b)
 
 static int cb_number(void *ctx, const char *s, size_t l)
 {
-	kdec_t *d = ctx;
+	ck_dec_t *d = ctx;
 	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
 		cap_sep(d);
-		sbuf_append(&d->capbuf, s, l);
+		ck_sbuf_append(&d->capbuf, s, l);
 		return 1;
 	}
 	sval_t v = {V_NUM, false, (const unsigned char *)s, l};
@@ -892,25 +892,25 @@ static int cb_number(void *ctx, const char *s, size_t l)
 
 static int cb_string(void *ctx, const unsigned char *s, size_t l)
 {
-	kdec_t *d = ctx;
+	ck_dec_t *d = ctx;
 	token_seen(d);
 	if (d->skip)
 		return 1;
 	if (d->ncaps) {
 		cap_sep(d);
-		sbuf_put_json_strn(&d->capbuf, (const char *)s, l);
+		ck_sbuf_put_json_strn(&d->capbuf, (const char *)s, l);
 		return 1;
 	}
 	sval_t v = {V_STR, false, s, l};
 	return on_scalar(d, &v);
 }
 
-static int cb_start(kdec_t *d, bool map)
+static int cb_start(ck_dec_t *d, bool map)
 {
 	token_seen(d);
 	/* Counted here, skipped or not: yajl's stack grows either way. */
-	if (d->depth == KDEC_MAX_DEPTH)
-		return fail(d, "JSON nested deeper than %d levels", KDEC_MAX_DEPTH);
+	if (d->depth == CK_DEC_MAX_DEPTH)
+		return fail(d, "JSON nested deeper than %d levels", CK_DEC_MAX_DEPTH);
 	d->depth++;
 	if (d->skip) {
 		d->skip++;
@@ -934,7 +934,7 @@ static int cb_start_array(void *ctx)
 
 static int cb_end(void *ctx)
 {
-	kdec_t *d = ctx;
+	ck_dec_t *d = ctx;
 	token_seen(d);
 	d->depth--;
 	if (d->skip) {
@@ -949,9 +949,9 @@ static int cb_end(void *ctx)
 	return on_close(d);
 }
 
-static void key_meta(kdec_t *d, const unsigned char *k, size_t l)
+static void key_meta(ck_dec_t *d, const unsigned char *k, size_t l)
 {
-	for (size_t i = 0; i < CSC_ARRAY_LEN(meta_keys); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(meta_keys); i++) {
 		if (l == strlen(meta_keys[i]) && memcmp(k, meta_keys[i], l) == 0) {
 			d->pk = PK_META_STR;
 			d->sub = (uint8_t)i;
@@ -978,7 +978,7 @@ static void key_meta(kdec_t *d, const unsigned char *k, size_t l)
 	}
 }
 
-static void key_obj(kdec_t *d, const unsigned char *k, size_t l)
+static void key_obj(ck_dec_t *d, const unsigned char *k, size_t l)
 {
 	if (d->want_kobj) {
 		if (KEYIS(k, l, "metadata")) {
@@ -1007,7 +1007,7 @@ static void key_obj(kdec_t *d, const unsigned char *k, size_t l)
 
 static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 {
-	kdec_t *d = ctx;
+	ck_dec_t *d = ctx;
 	token_seen(d);
 	if (d->skip)
 		return 1;
@@ -1048,12 +1048,12 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t l)
 		break;
 	case C_LABELS:
 	case C_ANNOTS:
-		sbuf_reset(&d->key);
-		sbuf_append(&d->key, k, l);
+		ck_sbuf_reset(&d->key);
+		ck_sbuf_append(&d->key, k, l);
 		d->pk = f->ctx == C_LABELS ? PK_LABEL_VAL : PK_ANNOT_VAL;
 		break;
 	case C_OWNER:
-		for (size_t i = 0; i < CSC_ARRAY_LEN(owner_keys); i++) {
+		for (size_t i = 0; i < CK_ARRAY_LEN(owner_keys); i++) {
 			if (l == strlen(owner_keys[i]) && memcmp(k, owner_keys[i], l) == 0) {
 				d->pk = PK_OWNER_STR;
 				d->sub = (uint8_t)i;
@@ -1113,52 +1113,52 @@ static const yajl_callbacks callbacks = {
 
 /* ---- public API ---- */
 
-kdec_t *kdec_new(const ktype_t *t, kdec_mode_t mode, const kdec_cb_t *cb, void *ud,
+ck_dec_t *ck_dec_new(const ck_type_t *t, ck_dec_mode_t mode, const ck_dec_cb_t *cb, void *ud,
                  size_t max_object_bytes)
 {
-	kdec_t *d = xcalloc(1, sizeof(*d));
+	ck_dec_t *d = ck_xcalloc(1, sizeof(*d));
 	d->type = t;
 	d->mode = mode;
 	d->cb = cb;
 	d->ud = ud;
-	d->max = max_object_bytes ? max_object_bytes : KDEC_DEFAULT_MAX_OBJECT;
+	d->max = max_object_bytes ? max_object_bytes : CK_DEC_DEFAULT_MAX_OBJECT;
 	d->lm_remain = -1;
 	d->ev_type = -1;
 	d->pnode = -1;
 	trie_build(d);
-	d->b = kobj_builder_new(t);
+	d->b = ck_obj_builder_new(t);
 	d->h = yajl_alloc(&callbacks, NULL, d);
 	if (d->h == NULL)
-		fatal("yajl_alloc failed");
-	if (mode == KDEC_WATCH)
+		ck_fatal("yajl_alloc failed");
+	if (mode == CK_DEC_WATCH)
 		yajl_config(d->h, yajl_allow_multiple_values, 1);
 	return d;
 }
 
-void kdec_free(kdec_t *d)
+void ck_dec_free(ck_dec_t *d)
 {
 	if (d == NULL)
 		return;
 	yajl_free(d->h);
-	kobj_builder_free(d->b);
+	ck_obj_builder_free(d->b);
 	free(d->nodes);
 	free(d->frames);
-	sbuf_free(&d->capbuf);
-	sbuf_free(&d->key);
-	sbuf_free(&d->lm_rv);
-	sbuf_free(&d->lm_cont);
-	kstatus_clear(&d->st);
+	ck_sbuf_free(&d->capbuf);
+	ck_sbuf_free(&d->key);
+	ck_sbuf_free(&d->lm_rv);
+	ck_sbuf_free(&d->lm_cont);
+	ck_status_clear(&d->st);
 	free(d->err);
 	free(d);
 }
 
-uint64_t kdec_bytes(const kdec_t *d)
+uint64_t ck_dec_bytes(const ck_dec_t *d)
 {
 	return d->total;
 }
 
 /* Keeps the last bytes of the input, so an excerpt does not depend on chunking. */
-static void tail_push(kdec_t *d, const unsigned char *buf, size_t len)
+static void tail_push(ck_dec_t *d, const unsigned char *buf, size_t len)
 {
 	size_t cap = sizeof(d->tail);
 	if (len >= cap) {
@@ -1173,7 +1173,7 @@ static void tail_push(kdec_t *d, const unsigned char *buf, size_t len)
 }
 
 /* The up to 24 bytes of input that precede the failure, unprintables as '.'. */
-static void excerpt(kdec_t *d, const unsigned char *buf, size_t at, char out[32])
+static void excerpt(ck_dec_t *d, const unsigned char *buf, size_t at, char out[32])
 {
 	unsigned char tmp[sizeof(d->tail)];
 	size_t n = 0;
@@ -1191,7 +1191,7 @@ static void excerpt(kdec_t *d, const unsigned char *buf, size_t at, char out[32]
 }
 
 /* Builds the error for a failed yajl call on buf[0..len). */
-static void yajl_failed(kdec_t *d, const unsigned char *buf, size_t len)
+static void yajl_failed(ck_dec_t *d, const unsigned char *buf, size_t len)
 {
 	if (d->err != NULL)
 		return; /* one of our callbacks refused: its message says why */
@@ -1203,25 +1203,25 @@ static void yajl_failed(kdec_t *d, const unsigned char *buf, size_t len)
 	char ex[32] = "";
 	excerpt(d, buf, at > len ? len : at, ex);
 	/* "after byte N": the input is valid JSON up to N, the next token is not. */
-	d->err = xasprintf("malformed JSON after byte %llu: %.*s%s%s%s",
+	d->err = ck_xasprintf("malformed JSON after byte %llu: %.*s%s%s%s",
 	                   (unsigned long long)d->good_end, (int)yl, ye ? (char *)ye : "",
 	                   ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
 	if (ye)
 		yajl_free_error(d->h, ye);
 }
 
-static int dead_error(kdec_t *d, char **err)
+static int dead_error(ck_dec_t *d, char **err)
 {
 	d->dead = true;
-	err_set(err, "decoding %s: %s", d->type->resource ? d->type->resource : "object",
+	ck_err_set(err, "decoding %s: %s", d->type->resource ? d->type->resource : "object",
 	        d->err ? d->err : "decoder failed");
 	return -1;
 }
 
 /* WATCH: remembers whether bytes after the last event are more than blanks. */
-static void watch_tail(kdec_t *d, const unsigned char *buf, size_t len)
+static void watch_tail(ck_dec_t *d, const unsigned char *buf, size_t len)
 {
-	if (d->mode != KDEC_WATCH || d->nframes != 0)
+	if (d->mode != CK_DEC_WATCH || d->nframes != 0)
 		return;
 	uint64_t from = d->last_top_end > d->slice_base ? d->last_top_end - d->slice_base : 0;
 	if (from < len && d->last_top_end >= d->slice_base)
@@ -1235,11 +1235,11 @@ static void watch_tail(kdec_t *d, const unsigned char *buf, size_t len)
 	}
 }
 
-int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
+int ck_dec_feed(ck_dec_t *d, const char *buf, size_t len, char **err)
 {
 	if (d->dead || d->finished) {
 		if (d->err == NULL)
-			d->err = xstrdup("decoder used after it finished");
+			d->err = ck_xstrdup("decoder used after it finished");
 		return dead_error(d, err);
 	}
 	const unsigned char *p = (const unsigned char *)buf;
@@ -1247,7 +1247,7 @@ int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
 		uint64_t used = d->total - d->unit_start;
 		if (used >= d->max) {
 			d->err =
-			    xasprintf("%s larger than the limit of %zu bytes at byte %llu",
+			    ck_xasprintf("%s larger than the limit of %zu bytes at byte %llu",
 			              unit_names[d->unit], d->max, (unsigned long long)d->total);
 			return dead_error(d, err);
 		}
@@ -1268,21 +1268,21 @@ int kdec_feed(kdec_t *d, const char *buf, size_t len, char **err)
 	return 0;
 }
 
-int kdec_finish(kdec_t *d, char **err)
+int ck_dec_finish(ck_dec_t *d, char **err)
 {
 	if (d->dead || d->finished) {
 		if (d->err == NULL)
-			d->err = xstrdup("decoder used after it finished");
+			d->err = ck_xstrdup("decoder used after it finished");
 		return dead_error(d, err);
 	}
 	d->finished = true;
 	d->slice_base = d->total;
-	if (d->mode == KDEC_WATCH && d->nframes == 0 && !d->pending_garbage)
+	if (d->mode == CK_DEC_WATCH && d->nframes == 0 && !d->pending_garbage)
 		return 0; /* between events: a clean end (yajl would call it premature) */
 	if (d->nframes > 0) {
-		d->err = xasprintf("input truncated inside %s at byte %llu",
-		                   d->mode == KDEC_WATCH  ? "a watch event"
-		                   : d->mode == KDEC_LIST ? "a list"
+		d->err = ck_xasprintf("input truncated inside %s at byte %llu",
+		                   d->mode == CK_DEC_WATCH  ? "a watch event"
+		                   : d->mode == CK_DEC_LIST ? "a list"
 		                                          : "an object",
 		                   (unsigned long long)d->total);
 		return dead_error(d, err);
@@ -1296,45 +1296,45 @@ int kdec_finish(kdec_t *d, char **err)
 }
 
 typedef struct one {
-	kobj_t *obj;
+	ck_obj_t *obj;
 } one_t;
 
-static void one_cb(void *ud, kobj_t *obj)
+static void one_cb(void *ud, ck_obj_t *obj)
 {
 	one_t *o = ud;
-	kobj_unref(o->obj);
+	ck_obj_unref(o->obj);
 	o->obj = obj;
 }
 
-kobj_t *kdec_object(const ktype_t *t, const char *buf, size_t len, char **err)
+ck_obj_t *ck_dec_object(const ck_type_t *t, const char *buf, size_t len, char **err)
 {
 	one_t o = {NULL};
-	kdec_cb_t cb = {.on_object = one_cb};
-	kdec_t *d = kdec_new(t, KDEC_OBJECT, &cb, &o, 0);
-	if (kdec_feed(d, buf, len, err) < 0 || kdec_finish(d, err) < 0) {
-		kobj_unref(o.obj);
+	ck_dec_cb_t cb = {.on_object = one_cb};
+	ck_dec_t *d = ck_dec_new(t, CK_DEC_OBJECT, &cb, &o, 0);
+	if (ck_dec_feed(d, buf, len, err) < 0 || ck_dec_finish(d, err) < 0) {
+		ck_obj_unref(o.obj);
 		o.obj = NULL;
 	} else if (o.obj == NULL) {
-		err_set(err, "decoding %s: no object in the input", t->resource);
+		ck_err_set(err, "decoding %s: no object in the input", t->resource);
 	}
-	kdec_free(d);
+	ck_dec_free(d);
 	return o.obj;
 }
 
-static const ktype_t status_type = {"", "v1", "Status", "status", false, NULL, 0, false};
+static const ck_type_t status_type = {"", "v1", "Status", "status", false, NULL, 0, false};
 
-int kdec_status_parse(const char *buf, size_t len, kstatus_t *st)
+int kdec_status_parse(const char *buf, size_t len, ck_status_t *st)
 {
-	kdec_cb_t cb = {0};
-	kdec_t *d = kdec_new(&status_type, KDEC_OBJECT, &cb, NULL, 0);
+	ck_dec_cb_t cb = {0};
+	ck_dec_t *d = ck_dec_new(&status_type, CK_DEC_OBJECT, &cb, NULL, 0);
 	d->status_only = true;
 	int rc = -1;
-	if (kdec_feed(d, buf, len, NULL) == 0 && kdec_finish(d, NULL) == 0 && d->st_seen_obj &&
+	if (ck_dec_feed(d, buf, len, NULL) == 0 && ck_dec_finish(d, NULL) == 0 && d->st_seen_obj &&
 	    d->st_kind_ok)
 		rc = 0;
 	/* Hand over what was decoded, even from a body that is not quite a Status. */
 	*st = d->st;
 	memset(&d->st, 0, sizeof(d->st));
-	kdec_free(d);
+	ck_dec_free(d);
 	return rc;
 }

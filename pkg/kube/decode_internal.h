@@ -4,7 +4,7 @@
 #ifndef CSC_KUBE_DECODE_INTERNAL_H
 #define CSC_KUBE_DECODE_INTERNAL_H
 
-#include "pkg/kube/status.h"
+#include <ckube/status.h>
 
 #include <stddef.h>
 
@@ -13,6 +13,6 @@
  * cleared). Returns 0 if the body is a JSON object whose kind is "Status", else -1
  * (st then holds whatever Status fields were seen, possibly none).
  */
-int kdec_status_parse(const char *buf, size_t len, kstatus_t *st);
+int kdec_status_parse(const char *buf, size_t len, ck_status_t *st);
 
 #endif

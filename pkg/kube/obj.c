@@ -6,16 +6,16 @@
  * object but the final block) and remembers offsets and lengths. finish() then
  * computes the exact size of one block laid out as
  *
- *     kobj_t | labels[] | annotations[] | owners[] | fields[] | strings...
+ *     ck_obj_t | labels[] | annotations[] | owners[] | fields[] | strings...
  *
  * copies everything in, and points the struct's members into the block. Absent
  * metadata strings point to a shared static "" instead of costing a byte each.
  * Labels and annotations are sorted by key (the last value wins for a repeated
  * key, as in Go's JSON decoding) so that lookups are binary searches.
  */
-#include "pkg/kube/obj.h"
+#include <ckube/obj.h>
 
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +40,7 @@ typedef struct bowner {
 } bowner_t;
 
 typedef struct bfield {
-	kval_type_t type;
+	ck_val_type_t type;
 	bool b;
 	int64_t i;
 	double d;
@@ -55,9 +55,9 @@ static const char *const meta_names[M_COUNT] = {
 
 static const char *const owner_names[4] = {"apiVersion", "kind", "name", "uid"};
 
-struct kobj_builder {
-	const ktype_t *type;
-	sbuf_t arena;
+struct ck_obj_builder {
+	const ck_type_t *type;
+	ck_sbuf_t arena;
 	bstr_t meta[M_COUNT];
 	int64_t generation;
 	bkv_t *labels, *annots;
@@ -69,19 +69,19 @@ struct kobj_builder {
 };
 
 static const char empty_str[1] = "";
-static const kval_t absent_val = {.type = KVAL_ABSENT};
+static const ck_val_t absent_val = {.type = CK_VAL_ABSENT};
 
 /* The most entries of one kind an object can hold (the counters are 16 bits). */
 #define KOBJ_MAX_ENTRIES 65535u
 
-kobj_t *kobj_ref(kobj_t *obj)
+ck_obj_t *ck_obj_ref(ck_obj_t *obj)
 {
 	if (obj != NULL)
 		atomic_fetch_add_explicit(&obj->refs, 1, memory_order_relaxed);
 	return obj;
 }
 
-void kobj_unref(kobj_t *obj)
+void ck_obj_unref(ck_obj_t *obj)
 {
 	if (obj == NULL)
 		return;
@@ -90,7 +90,7 @@ void kobj_unref(kobj_t *obj)
 		free(obj);
 }
 
-static const char *kv_find(const kobj_kv_t *kv, size_t n, const char *key)
+static const char *kv_find(const ck_obj_kv_t *kv, size_t n, const char *key)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -106,21 +106,21 @@ static const char *kv_find(const kobj_kv_t *kv, size_t n, const char *key)
 	return NULL;
 }
 
-const char *kobj_label(const kobj_t *obj, const char *key)
+const char *ck_obj_label(const ck_obj_t *obj, const char *key)
 {
 	if (obj == NULL || key == NULL)
 		return NULL;
 	return kv_find(obj->labels, obj->nlabels, key);
 }
 
-const char *kobj_annotation(const kobj_t *obj, const char *key)
+const char *ck_obj_annotation(const ck_obj_t *obj, const char *key)
 {
 	if (obj == NULL || key == NULL)
 		return NULL;
 	return kv_find(obj->annotations, obj->nannotations, key);
 }
 
-const kobj_owner_t *kobj_controller_ref(const kobj_t *obj)
+const ck_obj_owner_t *ck_obj_controller_ref(const ck_obj_t *obj)
 {
 	if (obj == NULL)
 		return NULL;
@@ -130,14 +130,14 @@ const kobj_owner_t *kobj_controller_ref(const kobj_t *obj)
 	return NULL;
 }
 
-const kval_t *kobj_field(const kobj_t *obj, size_t i)
+const ck_val_t *ck_obj_field(const ck_obj_t *obj, size_t i)
 {
 	if (obj == NULL || i >= obj->nfields)
 		return &absent_val;
 	return &obj->fields[i];
 }
 
-int ktype_field_index(const ktype_t *t, const char *path)
+int ck_type_field_index(const ck_type_t *t, const char *path)
 {
 	if (t == NULL || path == NULL)
 		return -1;
@@ -147,7 +147,7 @@ int ktype_field_index(const ktype_t *t, const char *path)
 	return -1;
 }
 
-size_t kobj_key(const kobj_t *obj, char *buf, size_t cap)
+size_t ck_obj_key(const ck_obj_t *obj, char *buf, size_t cap)
 {
 	int n;
 	if (obj->ns[0] == '\0' || !obj->type->namespaced)
@@ -157,18 +157,18 @@ size_t kobj_key(const kobj_t *obj, char *buf, size_t cap)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-char *kobj_key_dup(const kobj_t *obj)
+char *ck_obj_key_dup(const ck_obj_t *obj)
 {
 	if (obj->ns[0] == '\0' || !obj->type->namespaced)
-		return xstrdup(obj->name);
-	return xasprintf("%s/%s", obj->ns, obj->name);
+		return ck_xstrdup(obj->name);
+	return ck_xasprintf("%s/%s", obj->ns, obj->name);
 }
 
 /*
  * Like client-go's SplitMetaNamespaceKey: "name" or "ns/name"; anything with
  * more than one '/' is not a key. On error *ns and *name are NULL.
  */
-int kobj_key_split(const char *key, char **ns, char **name)
+int ck_obj_key_split(const char *key, char **ns, char **name)
 {
 	*ns = NULL;
 	*name = NULL;
@@ -176,18 +176,18 @@ int kobj_key_split(const char *key, char **ns, char **name)
 		return -1;
 	const char *slash = strchr(key, '/');
 	if (slash == NULL) {
-		*ns = xstrdup("");
-		*name = xstrdup(key);
+		*ns = ck_xstrdup("");
+		*name = ck_xstrdup(key);
 		return 0;
 	}
 	if (strchr(slash + 1, '/') != NULL)
 		return -1;
-	*ns = xstrndup(key, (size_t)(slash - key));
-	*name = xstrdup(slash + 1);
+	*ns = ck_xstrndup(key, (size_t)(slash - key));
+	*name = ck_xstrdup(slash + 1);
 	return 0;
 }
 
-size_t ktype_api_version(const ktype_t *t, char *buf, size_t cap)
+size_t ck_type_api_version(const ck_type_t *t, char *buf, size_t cap)
 {
 	int n;
 	if (t->group == NULL || t->group[0] == '\0')
@@ -205,8 +205,8 @@ static size_t align8(size_t n)
 /* The fixed part of an object's block, before its strings. */
 static size_t fixed_size(size_t nl, size_t na, size_t no, size_t nf)
 {
-	return align8(sizeof(kobj_t)) + (nl + na) * sizeof(kobj_kv_t) + no * sizeof(kobj_owner_t) +
-	       nf * sizeof(kval_t);
+	return align8(sizeof(ck_obj_t)) + (nl + na) * sizeof(ck_obj_kv_t) + no * sizeof(ck_obj_owner_t) +
+	       nf * sizeof(ck_val_t);
 }
 
 /* Adds one string's bytes unless it is the shared static "". */
@@ -219,7 +219,7 @@ static size_t str_cost(const char *s)
  * Recomputes the block's size from its contents; a string holding an escaped
  * NUL ("\u0000") is counted only up to it, which is all a reader can see.
  */
-size_t kobj_size(const kobj_t *obj)
+size_t ck_obj_size(const ck_obj_t *obj)
 {
 	if (obj == NULL)
 		return 0;
@@ -231,45 +231,45 @@ size_t kobj_size(const kobj_t *obj)
 	for (size_t i = 0; i < obj->nannotations; i++)
 		n += str_cost(obj->annotations[i].key) + str_cost(obj->annotations[i].value);
 	for (size_t i = 0; i < obj->nowners; i++) {
-		const kobj_owner_t *o = &obj->owners[i];
+		const ck_obj_owner_t *o = &obj->owners[i];
 		n += str_cost(o->api_version) + str_cost(o->kind) + str_cost(o->name) +
 		     str_cost(o->uid);
 	}
 	for (size_t i = 0; i < obj->nfields; i++)
-		if (obj->fields[i].type == KVAL_STRING || obj->fields[i].type == KVAL_JSON)
+		if (obj->fields[i].type == CK_VAL_STRING || obj->fields[i].type == CK_VAL_JSON)
 			n += str_cost(obj->fields[i].u.s);
 	return n;
 }
 
 /* ---- builder ---- */
 
-kobj_builder_t *kobj_builder_new(const ktype_t *t)
+ck_obj_builder_t *ck_obj_builder_new(const ck_type_t *t)
 {
-	kobj_builder_t *b = xcalloc(1, sizeof(*b));
+	ck_obj_builder_t *b = ck_xcalloc(1, sizeof(*b));
 	b->type = t;
 	if (t->nfields > 0)
-		b->fields = xcalloc(t->nfields, sizeof(*b->fields));
-	kobj_builder_reset(b);
+		b->fields = ck_xcalloc(t->nfields, sizeof(*b->fields));
+	ck_obj_builder_reset(b);
 	return b;
 }
 
-void kobj_builder_reset(kobj_builder_t *b)
+void ck_obj_builder_reset(ck_obj_builder_t *b)
 {
-	sbuf_reset(&b->arena);
+	ck_sbuf_reset(&b->arena);
 	for (size_t i = 0; i < M_COUNT; i++)
 		b->meta[i].off = NONE;
 	b->generation = 0;
 	b->nlabels = b->nannots = b->nowners = 0;
 	b->seq = 0;
 	for (size_t i = 0; i < b->type->nfields; i++)
-		b->fields[i].type = KVAL_ABSENT;
+		b->fields[i].type = CK_VAL_ABSENT;
 }
 
-void kobj_builder_free(kobj_builder_t *b)
+void ck_obj_builder_free(ck_obj_builder_t *b)
 {
 	if (b == NULL)
 		return;
-	sbuf_free(&b->arena);
+	ck_sbuf_free(&b->arena);
 	free(b->labels);
 	free(b->annots);
 	free(b->owners);
@@ -278,15 +278,15 @@ void kobj_builder_free(kobj_builder_t *b)
 }
 
 /* Copies a string into the arena, NUL-terminated. */
-static bstr_t arena_put(kobj_builder_t *b, const char *s, size_t len)
+static bstr_t arena_put(ck_obj_builder_t *b, const char *s, size_t len)
 {
 	bstr_t r = {b->arena.len, len};
-	sbuf_append(&b->arena, s, len);
-	sbuf_putc(&b->arena, '\0');
+	ck_sbuf_append(&b->arena, s, len);
+	ck_sbuf_putc(&b->arena, '\0');
 	return r;
 }
 
-void kobj_builder_set_meta(kobj_builder_t *b, const char *field, const char *value, size_t len)
+void ck_obj_builder_set_meta(ck_obj_builder_t *b, const char *field, const char *value, size_t len)
 {
 	for (size_t i = 0; i < M_COUNT; i++) {
 		if (strcmp(field, meta_names[i]) == 0) {
@@ -296,12 +296,12 @@ void kobj_builder_set_meta(kobj_builder_t *b, const char *field, const char *val
 	}
 }
 
-void kobj_builder_set_generation(kobj_builder_t *b, int64_t g)
+void ck_obj_builder_set_generation(ck_obj_builder_t *b, int64_t g)
 {
 	b->generation = g;
 }
 
-static void kv_add(kobj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const char *k, size_t kl,
+static void kv_add(ck_obj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const char *k, size_t kl,
                    const char *v, size_t vl)
 {
 	/* Beyond the 16-bit count the object cannot say it; the decoder rejects such
@@ -310,7 +310,7 @@ static void kv_add(kobj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const
 		return;
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 8;
-		*arr = xrealloc(*arr, *cap * sizeof(**arr));
+		*arr = ck_xrealloc(*arr, *cap * sizeof(**arr));
 	}
 	bkv_t *e = &(*arr)[(*n)++];
 	e->k = arena_put(b, k, kl);
@@ -318,29 +318,29 @@ static void kv_add(kobj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const
 	e->seq = b->seq++;
 }
 
-void kobj_builder_add_label(kobj_builder_t *b, const char *k, size_t kl, const char *v, size_t vl)
+void ck_obj_builder_add_label(ck_obj_builder_t *b, const char *k, size_t kl, const char *v, size_t vl)
 {
 	kv_add(b, &b->labels, &b->nlabels, &b->caplabels, k, kl, v, vl);
 }
 
-void kobj_builder_add_annotation(kobj_builder_t *b, const char *k, size_t kl, const char *v,
+void ck_obj_builder_add_annotation(ck_obj_builder_t *b, const char *k, size_t kl, const char *v,
                                  size_t vl)
 {
 	kv_add(b, &b->annots, &b->nannots, &b->capannots, k, kl, v, vl);
 }
 
-void kobj_builder_clear_annotations(kobj_builder_t *b)
+void ck_obj_builder_clear_annotations(ck_obj_builder_t *b)
 {
 	b->nannots = 0;
 }
 
-void kobj_builder_add_owner(kobj_builder_t *b)
+void ck_obj_builder_add_owner(ck_obj_builder_t *b)
 {
 	if (b->nowners >= KOBJ_MAX_ENTRIES)
 		return;
 	if (b->nowners == b->capowners) {
 		b->capowners = b->capowners ? b->capowners * 2 : 2;
-		b->owners = xrealloc(b->owners, b->capowners * sizeof(*b->owners));
+		b->owners = ck_xrealloc(b->owners, b->capowners * sizeof(*b->owners));
 	}
 	bowner_t *o = &b->owners[b->nowners++];
 	for (size_t i = 0; i < 4; i++)
@@ -348,7 +348,7 @@ void kobj_builder_add_owner(kobj_builder_t *b)
 	o->controller = o->block = false;
 }
 
-void kobj_builder_set_owner(kobj_builder_t *b, const char *field, const char *v, size_t vl)
+void ck_obj_builder_set_owner(ck_obj_builder_t *b, const char *field, const char *v, size_t vl)
 {
 	if (b->nowners == 0)
 		return;
@@ -361,7 +361,7 @@ void kobj_builder_set_owner(kobj_builder_t *b, const char *field, const char *v,
 	}
 }
 
-void kobj_builder_set_owner_bool(kobj_builder_t *b, const char *field, bool v)
+void ck_obj_builder_set_owner_bool(ck_obj_builder_t *b, const char *field, bool v)
 {
 	if (b->nowners == 0)
 		return;
@@ -372,7 +372,7 @@ void kobj_builder_set_owner_bool(kobj_builder_t *b, const char *field, bool v)
 		o->block = v;
 }
 
-void kobj_builder_set_field(kobj_builder_t *b, size_t i, kval_type_t type, bool bv, int64_t iv,
+void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv, int64_t iv,
                             double dv, const char *s, size_t len)
 {
 	if (i >= b->type->nfields)
@@ -383,7 +383,7 @@ void kobj_builder_set_field(kobj_builder_t *b, size_t i, kval_type_t type, bool 
 	f->i = iv;
 	f->d = dv;
 	f->s.off = NONE;
-	if (type == KVAL_STRING || type == KVAL_JSON)
+	if (type == CK_VAL_STRING || type == CK_VAL_JSON)
 		f->s = arena_put(b, s ? s : "", s ? len : 0);
 }
 
@@ -436,9 +436,9 @@ static size_t bcost(bstr_t s)
 	return s.off == NONE || s.len == 0 ? 0 : s.len + 1;
 }
 
-kobj_t *kobj_builder_finish(kobj_builder_t *b)
+ck_obj_t *ck_obj_builder_finish(ck_obj_builder_t *b)
 {
-	const char *arena = sbuf_cstr(&b->arena);
+	const char *arena = ck_sbuf_cstr(&b->arena);
 	size_t nl = kv_normalize(b->labels, b->nlabels, arena);
 	size_t na = kv_normalize(b->annots, b->nannots, arena);
 	size_t no = b->nowners, nf = b->type->nfields;
@@ -457,8 +457,8 @@ kobj_t *kobj_builder_finish(kobj_builder_t *b)
 		strs += bcost(b->fields[i].s);
 
 	size_t fixed = fixed_size(nl, na, no, nf);
-	char *block = xmalloc(fixed + strs);
-	kobj_t *o = (kobj_t *)block;
+	char *block = ck_xmalloc(fixed + strs);
+	ck_obj_t *o = (ck_obj_t *)block;
 	memset(o, 0, sizeof(*o));
 	atomic_init(&o->refs, 1);
 	o->type = b->type;
@@ -467,15 +467,15 @@ kobj_t *kobj_builder_finish(kobj_builder_t *b)
 	o->nowners = (uint16_t)no;
 	o->nfields = (uint16_t)nf;
 
-	char *p = block + align8(sizeof(kobj_t));
-	kobj_kv_t *labels = (kobj_kv_t *)p;
-	p += nl * sizeof(kobj_kv_t);
-	kobj_kv_t *annots = (kobj_kv_t *)p;
-	p += na * sizeof(kobj_kv_t);
-	kobj_owner_t *owners = (kobj_owner_t *)p;
-	p += no * sizeof(kobj_owner_t);
-	kval_t *fields = (kval_t *)p;
-	p += nf * sizeof(kval_t);
+	char *p = block + align8(sizeof(ck_obj_t));
+	ck_obj_kv_t *labels = (ck_obj_kv_t *)p;
+	p += nl * sizeof(ck_obj_kv_t);
+	ck_obj_kv_t *annots = (ck_obj_kv_t *)p;
+	p += na * sizeof(ck_obj_kv_t);
+	ck_obj_owner_t *owners = (ck_obj_owner_t *)p;
+	p += no * sizeof(ck_obj_owner_t);
+	ck_val_t *fields = (ck_val_t *)p;
+	p += nf * sizeof(ck_val_t);
 
 	packer_t pk = {p, arena};
 	o->ns = pack(&pk, b->meta[M_NS]);
@@ -507,17 +507,17 @@ kobj_t *kobj_builder_finish(kobj_builder_t *b)
 		memset(&fields[i], 0, sizeof(fields[i]));
 		fields[i].type = f->type;
 		switch (f->type) {
-		case KVAL_BOOL:
+		case CK_VAL_BOOL:
 			fields[i].u.b = f->b;
 			break;
-		case KVAL_INT:
+		case CK_VAL_INT:
 			fields[i].u.i = f->i;
 			break;
-		case KVAL_DOUBLE:
+		case CK_VAL_DOUBLE:
 			fields[i].u.d = f->d;
 			break;
-		case KVAL_STRING:
-		case KVAL_JSON:
+		case CK_VAL_STRING:
+		case CK_VAL_JSON:
 			fields[i].u.s = pack(&pk, f->s);
 			break;
 		default:
@@ -528,6 +528,6 @@ kobj_t *kobj_builder_finish(kobj_builder_t *b)
 	o->annotations = annots;
 	o->owners = owners;
 	o->fields = fields;
-	kobj_builder_reset(b);
+	ck_obj_builder_reset(b);
 	return o;
 }

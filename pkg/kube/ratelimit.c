@@ -1,9 +1,9 @@
 /* ratelimit: see ratelimit.h. */
-#include "pkg/kube/ratelimit.h"
+#include <ckube/ratelimit.h>
 
 #include <math.h>
 
-void ktb_init(ktb_t *b, double qps, int burst, uint64_t now_ns)
+void ck_tb_init(ck_tb_t *b, double qps, int burst, uint64_t now_ns)
 {
 	b->qps = qps;
 	b->burst = burst < 1 ? 1 : burst;
@@ -11,13 +11,13 @@ void ktb_init(ktb_t *b, double qps, int burst, uint64_t now_ns)
 	b->last_ns = now_ns;
 }
 
-bool ktb_enabled(const ktb_t *b)
+bool ck_tb_enabled(const ck_tb_t *b)
 {
 	return b->qps > 0;
 }
 
 /* Adds what accrued since the last call; a clock that went backwards adds nothing. */
-static void ktb_refill(ktb_t *b, uint64_t now_ns)
+static void ktb_refill(ck_tb_t *b, uint64_t now_ns)
 {
 	if (now_ns <= b->last_ns)
 		return;
@@ -27,9 +27,9 @@ static void ktb_refill(ktb_t *b, uint64_t now_ns)
 	b->last_ns = now_ns;
 }
 
-uint64_t ktb_reserve(ktb_t *b, uint64_t now_ns)
+uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns)
 {
-	if (!ktb_enabled(b))
+	if (!ck_tb_enabled(b))
 		return 0;
 	ktb_refill(b, now_ns);
 	b->tokens -= 1.0;
@@ -39,9 +39,9 @@ uint64_t ktb_reserve(ktb_t *b, uint64_t now_ns)
 	return (uint64_t)ceil(-b->tokens * 1e9 / b->qps);
 }
 
-void ktb_unreserve(ktb_t *b, uint64_t now_ns)
+void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns)
 {
-	if (!ktb_enabled(b))
+	if (!ck_tb_enabled(b))
 		return;
 	ktb_refill(b, now_ns);
 	b->tokens += 1.0;

@@ -6,16 +6,16 @@
  * the HTTP code decide (a 404 whose reason is, say, "MethodNotAllowed" is not
  * "not found"). The code used is Status.code, else the HTTP status.
  */
-#include "pkg/kube/status.h"
+#include <ckube/status.h>
 
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 #include "pkg/kube/decode_internal.h"
-#include "pkg/kube/obj.h"
+#include <ckube/obj.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-void kstatus_clear(kstatus_t *s)
+void ck_status_clear(ck_status_t *s)
 {
 	if (s == NULL)
 		return;
@@ -68,9 +68,9 @@ static const char *reason_for_code(int code)
 	}
 }
 
-int kstatus_parse(const char *body, size_t len, int http_code, kstatus_t *out)
+int ck_status_parse(const char *body, size_t len, int http_code, ck_status_t *out)
 {
-	kstatus_clear(out);
+	ck_status_clear(out);
 	if (body != NULL && len > 0 && kdec_status_parse(body, len, out) == 0) {
 		if (out->code == 0)
 			out->code = http_code;
@@ -78,35 +78,35 @@ int kstatus_parse(const char *body, size_t len, int http_code, kstatus_t *out)
 	}
 	/* Not a Status (a proxy's HTML page, plain text, nothing): keep the code and
 	 * the start of the body so the message still says something true. */
-	kstatus_clear(out);
+	ck_status_clear(out);
 	out->code = http_code;
-	out->status = xstrdup("Failure");
-	out->reason = xstrdup(reason_for_code(http_code));
-	sbuf_t m = SBUF_INIT;
+	out->status = ck_xstrdup("Failure");
+	out->reason = ck_xstrdup(reason_for_code(http_code));
+	ck_sbuf_t m = CK_SBUF_INIT;
 	size_t n = body == NULL ? 0 : len;
 	/* "404 page not found\n": the newline would end up as a stray space. */
 	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r' || body[n - 1] == ' ' ||
 	                 body[n - 1] == '\t'))
 		n--;
 	if (n == 0) {
-		sbuf_printf(&m, "the server answered HTTP %d with an empty body", http_code);
+		ck_sbuf_printf(&m, "the server answered HTTP %d with an empty body", http_code);
 	} else {
-		sbuf_printf(&m, "the server answered HTTP %d: ", http_code);
+		ck_sbuf_printf(&m, "the server answered HTTP %d: ", http_code);
 		size_t max = n < 256 ? n : 256;
 		for (size_t i = 0; i < max; i++) {
 			unsigned char c = (unsigned char)body[i];
-			sbuf_putc(&m, c == '\n' || c == '\r' || c == '\t' ? ' '
+			ck_sbuf_putc(&m, c == '\n' || c == '\r' || c == '\t' ? ' '
 			              : c < 0x20 || c == 0x7f             ? '?'
 			                                                  : (char)c);
 		}
 		if (n > max)
-			sbuf_puts(&m, "...");
+			ck_sbuf_puts(&m, "...");
 	}
-	out->message = sbuf_steal(&m);
+	out->message = ck_sbuf_steal(&m);
 	return -1;
 }
 
-bool kstatus_has_cause(const kstatus_t *s, const char *reason)
+bool ck_status_has_cause(const ck_status_t *s, const char *reason)
 {
 	if (s == NULL || s->causes == NULL || reason == NULL || reason[0] == '\0')
 		return false;
@@ -120,23 +120,23 @@ bool kstatus_has_cause(const kstatus_t *s, const char *reason)
 	return false;
 }
 
-void kresult_clear(kresult_t *r)
+void ck_result_clear(ck_result_t *r)
 {
 	if (r == NULL)
 		return;
-	kobj_unref(r->obj);
+	ck_obj_unref(r->obj);
 	free(r->body);
 	free(r->error);
-	kstatus_clear(&r->status);
+	ck_status_clear(&r->status);
 	memset(r, 0, sizeof(*r));
 }
 
-bool kresult_ok(const kresult_t *r)
+bool ck_result_ok(const ck_result_t *r)
 {
 	return r->error == NULL && r->http_code >= 200 && r->http_code < 300;
 }
 
-bool kerr_is_transport(const kresult_t *r)
+bool ck_err_is_transport(const ck_result_t *r)
 {
 	return r->http_code == 0 && r->error != NULL;
 }
@@ -163,26 +163,26 @@ static const char *const known_reasons[] = {
     "ServiceUnavailable",
 };
 
-static const char *st_reason(const kstatus_t *s)
+static const char *st_reason(const ck_status_t *s)
 {
 	return s->reason ? s->reason : "";
 }
 
-static bool reason_is(const kstatus_t *s, const char *reason)
+static bool reason_is(const ck_status_t *s, const char *reason)
 {
 	return strcmp(st_reason(s), reason) == 0;
 }
 
-static bool reason_known(const kstatus_t *s)
+static bool reason_known(const ck_status_t *s)
 {
-	for (size_t i = 0; i < CSC_ARRAY_LEN(known_reasons); i++)
+	for (size_t i = 0; i < CK_ARRAY_LEN(known_reasons); i++)
 		if (reason_is(s, known_reasons[i]))
 			return true;
 	return false;
 }
 
 /* Reason `reason`, or an unknown reason with HTTP code `code`. */
-static bool st_is(const kstatus_t *s, const char *reason, int code)
+static bool st_is(const ck_status_t *s, const char *reason, int code)
 {
 	if (reason_is(s, reason))
 		return true;
@@ -190,70 +190,70 @@ static bool st_is(const kstatus_t *s, const char *reason, int code)
 }
 
 /* The status to judge: the decoded one, with the HTTP code when it had none. */
-static kstatus_t api_status(const kresult_t *r)
+static ck_status_t api_status(const ck_result_t *r)
 {
-	kstatus_t s = r->status;
+	ck_status_t s = r->status;
 	if (s.code == 0)
 		s.code = r->http_code;
 	return s;
 }
 
 /* No API answer, or a 2xx, is never an API error. */
-static bool is_api_error(const kresult_t *r)
+static bool is_api_error(const ck_result_t *r)
 {
 	return r->http_code != 0 && r->http_code >= 300;
 }
 
-bool kerr_is_not_found(const kresult_t *r)
+bool ck_err_is_not_found(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
+	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "NotFound", 404);
 }
 
-bool kerr_is_conflict(const kresult_t *r)
+bool ck_err_is_conflict(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
+	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Conflict", 409);
 }
 
-bool kerr_is_already_exists(const kresult_t *r)
+bool ck_err_is_already_exists(const ck_result_t *r)
 {
 	return is_api_error(r) && reason_is(&r->status, "AlreadyExists");
 }
 
-bool kstatus_is_gone(const kstatus_t *s)
+bool ck_status_is_gone(const ck_status_t *s)
 {
 	return s != NULL && (reason_is(s, "Expired") || st_is(s, "Gone", 410));
 }
 
-bool kerr_is_gone(const kresult_t *r)
+bool ck_err_is_gone(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
-	return is_api_error(r) && kstatus_is_gone(&s);
+	ck_status_t s = api_status(r);
+	return is_api_error(r) && ck_status_is_gone(&s);
 }
 
-bool kerr_is_forbidden(const kresult_t *r)
+bool ck_err_is_forbidden(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
+	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Forbidden", 403);
 }
 
-bool kerr_is_unauthorized(const kresult_t *r)
+bool ck_err_is_unauthorized(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
+	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Unauthorized", 401);
 }
 
 /* Like apimachinery: the reason, or the code 429 whatever the reason. */
-bool kerr_is_too_many_requests(const kresult_t *r)
+bool ck_err_is_too_many_requests(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
+	ck_status_t s = api_status(r);
 	return is_api_error(r) && (reason_is(&s, "TooManyRequests") || s.code == 429);
 }
 
-bool kerr_is_server_error(const kresult_t *r)
+bool ck_err_is_server_error(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
+	ck_status_t s = api_status(r);
 	return is_api_error(r) && s.code >= 500;
 }
 
@@ -261,27 +261,27 @@ bool kerr_is_server_error(const kresult_t *r)
  * The cause ResourceVersionTooLarge; or, from servers that predate the cause
  * (1.17-1.18), a Timeout whose message says so.
  */
-bool kstatus_is_rv_too_large(const kstatus_t *s)
+bool ck_status_is_rv_too_large(const ck_status_t *s)
 {
 	if (s == NULL)
 		return false;
-	if (kstatus_has_cause(s, "ResourceVersionTooLarge"))
+	if (ck_status_has_cause(s, "ResourceVersionTooLarge"))
 		return true;
 	return st_is(s, "Timeout", 504) && s->message != NULL &&
 	       strstr(s->message, "Too large resource version") != NULL;
 }
 
-bool kerr_is_rv_too_large(const kresult_t *r)
+bool ck_err_is_rv_too_large(const ck_result_t *r)
 {
-	kstatus_t s = api_status(r);
-	return is_api_error(r) && kstatus_is_rv_too_large(&s);
+	ck_status_t s = api_status(r);
+	return is_api_error(r) && ck_status_is_rv_too_large(&s);
 }
 
-bool kerr_is_namespace_terminating(const kresult_t *r)
+bool ck_err_is_namespace_terminating(const ck_result_t *r)
 {
 	if (!is_api_error(r))
 		return false;
-	if (kstatus_has_cause(&r->status, "NamespaceTerminating"))
+	if (ck_status_has_cause(&r->status, "NamespaceTerminating"))
 		return true;
 	return r->status.message != NULL &&
 	       strstr(r->status.message, "because it is being terminated") != NULL;

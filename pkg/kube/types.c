@@ -5,95 +5,95 @@
  * object pays for every kept field. The field order below is the order of the
  * index enums in types.h; the static assertions keep the two in step.
  */
-#include "pkg/kube/types.h"
+#include <ckube/types.h>
 
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 
 #include <stddef.h>
 
 static const char *const deployment_fields[] = {
-    [DEPLOYMENT_SPEC_REPLICAS] = "spec.replicas",
-    [DEPLOYMENT_STATUS_AVAILABLE_REPLICAS] = "status.availableReplicas",
-    [DEPLOYMENT_STATUS_READY_REPLICAS] = "status.readyReplicas",
-    [DEPLOYMENT_STATUS_REPLICAS] = "status.replicas",
-    [DEPLOYMENT_STATUS_UPDATED_REPLICAS] = "status.updatedReplicas",
-    [DEPLOYMENT_STATUS_OBSERVED_GENERATION] = "status.observedGeneration",
-    [DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS] = "spec.template.spec.containers",
+    [CK_DEPLOYMENT_SPEC_REPLICAS] = "spec.replicas",
+    [CK_DEPLOYMENT_STATUS_AVAILABLE_REPLICAS] = "status.availableReplicas",
+    [CK_DEPLOYMENT_STATUS_READY_REPLICAS] = "status.readyReplicas",
+    [CK_DEPLOYMENT_STATUS_REPLICAS] = "status.replicas",
+    [CK_DEPLOYMENT_STATUS_UPDATED_REPLICAS] = "status.updatedReplicas",
+    [CK_DEPLOYMENT_STATUS_OBSERVED_GENERATION] = "status.observedGeneration",
+    [CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS] = "spec.template.spec.containers",
 };
-_Static_assert(CSC_ARRAY_LEN(deployment_fields) == DEPLOYMENT_NFIELDS, "deployment fields");
+_Static_assert(CK_ARRAY_LEN(deployment_fields) == CK_DEPLOYMENT_NFIELDS, "deployment fields");
 
-const ktype_t ktype_deployment = {
+const ck_type_t ck_type_deployment = {
     .group = "apps",
     .version = "v1",
     .kind = "Deployment",
     .resource = "deployments",
     .namespaced = true,
     .fields = deployment_fields,
-    .nfields = DEPLOYMENT_NFIELDS,
+    .nfields = CK_DEPLOYMENT_NFIELDS,
     .keep_annotations = false,
 };
 
 static const char *const event_fields[] = {
-    [EVENT_COUNT] = "count",
-    [EVENT_FIRST_TIMESTAMP] = "firstTimestamp",
-    [EVENT_LAST_TIMESTAMP] = "lastTimestamp",
-    [EVENT_MESSAGE] = "message",
-    [EVENT_REASON] = "reason",
-    [EVENT_TYPE] = "type",
-    [EVENT_INVOLVED_OBJECT] = "involvedObject",
-    [EVENT_SOURCE] = "source",
+    [CK_EVENT_COUNT] = "count",
+    [CK_EVENT_FIRST_TIMESTAMP] = "firstTimestamp",
+    [CK_EVENT_LAST_TIMESTAMP] = "lastTimestamp",
+    [CK_EVENT_MESSAGE] = "message",
+    [CK_EVENT_REASON] = "reason",
+    [CK_EVENT_TYPE] = "type",
+    [CK_EVENT_INVOLVED_OBJECT] = "involvedObject",
+    [CK_EVENT_SOURCE] = "source",
 };
-_Static_assert(CSC_ARRAY_LEN(event_fields) == EVENT_NFIELDS, "event fields");
+_Static_assert(CK_ARRAY_LEN(event_fields) == CK_EVENT_NFIELDS, "event fields");
 
-const ktype_t ktype_event = {
+const ck_type_t ck_type_event = {
     .group = "",
     .version = "v1",
     .kind = "Event",
     .resource = "events",
     .namespaced = true,
     .fields = event_fields,
-    .nfields = EVENT_NFIELDS,
+    .nfields = CK_EVENT_NFIELDS,
     .keep_annotations = false,
 };
 
 static const char *const lease_fields[] = {
-    [LEASE_SPEC_HOLDER_IDENTITY] = "spec.holderIdentity",
-    [LEASE_SPEC_LEASE_DURATION_SECONDS] = "spec.leaseDurationSeconds",
-    [LEASE_SPEC_ACQUIRE_TIME] = "spec.acquireTime",
-    [LEASE_SPEC_RENEW_TIME] = "spec.renewTime",
-    [LEASE_SPEC_LEASE_TRANSITIONS] = "spec.leaseTransitions",
+    [CK_LEASE_SPEC_HOLDER_IDENTITY] = "spec.holderIdentity",
+    [CK_LEASE_SPEC_LEASE_DURATION_SECONDS] = "spec.leaseDurationSeconds",
+    [CK_LEASE_SPEC_ACQUIRE_TIME] = "spec.acquireTime",
+    [CK_LEASE_SPEC_RENEW_TIME] = "spec.renewTime",
+    [CK_LEASE_SPEC_LEASE_TRANSITIONS] = "spec.leaseTransitions",
 };
-_Static_assert(CSC_ARRAY_LEN(lease_fields) == LEASE_NFIELDS, "lease fields");
+_Static_assert(CK_ARRAY_LEN(lease_fields) == CK_LEASE_NFIELDS, "lease fields");
 
-const ktype_t ktype_lease = {
+const ck_type_t ck_type_lease = {
     .group = "coordination.k8s.io",
     .version = "v1",
     .kind = "Lease",
     .resource = "leases",
     .namespaced = true,
     .fields = lease_fields,
-    .nfields = LEASE_NFIELDS,
+    .nfields = CK_LEASE_NFIELDS,
     .keep_annotations = false,
 };
 
 /* The field, or NULL when obj is not of kind t. */
-static const kval_t *field_of(const kobj_t *obj, const ktype_t *t, size_t i)
+static const ck_val_t *field_of(const ck_obj_t *obj, const ck_type_t *t, size_t i)
 {
 	if (obj == NULL || obj->type != t)
 		return NULL;
-	return kobj_field(obj, i);
+	return ck_obj_field(obj, i);
 }
 
-static bool get_i64(const kobj_t *obj, const ktype_t *t, size_t i, int64_t *out)
+static bool get_i64(const ck_obj_t *obj, const ck_type_t *t, size_t i, int64_t *out)
 {
-	const kval_t *v = field_of(obj, t, i);
-	if (v == NULL || v->type != KVAL_INT)
+	const ck_val_t *v = field_of(obj, t, i);
+	if (v == NULL || v->type != CK_VAL_INT)
 		return false;
 	*out = v->u.i;
 	return true;
 }
 
-static bool get_i32(const kobj_t *obj, const ktype_t *t, size_t i, int32_t *out)
+static bool get_i32(const ck_obj_t *obj, const ck_type_t *t, size_t i, int32_t *out)
 {
 	int64_t v;
 	if (!get_i64(obj, t, i, &v) || v < INT32_MIN || v > INT32_MAX)
@@ -102,125 +102,125 @@ static bool get_i32(const kobj_t *obj, const ktype_t *t, size_t i, int32_t *out)
 	return true;
 }
 
-static const char *get_str(const kobj_t *obj, const ktype_t *t, size_t i, kval_type_t type)
+static const char *get_str(const ck_obj_t *obj, const ck_type_t *t, size_t i, ck_val_type_t type)
 {
-	const kval_t *v = field_of(obj, t, i);
+	const ck_val_t *v = field_of(obj, t, i);
 	if (v == NULL || v->type != type)
 		return NULL;
 	return v->u.s;
 }
 
-bool deployment_spec_replicas(const kobj_t *d, int32_t *out)
+bool ck_deployment_spec_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ktype_deployment, DEPLOYMENT_SPEC_REPLICAS, out);
+	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_REPLICAS, out);
 }
 
-bool deployment_status_available_replicas(const kobj_t *d, int32_t *out)
+bool ck_deployment_status_available_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ktype_deployment, DEPLOYMENT_STATUS_AVAILABLE_REPLICAS, out);
+	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_AVAILABLE_REPLICAS, out);
 }
 
-bool deployment_status_ready_replicas(const kobj_t *d, int32_t *out)
+bool ck_deployment_status_ready_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ktype_deployment, DEPLOYMENT_STATUS_READY_REPLICAS, out);
+	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_READY_REPLICAS, out);
 }
 
-bool deployment_status_replicas(const kobj_t *d, int32_t *out)
+bool ck_deployment_status_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ktype_deployment, DEPLOYMENT_STATUS_REPLICAS, out);
+	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_REPLICAS, out);
 }
 
-bool deployment_status_updated_replicas(const kobj_t *d, int32_t *out)
+bool ck_deployment_status_updated_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ktype_deployment, DEPLOYMENT_STATUS_UPDATED_REPLICAS, out);
+	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_UPDATED_REPLICAS, out);
 }
 
-bool deployment_status_observed_generation(const kobj_t *d, int64_t *out)
+bool ck_deployment_status_observed_generation(const ck_obj_t *d, int64_t *out)
 {
-	return get_i64(d, &ktype_deployment, DEPLOYMENT_STATUS_OBSERVED_GENERATION, out);
+	return get_i64(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_OBSERVED_GENERATION, out);
 }
 
-const char *deployment_template_containers_json(const kobj_t *d)
+const char *ck_deployment_template_containers_json(const ck_obj_t *d)
 {
-	return get_str(d, &ktype_deployment, DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS, KVAL_JSON);
+	return get_str(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS, CK_VAL_JSON);
 }
 
-bool event_count(const kobj_t *e, int32_t *out)
+bool ck_event_count(const ck_obj_t *e, int32_t *out)
 {
-	return get_i32(e, &ktype_event, EVENT_COUNT, out);
+	return get_i32(e, &ck_type_event, CK_EVENT_COUNT, out);
 }
 
-const char *event_first_timestamp(const kobj_t *e)
+const char *ck_event_first_timestamp(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_FIRST_TIMESTAMP, KVAL_STRING);
+	return get_str(e, &ck_type_event, CK_EVENT_FIRST_TIMESTAMP, CK_VAL_STRING);
 }
 
-const char *event_last_timestamp(const kobj_t *e)
+const char *ck_event_last_timestamp(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_LAST_TIMESTAMP, KVAL_STRING);
+	return get_str(e, &ck_type_event, CK_EVENT_LAST_TIMESTAMP, CK_VAL_STRING);
 }
 
-const char *event_message(const kobj_t *e)
+const char *ck_event_message(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_MESSAGE, KVAL_STRING);
+	return get_str(e, &ck_type_event, CK_EVENT_MESSAGE, CK_VAL_STRING);
 }
 
-const char *event_reason(const kobj_t *e)
+const char *ck_event_reason(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_REASON, KVAL_STRING);
+	return get_str(e, &ck_type_event, CK_EVENT_REASON, CK_VAL_STRING);
 }
 
-const char *event_type(const kobj_t *e)
+const char *ck_event_type(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_TYPE, KVAL_STRING);
+	return get_str(e, &ck_type_event, CK_EVENT_TYPE, CK_VAL_STRING);
 }
 
-const char *event_involved_object_json(const kobj_t *e)
+const char *ck_event_involved_object_json(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_INVOLVED_OBJECT, KVAL_JSON);
+	return get_str(e, &ck_type_event, CK_EVENT_INVOLVED_OBJECT, CK_VAL_JSON);
 }
 
-const char *event_source_json(const kobj_t *e)
+const char *ck_event_source_json(const ck_obj_t *e)
 {
-	return get_str(e, &ktype_event, EVENT_SOURCE, KVAL_JSON);
+	return get_str(e, &ck_type_event, CK_EVENT_SOURCE, CK_VAL_JSON);
 }
 
-const char *lease_holder_identity(const kobj_t *l)
+const char *ck_lease_holder_identity(const ck_obj_t *l)
 {
-	return get_str(l, &ktype_lease, LEASE_SPEC_HOLDER_IDENTITY, KVAL_STRING);
+	return get_str(l, &ck_type_lease, CK_LEASE_SPEC_HOLDER_IDENTITY, CK_VAL_STRING);
 }
 
-bool lease_duration_seconds(const kobj_t *l, int32_t *out)
+bool ck_lease_duration_seconds(const ck_obj_t *l, int32_t *out)
 {
-	return get_i32(l, &ktype_lease, LEASE_SPEC_LEASE_DURATION_SECONDS, out);
+	return get_i32(l, &ck_type_lease, CK_LEASE_SPEC_LEASE_DURATION_SECONDS, out);
 }
 
-const char *lease_acquire_time(const kobj_t *l)
+const char *ck_lease_acquire_time(const ck_obj_t *l)
 {
-	return get_str(l, &ktype_lease, LEASE_SPEC_ACQUIRE_TIME, KVAL_STRING);
+	return get_str(l, &ck_type_lease, CK_LEASE_SPEC_ACQUIRE_TIME, CK_VAL_STRING);
 }
 
-const char *lease_renew_time(const kobj_t *l)
+const char *ck_lease_renew_time(const ck_obj_t *l)
 {
-	return get_str(l, &ktype_lease, LEASE_SPEC_RENEW_TIME, KVAL_STRING);
+	return get_str(l, &ck_type_lease, CK_LEASE_SPEC_RENEW_TIME, CK_VAL_STRING);
 }
 
 static bool parse_time(const char *s, int64_t *wall_ns)
 {
-	return s != NULL && time_parse_rfc3339(s, wall_ns) == 0;
+	return s != NULL && ck_time_parse_rfc3339(s, wall_ns) == 0;
 }
 
-bool lease_acquire_time_ns(const kobj_t *l, int64_t *wall_ns)
+bool ck_lease_acquire_time_ns(const ck_obj_t *l, int64_t *wall_ns)
 {
-	return parse_time(lease_acquire_time(l), wall_ns);
+	return parse_time(ck_lease_acquire_time(l), wall_ns);
 }
 
-bool lease_renew_time_ns(const kobj_t *l, int64_t *wall_ns)
+bool ck_lease_renew_time_ns(const ck_obj_t *l, int64_t *wall_ns)
 {
-	return parse_time(lease_renew_time(l), wall_ns);
+	return parse_time(ck_lease_renew_time(l), wall_ns);
 }
 
-bool lease_transitions(const kobj_t *l, int32_t *out)
+bool ck_lease_transitions(const ck_obj_t *l, int32_t *out)
 {
-	return get_i32(l, &ktype_lease, LEASE_SPEC_LEASE_TRANSITIONS, out);
+	return get_i32(l, &ck_type_lease, CK_LEASE_SPEC_LEASE_TRANSITIONS, out);
 }

@@ -3,7 +3,7 @@
  * vtable that stores it, and the elector's decision core.
  *
  * Design note. The decision logic (le_core_try_acquire_or_renew, le_core_release)
- * only talks to a lock through le_lock_ops_t and to time through a clk_t, so unit
+ * only talks to a lock through le_lock_ops_t and to time through a ck_clk_t, so unit
  * tests drive it with an in-memory lock and a fake clock and no network. The thread
  * loop in leaderelection.c adds the timing (jittered retries, renew deadline) on top;
  * lease_lock.c is the one real lock, a Lease written through kclient.
@@ -11,8 +11,8 @@
 #ifndef CSC_LEADERELECTION_INTERNAL_H
 #define CSC_LEADERELECTION_INTERNAL_H
 
-#include "pkg/base/base.h"
-#include "pkg/leaderelection/leaderelection.h"
+#include <ckube/base.h>
+#include <ckube/leaderelection.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -71,14 +71,14 @@ struct le_lock {
  * Borrows c (must outlive the lock), ns and name (copied). Returns a new lock on the
  * coordination.k8s.io/v1 Lease ns/name, free with lock->ops->free().
  */
-le_lock_t *le_lock_lease_new(struct kclient *c, const char *ns, const char *name);
+le_lock_t *le_lock_lease_new(struct ck_client *c, const char *ns, const char *name);
 
 /* The elector's state and decisions; single-threaded (the elector's thread). */
 typedef struct le_core {
 	char *identity;           /* owned */
 	uint64_t lease_ns;        /* our lease duration */
 	int64_t lease_duration_s; /* what we write: whole seconds, >= 1 */
-	const clk_t *clock;       /* borrowed */
+	const ck_clk_t *clock;       /* borrowed */
 	le_lock_t *lock;          /* borrowed */
 
 	le_record_t observed; /* the last record seen or written */
@@ -92,7 +92,7 @@ typedef struct le_core {
 } le_core_t;
 
 /* Borrows identity (copied), clock and lock (must outlive the core). */
-void le_core_init(le_core_t *c, const char *identity, uint64_t lease_ns, const clk_t *clock,
+void le_core_init(le_core_t *c, const char *identity, uint64_t lease_ns, const ck_clk_t *clock,
                   le_lock_t *lock);
 void le_core_free(le_core_t *c);
 
@@ -130,7 +130,7 @@ uint64_t le_core_renew_deadline(const le_core_t *c, uint64_t renew_ns);
  * [0, 1). */
 uint64_t le_jitter(uint64_t retry_ns, double r);
 
-/* Takes lock (freed by le_stop, or at once on failure). As le_start, on any lock. */
-le_t *le_start_with_lock(le_lock_t *lock, const le_config_t *cfg, char **err);
+/* Takes lock (freed by ck_le_stop, or at once on failure). As ck_le_start, on any lock. */
+ck_le_t *le_start_with_lock(le_lock_t *lock, const ck_le_config_t *cfg, char **err);
 
 #endif

@@ -29,10 +29,10 @@
 
 void le_record_init(le_record_t *r)
 {
-	r->holder = xstrdup("");
+	r->holder = ck_xstrdup("");
 	r->lease_duration_s = 0;
-	r->acquire_time = xstrdup("");
-	r->renew_time = xstrdup("");
+	r->acquire_time = ck_xstrdup("");
+	r->renew_time = ck_xstrdup("");
 	r->transitions = 0;
 }
 
@@ -52,7 +52,7 @@ void le_record_clear(le_record_t *r)
 
 static void replace_str(char **dst, const char *src)
 {
-	char *copy = xstrdup(src != NULL ? src : "");
+	char *copy = ck_xstrdup(src != NULL ? src : "");
 	free(*dst);
 	*dst = copy;
 }
@@ -77,20 +77,20 @@ bool le_record_equal(const le_record_t *a, const le_record_t *b)
 
 /* --- decisions --- */
 
-void le_core_init(le_core_t *c, const char *identity, uint64_t lease_ns, const clk_t *clock,
+void le_core_init(le_core_t *c, const char *identity, uint64_t lease_ns, const ck_clk_t *clock,
                   le_lock_t *lock)
 {
 	memset(c, 0, sizeof(*c));
-	c->identity = xstrdup(identity);
+	c->identity = ck_xstrdup(identity);
 	c->lease_ns = lease_ns;
 	/* client-go writes int(LeaseDuration / time.Second); never 0 (validated). */
-	c->lease_duration_s = (int64_t)(lease_ns / NS_PER_SEC);
+	c->lease_duration_s = (int64_t)(lease_ns / CK_NS_PER_SEC);
 	if (c->lease_duration_s < 1)
 		c->lease_duration_s = 1;
-	c->clock = clock != NULL ? clock : clk_real();
+	c->clock = clock != NULL ? clock : ck_clk_real();
 	c->lock = lock;
 	le_record_init(&c->observed);
-	c->reported_leader = xstrdup("");
+	c->reported_leader = ck_xstrdup("");
 }
 
 void le_core_free(le_core_t *c)
@@ -113,17 +113,17 @@ bool le_core_observed_valid(const le_core_t *c, uint64_t now)
 	/* The record's own duration: a released lease (1 s) lapses quickly even for
 	 * clients that do not treat an empty holder as free. */
 	int64_t d = c->observed.lease_duration_s;
-	uint64_t dur = d > 0 ? (uint64_t)d * NS_PER_SEC : 0;
+	uint64_t dur = d > 0 ? (uint64_t)d * CK_NS_PER_SEC : 0;
 	return c->observed_mono + dur > now;
 }
 
 /* Milliseconds left until deadline, at least 1; 0 when it has passed. */
 static uint32_t remaining_ms(const le_core_t *c, uint64_t deadline)
 {
-	uint64_t now = clk_mono_ns(c->clock);
+	uint64_t now = ck_clk_mono_ns(c->clock);
 	if (now >= deadline)
 		return 0;
-	uint64_t ms = (deadline - now + NS_PER_MS - 1) / NS_PER_MS;
+	uint64_t ms = (deadline - now + CK_NS_PER_MS - 1) / CK_NS_PER_MS;
 	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 }
 
@@ -131,7 +131,7 @@ static void observe(le_core_t *c, const le_record_t *rec)
 {
 	le_record_copy(&c->observed, rec);
 	c->have_observed = true;
-	c->observed_mono = clk_mono_ns(c->clock);
+	c->observed_mono = ck_clk_mono_ns(c->clock);
 }
 
 /* Our write of rec, sent at local time sent, succeeded. */
@@ -145,7 +145,7 @@ static void observe_write(le_core_t *c, const le_record_t *rec, uint64_t sent)
 static void claim_record(const le_core_t *c, le_record_t *rec)
 {
 	char now[40];
-	time_format_rfc3339_micro(clk_wall_ns(c->clock), now);
+	ck_time_format_rfc3339_micro(ck_clk_wall_ns(c->clock), now);
 	replace_str(&rec->holder, c->identity);
 	replace_str(&rec->acquire_time, now);
 	replace_str(&rec->renew_time, now);
@@ -169,13 +169,13 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 	/* 1. Fast path: we led at our last look and our lease is still valid, so
 	 * write over the version we know without reading first. A conflict (someone
 	 * else wrote) falls through to the careful path. */
-	if (le_core_is_leader(c) && le_core_observed_valid(c, clk_mono_ns(c->clock))) {
+	if (le_core_is_leader(c) && le_core_observed_valid(c, ck_clk_mono_ns(c->clock))) {
 		claim_record(c, &want);
 		replace_str(&want.acquire_time, c->observed.acquire_time);
 		want.transitions = c->observed.transitions;
 		if ((timeout = remaining_ms(c, deadline)) == 0)
 			goto deadline;
-		sent = clk_mono_ns(c->clock);
+		sent = ck_clk_mono_ns(c->clock);
 		rc = l->ops->update(l, timeout, &want, &fast_err);
 		if (rc == LE_LOCK_OK) {
 			observe_write(c, &want, sent);
@@ -191,23 +191,23 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 	char *get_err = NULL;
 	rc = l->ops->get(l, timeout, &old, &get_err);
 	if (rc != LE_LOCK_NOT_FOUND && rc != LE_LOCK_OK)
-		err_set(err, "%s", get_err != NULL ? get_err : "failed");
+		ck_err_set(err, "%s", get_err != NULL ? get_err : "failed");
 	free(get_err); /* not found is no error: we create the lease */
 	if (rc == LE_LOCK_NOT_FOUND) {
 		if ((timeout = remaining_ms(c, deadline)) == 0)
 			goto deadline;
-		sent = clk_mono_ns(c->clock);
+		sent = ck_clk_mono_ns(c->clock);
 		rc = l->ops->create(l, timeout, &want, err);
 		if (rc == LE_LOCK_OK) {
 			observe_write(c, &want, sent);
 			result = true;
 		} else {
-			err_wrap(err, "creating lease %s", l->desc);
+			ck_err_wrap(err, "creating lease %s", l->desc);
 		}
 		goto out;
 	}
 	if (rc != LE_LOCK_OK) {
-		err_wrap(err, "getting lease %s", l->desc);
+		ck_err_wrap(err, "getting lease %s", l->desc);
 		goto out;
 	}
 
@@ -215,7 +215,7 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 	 * timestamps are never compared with our clock. */
 	if (!c->have_observed || !le_record_equal(&c->observed, &old))
 		observe(c, &old);
-	if (old.holder[0] != '\0' && le_core_observed_valid(c, clk_mono_ns(c->clock)) &&
+	if (old.holder[0] != '\0' && le_core_observed_valid(c, ck_clk_mono_ns(c->clock)) &&
 	    !le_core_is_leader(c))
 		goto out; /* held by someone else: not an error */
 
@@ -228,21 +228,21 @@ bool le_core_try_acquire_or_renew(le_core_t *c, uint64_t deadline, char **err)
 	}
 	if ((timeout = remaining_ms(c, deadline)) == 0)
 		goto deadline;
-	sent = clk_mono_ns(c->clock);
+	sent = ck_clk_mono_ns(c->clock);
 	rc = l->ops->update(l, timeout, &want, err);
 	if (rc == LE_LOCK_OK) {
 		observe_write(c, &want, sent);
 		result = true;
 	} else {
-		err_wrap(err, "updating lease %s", l->desc);
+		ck_err_wrap(err, "updating lease %s", l->desc);
 	}
 	goto out;
 
 deadline:
 	if (fast_err != NULL)
-		err_set(err, "updating lease %s: %s", l->desc, fast_err);
+		ck_err_set(err, "updating lease %s: %s", l->desc, fast_err);
 	else
-		err_set(err, "lease %s: no time left before the deadline", l->desc);
+		ck_err_set(err, "lease %s: no time left before the deadline", l->desc);
 out:
 	free(fast_err);
 	le_record_free(&want);
@@ -266,7 +266,7 @@ int le_core_release(le_core_t *c, uint64_t deadline, char **err)
 		result = 0;
 		goto out;
 	}
-	time_format_rfc3339_micro(clk_wall_ns(c->clock), now);
+	ck_time_format_rfc3339_micro(ck_clk_wall_ns(c->clock), now);
 	replace_str(&rec.acquire_time, now);
 	replace_str(&rec.renew_time, now);
 	rec.lease_duration_s = 1;
@@ -277,10 +277,10 @@ int le_core_release(le_core_t *c, uint64_t deadline, char **err)
 		free(e);
 		e = NULL;
 		if ((timeout = remaining_ms(c, deadline)) == 0) {
-			err_set(&e, "no time left");
+			ck_err_set(&e, "no time left");
 			goto out;
 		}
-		sent = clk_mono_ns(c->clock);
+		sent = ck_clk_mono_ns(c->clock);
 		rc = l->ops->update(l, timeout, &rec, &e);
 		if (rc == LE_LOCK_OK) {
 			observe_write(c, &rec, sent);
@@ -292,7 +292,7 @@ int le_core_release(le_core_t *c, uint64_t deadline, char **err)
 		free(e);
 		e = NULL;
 		if ((timeout = remaining_ms(c, deadline)) == 0) {
-			err_set(&e, "no time left");
+			ck_err_set(&e, "no time left");
 			goto out;
 		}
 		rc = l->ops->get(l, timeout, &cur, &e);
@@ -311,7 +311,7 @@ int le_core_release(le_core_t *c, uint64_t deadline, char **err)
 	}
 out:
 	if (result != 0) {
-		err_set(err, "releasing lease %s: %s", l->desc, e != NULL ? e : "failed");
+		ck_err_set(err, "releasing lease %s: %s", l->desc, e != NULL ? e : "failed");
 	}
 	free(e);
 	le_record_free(&rec);
@@ -338,7 +338,7 @@ uint64_t le_jitter(uint64_t retry_ns, double r)
 		r = 0;
 	if (r >= 1)
 		r = 0.999999;
-	return retry_ns + (uint64_t)((double)retry_ns * LE_JITTER_FACTOR * r);
+	return retry_ns + (uint64_t)((double)retry_ns * CK_LE_JITTER_FACTOR * r);
 }
 
 /* --- configuration --- */
@@ -379,35 +379,35 @@ static bool dns_name_ok(const char *s, bool label)
 	return true;
 }
 
-int le_validate(const le_config_t *cfg, char **err)
+int ck_le_validate(const ck_le_config_t *cfg, char **err)
 {
-	uint32_t lease = or_default(cfg->lease_duration_ms, LE_DEFAULT_LEASE_DURATION_MS);
-	uint32_t renew = or_default(cfg->renew_deadline_ms, LE_DEFAULT_RENEW_DEADLINE_MS);
-	uint32_t retry = or_default(cfg->retry_period_ms, LE_DEFAULT_RETRY_PERIOD_MS);
+	uint32_t lease = or_default(cfg->lease_duration_ms, CK_LE_DEFAULT_LEASE_DURATION_MS);
+	uint32_t renew = or_default(cfg->renew_deadline_ms, CK_LE_DEFAULT_RENEW_DEADLINE_MS);
+	uint32_t retry = or_default(cfg->retry_period_ms, CK_LE_DEFAULT_RETRY_PERIOD_MS);
 	char a[32], b[32];
 
 	if (cfg->lease_namespace == NULL || cfg->lease_namespace[0] == '\0')
-		return err_set(err, "leader election: the lease namespace is not set "
+		return ck_err_set(err, "leader election: the lease namespace is not set "
 		                    "(--leader-elect-resource-namespace)");
 	if (!dns_name_ok(cfg->lease_namespace, true))
-		return err_set(err,
+		return ck_err_set(err,
 		               "leader election: --leader-elect-resource-namespace=\"%s\" is not a "
 		               "valid namespace (lowercase RFC 1123 label, at most 63 characters)",
 		               cfg->lease_namespace);
 	if (cfg->lease_name == NULL || cfg->lease_name[0] == '\0')
-		return err_set(
+		return ck_err_set(
 		    err,
 		    "leader election: the lease name is not set (--leader-elect-resource-name)");
 	if (!dns_name_ok(cfg->lease_name, false))
-		return err_set(
+		return ck_err_set(
 		    err,
 		    "leader election: --leader-elect-resource-name=\"%s\" is not a valid "
 		    "object name (lowercase RFC 1123 subdomain, at most 253 characters)",
 		    cfg->lease_name);
 	if (cfg->identity == NULL || cfg->identity[0] == '\0')
-		return err_set(err, "leader election: the identity is empty");
+		return ck_err_set(err, "leader election: the identity is empty");
 	if (lease < 1000)
-		return err_set(
+		return ck_err_set(
 		    err,
 		    "leader election: --leader-elect-lease-duration=%s is too short: the "
 		    "Lease records whole seconds, so it must be at least 1s",
@@ -417,7 +417,7 @@ int le_validate(const le_config_t *cfg, char **err)
 	if (lease - lease % 1000 <= renew) {
 		char c3[32];
 		bool rounded = lease % 1000 != 0;
-		return err_set(err,
+		return ck_err_set(err,
 		               "leader election: --leader-elect-lease-duration=%s must be greater "
 		               "than --leader-elect-renew-deadline=%s%s%s%s",
 		               fmt_ms(lease, a), fmt_ms(renew, b),
@@ -426,23 +426,23 @@ int le_validate(const le_config_t *cfg, char **err)
 	}
 	/* renew > 1.2 x retry, in integers: 10 renew > 12 retry. */
 	if ((uint64_t)renew * 10 <= (uint64_t)retry * 12)
-		return err_set(err,
+		return ck_err_set(err,
 		               "leader election: --leader-elect-renew-deadline=%s must be greater "
 		               "than 1.2 x --leader-elect-retry-period=%s",
 		               fmt_ms(renew, a), fmt_ms(retry, b));
 	return 0;
 }
 
-char *le_default_identity(void)
+char *ck_le_default_identity(void)
 {
 	char host[256];
 	if (gethostname(host, sizeof(host)) != 0 || host[0] == '\0')
 		snprintf(host, sizeof(host), "unknown");
 	host[sizeof(host) - 1] = '\0';
-	return xasprintf("%s_%016llx", host, (unsigned long long)rand_u64());
+	return ck_xasprintf("%s_%016llx", host, (unsigned long long)ck_rand_u64());
 }
 
-char *le_default_namespace(const char *sa_dir, char **err)
+char *ck_le_default_namespace(const char *sa_dir, char **err)
 {
 	char *result = NULL, *text = NULL, *path = NULL, *e = NULL;
 	const char *dir = sa_dir;
@@ -451,9 +451,9 @@ char *le_default_namespace(const char *sa_dir, char **err)
 		dir = getenv("CSC_SERVICEACCOUNT_DIR");
 	if (dir == NULL || dir[0] == '\0')
 		dir = "/var/run/secrets/kubernetes.io/serviceaccount";
-	path = xasprintf("%s/namespace", dir);
-	if (file_read_all(path, &text, NULL, &e) != 0) {
-		err_set(err,
+	path = ck_xasprintf("%s/namespace", dir);
+	if (ck_file_read_all(path, &text, NULL, &e) != 0) {
+		ck_err_set(err,
 		        "leader election: cannot tell this pod's namespace (%s); set "
 		        "--leader-elect-resource-namespace",
 		        e);
@@ -465,13 +465,13 @@ char *le_default_namespace(const char *sa_dir, char **err)
 	while (end > start && isspace((unsigned char)end[-1]))
 		end--;
 	if (end == start) {
-		err_set(err,
+		ck_err_set(err,
 		        "leader election: %s is empty, cannot tell this pod's namespace; set "
 		        "--leader-elect-resource-namespace",
 		        path);
 		goto out;
 	}
-	result = xstrndup(start, (size_t)(end - start));
+	result = ck_xstrndup(start, (size_t)(end - start));
 out:
 	free(e);
 	free(text);
@@ -481,68 +481,68 @@ out:
 
 /* --- the elector thread --- */
 
-struct le {
+struct ck_le {
 	le_core_t core;
 	le_lock_t *lock;
-	le_config_t cfg; /* callbacks and ud; its strings point at our copies */
+	ck_le_config_t cfg; /* callbacks and ud; its strings point at our copies */
 	char *ns, *name, *identity;
 	uint64_t lease_ns, renew_ns, retry_ns;
 
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t cond; /* signalled by le_stop; waits use CLOCK_MONOTONIC */
+	pthread_cond_t cond; /* signalled by ck_le_stop; waits use CLOCK_MONOTONIC */
 	bool stopping;       /* under mu */
 	char *leader;        /* last reported holder, under mu */
 	_Atomic bool leading;
 };
 
-static void le_logf(le_t *e, le_log_level_t level, const char *fmt, ...) CSC_PRINTF(3, 4);
-static void le_logf(le_t *e, le_log_level_t level, const char *fmt, ...)
+static void le_logf(ck_le_t *e, ck_le_log_level_t level, const char *fmt, ...) CK_PRINTF(3, 4);
+static void le_logf(ck_le_t *e, ck_le_log_level_t level, const char *fmt, ...)
 {
 	if (e->cfg.on_log == NULL)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg = xvasprintf(fmt, ap);
+	char *msg = ck_xvasprintf(fmt, ap);
 	va_end(ap);
 	e->cfg.on_log(e->cfg.ud, level, msg);
 	free(msg);
 }
 
-static void le_event(le_t *e, const char *what)
+static void le_event(ck_le_t *e, const char *what)
 {
 	if (e->cfg.on_event == NULL)
 		return;
-	char *msg = xasprintf("%s %s", e->identity, what);
-	e->cfg.on_event(e->cfg.ud, LE_EVENT_REASON, msg);
+	char *msg = ck_xasprintf("%s %s", e->identity, what);
+	e->cfg.on_event(e->cfg.ud, CK_LE_EVENT_REASON, msg);
 	free(msg);
 }
 
 /* Reports a change of holder (client-go's maybeReportTransition). */
-static void le_report(le_t *e)
+static void le_report(ck_le_t *e)
 {
 	const char *holder = le_core_take_transition(&e->core);
 	pthread_mutex_lock(&e->mu);
 	if (strcmp(e->leader, e->core.reported_leader) != 0) {
 		free(e->leader);
-		e->leader = xstrdup(e->core.reported_leader);
+		e->leader = ck_xstrdup(e->core.reported_leader);
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (holder != NULL) {
-		le_logf(e, LE_LOG_INFO, "new leader of lease %s: %s", e->lock->desc, holder);
+		le_logf(e, CK_LE_LOG_INFO, "new leader of lease %s: %s", e->lock->desc, holder);
 		if (e->cfg.on_new_leader != NULL)
 			e->cfg.on_new_leader(e->cfg.ud, holder);
 	}
 }
 
 /* Waits ns of real time unless stopped first. Returns true when stopping. */
-static bool le_wait(le_t *e, uint64_t ns)
+static bool le_wait(ck_le_t *e, uint64_t ns)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t t = (uint64_t)ts.tv_nsec + ns;
-	ts.tv_sec += (time_t)(t / NS_PER_SEC);
-	ts.tv_nsec = (long)(t % NS_PER_SEC);
+	ts.tv_sec += (time_t)(t / CK_NS_PER_SEC);
+	ts.tv_nsec = (long)(t % CK_NS_PER_SEC);
 	pthread_mutex_lock(&e->mu);
 	while (!e->stopping) {
 		if (pthread_cond_timedwait(&e->cond, &e->mu, &ts) == ETIMEDOUT)
@@ -553,7 +553,7 @@ static bool le_wait(le_t *e, uint64_t ns)
 	return stop;
 }
 
-static bool le_stopping(le_t *e)
+static bool le_stopping(ck_le_t *e)
 {
 	pthread_mutex_lock(&e->mu);
 	bool stop = e->stopping;
@@ -561,15 +561,15 @@ static bool le_stopping(le_t *e)
 	return stop;
 }
 
-static uint64_t le_now(le_t *e)
+static uint64_t le_now(ck_le_t *e)
 {
-	return clk_mono_ns(e->core.clock);
+	return ck_clk_mono_ns(e->core.clock);
 }
 
 /* Acquires; returns true once we lead, false when stopped first. */
-static bool le_acquire(le_t *e)
+static bool le_acquire(ck_le_t *e)
 {
-	le_logf(e, LE_LOG_INFO, "attempting to acquire leader lease %s...", e->lock->desc);
+	le_logf(e, CK_LE_LOG_INFO, "attempting to acquire leader lease %s...", e->lock->desc);
 	for (;;) {
 		char *err = NULL;
 		if (le_stopping(e))
@@ -579,17 +579,17 @@ static bool le_acquire(le_t *e)
 		if (ok)
 			return true;
 		if (err != NULL)
-			le_logf(e, LE_LOG_ERROR, "failed to acquire lease %s: %s", e->lock->desc,
+			le_logf(e, CK_LE_LOG_ERROR, "failed to acquire lease %s: %s", e->lock->desc,
 			        err);
 		free(err);
-		if (le_wait(e, le_jitter(e->retry_ns, rand_unit())))
+		if (le_wait(e, le_jitter(e->retry_ns, ck_rand_unit())))
 			return false;
 	}
 }
 
 /* Renews every retry period. Returns true when stopped, false when the lease was
  * lost (*why set). */
-static bool le_renew(le_t *e, char **why)
+static bool le_renew(ck_le_t *e, char **why)
 {
 	char *last = NULL;
 	bool result = false;
@@ -603,9 +603,9 @@ static bool le_renew(le_t *e, char **why)
 			uint64_t deadline = le_core_renew_deadline(&e->core, e->renew_ns);
 			uint64_t now = le_now(e);
 			if (now >= deadline) {
-				*why = xasprintf("no successful renewal within the renew deadline "
+				*why = ck_xasprintf("no successful renewal within the renew deadline "
 				                 "(%llu ms)%s%s",
-				                 (unsigned long long)(e->renew_ns / NS_PER_MS),
+				                 (unsigned long long)(e->renew_ns / CK_NS_PER_MS),
 				                 last != NULL ? "; last error: " : "",
 				                 last != NULL ? last : "");
 				goto out;
@@ -618,10 +618,10 @@ static bool le_renew(le_t *e, char **why)
 				break;
 			if (!le_core_is_leader(&e->core) && e->core.observed.holder[0] != '\0' &&
 			    le_core_observed_valid(&e->core, le_now(e))) {
-				*why = xasprintf("lease taken over by %s", e->core.observed.holder);
+				*why = ck_xasprintf("lease taken over by %s", e->core.observed.holder);
 				goto out;
 			}
-			le_logf(e, LE_LOG_WARNING, "failed to renew lease %s: %s", e->lock->desc,
+			le_logf(e, CK_LE_LOG_WARNING, "failed to renew lease %s: %s", e->lock->desc,
 			        last != NULL ? last : "unknown error");
 			now = le_now(e);
 			/* Never sleep past the renew deadline: a request that used up the
@@ -644,13 +644,13 @@ out:
 
 static void *le_run(void *arg)
 {
-	le_t *e = arg;
+	ck_le_t *e = arg;
 	char *why = NULL, *err = NULL;
 
 	if (!le_acquire(e))
 		return NULL;
 	atomic_store(&e->leading, true);
-	le_logf(e, LE_LOG_INFO, "successfully acquired lease %s", e->lock->desc);
+	le_logf(e, CK_LE_LOG_INFO, "successfully acquired lease %s", e->lock->desc);
 	le_event(e, "became leader");
 	if (e->cfg.on_started_leading != NULL)
 		e->cfg.on_started_leading(e->cfg.ud);
@@ -658,16 +658,16 @@ static void *le_run(void *arg)
 	bool stopped = le_renew(e, &why);
 	atomic_store(&e->leading, false);
 	if (!stopped)
-		le_logf(e, LE_LOG_ERROR, "stopped leading: lost lease %s: %s", e->lock->desc, why);
+		le_logf(e, CK_LE_LOG_ERROR, "stopped leading: lost lease %s: %s", e->lock->desc, why);
 	/* Before the release: whatever the lease guards must have stopped before a
 	 * standby can take over, and the callback is where the caller stops it. */
 	if (e->cfg.on_stopped_leading != NULL)
 		e->cfg.on_stopped_leading(e->cfg.ud);
 	if (stopped && e->cfg.release_on_cancel) {
 		if (le_core_release(&e->core, le_now(e) + e->renew_ns, &err) == 0)
-			le_logf(e, LE_LOG_INFO, "released lease %s", e->lock->desc);
+			le_logf(e, CK_LE_LOG_INFO, "released lease %s", e->lock->desc);
 		else
-			le_logf(e, LE_LOG_ERROR, "%s", err);
+			le_logf(e, CK_LE_LOG_ERROR, "%s", err);
 	}
 	le_event(e, "stopped leading");
 	le_report(e);
@@ -676,28 +676,28 @@ static void *le_run(void *arg)
 	return NULL;
 }
 
-le_t *le_start_with_lock(le_lock_t *lock, const le_config_t *cfg, char **err)
+ck_le_t *le_start_with_lock(le_lock_t *lock, const ck_le_config_t *cfg, char **err)
 {
-	le_t *e = NULL;
+	ck_le_t *e = NULL;
 	pthread_condattr_t ca;
 
-	if (le_validate(cfg, err) != 0) {
+	if (ck_le_validate(cfg, err) != 0) {
 		lock->ops->free(lock);
 		return NULL;
 	}
-	e = xcalloc(1, sizeof(*e));
+	e = ck_xcalloc(1, sizeof(*e));
 	e->lock = lock;
 	e->cfg = *cfg;
-	e->ns = xstrdup(cfg->lease_namespace);
-	e->name = xstrdup(cfg->lease_name);
-	e->identity = xstrdup(cfg->identity);
+	e->ns = ck_xstrdup(cfg->lease_namespace);
+	e->name = ck_xstrdup(cfg->lease_name);
+	e->identity = ck_xstrdup(cfg->identity);
 	e->cfg.lease_namespace = e->ns;
 	e->cfg.lease_name = e->name;
 	e->cfg.identity = e->identity;
-	e->lease_ns = or_default(cfg->lease_duration_ms, LE_DEFAULT_LEASE_DURATION_MS) * NS_PER_MS;
-	e->renew_ns = or_default(cfg->renew_deadline_ms, LE_DEFAULT_RENEW_DEADLINE_MS) * NS_PER_MS;
-	e->retry_ns = or_default(cfg->retry_period_ms, LE_DEFAULT_RETRY_PERIOD_MS) * NS_PER_MS;
-	e->leader = xstrdup("");
+	e->lease_ns = or_default(cfg->lease_duration_ms, CK_LE_DEFAULT_LEASE_DURATION_MS) * CK_NS_PER_MS;
+	e->renew_ns = or_default(cfg->renew_deadline_ms, CK_LE_DEFAULT_RENEW_DEADLINE_MS) * CK_NS_PER_MS;
+	e->retry_ns = or_default(cfg->retry_period_ms, CK_LE_DEFAULT_RETRY_PERIOD_MS) * CK_NS_PER_MS;
+	e->leader = ck_xstrdup("");
 	atomic_init(&e->leading, false);
 	le_core_init(&e->core, e->identity, e->lease_ns, cfg->clock, lock);
 
@@ -709,7 +709,7 @@ le_t *le_start_with_lock(le_lock_t *lock, const le_config_t *cfg, char **err)
 
 	int rc = pthread_create(&e->thread, NULL, le_run, e);
 	if (rc != 0) {
-		err_set(err, "leader election: starting the elector thread: %s", strerror(rc));
+		ck_err_set(err, "leader election: starting the elector thread: %s", strerror(rc));
 		pthread_cond_destroy(&e->cond);
 		pthread_mutex_destroy(&e->mu);
 		le_core_free(&e->core);
@@ -724,20 +724,20 @@ le_t *le_start_with_lock(le_lock_t *lock, const le_config_t *cfg, char **err)
 	return e;
 }
 
-le_t *le_start(struct kclient *c, const le_config_t *cfg, char **err)
+ck_le_t *ck_le_start(struct ck_client *c, const ck_le_config_t *cfg, char **err)
 {
-	if (le_validate(cfg, err) != 0)
+	if (ck_le_validate(cfg, err) != 0)
 		return NULL;
 	return le_start_with_lock(le_lock_lease_new(c, cfg->lease_namespace, cfg->lease_name), cfg,
 	                          err);
 }
 
-void le_stop(le_t *e)
+void ck_le_stop(ck_le_t *e)
 {
 	if (e == NULL)
 		return;
 	if (pthread_equal(pthread_self(), e->thread))
-		fatal("le_stop called from a leader election callback (it would join itself)");
+		ck_fatal("le_stop called from a leader election callback (it would join itself)");
 	pthread_mutex_lock(&e->mu);
 	e->stopping = true;
 	pthread_cond_broadcast(&e->cond);
@@ -755,15 +755,15 @@ void le_stop(le_t *e)
 	free(e);
 }
 
-bool le_is_leader(const le_t *e)
+bool ck_le_is_leader(const ck_le_t *e)
 {
 	return e != NULL && atomic_load(&e->leading);
 }
 
-char *le_leader(le_t *e)
+char *ck_le_leader(ck_le_t *e)
 {
 	pthread_mutex_lock(&e->mu);
-	char *s = xstrdup(e->leader);
+	char *s = ck_xstrdup(e->leader);
 	pthread_mutex_unlock(&e->mu);
 	return s;
 }

@@ -11,8 +11,8 @@
  * others); the resourceVersion in the patch is checked by the server exactly as a
  * PUT's is.
  */
-#include "pkg/kube/client.h"
-#include "pkg/kube/types.h"
+#include <ckube/client.h>
+#include <ckube/types.h>
 #include "pkg/leaderelection/le_internal.h"
 
 #include <stdlib.h>
@@ -20,101 +20,101 @@
 
 typedef struct lease_lock {
 	le_lock_t base;
-	kclient_t *client; /* borrowed */
+	ck_client_t *client; /* borrowed */
 	char *ns;
 	char *name;
 	char *rv; /* resourceVersion last read or written; NULL before */
 } lease_lock_t;
 
 /* Maps a failed call to a lock code and sets *err from the client's message. */
-static int lock_fail(const kresult_t *res, const char *what, char **err)
+static int lock_fail(const ck_result_t *res, const char *what, char **err)
 {
 	int rc = LE_LOCK_ERROR;
-	if (kerr_is_not_found(res))
+	if (ck_err_is_not_found(res))
 		rc = LE_LOCK_NOT_FOUND;
-	else if (kerr_is_conflict(res) || kerr_is_already_exists(res))
+	else if (ck_err_is_conflict(res) || ck_err_is_already_exists(res))
 		rc = LE_LOCK_CONFLICT;
-	err_set(err, "%s: %s", what, res->error != NULL ? res->error : "request failed");
+	ck_err_set(err, "%s: %s", what, res->error != NULL ? res->error : "request failed");
 	return rc;
 }
 
 /* Reads the Lease's spec into *out and remembers its resourceVersion. */
-static void lock_take(lease_lock_t *l, const kobj_t *obj, le_record_t *out)
+static void lock_take(lease_lock_t *l, const ck_obj_t *obj, le_record_t *out)
 {
 	free(l->rv);
-	l->rv = xstrdup(obj->rv);
+	l->rv = ck_xstrdup(obj->rv);
 	if (out == NULL)
 		return;
 	int32_t v;
 	const char *s;
 	le_record_clear(out);
-	if ((s = lease_holder_identity(obj)) != NULL) {
+	if ((s = ck_lease_holder_identity(obj)) != NULL) {
 		free(out->holder);
-		out->holder = xstrdup(s);
+		out->holder = ck_xstrdup(s);
 	}
-	if (lease_duration_seconds(obj, &v))
+	if (ck_lease_duration_seconds(obj, &v))
 		out->lease_duration_s = v;
-	if ((s = lease_acquire_time(obj)) != NULL) {
+	if ((s = ck_lease_acquire_time(obj)) != NULL) {
 		free(out->acquire_time);
-		out->acquire_time = xstrdup(s);
+		out->acquire_time = ck_xstrdup(s);
 	}
-	if ((s = lease_renew_time(obj)) != NULL) {
+	if ((s = ck_lease_renew_time(obj)) != NULL) {
 		free(out->renew_time);
-		out->renew_time = xstrdup(s);
+		out->renew_time = ck_xstrdup(s);
 	}
-	if (lease_transitions(obj, &v))
+	if (ck_lease_transitions(obj, &v))
 		out->transitions = v;
 }
 
 /* "spec":{...}; absent times as null (a merge patch then removes them). */
-static void put_spec(sbuf_t *b, const le_record_t *rec)
+static void put_spec(ck_sbuf_t *b, const le_record_t *rec)
 {
-	sbuf_puts(b, "\"spec\":{\"holderIdentity\":");
-	sbuf_put_json_str(b, rec->holder);
-	sbuf_printf(b, ",\"leaseDurationSeconds\":%lld", (long long)rec->lease_duration_s);
-	sbuf_puts(b, ",\"acquireTime\":");
+	ck_sbuf_puts(b, "\"spec\":{\"holderIdentity\":");
+	ck_sbuf_put_json_str(b, rec->holder);
+	ck_sbuf_printf(b, ",\"leaseDurationSeconds\":%lld", (long long)rec->lease_duration_s);
+	ck_sbuf_puts(b, ",\"acquireTime\":");
 	if (rec->acquire_time[0] != '\0')
-		sbuf_put_json_str(b, rec->acquire_time);
+		ck_sbuf_put_json_str(b, rec->acquire_time);
 	else
-		sbuf_puts(b, "null");
-	sbuf_puts(b, ",\"renewTime\":");
+		ck_sbuf_puts(b, "null");
+	ck_sbuf_puts(b, ",\"renewTime\":");
 	if (rec->renew_time[0] != '\0')
-		sbuf_put_json_str(b, rec->renew_time);
+		ck_sbuf_put_json_str(b, rec->renew_time);
 	else
-		sbuf_puts(b, "null");
-	sbuf_printf(b, ",\"leaseTransitions\":%lld}", (long long)rec->transitions);
+		ck_sbuf_puts(b, "null");
+	ck_sbuf_printf(b, ",\"leaseTransitions\":%lld}", (long long)rec->transitions);
 }
 
-static int lock_do(lease_lock_t *l, kreq_spec_t *spec, const char *what, uint32_t timeout_ms,
+static int lock_do(lease_lock_t *l, ck_req_spec_t *spec, const char *what, uint32_t timeout_ms,
                    le_record_t *out, char **err)
 {
 	int result;
-	kresult_t res;
+	ck_result_t res;
 	memset(&res, 0, sizeof(res));
-	spec->type = &ktype_lease;
+	spec->type = &ck_type_lease;
 	spec->ns = l->ns;
-	spec->decode = KDEC_OBJECT;
+	spec->decode = CK_DEC_OBJECT;
 	spec->timeout_ms = timeout_ms;
-	if (kclient_do_sync(l->client, spec, &res) != 0) {
+	if (ck_client_do_sync(l->client, spec, &res) != 0) {
 		result = lock_fail(&res, what, err);
 		goto out;
 	}
 	if (res.obj == NULL) {
 		result = LE_LOCK_ERROR;
-		err_set(err, "%s: the answer carried no Lease", what);
+		ck_err_set(err, "%s: the answer carried no Lease", what);
 		goto out;
 	}
 	lock_take(l, res.obj, out);
 	result = LE_LOCK_OK;
 out:
-	kresult_clear(&res);
+	ck_result_clear(&res);
 	return result;
 }
 
 static int lease_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, char **err)
 {
 	lease_lock_t *l = (lease_lock_t *)base;
-	kreq_spec_t spec;
+	ck_req_spec_t spec;
 	memset(&spec, 0, sizeof(spec));
 	spec.method = "GET";
 	spec.name = l->name;
@@ -124,26 +124,26 @@ static int lease_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, cha
 static int lease_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t *rec, char **err)
 {
 	lease_lock_t *l = (lease_lock_t *)base;
-	sbuf_t body = SBUF_INIT;
-	kreq_spec_t spec;
-	char *query = kwrite_opts_query(NULL, false);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	ck_req_spec_t spec;
+	char *query = ck_write_opts_query(NULL, false);
 
-	sbuf_puts(&body, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+	ck_sbuf_puts(&body, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
 	                 "\"metadata\":{\"name\":");
-	sbuf_put_json_str(&body, l->name);
-	sbuf_puts(&body, ",\"namespace\":");
-	sbuf_put_json_str(&body, l->ns);
-	sbuf_puts(&body, "},");
+	ck_sbuf_put_json_str(&body, l->name);
+	ck_sbuf_puts(&body, ",\"namespace\":");
+	ck_sbuf_put_json_str(&body, l->ns);
+	ck_sbuf_puts(&body, "},");
 	put_spec(&body, rec);
-	sbuf_putc(&body, '}');
+	ck_sbuf_putc(&body, '}');
 
 	memset(&spec, 0, sizeof(spec));
 	spec.method = "POST";
 	spec.query = query;
-	spec.body = sbuf_cstr(&body);
+	spec.body = ck_sbuf_cstr(&body);
 	spec.body_len = body.len;
 	int rc = lock_do(l, &spec, "create", timeout_ms, NULL, err);
-	sbuf_free(&body);
+	ck_sbuf_free(&body);
 	free(query);
 	return rc;
 }
@@ -151,32 +151,32 @@ static int lease_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t 
 static int lease_update(le_lock_t *base, uint32_t timeout_ms, const le_record_t *rec, char **err)
 {
 	lease_lock_t *l = (lease_lock_t *)base;
-	sbuf_t body = SBUF_INIT;
-	kreq_spec_t spec;
+	ck_sbuf_t body = CK_SBUF_INIT;
+	ck_req_spec_t spec;
 	char *query = NULL;
 	int rc;
 
 	if (l->rv == NULL || l->rv[0] == '\0') {
 		/* Never write blind: without a version the write would win any race. */
-		err_set(err, "update: the lease was not read yet");
+		ck_err_set(err, "update: the lease was not read yet");
 		return LE_LOCK_CONFLICT;
 	}
-	query = kwrite_opts_query(NULL, false);
-	sbuf_puts(&body, "{\"metadata\":{\"resourceVersion\":");
-	sbuf_put_json_str(&body, l->rv);
-	sbuf_puts(&body, "},");
+	query = ck_write_opts_query(NULL, false);
+	ck_sbuf_puts(&body, "{\"metadata\":{\"resourceVersion\":");
+	ck_sbuf_put_json_str(&body, l->rv);
+	ck_sbuf_puts(&body, "},");
 	put_spec(&body, rec);
-	sbuf_putc(&body, '}');
+	ck_sbuf_putc(&body, '}');
 
 	memset(&spec, 0, sizeof(spec));
 	spec.method = "PATCH";
 	spec.name = l->name;
 	spec.query = query;
-	spec.content_type = kpatch_content_type(KPATCH_MERGE);
-	spec.body = sbuf_cstr(&body);
+	spec.content_type = ck_patch_content_type(CK_PATCH_MERGE);
+	spec.body = ck_sbuf_cstr(&body);
 	spec.body_len = body.len;
 	rc = lock_do(l, &spec, "update", timeout_ms, NULL, err);
-	sbuf_free(&body);
+	ck_sbuf_free(&body);
 	free(query);
 	return rc;
 }
@@ -200,13 +200,13 @@ static const le_lock_ops_t lease_ops = {
     .free = lease_free,
 };
 
-le_lock_t *le_lock_lease_new(struct kclient *c, const char *ns, const char *name)
+le_lock_t *le_lock_lease_new(struct ck_client *c, const char *ns, const char *name)
 {
-	lease_lock_t *l = xcalloc(1, sizeof(*l));
+	lease_lock_t *l = ck_xcalloc(1, sizeof(*l));
 	l->base.ops = &lease_ops;
-	l->base.desc = xasprintf("%s/%s", ns, name);
+	l->base.desc = ck_xasprintf("%s/%s", ns, name);
 	l->client = c;
-	l->ns = xstrdup(ns);
-	l->name = xstrdup(name);
+	l->ns = ck_xstrdup(ns);
+	l->name = ck_xstrdup(name);
 	return &l->base;
 }

@@ -7,7 +7,7 @@
  * lock only covers the write. The settings are atomics so that reading them on every
  * call costs a plain load and a late change is not a data race.
  */
-#include "pkg/log/log.h"
+#include <ckube/log.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -22,57 +22,57 @@
 #include <unistd.h>
 
 static _Atomic int log_level;
-static _Atomic int log_fmt = LOG_FORMAT_TEXT;
+static _Atomic int log_fmt = CK_LOG_FORMAT_TEXT;
 static _Atomic int log_fd = 2;
 static _Atomic int log_utc;
-static const clk_t *_Atomic log_clock;
+static const ck_clk_t *_Atomic log_clock;
 static pthread_mutex_t log_write_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void log_set_verbosity(int level)
+void ck_log_set_verbosity(int level)
 {
 	atomic_store_explicit(&log_level, level, memory_order_relaxed);
 }
 
-int log_verbosity(void)
+int ck_log_verbosity(void)
 {
 	return atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
-int log_v_enabled(int level)
+int ck_log_v_enabled(int level)
 {
 	return level <= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
-void log_set_format(log_format_t format)
+void ck_log_set_format(ck_log_format_t format)
 {
 	atomic_store(&log_fmt, (int)format);
 }
 
-int log_format_parse(const char *name, log_format_t *out, char **err)
+int ck_log_format_parse(const char *name, ck_log_format_t *out, char **err)
 {
 	if (name != NULL && strcmp(name, "text") == 0) {
-		*out = LOG_FORMAT_TEXT;
+		*out = CK_LOG_FORMAT_TEXT;
 		return 0;
 	}
 	if (name != NULL && strcmp(name, "json") == 0) {
-		*out = LOG_FORMAT_JSON;
+		*out = CK_LOG_FORMAT_JSON;
 		return 0;
 	}
-	return err_set(err, "--log-format \"%s\": unknown format (want \"text\" or \"json\")",
+	return ck_err_set(err, "--log-format \"%s\": unknown format (want \"text\" or \"json\")",
 	               name ? name : "");
 }
 
-void log_set_fd(int fd)
+void ck_log_set_fd(int fd)
 {
 	atomic_store(&log_fd, fd);
 }
 
-void log_set_clock(const clk_t *clock)
+void ck_log_set_clock(const ck_clk_t *clock)
 {
 	atomic_store(&log_clock, clock);
 }
 
-void log_set_utc(int utc)
+void ck_log_set_utc(int utc)
 {
 	atomic_store(&log_utc, utc ? 1 : 0);
 }
@@ -143,32 +143,32 @@ static int rune_is_print(uint32_t r)
 	};
 	if ((r & 0xFFFE) == 0xFFFE)
 		return 0;
-	for (size_t i = 0; i < CSC_ARRAY_LEN(np); i++)
+	for (size_t i = 0; i < CK_ARRAY_LEN(np); i++)
 		if (r >= np[i].lo && r <= np[i].hi)
 			return 0;
 	return 1;
 }
 
-void log_quote(sbuf_t *out, const char *s)
+void ck_log_quote(ck_sbuf_t *out, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s);
-	sbuf_putc(out, '"');
+	ck_sbuf_putc(out, '"');
 	while (n > 0) {
 		uint32_t r;
 		size_t len = utf8_decode(p, n, &r);
 		if (len == 0) {
 			char e[4] = {'\\', 'x', hex[p[0] >> 4], hex[p[0] & 15]};
-			sbuf_append(out, e, 4);
+			ck_sbuf_append(out, e, 4);
 			p++, n--;
 			continue;
 		}
 		if (r == '"' || r == '\\') {
 			char e[2] = {'\\', (char)r};
-			sbuf_append(out, e, 2);
+			ck_sbuf_append(out, e, 2);
 		} else if ((r >= 0x20 && r < 0x7F) || (r >= 0x80 && rune_is_print(r))) {
-			sbuf_append(out, p, len);
+			ck_sbuf_append(out, p, len);
 		} else {
 			const char *esc = NULL;
 			switch (r) {
@@ -197,61 +197,61 @@ void log_quote(sbuf_t *out, const char *s)
 				break;
 			}
 			if (esc != NULL)
-				sbuf_puts(out, esc);
+				ck_sbuf_puts(out, esc);
 			else if (r < 0x20 || r == 0x7F)
-				sbuf_printf(out, "\\x%02x", (unsigned)r);
+				ck_sbuf_printf(out, "\\x%02x", (unsigned)r);
 			else if (r < 0x10000)
-				sbuf_printf(out, "\\u%04x", (unsigned)r);
+				ck_sbuf_printf(out, "\\u%04x", (unsigned)r);
 			else
-				sbuf_printf(out, "\\U%08x", (unsigned)r);
+				ck_sbuf_printf(out, "\\U%08x", (unsigned)r);
 		}
 		p += len, n -= len;
 	}
-	sbuf_putc(out, '"');
+	ck_sbuf_putc(out, '"');
 }
 
 /* A JSON string literal; invalid UTF-8 becomes U+FFFD so the line stays valid JSON. */
-static void json_quote(sbuf_t *out, const char *s)
+static void json_quote(ck_sbuf_t *out, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s);
-	sbuf_putc(out, '"');
+	ck_sbuf_putc(out, '"');
 	while (n > 0) {
 		uint32_t r;
 		size_t len = utf8_decode(p, n, &r);
 		if (len == 0) {
-			sbuf_puts(out, "\\ufffd");
+			ck_sbuf_puts(out, "\\ufffd");
 			p++, n--;
 			continue;
 		}
 		switch (r) {
 		case '"':
-			sbuf_puts(out, "\\\"");
+			ck_sbuf_puts(out, "\\\"");
 			break;
 		case '\\':
-			sbuf_puts(out, "\\\\");
+			ck_sbuf_puts(out, "\\\\");
 			break;
 		case '\n':
-			sbuf_puts(out, "\\n");
+			ck_sbuf_puts(out, "\\n");
 			break;
 		case '\r':
-			sbuf_puts(out, "\\r");
+			ck_sbuf_puts(out, "\\r");
 			break;
 		case '\t':
-			sbuf_puts(out, "\\t");
+			ck_sbuf_puts(out, "\\t");
 			break;
 		default:
 			if (r < 0x20) {
 				char u[6] = {'\\', 'u', '0', '0', hex[r >> 4], hex[r & 15]};
-				sbuf_append(out, u, 6);
+				ck_sbuf_append(out, u, 6);
 			} else {
-				sbuf_append(out, p, len);
+				ck_sbuf_append(out, p, len);
 			}
 		}
 		p += len, n -= len;
 	}
-	sbuf_putc(out, '"');
+	ck_sbuf_putc(out, '"');
 }
 
 /* --- Lines. --- */
@@ -262,74 +262,74 @@ static int key_is_secret(const char *key)
 	                                     "client-key", "client-key-data", "bearer-token"};
 	if (key == NULL)
 		return 0;
-	for (size_t i = 0; i < CSC_ARRAY_LEN(secret); i++)
+	for (size_t i = 0; i < CK_ARRAY_LEN(secret); i++)
 		if (strcasecmp(key, secret[i]) == 0)
 			return 1;
 	return 0;
 }
 
-static void text_value(sbuf_t *out, const log_kv_t *kv)
+static void text_value(ck_sbuf_t *out, const ck_log_kv_t *kv)
 {
 	switch (kv->type) {
-	case LOG_KV_STR:
+	case CK_LOG_KV_STR:
 		if (kv->v.s == NULL)
-			sbuf_puts(out, "<nil>");
+			ck_sbuf_puts(out, "<nil>");
 		else
-			log_quote(out, kv->v.s);
+			ck_log_quote(out, kv->v.s);
 		break;
-	case LOG_KV_INT:
-		sbuf_printf(out, "%lld", (long long)kv->v.i);
+	case CK_LOG_KV_INT:
+		ck_sbuf_printf(out, "%lld", (long long)kv->v.i);
 		break;
-	case LOG_KV_UINT:
-		sbuf_printf(out, "%llu", (unsigned long long)kv->v.u);
+	case CK_LOG_KV_UINT:
+		ck_sbuf_printf(out, "%llu", (unsigned long long)kv->v.u);
 		break;
-	case LOG_KV_BOOL:
-		sbuf_puts(out, kv->v.b ? "true" : "false");
+	case CK_LOG_KV_BOOL:
+		ck_sbuf_puts(out, kv->v.b ? "true" : "false");
 		break;
-	case LOG_KV_OBJ: {
+	case CK_LOG_KV_OBJ: {
 		const char *name = kv->v.obj.name ? kv->v.obj.name : "";
 		if (kv->v.obj.ns != NULL && kv->v.obj.ns[0] != '\0') {
-			char *ref = xasprintf("%s/%s", kv->v.obj.ns, name);
-			log_quote(out, ref);
+			char *ref = ck_xasprintf("%s/%s", kv->v.obj.ns, name);
+			ck_log_quote(out, ref);
 			free(ref);
 		} else {
-			log_quote(out, name);
+			ck_log_quote(out, name);
 		}
 		break;
 	}
-	case LOG_KV_NONE_:
+	case CK_LOG_KV_NONE_:
 		break;
 	}
 }
 
-static void json_value(sbuf_t *out, const log_kv_t *kv)
+static void json_value(ck_sbuf_t *out, const ck_log_kv_t *kv)
 {
 	switch (kv->type) {
-	case LOG_KV_STR:
+	case CK_LOG_KV_STR:
 		if (kv->v.s == NULL)
-			sbuf_puts(out, "null");
+			ck_sbuf_puts(out, "null");
 		else
 			json_quote(out, kv->v.s);
 		break;
-	case LOG_KV_INT:
-		sbuf_printf(out, "%lld", (long long)kv->v.i);
+	case CK_LOG_KV_INT:
+		ck_sbuf_printf(out, "%lld", (long long)kv->v.i);
 		break;
-	case LOG_KV_UINT:
-		sbuf_printf(out, "%llu", (unsigned long long)kv->v.u);
+	case CK_LOG_KV_UINT:
+		ck_sbuf_printf(out, "%llu", (unsigned long long)kv->v.u);
 		break;
-	case LOG_KV_BOOL:
-		sbuf_puts(out, kv->v.b ? "true" : "false");
+	case CK_LOG_KV_BOOL:
+		ck_sbuf_puts(out, kv->v.b ? "true" : "false");
 		break;
-	case LOG_KV_OBJ:
-		sbuf_puts(out, "{\"name\":");
+	case CK_LOG_KV_OBJ:
+		ck_sbuf_puts(out, "{\"name\":");
 		json_quote(out, kv->v.obj.name ? kv->v.obj.name : "");
 		if (kv->v.obj.ns != NULL && kv->v.obj.ns[0] != '\0') {
-			sbuf_puts(out, ",\"namespace\":");
+			ck_sbuf_puts(out, ",\"namespace\":");
 			json_quote(out, kv->v.obj.ns);
 		}
-		sbuf_putc(out, '}');
+		ck_sbuf_putc(out, '}');
 		break;
-	case LOG_KV_NONE_:
+	case CK_LOG_KV_NONE_:
 		break;
 	}
 }
@@ -342,12 +342,12 @@ static const char *base_name(const char *file)
 	return slash ? slash + 1 : file;
 }
 
-static void format_text(sbuf_t *out, int64_t wall_ns, int tid, log_severity_t sev, const char *file,
-                        int line, const char *err, const char *msg, const log_kv_t *kvs)
+static void format_text(ck_sbuf_t *out, int64_t wall_ns, int tid, ck_log_severity_t sev, const char *file,
+                        int line, const char *err, const char *msg, const ck_log_kv_t *kvs)
 {
 	static const char letters[] = "IWEF";
-	time_t secs = (time_t)(wall_ns / (int64_t)NS_PER_SEC);
-	long us = (long)((wall_ns % (int64_t)NS_PER_SEC) / 1000);
+	time_t secs = (time_t)(wall_ns / (int64_t)CK_NS_PER_SEC);
+	long us = (long)((wall_ns % (int64_t)CK_NS_PER_SEC) / 1000);
 	if (us < 0) {
 		secs--;
 		us += 1000000;
@@ -357,66 +357,66 @@ static void format_text(sbuf_t *out, int64_t wall_ns, int tid, log_severity_t se
 		gmtime_r(&secs, &tm);
 	else
 		localtime_r(&secs, &tm);
-	sbuf_printf(out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ", letters[sev & 3],
+	ck_sbuf_printf(out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ", letters[sev & 3],
 	            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us, tid,
 	            base_name(file), line);
-	log_quote(out, msg ? msg : "");
+	ck_log_quote(out, msg ? msg : "");
 	if (err != NULL) {
-		sbuf_puts(out, " err=");
-		log_quote(out, err);
+		ck_sbuf_puts(out, " err=");
+		ck_log_quote(out, err);
 	}
-	for (const log_kv_t *kv = kvs; kv && kv->type != LOG_KV_NONE_; kv++) {
-		sbuf_putc(out, ' ');
-		sbuf_puts(out, kv->key ? kv->key : "");
-		sbuf_putc(out, '=');
+	for (const ck_log_kv_t *kv = kvs; kv && kv->type != CK_LOG_KV_NONE_; kv++) {
+		ck_sbuf_putc(out, ' ');
+		ck_sbuf_puts(out, kv->key ? kv->key : "");
+		ck_sbuf_putc(out, '=');
 		if (key_is_secret(kv->key))
-			sbuf_puts(out, "\"<redacted>\"");
+			ck_sbuf_puts(out, "\"<redacted>\"");
 		else
 			text_value(out, kv);
 	}
-	sbuf_putc(out, '\n');
+	ck_sbuf_putc(out, '\n');
 }
 
-static void format_json(sbuf_t *out, int64_t wall_ns, log_severity_t sev, int v, const char *file,
-                        int line, const char *err, const char *msg, const log_kv_t *kvs)
+static void format_json(ck_sbuf_t *out, int64_t wall_ns, ck_log_severity_t sev, int v, const char *file,
+                        int line, const char *err, const char *msg, const ck_log_kv_t *kvs)
 {
 	/* Seconds with microseconds, trailing zeros dropped like Go's shortest float. */
-	int64_t secs = wall_ns / (int64_t)NS_PER_SEC;
-	long us = (long)((wall_ns % (int64_t)NS_PER_SEC) / 1000);
+	int64_t secs = wall_ns / (int64_t)CK_NS_PER_SEC;
+	long us = (long)((wall_ns % (int64_t)CK_NS_PER_SEC) / 1000);
 	if (us < 0) {
 		secs--;
 		us += 1000000;
 	}
-	sbuf_printf(out, "{\"ts\":%lld", (long long)secs);
+	ck_sbuf_printf(out, "{\"ts\":%lld", (long long)secs);
 	if (us != 0) {
 		char frac[8];
 		snprintf(frac, sizeof(frac), "%06ld", us);
 		for (int i = 5; i > 0 && frac[i] == '0'; i--)
 			frac[i] = '\0';
-		sbuf_printf(out, ".%s", frac);
+		ck_sbuf_printf(out, ".%s", frac);
 	}
-	sbuf_printf(out, ",\"caller\":");
-	char *caller = xasprintf("%s:%d", base_name(file), line);
+	ck_sbuf_printf(out, ",\"caller\":");
+	char *caller = ck_xasprintf("%s:%d", base_name(file), line);
 	json_quote(out, caller);
 	free(caller);
-	sbuf_puts(out, ",\"msg\":");
+	ck_sbuf_puts(out, ",\"msg\":");
 	json_quote(out, msg ? msg : "");
-	if (sev < LOG_SEV_ERROR)
-		sbuf_printf(out, ",\"v\":%d", v);
+	if (sev < CK_LOG_SEV_ERROR)
+		ck_sbuf_printf(out, ",\"v\":%d", v);
 	if (err != NULL) {
-		sbuf_puts(out, ",\"err\":");
+		ck_sbuf_puts(out, ",\"err\":");
 		json_quote(out, err);
 	}
-	for (const log_kv_t *kv = kvs; kv && kv->type != LOG_KV_NONE_; kv++) {
-		sbuf_putc(out, ',');
+	for (const ck_log_kv_t *kv = kvs; kv && kv->type != CK_LOG_KV_NONE_; kv++) {
+		ck_sbuf_putc(out, ',');
 		json_quote(out, kv->key ? kv->key : "");
-		sbuf_putc(out, ':');
+		ck_sbuf_putc(out, ':');
 		if (key_is_secret(kv->key))
-			sbuf_puts(out, "\"<redacted>\"");
+			ck_sbuf_puts(out, "\"<redacted>\"");
 		else
 			json_value(out, kv);
 	}
-	sbuf_puts(out, "}\n");
+	ck_sbuf_puts(out, "}\n");
 }
 
 /* Writes all of buf; a short write continues where it stopped. Failures drop the line. */
@@ -439,20 +439,20 @@ static void write_all(int fd, const char *buf, size_t len)
 	}
 }
 
-void log_emit(log_severity_t sev, int v, const char *file, int line, const char *err,
-              const char *msg, const log_kv_t *kvs)
+void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line, const char *err,
+              const char *msg, const ck_log_kv_t *kvs)
 {
-	const clk_t *clock = atomic_load(&log_clock);
-	int64_t now = clk_wall_ns(clock ? clock : clk_real());
-	sbuf_t b = SBUF_INIT;
-	if (atomic_load(&log_fmt) == LOG_FORMAT_JSON)
+	const ck_clk_t *clock = atomic_load(&log_clock);
+	int64_t now = ck_clk_wall_ns(clock ? clock : ck_clk_real());
+	ck_sbuf_t b = CK_SBUF_INIT;
+	if (atomic_load(&log_fmt) == CK_LOG_FORMAT_JSON)
 		format_json(&b, now, sev, v, file, line, err, msg, kvs);
 	else
 		format_text(&b, now, log_tid(), sev, file, line, err, msg, kvs);
 	pthread_mutex_lock(&log_write_lock);
 	write_all(atomic_load(&log_fd), b.data, b.len);
 	pthread_mutex_unlock(&log_write_lock);
-	sbuf_free(&b);
-	if (sev == LOG_SEV_FATAL)
+	ck_sbuf_free(&b);
+	if (sev == CK_LOG_SEV_FATAL)
 		_exit(255);
 }

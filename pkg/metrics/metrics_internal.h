@@ -4,10 +4,10 @@
 #ifndef CSC_METRICS_INTERNAL_H
 #define CSC_METRICS_INTERNAL_H
 
-#include "pkg/metrics/metrics.h"
+#include <ckube/metrics.h>
 
-/* Like metrics_registry_add_collector, but takes ud: free_ud(ud) runs at registry free. */
-void metrics_registry_add_collector_owned(metrics_registry_t *reg, metrics_collector_fn fn,
+/* Like ck_metrics_registry_add_collector, but takes ud: free_ud(ud) runs at registry free. */
+void metrics_registry_add_collector_owned(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn,
                                           void *ud, void (*free_ud)(void *));
 
 #endif

@@ -9,23 +9,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pkg/metrics/metrics.h"
+#include <ckube/metrics.h>
 #include "pkg/metrics/metrics_internal.h"
 
 /* Reads <root>/<rel> into *out (a new string, or NULL when it cannot be read). */
 static void read_proc(const char *root, const char *rel, char **out)
 {
-	char *path = xasprintf("%s/%s", root, rel);
+	char *path = ck_xasprintf("%s/%s", root, rel);
 	*out = NULL;
-	if (file_read_all(path, out, NULL, NULL) != 0)
+	if (ck_file_read_all(path, out, NULL, NULL) != 0)
 		*out = NULL;
 	free(path);
 }
 
-static void gauge(sbuf_t *out, const char *name, const char *help, metrics_type_t type, double v)
+static void gauge(ck_sbuf_t *out, const char *name, const char *help, ck_metrics_type_t type, double v)
 {
-	metrics_write_header(out, name, help, type);
-	metrics_write_sample(out, name, NULL, 0, v);
+	ck_metrics_write_header(out, name, help, type);
+	ck_metrics_write_sample(out, name, NULL, 0, v);
 }
 
 /*
@@ -80,7 +80,7 @@ static int parse_max_files(const char *text, double *out)
 
 static int count_fds(const char *root, double *out)
 {
-	char *path = xasprintf("%s/self/fd", root);
+	char *path = ck_xasprintf("%s/self/fd", root);
 	DIR *d = opendir(path);
 	free(path);
 	if (d == NULL)
@@ -95,7 +95,7 @@ static int count_fds(const char *root, double *out)
 	return 0;
 }
 
-static void process_collect(void *ud, sbuf_t *out)
+static void process_collect(void *ud, ck_sbuf_t *out)
 {
 	const char *root = ud;
 	long ticks = sysconf(_SC_CLK_TCK);
@@ -112,31 +112,31 @@ static void process_collect(void *ud, sbuf_t *out)
 	/* Sorted by name, as Prometheus' Go client prints them. */
 	if (have_stat)
 		gauge(out, "process_cpu_seconds_total",
-		      "Total user and system CPU time spent in seconds.", METRICS_COUNTER,
+		      "Total user and system CPU time spent in seconds.", CK_METRICS_COUNTER,
 		      (double)(st.utime + st.stime) / (double)ticks);
 	if (parse_max_files(limits, &v) == 0)
 		gauge(out, "process_max_fds", "Maximum number of open file descriptors.",
-		      METRICS_GAUGE, v);
+		      CK_METRICS_GAUGE, v);
 	if (count_fds(root, &v) == 0)
-		gauge(out, "process_open_fds", "Number of open file descriptors.", METRICS_GAUGE,
+		gauge(out, "process_open_fds", "Number of open file descriptors.", CK_METRICS_GAUGE,
 		      v);
 	if (have_stat)
 		gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.",
-		      METRICS_GAUGE, (double)st.rss * (double)page);
+		      CK_METRICS_GAUGE, (double)st.rss * (double)page);
 	if (have_stat && parse_btime(sys_stat, &btime) == 0)
 		gauge(out, "process_start_time_seconds",
-		      "Start time of the process since unix epoch in seconds.", METRICS_GAUGE,
+		      "Start time of the process since unix epoch in seconds.", CK_METRICS_GAUGE,
 		      (double)btime + (double)st.starttime / (double)ticks);
 	if (have_stat)
 		gauge(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.",
-		      METRICS_GAUGE, (double)st.vsize);
+		      CK_METRICS_GAUGE, (double)st.vsize);
 	free(stat_text);
 	free(sys_stat);
 	free(limits);
 }
 
-void metrics_registry_add_process_collector(metrics_registry_t *reg, const char *proc_root)
+void ck_metrics_registry_add_process_collector(ck_metrics_registry_t *reg, const char *proc_root)
 {
 	metrics_registry_add_collector_owned(reg, process_collect,
-	                                     xstrdup(proc_root ? proc_root : "/proc"), free);
+	                                     ck_xstrdup(proc_root ? proc_root : "/proc"), free);
 }

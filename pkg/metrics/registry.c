@@ -14,7 +14,7 @@
  * counts; the renderer adds them up and derives _count from the same loads, so
  * +Inf and _count always agree within one scrape.
  */
-#include "pkg/metrics/metrics.h"
+#include <ckube/metrics.h>
 #include "pkg/metrics/metrics_internal.h"
 
 #include <math.h>
@@ -42,7 +42,7 @@ struct child {
 struct family {
 	char *name;
 	char *help;
-	metrics_type_t type;
+	ck_metrics_type_t type;
 	size_t nlabels;
 	char **labels;
 	size_t nbuckets;
@@ -52,12 +52,12 @@ struct family {
 };
 
 struct collector {
-	metrics_collector_fn fn;
+	ck_metrics_collector_fn fn;
 	void *ud;
 	void (*free_ud)(void *); /* NULL when the caller owns ud */
 };
 
-struct metrics_registry {
+struct ck_metrics_registry {
 	pthread_mutex_t lock; /* families and collectors arrays */
 	struct family **families;
 	size_t nfamilies;
@@ -136,41 +136,41 @@ static size_t utf8_len(const unsigned char *p, size_t n)
  * Appends s escaped for the text format: backslash and newline always, the double
  * quote inside label values. Invalid UTF-8 becomes U+FFFD, which parsers accept.
  */
-static void put_escaped(sbuf_t *out, const char *s, int quote)
+static void put_escaped(ck_sbuf_t *out, const char *s, int quote)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	size_t n = strlen((const char *)p);
 	while (n > 0) {
 		size_t len = utf8_len(p, n);
 		if (len == 0) {
-			sbuf_puts(out, "\xef\xbf\xbd");
+			ck_sbuf_puts(out, "\xef\xbf\xbd");
 			p++, n--;
 			continue;
 		}
 		if (*p == '\\')
-			sbuf_puts(out, "\\\\");
+			ck_sbuf_puts(out, "\\\\");
 		else if (*p == '\n')
-			sbuf_puts(out, "\\n");
+			ck_sbuf_puts(out, "\\n");
 		else if (*p == '"' && quote)
-			sbuf_puts(out, "\\\"");
+			ck_sbuf_puts(out, "\\\"");
 		else
-			sbuf_append(out, p, len);
+			ck_sbuf_append(out, p, len);
 		p += len, n -= len;
 	}
 }
 
-void metrics_write_value(sbuf_t *out, double v)
+void ck_metrics_write_value(ck_sbuf_t *out, double v)
 {
 	if (isnan(v)) {
-		sbuf_puts(out, "NaN");
+		ck_sbuf_puts(out, "NaN");
 		return;
 	}
 	if (isinf(v)) {
-		sbuf_puts(out, v > 0 ? "+Inf" : "-Inf");
+		ck_sbuf_puts(out, v > 0 ? "+Inf" : "-Inf");
 		return;
 	}
 	if (v == 0) {
-		sbuf_putc(out, '0');
+		ck_sbuf_putc(out, '0');
 		return;
 	}
 	/*
@@ -188,63 +188,63 @@ void metrics_write_value(sbuf_t *out, double v)
 	snprintf(e, sizeof(e), "%.*e", prec - 1, v);
 	int exp = atoi(strchr(e, 'e') + 1);
 	if (exp < -4 || exp >= 6) {
-		sbuf_puts(out, e);
+		ck_sbuf_puts(out, e);
 		return;
 	}
 	int decimals = prec - 1 - exp;
-	sbuf_printf(out, "%.*f", decimals > 0 ? decimals : 0, v);
+	ck_sbuf_printf(out, "%.*f", decimals > 0 ? decimals : 0, v);
 }
 
-static const char *type_name(metrics_type_t t)
+static const char *type_name(ck_metrics_type_t t)
 {
 	switch (t) {
-	case METRICS_COUNTER:
+	case CK_METRICS_COUNTER:
 		return "counter";
-	case METRICS_GAUGE:
+	case CK_METRICS_GAUGE:
 		return "gauge";
-	case METRICS_HISTOGRAM:
+	case CK_METRICS_HISTOGRAM:
 		return "histogram";
-	case METRICS_UNTYPED:
+	case CK_METRICS_UNTYPED:
 		break;
 	}
 	return "untyped";
 }
 
-void metrics_write_header(sbuf_t *out, const char *name, const char *help, metrics_type_t type)
+void ck_metrics_write_header(ck_sbuf_t *out, const char *name, const char *help, ck_metrics_type_t type)
 {
-	sbuf_printf(out, "# HELP %s ", name);
+	ck_sbuf_printf(out, "# HELP %s ", name);
 	put_escaped(out, help, 0);
-	sbuf_printf(out, "\n# TYPE %s %s\n", name, type_name(type));
+	ck_sbuf_printf(out, "\n# TYPE %s %s\n", name, type_name(type));
 }
 
-static void put_labels(sbuf_t *out, const metrics_label_t *labels, size_t n)
+static void put_labels(ck_sbuf_t *out, const ck_metrics_label_t *labels, size_t n)
 {
 	if (n == 0)
 		return;
-	sbuf_putc(out, '{');
+	ck_sbuf_putc(out, '{');
 	for (size_t i = 0; i < n; i++) {
-		sbuf_printf(out, "%s%s=\"", i ? "," : "", labels[i].name);
+		ck_sbuf_printf(out, "%s%s=\"", i ? "," : "", labels[i].name);
 		put_escaped(out, labels[i].value, 1);
-		sbuf_putc(out, '"');
+		ck_sbuf_putc(out, '"');
 	}
-	sbuf_putc(out, '}');
+	ck_sbuf_putc(out, '}');
 }
 
-void metrics_write_sample(sbuf_t *out, const char *name, const metrics_label_t *labels,
+void ck_metrics_write_sample(ck_sbuf_t *out, const char *name, const ck_metrics_label_t *labels,
                           size_t nlabels, double value)
 {
-	sbuf_puts(out, name);
+	ck_sbuf_puts(out, name);
 	put_labels(out, labels, nlabels);
-	sbuf_putc(out, ' ');
-	metrics_write_value(out, value);
-	sbuf_putc(out, '\n');
+	ck_sbuf_putc(out, ' ');
+	ck_metrics_write_value(out, value);
+	ck_sbuf_putc(out, '\n');
 }
 
 /* --- Registry and families. --- */
 
-metrics_registry_t *metrics_registry_new(void)
+ck_metrics_registry_t *ck_metrics_registry_new(void)
 {
-	metrics_registry_t *reg = xcalloc(1, sizeof(*reg));
+	ck_metrics_registry_t *reg = ck_xcalloc(1, sizeof(*reg));
 	pthread_mutex_init(&reg->lock, NULL);
 	return reg;
 }
@@ -277,7 +277,7 @@ static void family_free(struct family *f)
 	free(f);
 }
 
-void metrics_registry_free(metrics_registry_t *reg)
+void ck_metrics_registry_free(ck_metrics_registry_t *reg)
 {
 	if (reg == NULL)
 		return;
@@ -307,27 +307,27 @@ static uint64_t hash_values(size_t n, const char *const *values)
 /* Returns a new copy of s with each invalid UTF-8 byte replaced by U+FFFD. */
 static char *utf8_sanitize(const char *s)
 {
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	size_t n = strlen((const char *)p);
 	while (n > 0) {
 		size_t len = utf8_len(p, n);
 		if (len == 0) {
-			sbuf_puts(&b, "\xef\xbf\xbd");
+			ck_sbuf_puts(&b, "\xef\xbf\xbd");
 			p++, n--;
 		} else {
-			sbuf_append(&b, p, len);
+			ck_sbuf_append(&b, p, len);
 			p += len, n -= len;
 		}
 	}
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 /* Takes values (an array of nlabels new strings); returns a new unpublished child. */
 static struct child *child_new(const struct family *f, uint64_t hash, char **values)
 {
-	size_t ncounts = f->type == METRICS_HISTOGRAM ? f->nbuckets + 1 : 0;
-	struct child *c = xcalloc(1, sizeof(*c) + ncounts * sizeof(c->counts[0]));
+	size_t ncounts = f->type == CK_METRICS_HISTOGRAM ? f->nbuckets + 1 : 0;
+	struct child *c = ck_xcalloc(1, sizeof(*c) + ncounts * sizeof(c->counts[0]));
 	c->fam = f;
 	c->hash = hash;
 	c->values = values;
@@ -363,11 +363,11 @@ static struct child *chain_find(struct family *f, uint64_t hash, const char *con
 static struct child *family_child(struct family *f, size_t nvalues, const char *const *values)
 {
 	if (nvalues != f->nlabels)
-		fatal("metrics: %s has %zu labels, %zu values given", f->name, f->nlabels, nvalues);
+		ck_fatal("metrics: %s has %zu labels, %zu values given", f->name, f->nlabels, nvalues);
 	struct child *c = chain_find(f, hash_values(nvalues, values), values);
 	if (c != NULL)
 		return c;
-	char **clean = xcalloc(nvalues ? nvalues : 1, sizeof(char *));
+	char **clean = ck_xcalloc(nvalues ? nvalues : 1, sizeof(char *));
 	for (size_t i = 0; i < nvalues; i++)
 		clean[i] = utf8_sanitize(values[i]);
 	uint64_t hash = hash_values(nvalues, (const char *const *)clean);
@@ -389,43 +389,43 @@ static struct child *family_child(struct family *f, size_t nvalues, const char *
 	return c;
 }
 
-static struct family *family_add(metrics_registry_t *reg, metrics_type_t type, const char *name,
+static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t type, const char *name,
                                  const char *help, size_t nlabels, const char *const *labels,
                                  const double *buckets, size_t nbuckets, char **err)
 {
 	struct family *f = NULL;
 	if (!valid_name(name, 1)) {
-		err_set(err, "metric \"%s\": invalid metric name", name ? name : "");
+		ck_err_set(err, "metric \"%s\": invalid metric name", name ? name : "");
 		return NULL;
 	}
 	for (size_t i = 0; i < nlabels; i++) {
 		if (!valid_name(labels[i], 0) || strncmp(labels[i], "__", 2) == 0) {
-			err_set(err, "metric %s: invalid label name \"%s\"", name,
+			ck_err_set(err, "metric %s: invalid label name \"%s\"", name,
 			        labels[i] ? labels[i] : "");
 			return NULL;
 		}
-		if (type == METRICS_HISTOGRAM && strcmp(labels[i], "le") == 0) {
-			err_set(err, "metric %s: label \"le\" is reserved in histograms", name);
+		if (type == CK_METRICS_HISTOGRAM && strcmp(labels[i], "le") == 0) {
+			ck_err_set(err, "metric %s: label \"le\" is reserved in histograms", name);
 			return NULL;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(labels[i], labels[j]) == 0) {
-				err_set(err, "metric %s: duplicate label name \"%s\"", name,
+				ck_err_set(err, "metric %s: duplicate label name \"%s\"", name,
 				        labels[i]);
 				return NULL;
 			}
 		}
 	}
-	if (type == METRICS_HISTOGRAM) {
+	if (type == CK_METRICS_HISTOGRAM) {
 		if (buckets == NULL || nbuckets == 0) {
 			buckets = default_buckets;
-			nbuckets = CSC_ARRAY_LEN(default_buckets);
+			nbuckets = CK_ARRAY_LEN(default_buckets);
 		}
 		if (isinf(buckets[nbuckets - 1]) && buckets[nbuckets - 1] > 0)
 			nbuckets--; /* +Inf is always there */
 		for (size_t i = 0; i < nbuckets; i++) {
 			if (!isfinite(buckets[i]) || (i > 0 && buckets[i] <= buckets[i - 1])) {
-				err_set(err,
+				ck_err_set(err,
 				        "metric %s: buckets must be finite and strictly increasing "
 				        "(bucket %zu)",
 				        name, i);
@@ -438,28 +438,28 @@ static struct family *family_add(metrics_registry_t *reg, metrics_type_t type, c
 	for (size_t i = 0; i < reg->nfamilies; i++) {
 		if (strcmp(reg->families[i]->name, name) == 0) {
 			pthread_mutex_unlock(&reg->lock);
-			err_set(err, "metric %s: already registered", name);
+			ck_err_set(err, "metric %s: already registered", name);
 			return NULL;
 		}
 	}
-	f = xcalloc(1, sizeof(*f));
-	f->name = xstrdup(name);
-	f->help = xstrdup(help ? help : "");
+	f = ck_xcalloc(1, sizeof(*f));
+	f->name = ck_xstrdup(name);
+	f->help = ck_xstrdup(help ? help : "");
 	f->type = type;
 	f->nlabels = nlabels;
-	f->labels = xcalloc(nlabels ? nlabels : 1, sizeof(char *));
+	f->labels = ck_xcalloc(nlabels ? nlabels : 1, sizeof(char *));
 	for (size_t i = 0; i < nlabels; i++)
-		f->labels[i] = xstrdup(labels[i]);
-	if (type == METRICS_HISTOGRAM) {
+		f->labels[i] = ck_xstrdup(labels[i]);
+	if (type == CK_METRICS_HISTOGRAM) {
 		f->nbuckets = nbuckets;
-		f->buckets = xcalloc(nbuckets ? nbuckets : 1, sizeof(double));
+		f->buckets = ck_xcalloc(nbuckets ? nbuckets : 1, sizeof(double));
 		if (nbuckets)
 			memcpy(f->buckets, buckets, nbuckets * sizeof(double));
 	}
 	pthread_mutex_init(&f->insert_lock, NULL);
 	for (size_t i = 0; i < CHAINS; i++)
 		atomic_init(&f->chains[i], NULL);
-	reg->families = xrealloc(reg->families, (reg->nfamilies + 1) * sizeof(*reg->families));
+	reg->families = ck_xrealloc(reg->families, (reg->nfamilies + 1) * sizeof(*reg->families));
 	reg->families[reg->nfamilies++] = f;
 	pthread_mutex_unlock(&reg->lock);
 	return f;
@@ -470,80 +470,80 @@ static struct family *family_add(metrics_registry_t *reg, metrics_type_t type, c
  * distinct incomplete types so that the compiler keeps a gauge from being passed
  * as a counter.
  */
-metrics_counter_t *metrics_counter_new(metrics_registry_t *reg, const char *name, const char *help,
+ck_metrics_counter_t *ck_metrics_counter_new(ck_metrics_registry_t *reg, const char *name, const char *help,
                                        char **err)
 {
-	struct family *f = family_add(reg, METRICS_COUNTER, name, help, 0, NULL, NULL, 0, err);
-	return f ? (metrics_counter_t *)family_child(f, 0, NULL) : NULL;
+	struct family *f = family_add(reg, CK_METRICS_COUNTER, name, help, 0, NULL, NULL, 0, err);
+	return f ? (ck_metrics_counter_t *)family_child(f, 0, NULL) : NULL;
 }
 
-metrics_gauge_t *metrics_gauge_new(metrics_registry_t *reg, const char *name, const char *help,
+ck_metrics_gauge_t *ck_metrics_gauge_new(ck_metrics_registry_t *reg, const char *name, const char *help,
                                    char **err)
 {
-	struct family *f = family_add(reg, METRICS_GAUGE, name, help, 0, NULL, NULL, 0, err);
-	return f ? (metrics_gauge_t *)family_child(f, 0, NULL) : NULL;
+	struct family *f = family_add(reg, CK_METRICS_GAUGE, name, help, 0, NULL, NULL, 0, err);
+	return f ? (ck_metrics_gauge_t *)family_child(f, 0, NULL) : NULL;
 }
 
-metrics_histogram_t *metrics_histogram_new(metrics_registry_t *reg, const char *name,
+ck_metrics_histogram_t *ck_metrics_histogram_new(ck_metrics_registry_t *reg, const char *name,
                                            const char *help, const double *buckets, size_t nbuckets,
                                            char **err)
 {
 	struct family *f =
-	    family_add(reg, METRICS_HISTOGRAM, name, help, 0, NULL, buckets, nbuckets, err);
-	return f ? (metrics_histogram_t *)family_child(f, 0, NULL) : NULL;
+	    family_add(reg, CK_METRICS_HISTOGRAM, name, help, 0, NULL, buckets, nbuckets, err);
+	return f ? (ck_metrics_histogram_t *)family_child(f, 0, NULL) : NULL;
 }
 
-metrics_counter_vec_t *metrics_counter_vec_new(metrics_registry_t *reg, const char *name,
+ck_metrics_counter_vec_t *ck_metrics_counter_vec_new(ck_metrics_registry_t *reg, const char *name,
                                                const char *help, size_t nlabels,
                                                const char *const *labels, char **err)
 {
-	return (metrics_counter_vec_t *)family_add(reg, METRICS_COUNTER, name, help, nlabels,
+	return (ck_metrics_counter_vec_t *)family_add(reg, CK_METRICS_COUNTER, name, help, nlabels,
 	                                           labels, NULL, 0, err);
 }
 
-metrics_gauge_vec_t *metrics_gauge_vec_new(metrics_registry_t *reg, const char *name,
+ck_metrics_gauge_vec_t *ck_metrics_gauge_vec_new(ck_metrics_registry_t *reg, const char *name,
                                            const char *help, size_t nlabels,
                                            const char *const *labels, char **err)
 {
-	return (metrics_gauge_vec_t *)family_add(reg, METRICS_GAUGE, name, help, nlabels, labels,
+	return (ck_metrics_gauge_vec_t *)family_add(reg, CK_METRICS_GAUGE, name, help, nlabels, labels,
 	                                         NULL, 0, err);
 }
 
-metrics_histogram_vec_t *metrics_histogram_vec_new(metrics_registry_t *reg, const char *name,
+ck_metrics_histogram_vec_t *ck_metrics_histogram_vec_new(ck_metrics_registry_t *reg, const char *name,
                                                    const char *help, size_t nlabels,
                                                    const char *const *labels, const double *buckets,
                                                    size_t nbuckets, char **err)
 {
-	return (metrics_histogram_vec_t *)family_add(reg, METRICS_HISTOGRAM, name, help, nlabels,
+	return (ck_metrics_histogram_vec_t *)family_add(reg, CK_METRICS_HISTOGRAM, name, help, nlabels,
 	                                             labels, buckets, nbuckets, err);
 }
 
-metrics_counter_t *metrics_counter_vec_get(metrics_counter_vec_t *vec, size_t nvalues,
+ck_metrics_counter_t *ck_metrics_counter_vec_get(ck_metrics_counter_vec_t *vec, size_t nvalues,
                                            const char *const *values)
 {
-	return (metrics_counter_t *)family_child((struct family *)vec, nvalues, values);
+	return (ck_metrics_counter_t *)family_child((struct family *)vec, nvalues, values);
 }
 
-metrics_gauge_t *metrics_gauge_vec_get(metrics_gauge_vec_t *vec, size_t nvalues,
+ck_metrics_gauge_t *ck_metrics_gauge_vec_get(ck_metrics_gauge_vec_t *vec, size_t nvalues,
                                        const char *const *values)
 {
-	return (metrics_gauge_t *)family_child((struct family *)vec, nvalues, values);
+	return (ck_metrics_gauge_t *)family_child((struct family *)vec, nvalues, values);
 }
 
-metrics_histogram_t *metrics_histogram_vec_get(metrics_histogram_vec_t *vec, size_t nvalues,
+ck_metrics_histogram_t *ck_metrics_histogram_vec_get(ck_metrics_histogram_vec_t *vec, size_t nvalues,
                                                const char *const *values)
 {
-	return (metrics_histogram_t *)family_child((struct family *)vec, nvalues, values);
+	return (ck_metrics_histogram_t *)family_child((struct family *)vec, nvalues, values);
 }
 
 /* --- Updates. --- */
 
-void metrics_counter_inc(metrics_counter_t *c)
+void ck_metrics_counter_inc(ck_metrics_counter_t *c)
 {
 	atomic_fetch_add_explicit(&((struct child *)c)->ival, 1, memory_order_relaxed);
 }
 
-void metrics_counter_add(metrics_counter_t *c, double v)
+void ck_metrics_counter_add(ck_metrics_counter_t *c, double v)
 {
 	struct child *ch = (struct child *)c;
 	if (!(v >= 0)) /* negative or NaN: a counter never goes down */
@@ -556,39 +556,39 @@ void metrics_counter_add(metrics_counter_t *c, double v)
 		atomic_add_double(&ch->bits, v);
 }
 
-double metrics_counter_value(const metrics_counter_t *c)
+double ck_metrics_counter_value(const ck_metrics_counter_t *c)
 {
 	struct child *ch = (struct child *)c;
 	return (double)atomic_load_explicit(&ch->ival, memory_order_relaxed) +
 	       bitsd(atomic_load_explicit(&ch->bits, memory_order_relaxed));
 }
 
-void metrics_gauge_set(metrics_gauge_t *g, double v)
+void ck_metrics_gauge_set(ck_metrics_gauge_t *g, double v)
 {
 	atomic_store_explicit(&((struct child *)g)->bits, dbits(v), memory_order_relaxed);
 }
 
-void metrics_gauge_add(metrics_gauge_t *g, double v)
+void ck_metrics_gauge_add(ck_metrics_gauge_t *g, double v)
 {
 	atomic_add_double(&((struct child *)g)->bits, v);
 }
 
-void metrics_gauge_inc(metrics_gauge_t *g)
+void ck_metrics_gauge_inc(ck_metrics_gauge_t *g)
 {
-	metrics_gauge_add(g, 1);
+	ck_metrics_gauge_add(g, 1);
 }
 
-void metrics_gauge_dec(metrics_gauge_t *g)
+void ck_metrics_gauge_dec(ck_metrics_gauge_t *g)
 {
-	metrics_gauge_add(g, -1);
+	ck_metrics_gauge_add(g, -1);
 }
 
-double metrics_gauge_value(const metrics_gauge_t *g)
+double ck_metrics_gauge_value(const ck_metrics_gauge_t *g)
 {
 	return bitsd(atomic_load_explicit(&((struct child *)g)->bits, memory_order_relaxed));
 }
 
-void metrics_histogram_observe(metrics_histogram_t *h, double v)
+void ck_metrics_histogram_observe(ck_metrics_histogram_t *h, double v)
 {
 	struct child *c = (struct child *)h;
 	const struct family *f = c->fam;
@@ -600,7 +600,7 @@ void metrics_histogram_observe(metrics_histogram_t *h, double v)
 	atomic_add_double(&c->bits, v);
 }
 
-unsigned long long metrics_histogram_count(const metrics_histogram_t *h)
+unsigned long long ck_metrics_histogram_count(const ck_metrics_histogram_t *h)
 {
 	struct child *c = (struct child *)h;
 	unsigned long long n = 0;
@@ -611,17 +611,17 @@ unsigned long long metrics_histogram_count(const metrics_histogram_t *h)
 
 /* --- Collectors and rendering. --- */
 
-void metrics_registry_add_collector_owned(metrics_registry_t *reg, metrics_collector_fn fn,
+void metrics_registry_add_collector_owned(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn,
                                           void *ud, void (*free_ud)(void *))
 {
 	pthread_mutex_lock(&reg->lock);
 	reg->collectors =
-	    xrealloc(reg->collectors, (reg->ncollectors + 1) * sizeof(*reg->collectors));
+	    ck_xrealloc(reg->collectors, (reg->ncollectors + 1) * sizeof(*reg->collectors));
 	reg->collectors[reg->ncollectors++] = (struct collector){fn, ud, free_ud};
 	pthread_mutex_unlock(&reg->lock);
 }
 
-void metrics_registry_add_collector(metrics_registry_t *reg, metrics_collector_fn fn, void *ud)
+void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn, void *ud)
 {
 	metrics_registry_add_collector_owned(reg, fn, ud, NULL);
 }
@@ -643,62 +643,62 @@ static int child_cmp(const void *a, const void *b, void *nlabels)
 	return 0;
 }
 
-static void render_child(sbuf_t *out, const struct family *f, const struct child *c,
-                         metrics_label_t *labels)
+static void render_child(ck_sbuf_t *out, const struct family *f, const struct child *c,
+                         ck_metrics_label_t *labels)
 {
 	for (size_t i = 0; i < f->nlabels; i++)
-		labels[i] = (metrics_label_t){f->labels[i], c->values[i]};
-	if (f->type == METRICS_COUNTER) {
-		metrics_write_sample(out, f->name, labels, f->nlabels,
-		                     metrics_counter_value((const metrics_counter_t *)c));
+		labels[i] = (ck_metrics_label_t){f->labels[i], c->values[i]};
+	if (f->type == CK_METRICS_COUNTER) {
+		ck_metrics_write_sample(out, f->name, labels, f->nlabels,
+		                     ck_metrics_counter_value((const ck_metrics_counter_t *)c));
 		return;
 	}
-	if (f->type != METRICS_HISTOGRAM) {
-		metrics_write_sample(out, f->name, labels, f->nlabels,
-		                     metrics_gauge_value((const metrics_gauge_t *)c));
+	if (f->type != CK_METRICS_HISTOGRAM) {
+		ck_metrics_write_sample(out, f->name, labels, f->nlabels,
+		                     ck_metrics_gauge_value((const ck_metrics_gauge_t *)c));
 		return;
 	}
-	sbuf_t name = SBUF_INIT, le = SBUF_INIT;
+	ck_sbuf_t name = CK_SBUF_INIT, le = CK_SBUF_INIT;
 	uint64_t cumulative = 0;
-	sbuf_printf(&name, "%s_bucket", f->name);
+	ck_sbuf_printf(&name, "%s_bucket", f->name);
 	for (size_t i = 0; i <= f->nbuckets; i++) {
 		cumulative += atomic_load_explicit(&c->counts[i], memory_order_relaxed);
-		sbuf_reset(&le);
+		ck_sbuf_reset(&le);
 		if (i < f->nbuckets)
-			metrics_write_value(&le, f->buckets[i]);
+			ck_metrics_write_value(&le, f->buckets[i]);
 		else
-			sbuf_puts(&le, "+Inf");
-		labels[f->nlabels] = (metrics_label_t){"le", sbuf_cstr(&le)};
-		metrics_write_sample(out, name.data, labels, f->nlabels + 1, (double)cumulative);
+			ck_sbuf_puts(&le, "+Inf");
+		labels[f->nlabels] = (ck_metrics_label_t){"le", ck_sbuf_cstr(&le)};
+		ck_metrics_write_sample(out, name.data, labels, f->nlabels + 1, (double)cumulative);
 	}
-	sbuf_reset(&name);
-	sbuf_printf(&name, "%s_sum", f->name);
-	metrics_write_sample(out, name.data, labels, f->nlabels,
+	ck_sbuf_reset(&name);
+	ck_sbuf_printf(&name, "%s_sum", f->name);
+	ck_metrics_write_sample(out, name.data, labels, f->nlabels,
 	                     bitsd(atomic_load_explicit(&c->bits, memory_order_relaxed)));
-	sbuf_reset(&name);
-	sbuf_printf(&name, "%s_count", f->name);
-	metrics_write_sample(out, name.data, labels, f->nlabels, (double)cumulative);
-	sbuf_free(&name);
-	sbuf_free(&le);
+	ck_sbuf_reset(&name);
+	ck_sbuf_printf(&name, "%s_count", f->name);
+	ck_metrics_write_sample(out, name.data, labels, f->nlabels, (double)cumulative);
+	ck_sbuf_free(&name);
+	ck_sbuf_free(&le);
 }
 
-static void render_family(sbuf_t *out, struct family *f)
+static void render_family(ck_sbuf_t *out, struct family *f)
 {
 	size_t n = 0, cap = 16;
-	struct child **kids = xmalloc(cap * sizeof(*kids));
+	struct child **kids = ck_xmalloc(cap * sizeof(*kids));
 	for (size_t i = 0; i < CHAINS; i++) {
 		for (struct child *c = atomic_load_explicit(&f->chains[i], memory_order_acquire);
 		     c != NULL; c = c->next) {
 			if (n == cap)
-				kids = xrealloc(kids, (cap *= 2) * sizeof(*kids));
+				kids = ck_xrealloc(kids, (cap *= 2) * sizeof(*kids));
 			kids[n++] = c;
 		}
 	}
 	/* A vec with no child yet prints nothing, as Prometheus' Go client does. */
 	if (n > 0) {
 		qsort_r(kids, n, sizeof(*kids), child_cmp, &f->nlabels);
-		metrics_write_header(out, f->name, f->help, f->type);
-		metrics_label_t *labels = xcalloc(f->nlabels + 1, sizeof(*labels));
+		ck_metrics_write_header(out, f->name, f->help, f->type);
+		ck_metrics_label_t *labels = ck_xcalloc(f->nlabels + 1, sizeof(*labels));
 		for (size_t i = 0; i < n; i++)
 			render_child(out, f, kids[i], labels);
 		free(labels);
@@ -706,7 +706,7 @@ static void render_family(sbuf_t *out, struct family *f)
 	free(kids);
 }
 
-void metrics_registry_render(metrics_registry_t *reg, sbuf_t *out)
+void ck_metrics_registry_render(ck_metrics_registry_t *reg, ck_sbuf_t *out)
 {
 	pthread_mutex_lock(&reg->lock);
 	if (reg->nfamilies > 1)
@@ -715,7 +715,7 @@ void metrics_registry_render(metrics_registry_t *reg, sbuf_t *out)
 		render_family(out, reg->families[i]);
 	/* Collectors run without the lock, so that one may read other modules freely. */
 	size_t ncollectors = reg->ncollectors;
-	struct collector *collectors = xcalloc(ncollectors ? ncollectors : 1, sizeof(*collectors));
+	struct collector *collectors = ck_xcalloc(ncollectors ? ncollectors : 1, sizeof(*collectors));
 	if (ncollectors)
 		memcpy(collectors, reg->collectors, ncollectors * sizeof(*collectors));
 	pthread_mutex_unlock(&reg->lock);

@@ -20,8 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "pkg/log/log.h"
-#include "pkg/metrics/metrics.h"
+#include <ckube/log.h>
+#include <ckube/metrics.h>
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define PROM_TEXT  "text/plain; version=0.0.4; charset=utf-8"
@@ -31,13 +31,13 @@ static const char *const endpoint_names[EP_COUNT] = {"healthz", "readyz"};
 
 struct check {
 	char *name;
-	metrics_check_fn fn;
+	ck_metrics_check_fn fn;
 	void *ud;
 };
 
-struct metrics_server {
+struct ck_metrics_server {
 	struct MHD_Daemon *mhd;
-	metrics_registry_t *reg; /* borrowed; NULL = no /metrics */
+	ck_metrics_registry_t *reg; /* borrowed; NULL = no /metrics */
 	int probes;
 	int port;
 	pthread_mutex_t lock; /* the check lists; held while checks run */
@@ -79,30 +79,30 @@ static int resolve_bind(const char *addr, struct sockaddr_storage *ss, socklen_t
 	if (addr[0] == '[') {
 		const char *close = strchr(addr, ']');
 		if (close == NULL) {
-			err_set(why, "missing ']' in address");
+			ck_err_set(why, "missing ']' in address");
 			goto out;
 		}
 		if (close[1] != ':') {
-			err_set(why, "missing port in address");
+			ck_err_set(why, "missing port in address");
 			goto out;
 		}
-		host = xstrndup(addr + 1, (size_t)(close - addr - 1));
+		host = ck_xstrndup(addr + 1, (size_t)(close - addr - 1));
 		port_str = close + 2;
 	} else {
 		const char *colon = strrchr(addr, ':');
 		if (colon == NULL) {
-			err_set(why, "missing port in address");
+			ck_err_set(why, "missing port in address");
 			goto out;
 		}
-		host = xstrndup(addr, (size_t)(colon - addr));
+		host = ck_xstrndup(addr, (size_t)(colon - addr));
 		if (strchr(host, ':') != NULL) {
-			err_set(why, "too many colons in address (an IPv6 address needs brackets)");
+			ck_err_set(why, "too many colons in address (an IPv6 address needs brackets)");
 			goto out;
 		}
 		port_str = colon + 1;
 	}
 	if (parse_port(port_str, &port) != 0) {
-		err_set(why, "invalid port \"%s\"", port_str);
+		ck_err_set(why, "invalid port \"%s\"", port_str);
 		goto out;
 	}
 
@@ -124,7 +124,7 @@ static int resolve_bind(const char *addr, struct sockaddr_storage *ss, socklen_t
 		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 		int rc = getaddrinfo(host, NULL, &hints, &ai);
 		if (rc != 0) {
-			err_set(why, "lookup %s: %s", host, gai_strerror(rc));
+			ck_err_set(why, "lookup %s: %s", host, gai_strerror(rc));
 			goto out;
 		}
 		struct addrinfo *pick = ai;
@@ -134,7 +134,7 @@ static int resolve_bind(const char *addr, struct sockaddr_storage *ss, socklen_t
 				break;
 			}
 		if (pick->ai_addrlen > sizeof(*ss)) {
-			err_set(why, "lookup %s: address too long", host);
+			ck_err_set(why, "lookup %s: address too long", host);
 			goto out;
 		}
 		memcpy(ss, pick->ai_addr, pick->ai_addrlen);
@@ -174,25 +174,25 @@ static int listen_on(const char *addr, int *port_out, char **why)
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	}
 	if (fd < 0)
-		return err_set(why, "socket: %s", strerror(errno));
+		return ck_err_set(why, "socket: %s", strerror(errno));
 	int one = 1, zero = 0;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
-		err_set(why, "bind: %s", strerror(errno));
+		ck_err_set(why, "bind: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
 	if (listen(fd, 128) != 0) {
-		err_set(why, "listen: %s", strerror(errno));
+		ck_err_set(why, "listen: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
 	struct sockaddr_storage bound;
 	socklen_t blen = sizeof(bound);
 	if (getsockname(fd, (struct sockaddr *)&bound, &blen) != 0) {
-		err_set(why, "getsockname: %s", strerror(errno));
+		ck_err_set(why, "getsockname: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -218,8 +218,8 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 	if (strcmp(key, "verbose") == 0) {
 		q->verbose = 1;
 	} else if (strcmp(key, "exclude") == 0 && value != NULL && q->nexclude < 64) {
-		q->exclude = xrealloc(q->exclude, (q->nexclude + 1) * sizeof(char *));
-		q->exclude[q->nexclude++] = xstrdup(value);
+		q->exclude = ck_xrealloc(q->exclude, (q->nexclude + 1) * sizeof(char *));
+		q->exclude[q->nexclude++] = ck_xstrdup(value);
 	}
 	return MHD_YES;
 }
@@ -244,18 +244,18 @@ static int run_check(const struct check *c, char **reason)
 		return 0;
 	}
 	if (*reason == NULL)
-		*reason = xstrdup("check failed");
+		*reason = ck_xstrdup("check failed");
 	return -1;
 }
 
 /* The /healthz and /readyz answer, in kube-apiserver's words. Returns the status. */
-static int probe_root(struct metrics_server *srv, int ep, const struct query *q, sbuf_t *body)
+static int probe_root(struct ck_metrics_server *srv, int ep, const struct query *q, ck_sbuf_t *body)
 {
 	static const struct check ping = {"ping", always_ok, NULL};
 	const char *epname = endpoint_names[ep];
-	sbuf_t lines = SBUF_INIT;
+	ck_sbuf_t lines = CK_SBUF_INIT;
 	int failed = 0;
-	char *used = xcalloc(q->nexclude ? q->nexclude : 1, 1);
+	char *used = ck_xcalloc(q->nexclude ? q->nexclude : 1, 1);
 
 	pthread_mutex_lock(&srv->lock);
 	size_t n = srv->nchecks[ep];
@@ -272,25 +272,25 @@ static int probe_root(struct metrics_server *srv, int ep, const struct query *q,
 			}
 		}
 		if (excluded) {
-			sbuf_printf(&lines, "[+]%s excluded: ok\n", c->name);
+			ck_sbuf_printf(&lines, "[+]%s excluded: ok\n", c->name);
 			continue;
 		}
 		char *reason = NULL;
 		if (run_check(c, &reason) == 0) {
-			sbuf_printf(&lines, "[+]%s ok\n", c->name);
+			ck_sbuf_printf(&lines, "[+]%s ok\n", c->name);
 			continue;
 		}
 		/* The endpoint is unauthenticated: the reason goes to the log only. */
-		sbuf_printf(&lines, "[-]%s failed: reason withheld\n", c->name);
-		LOG_V(2, "Probe check failed", KV_STR("endpoint", epname), KV_STR("check", c->name),
-		      KV_STR("reason", reason));
+		ck_sbuf_printf(&lines, "[-]%s failed: reason withheld\n", c->name);
+		CK_LOG_V(2, "Probe check failed", CK_KV_STR("endpoint", epname), CK_KV_STR("check", c->name),
+		      CK_KV_STR("reason", reason));
 		free(reason);
 		failed = 1;
 	}
 	pthread_mutex_unlock(&srv->lock);
 
 	/* Names asked to be excluded that match no check, sorted and %q-quoted. */
-	char **left = xcalloc(q->nexclude ? q->nexclude : 1, sizeof(char *));
+	char **left = ck_xcalloc(q->nexclude ? q->nexclude : 1, sizeof(char *));
 	size_t nleft = 0;
 	for (size_t j = 0; j < q->nexclude; j++) {
 		int dup = 0;
@@ -301,13 +301,13 @@ static int probe_root(struct metrics_server *srv, int ep, const struct query *q,
 	}
 	if (nleft > 0) {
 		qsort(left, nleft, sizeof(char *), cmp_str);
-		sbuf_puts(&lines, "warn: some health checks cannot be excluded: no matches for ");
+		ck_sbuf_puts(&lines, "warn: some health checks cannot be excluded: no matches for ");
 		for (size_t k = 0; k < nleft; k++) {
 			if (k)
-				sbuf_putc(&lines, ',');
-			log_quote(&lines, left[k]);
+				ck_sbuf_putc(&lines, ',');
+			ck_log_quote(&lines, left[k]);
 		}
-		sbuf_putc(&lines, '\n');
+		ck_sbuf_putc(&lines, '\n');
 	}
 	free(left);
 	free(used);
@@ -315,21 +315,21 @@ static int probe_root(struct metrics_server *srv, int ep, const struct query *q,
 	int status = MHD_HTTP_OK;
 	if (failed) {
 		/* Always verbose on failure; the trailing newline is Go's http.Error's. */
-		sbuf_append(body, lines.data ? lines.data : "", lines.len);
-		sbuf_printf(body, "%s check failed\n", epname);
+		ck_sbuf_append(body, lines.data ? lines.data : "", lines.len);
+		ck_sbuf_printf(body, "%s check failed\n", epname);
 		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	} else if (!q->verbose) {
-		sbuf_puts(body, "ok");
+		ck_sbuf_puts(body, "ok");
 	} else {
-		sbuf_append(body, lines.data ? lines.data : "", lines.len);
-		sbuf_printf(body, "%s check passed\n", epname);
+		ck_sbuf_append(body, lines.data ? lines.data : "", lines.len);
+		ck_sbuf_printf(body, "%s check passed\n", epname);
 	}
-	sbuf_free(&lines);
+	ck_sbuf_free(&lines);
 	return status;
 }
 
 /* /healthz/<name>: one check alone. Returns the status, or 0 when there is no such check. */
-static int probe_one(struct metrics_server *srv, int ep, const char *name, sbuf_t *body)
+static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck_sbuf_t *body)
 {
 	int status = 0;
 	pthread_mutex_lock(&srv->lock);
@@ -340,10 +340,10 @@ static int probe_one(struct metrics_server *srv, int ep, const char *name, sbuf_
 	if (found != NULL || (srv->nchecks[ep] == 0 && strcmp(name, "ping") == 0)) {
 		char *reason = NULL;
 		if (found == NULL || run_check(found, &reason) == 0) {
-			sbuf_puts(body, "ok");
+			ck_sbuf_puts(body, "ok");
 			status = MHD_HTTP_OK;
 		} else {
-			sbuf_printf(body, "internal server error: %s\n", reason);
+			ck_sbuf_printf(body, "internal server error: %s\n", reason);
 			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
 		free(reason);
@@ -352,8 +352,8 @@ static int probe_one(struct metrics_server *srv, int ep, const char *name, sbuf_
 	return status;
 }
 
-int metrics_probe_add_check(metrics_server_t *srv, const char *endpoint, const char *name,
-                            metrics_check_fn check, void *ud, char **err)
+int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint, const char *name,
+                            ck_metrics_check_fn check, void *ud, char **err)
 {
 	if (srv == NULL)
 		return 0;
@@ -362,22 +362,22 @@ int metrics_probe_add_check(metrics_server_t *srv, const char *endpoint, const c
 		if (endpoint != NULL && strcmp(endpoint, endpoint_names[i]) == 0)
 			ep = i;
 	if (ep < 0)
-		return err_set(
+		return ck_err_set(
 		    err, "probe check \"%s\": unknown endpoint \"%s\" (want healthz or readyz)",
 		    name ? name : "", endpoint ? endpoint : "");
 	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL || check == NULL)
-		return err_set(err, "%s check \"%s\": invalid name or no function", endpoint,
+		return ck_err_set(err, "%s check \"%s\": invalid name or no function", endpoint,
 		               name ? name : "");
 	int result = 0;
 	pthread_mutex_lock(&srv->lock);
 	for (size_t i = 0; i < srv->nchecks[ep]; i++) {
 		if (strcmp(srv->checks[ep][i].name, name) == 0) {
-			result = err_set(err, "%s check \"%s\": already added", endpoint, name);
+			result = ck_err_set(err, "%s check \"%s\": already added", endpoint, name);
 			goto out;
 		}
 	}
-	srv->checks[ep] = xrealloc(srv->checks[ep], (srv->nchecks[ep] + 1) * sizeof(struct check));
-	srv->checks[ep][srv->nchecks[ep]++] = (struct check){xstrdup(name), check, ud};
+	srv->checks[ep] = ck_xrealloc(srv->checks[ep], (srv->nchecks[ep] + 1) * sizeof(struct check));
+	srv->checks[ep][srv->nchecks[ep]++] = (struct check){ck_xstrdup(name), check, ud};
 out:
 	pthread_mutex_unlock(&srv->lock);
 	return result;
@@ -386,10 +386,10 @@ out:
 /* --- Requests. --- */
 
 static enum MHD_Result respond(struct MHD_Connection *conn, int status, const char *ctype,
-                               sbuf_t *body, int allow_header)
+                               ck_sbuf_t *body, int allow_header)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(
-	    body->len, (void *)sbuf_cstr(body), MHD_RESPMEM_MUST_COPY);
+	    body->len, (void *)ck_sbuf_cstr(body), MHD_RESPMEM_MUST_COPY);
 	if (resp == NULL)
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
@@ -405,8 +405,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **req_cls)
 {
-	struct metrics_server *srv = cls;
-	sbuf_t body = SBUF_INIT;
+	struct ck_metrics_server *srv = cls;
+	ck_sbuf_t body = CK_SBUF_INIT;
 	int status = MHD_HTTP_NOT_FOUND;
 	const char *ctype = TEXT_PLAIN;
 	int allow = 0;
@@ -415,10 +415,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	if (method == NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
-		sbuf_puts(&body, "method not allowed\n");
+		ck_sbuf_puts(&body, "method not allowed\n");
 		allow = 1;
 	} else if (srv->reg != NULL && strcmp(url, "/metrics") == 0) {
-		metrics_registry_render(srv->reg, &body);
+		ck_metrics_registry_render(srv->reg, &body);
 		status = MHD_HTTP_OK;
 		ctype = PROM_TEXT;
 	} else if (srv->probes) {
@@ -444,48 +444,48 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 	}
 	if (status == MHD_HTTP_NOT_FOUND) {
-		sbuf_reset(&body);
-		sbuf_puts(&body, "404 page not found\n");
+		ck_sbuf_reset(&body);
+		ck_sbuf_puts(&body, "404 page not found\n");
 	}
 	enum MHD_Result ret = respond(conn, status, ctype, &body, allow);
-	sbuf_free(&body);
+	ck_sbuf_free(&body);
 	return ret;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	if (!log_v_enabled(2))
+	if (!ck_log_v_enabled(2))
 		return;
-	char *msg = xvasprintf(fmt, ap);
+	char *msg = ck_xvasprintf(fmt, ap);
 	size_t n = strlen(msg);
 	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
-	LOG_V(2, "HTTP server", KV_STR("message", msg));
+	CK_LOG_V(2, "HTTP server", CK_KV_STR("message", msg));
 	free(msg);
 }
 
 /* --- Life cycle. --- */
 
-int metrics_server_start(const char *bind_addr, const char *flag, metrics_registry_t *reg,
-                         int probes, metrics_server_t **out, char **err)
+int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_registry_t *reg,
+                         int probes, ck_metrics_server_t **out, char **err)
 {
 	int result = -1;
 	char *why = NULL;
 	int fd = -1;
-	struct metrics_server *srv = NULL;
+	struct ck_metrics_server *srv = NULL;
 	if (flag == NULL)
 		flag = "bind address";
 	*out = NULL;
 	if (bind_addr == NULL || bind_addr[0] == '\0' || strcmp(bind_addr, "0") == 0)
 		return 0; /* disabled */
 
-	srv = xcalloc(1, sizeof(*srv));
+	srv = ck_xcalloc(1, sizeof(*srv));
 	srv->reg = reg;
 	srv->probes = probes;
 	pthread_mutex_init(&srv->lock, NULL);
 	fd = listen_on(bind_addr, &srv->port, &why);
 	if (fd < 0) {
-		err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
+		ck_err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
 		goto out;
 	}
 	srv->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
@@ -494,7 +494,7 @@ int metrics_server_start(const char *bind_addr, const char *flag, metrics_regist
 	                            (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
 	                            MHD_OPTION_END);
 	if (srv->mhd == NULL) {
-		err_set(err, "%s \"%s\": cannot start the HTTP server", flag, bind_addr);
+		ck_err_set(err, "%s \"%s\": cannot start the HTTP server", flag, bind_addr);
 		goto out;
 	}
 	fd = -1; /* the daemon owns it now */
@@ -512,12 +512,12 @@ out:
 	return result;
 }
 
-int metrics_server_port(const metrics_server_t *srv)
+int ck_metrics_server_port(const ck_metrics_server_t *srv)
 {
 	return srv ? srv->port : 0;
 }
 
-void metrics_server_stop(metrics_server_t *srv)
+void ck_metrics_server_stop(ck_metrics_server_t *srv)
 {
 	if (srv == NULL)
 		return;

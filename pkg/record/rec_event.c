@@ -11,21 +11,21 @@
 
 static char *dup_or_empty(const char *s)
 {
-	return xstrdup(s ? s : "");
+	return ck_xstrdup(s ? s : "");
 }
 
-rec_event_t *rec_event_new(const record_ref_t *ref, const char *type, const char *reason,
+rec_event_t *rec_event_new(const ck_record_ref_t *ref, const char *type, const char *reason,
                            const char *message, int64_t wall_ns)
 {
-	rec_event_t *e = xcalloc(1, sizeof(*e));
+	rec_event_t *e = ck_xcalloc(1, sizeof(*e));
 	const char *obj_ns = ref->ns ? ref->ns : "";
 
-	e->name = xstrdup("");
+	e->name = ck_xstrdup("");
 	/* Cluster-scoped objects' events live in "default", as in client-go. */
-	e->ns = xstrdup(*obj_ns ? obj_ns : "default");
+	e->ns = ck_xstrdup(*obj_ns ? obj_ns : "default");
 	e->io_api_version = dup_or_empty(ref->api_version);
 	e->io_kind = dup_or_empty(ref->kind);
-	e->io_ns = xstrdup(obj_ns);
+	e->io_ns = ck_xstrdup(obj_ns);
 	e->io_name = dup_or_empty(ref->name);
 	e->io_uid = dup_or_empty(ref->uid);
 	e->io_rv = dup_or_empty(ref->resource_version);
@@ -39,19 +39,19 @@ rec_event_t *rec_event_new(const record_ref_t *ref, const char *type, const char
 
 rec_event_t *rec_event_dup(const rec_event_t *s)
 {
-	rec_event_t *e = xcalloc(1, sizeof(*e));
+	rec_event_t *e = ck_xcalloc(1, sizeof(*e));
 	*e = *s;
-	e->name = xstrdup(s->name);
-	e->ns = xstrdup(s->ns);
-	e->io_api_version = xstrdup(s->io_api_version);
-	e->io_kind = xstrdup(s->io_kind);
-	e->io_ns = xstrdup(s->io_ns);
-	e->io_name = xstrdup(s->io_name);
-	e->io_uid = xstrdup(s->io_uid);
-	e->io_rv = xstrdup(s->io_rv);
-	e->type = xstrdup(s->type);
-	e->reason = xstrdup(s->reason);
-	e->message = xstrdup(s->message);
+	e->name = ck_xstrdup(s->name);
+	e->ns = ck_xstrdup(s->ns);
+	e->io_api_version = ck_xstrdup(s->io_api_version);
+	e->io_kind = ck_xstrdup(s->io_kind);
+	e->io_ns = ck_xstrdup(s->io_ns);
+	e->io_name = ck_xstrdup(s->io_name);
+	e->io_uid = ck_xstrdup(s->io_uid);
+	e->io_rv = ck_xstrdup(s->io_rv);
+	e->type = ck_xstrdup(s->type);
+	e->reason = ck_xstrdup(s->reason);
+	e->message = ck_xstrdup(s->message);
 	return e;
 }
 
@@ -117,7 +117,7 @@ char *rec_message_clean(const char *s, size_t max)
 	static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
 	const unsigned char *p = (const unsigned char *)s;
 	size_t len = strlen(s);
-	sbuf_t out = SBUF_INIT;
+	ck_sbuf_t out = CK_SBUF_INIT;
 
 	for (size_t i = 0; i < len;) {
 		size_t n = utf8_seq_len(p + i, len - i);
@@ -127,19 +127,19 @@ char *rec_message_clean(const char *s, size_t max)
 		/* Stop before a character that would not fit whole. */
 		if (out.len + srclen > max)
 			break;
-		sbuf_append(&out, src, srclen);
+		ck_sbuf_append(&out, src, srclen);
 		i += n ? n : 1;
 	}
-	return sbuf_steal(&out);
+	return ck_sbuf_steal(&out);
 }
 
-static void key_add(sbuf_t *b, const char *s)
+static void key_add(ck_sbuf_t *b, const char *s)
 {
-	sbuf_puts(b, s ? s : "");
-	sbuf_putc(b, '\x1f');
+	ck_sbuf_puts(b, s ? s : "");
+	ck_sbuf_putc(b, '\x1f');
 }
 
-static void key_source_object(sbuf_t *b, const rec_source_t *s, const rec_event_t *e, bool fp)
+static void key_source_object(ck_sbuf_t *b, const rec_source_t *s, const rec_event_t *e, bool fp)
 {
 	key_add(b, s->component);
 	key_add(b, s->host);
@@ -155,30 +155,30 @@ static void key_source_object(sbuf_t *b, const rec_source_t *s, const rec_event_
 
 char *rec_key_event(const rec_source_t *s, const rec_event_t *e)
 {
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	key_source_object(&b, s, e, true);
 	key_add(&b, e->type);
 	key_add(&b, e->reason);
 	key_add(&b, e->message);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 char *rec_key_aggregate(const rec_source_t *s, const rec_event_t *e)
 {
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	key_source_object(&b, s, e, false);
 	key_add(&b, e->type);
 	key_add(&b, e->reason);
 	key_add(&b, s->reporting_controller);
 	key_add(&b, s->reporting_instance);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 char *rec_key_spam(const rec_source_t *s, const rec_event_t *e)
 {
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	key_source_object(&b, s, e, false);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 char *rec_event_name(const char *obj_name, int64_t ns)
@@ -197,44 +197,44 @@ char *rec_event_name(const char *obj_name, int64_t ns)
 		while (keep > 0 && (obj_name[keep - 1] == '.' || obj_name[keep - 1] == '-'))
 			keep--;
 	}
-	return xasprintf("%.*s%s", (int)keep, obj_name, suffix);
+	return ck_xasprintf("%.*s%s", (int)keep, obj_name, suffix);
 }
 
-static void json_kv_str(sbuf_t *b, bool *first, const char *k, const char *v, bool omit_empty)
+static void json_kv_str(ck_sbuf_t *b, bool *first, const char *k, const char *v, bool omit_empty)
 {
 	if (omit_empty && (v == NULL || *v == '\0'))
 		return;
 	if (!*first)
-		sbuf_putc(b, ',');
+		ck_sbuf_putc(b, ',');
 	*first = false;
-	sbuf_put_json_str(b, k);
-	sbuf_putc(b, ':');
-	sbuf_put_json_str(b, v ? v : "");
+	ck_sbuf_put_json_str(b, k);
+	ck_sbuf_putc(b, ':');
+	ck_sbuf_put_json_str(b, v ? v : "");
 }
 
-static void json_kv_time(sbuf_t *b, bool *first, const char *k, int64_t ns)
+static void json_kv_time(ck_sbuf_t *b, bool *first, const char *k, int64_t ns)
 {
 	char ts[32];
-	time_format_rfc3339(ns, ts);
+	ck_time_format_rfc3339(ns, ts);
 	json_kv_str(b, first, k, ts, false);
 }
 
-void rec_json_create(sbuf_t *b, const rec_source_t *s, const rec_event_t *e)
+void rec_json_create(ck_sbuf_t *b, const rec_source_t *s, const rec_event_t *e)
 {
 	bool first = true, f2;
 
-	sbuf_putc(b, '{');
+	ck_sbuf_putc(b, '{');
 	json_kv_str(b, &first, "apiVersion", "v1", false);
 	json_kv_str(b, &first, "kind", "Event", false);
 
-	sbuf_puts(b, ",\"metadata\":{");
+	ck_sbuf_puts(b, ",\"metadata\":{");
 	f2 = true;
 	json_kv_str(b, &f2, "name", e->name, false);
 	json_kv_str(b, &f2, "namespace", e->ns, false);
-	sbuf_putc(b, '}');
+	ck_sbuf_putc(b, '}');
 
 	/* ObjectReference fields are all omitempty in Go. */
-	sbuf_puts(b, ",\"involvedObject\":{");
+	ck_sbuf_puts(b, ",\"involvedObject\":{");
 	f2 = true;
 	json_kv_str(b, &f2, "kind", e->io_kind, true);
 	json_kv_str(b, &f2, "namespace", e->io_ns, true);
@@ -242,35 +242,35 @@ void rec_json_create(sbuf_t *b, const rec_source_t *s, const rec_event_t *e)
 	json_kv_str(b, &f2, "uid", e->io_uid, true);
 	json_kv_str(b, &f2, "apiVersion", e->io_api_version, true);
 	json_kv_str(b, &f2, "resourceVersion", e->io_rv, true);
-	sbuf_putc(b, '}');
+	ck_sbuf_putc(b, '}');
 
 	json_kv_str(b, &first, "reason", e->reason, false);
 	json_kv_str(b, &first, "message", e->message, false);
 
-	sbuf_puts(b, ",\"source\":{");
+	ck_sbuf_puts(b, ",\"source\":{");
 	f2 = true;
 	json_kv_str(b, &f2, "component", s->component, true);
 	json_kv_str(b, &f2, "host", s->host, true);
-	sbuf_putc(b, '}');
+	ck_sbuf_putc(b, '}');
 
 	json_kv_time(b, &first, "firstTimestamp", e->first_ns);
 	json_kv_time(b, &first, "lastTimestamp", e->last_ns);
-	sbuf_printf(b, ",\"count\":%" PRId32, e->count);
+	ck_sbuf_printf(b, ",\"count\":%" PRId32, e->count);
 	json_kv_str(b, &first, "type", e->type, false);
 	/* A legacy (core/v1) event: eventTime stays null, the timestamps above rule. */
-	sbuf_puts(b, ",\"eventTime\":null");
+	ck_sbuf_puts(b, ",\"eventTime\":null");
 	json_kv_str(b, &first, "reportingComponent", s->reporting_controller, false);
 	json_kv_str(b, &first, "reportingInstance", s->reporting_instance, false);
-	sbuf_putc(b, '}');
+	ck_sbuf_putc(b, '}');
 }
 
-void rec_json_patch(sbuf_t *b, const rec_event_t *e)
+void rec_json_patch(ck_sbuf_t *b, const rec_event_t *e)
 {
 	bool first = true;
 
-	sbuf_printf(b, "{\"count\":%" PRId32, e->count);
+	ck_sbuf_printf(b, "{\"count\":%" PRId32, e->count);
 	first = false;
 	json_kv_time(b, &first, "lastTimestamp", e->last_ns);
 	json_kv_str(b, &first, "message", e->message, false);
-	sbuf_putc(b, '}');
+	ck_sbuf_putc(b, '}');
 }

@@ -8,8 +8,8 @@
 #ifndef CSC_REC_INTERNAL_H
 #define CSC_REC_INTERNAL_H
 
-#include "pkg/base/base.h"
-#include "pkg/record/record.h"
+#include <ckube/base.h>
+#include <ckube/record.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,7 +50,7 @@ typedef struct rec_source {
  * Borrows every argument; returns a new event with count 1 at wall_ns, the message
  * already sanitised and cut (rec_message_clean), free with rec_event_free().
  */
-rec_event_t *rec_event_new(const record_ref_t *ref, const char *type, const char *reason,
+rec_event_t *rec_event_new(const ck_record_ref_t *ref, const char *type, const char *reason,
                            const char *message, int64_t wall_ns);
 /* Borrows e; returns a new deep copy, free with rec_event_free(). */
 rec_event_t *rec_event_dup(const rec_event_t *e);
@@ -82,9 +82,9 @@ char *rec_key_spam(const rec_source_t *s, const rec_event_t *e);
 char *rec_event_name(const char *obj_name, int64_t ns);
 
 /* Appends the complete core/v1 Event JSON for a create to out. Borrows s and e. */
-void rec_json_create(sbuf_t *out, const rec_source_t *s, const rec_event_t *e);
+void rec_json_create(ck_sbuf_t *out, const rec_source_t *s, const rec_event_t *e);
 /* Appends the count/lastTimestamp/message patch to out. Borrows e. */
-void rec_json_patch(sbuf_t *out, const rec_event_t *e);
+void rec_json_patch(ck_sbuf_t *out, const rec_event_t *e);
 
 /*
  * A string-keyed LRU cache of at most cap values. get() makes the entry the most
@@ -107,6 +107,6 @@ size_t rec_lru_len(const rec_lru_t *l);
 void rec_lru_foreach(rec_lru_t *l, void (*fn)(void *ud, const char *key, void *val), void *ud);
 
 /* The sink that writes through the REST client's blocking calls (borrows c). */
-void rec_sink_kclient(kclient_t *c, record_sink_t *out);
+void rec_sink_kclient(ck_client_t *c, ck_record_sink_t *out);
 
 #endif

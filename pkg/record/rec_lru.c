@@ -43,14 +43,14 @@ static uint64_t lru_hash(const char *s)
 
 rec_lru_t *rec_lru_new(size_t cap, rec_lru_free_fn free_val, void *ud)
 {
-	rec_lru_t *l = xcalloc(1, sizeof(*l));
+	rec_lru_t *l = ck_xcalloc(1, sizeof(*l));
 	size_t nb = 16;
 
 	if (cap == 0)
 		cap = 1;
 	while (nb < cap * 2)
 		nb <<= 1;
-	l->buckets = xcalloc(nb, sizeof(*l->buckets));
+	l->buckets = ck_xcalloc(nb, sizeof(*l->buckets));
 	l->mask = nb - 1;
 	l->cap = cap;
 	l->free_val = free_val;
@@ -138,7 +138,7 @@ void rec_lru_put(rec_lru_t *l, const char *key, void *val)
 	if (l->len >= l->cap)
 		lru_remove(l, l->tail);
 	size_t kl = strlen(key);
-	n = xmalloc(sizeof(*n) + kl + 1);
+	n = ck_xmalloc(sizeof(*n) + kl + 1);
 	memcpy(n->key, key, kl + 1);
 	n->hash = h;
 	n->val = val;

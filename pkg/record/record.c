@@ -5,7 +5,7 @@
  *
  * Design note: the queue, the flush tickets and the stop flag are the only state
  * shared with callers, under one mutex that is never held across a sink call or a
- * log line, so record_event() waits for nothing but a few pointer moves. The three
+ * log line, so ck_record_event() waits for nothing but a few pointer moves. The three
  * correlator caches belong to the poster thread alone and take no lock.
  *
  * Spam-deferred increments: an observation whose Event already exists on the
@@ -14,8 +14,8 @@
  * whenever it wakes, and sleeps no longer than until the next token is due), or
  * unconditionally on shutdown.
  */
-#include "pkg/record/record.h"
-#include "pkg/log/log.h"
+#include <ckube/record.h>
+#include <ckube/log.h>
 #include "pkg/record/rec_internal.h"
 
 #include <errno.h>
@@ -29,9 +29,9 @@
 
 #define AGG_PREFIX "(combined from similar events): "
 /* How often a full queue is reported (the drops are counted regardless). */
-#define QUEUE_FULL_LOG_NS (10 * NS_PER_SEC)
+#define QUEUE_FULL_LOG_NS (10 * CK_NS_PER_SEC)
 /* The poster re-checks deferred increments at least this often. */
-#define MAX_IDLE_WAIT_NS (60 * NS_PER_SEC)
+#define MAX_IDLE_WAIT_NS (60 * CK_NS_PER_SEC)
 
 /* Dedup cache entry: the latest state of one Event. */
 typedef struct obs {
@@ -58,14 +58,14 @@ typedef struct spam {
 	uint64_t held_deferred;
 } spam_t;
 
-struct record {
-	record_sink_t sink;
+struct ck_record {
+	ck_record_sink_t sink;
 	rec_source_t src;
 	char *component;
 	char *host;
 	char *reporting_controller;
 	char *reporting_instance;
-	const clk_t *clock;
+	const ck_clk_t *clock;
 	size_t queue_size;
 	int max_tries;
 	uint64_t retry_interval_ns;
@@ -121,15 +121,15 @@ static uint64_t real_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * CK_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* Waits on cv (CLOCK_MONOTONIC) until deadline; mu held. */
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline)
 {
 	struct timespec ts = {
-	    .tv_sec = (time_t)(deadline / NS_PER_SEC),
-	    .tv_nsec = (long)(deadline % NS_PER_SEC),
+	    .tv_sec = (time_t)(deadline / CK_NS_PER_SEC),
+	    .tv_nsec = (long)(deadline % CK_NS_PER_SEC),
 	};
 	pthread_cond_timedwait(cv, mu, &ts);
 }
@@ -141,7 +141,7 @@ static uint64_t deadline_after(uint64_t ns)
 }
 
 /* mu held. */
-static bool stop_expired(const record_t *r)
+static bool stop_expired(const ck_record_t *r)
 {
 	return r->stopping && real_now_ns() >= r->stop_deadline;
 }
@@ -150,7 +150,7 @@ static bool stop_expired(const record_t *r)
 
 static void obs_free(void *ud, void *val)
 {
-	record_t *r = ud;
+	ck_record_t *r = ud;
 	obs_t *o = val;
 
 	if (o->pending) {
@@ -185,20 +185,20 @@ static void spam_free(void *ud, void *val)
  * The set keeps the first max-1 messages, which keep their own Events; client-go
  * evicts an arbitrary one instead, which makes the outcome depend on map order.
  */
-static bool agg_note(record_t *r, agg_t *a, const char *msg)
+static bool agg_note(ck_record_t *r, agg_t *a, const char *msg)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (strcmp(a->msgs[i], msg) == 0)
 			return false;
 	if (a->n + 1 < (size_t)r->aggregate_max_events) {
-		a->msgs[a->n++] = xstrdup(msg);
+		a->msgs[a->n++] = ck_xstrdup(msg);
 		return false;
 	}
 	return true;
 }
 
 /* Returns a new unique event name for e (names stay unique on a coarse or fake clock). */
-static char *unique_name(record_t *r, const rec_event_t *e)
+static char *unique_name(ck_record_t *r, const rec_event_t *e)
 {
 	int64_t ns = e->first_ns;
 	if (ns <= r->last_name_ns)
@@ -208,13 +208,13 @@ static char *unique_name(record_t *r, const rec_event_t *e)
 }
 
 /* Takes a token from key's bucket; returns false if there is none. */
-static bool spam_take(record_t *r, const char *key, uint64_t now)
+static bool spam_take(ck_record_t *r, const char *key, uint64_t now)
 {
 	if (r->spam_burst < 0)
 		return true;
 	spam_t *s = rec_lru_get(r->spam, key);
 	if (s == NULL) {
-		s = xcalloc(1, sizeof(*s));
+		s = ck_xcalloc(1, sizeof(*s));
 		s->tokens = (uint32_t)r->spam_burst;
 		s->last_refill = now;
 		rec_lru_put(r->spam, key, s);
@@ -236,7 +236,7 @@ static bool spam_take(record_t *r, const char *key, uint64_t now)
 }
 
 /* Clock ns until key's bucket has a token again (0 if it has one now). */
-static uint64_t spam_due_in(record_t *r, const char *key, uint64_t now)
+static uint64_t spam_due_in(ck_record_t *r, const char *key, uint64_t now)
 {
 	spam_t *s = rec_lru_peek(r->spam, key);
 	if (s == NULL || s->tokens > 0 || r->spam_burst < 0)
@@ -246,7 +246,7 @@ static uint64_t spam_due_in(record_t *r, const char *key, uint64_t now)
 }
 
 /* Counts and (at most once per object per interval) logs what the filter held back. */
-static void spam_note(record_t *r, const obs_t *o, uint64_t now, bool deferred)
+static void spam_note(ck_record_t *r, const obs_t *o, uint64_t now, bool deferred)
 {
 	spam_t *s = rec_lru_peek(r->spam, o->spam_key);
 	const rec_event_t *e = o->ev;
@@ -260,11 +260,11 @@ static void spam_note(record_t *r, const obs_t *o, uint64_t now, bool deferred)
 		s->held_dropped++;
 	if (s->logged && now - s->last_log < r->spam_log_interval_ns)
 		return;
-	LOG_WARN("Event spam filter held back events about an object", KV_STR("kind", e->io_kind),
-	         KV_OBJ("object", e->io_ns, e->io_name), KV_STR("reason", e->reason),
-	         KV_UINT("dropped", s->held_dropped), KV_UINT("deferred", s->held_deferred),
-	         KV_INT("burst", r->spam_burst),
-	         KV_UINT("refillSeconds", r->spam_refill_ns / NS_PER_SEC));
+	CK_LOG_WARN("Event spam filter held back events about an object", CK_KV_STR("kind", e->io_kind),
+	         CK_KV_OBJ("object", e->io_ns, e->io_name), CK_KV_STR("reason", e->reason),
+	         CK_KV_UINT("dropped", s->held_dropped), CK_KV_UINT("deferred", s->held_deferred),
+	         CK_KV_INT("burst", r->spam_burst),
+	         CK_KV_UINT("refillSeconds", r->spam_refill_ns / CK_NS_PER_SEC));
 	s->logged = true;
 	s->last_log = now;
 	s->held_dropped = s->held_deferred = 0;
@@ -276,7 +276,7 @@ static void spam_note(record_t *r, const obs_t *o, uint64_t now, bool deferred)
  * Sleeps ns of real time, waking early on stop. Returns false when the recorder is
  * stopping and its deadline has passed (the caller gives up).
  */
-static bool poster_sleep(record_t *r, uint64_t ns)
+static bool poster_sleep(ck_record_t *r, uint64_t ns)
 {
 	bool ok = true;
 	uint64_t deadline = deadline_after(ns);
@@ -299,44 +299,44 @@ static bool poster_sleep(record_t *r, uint64_t ns)
 }
 
 /* One attempt: PATCH when the Event exists, else (or when the PATCH finds none) create. */
-static record_sink_result_t write_once(record_t *r, obs_t *o, char **err)
+static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
 {
-	record_sink_result_t result;
-	sbuf_t body = SBUF_INIT;
+	ck_record_sink_result_t result;
+	ck_sbuf_t body = CK_SBUF_INIT;
 
 	if (o->on_server) {
 		rec_json_patch(&body, o->ev);
-		result = r->sink.patch(r->sink.ud, o->ev->ns, o->ev->name, sbuf_cstr(&body), err);
-		if (result == RECORD_SINK_OK) {
+		result = r->sink.patch(r->sink.ud, o->ev->ns, o->ev->name, ck_sbuf_cstr(&body), err);
+		if (result == CK_RECORD_SINK_OK) {
 			stat_inc(&r->st_patched, 1);
 			goto out;
 		}
-		if (result != RECORD_SINK_NOT_FOUND)
+		if (result != CK_RECORD_SINK_NOT_FOUND)
 			goto out;
 		/* Expired (the API server keeps events an hour) or deleted: create anew. */
 		o->on_server = false;
 		free(*err);
 		*err = NULL;
-		sbuf_reset(&body);
+		ck_sbuf_reset(&body);
 	}
 	rec_json_create(&body, &r->src, o->ev);
-	result = r->sink.create(r->sink.ud, o->ev->ns, sbuf_cstr(&body), err);
-	if (result == RECORD_SINK_OK)
+	result = r->sink.create(r->sink.ud, o->ev->ns, ck_sbuf_cstr(&body), err);
+	if (result == CK_RECORD_SINK_OK)
 		stat_inc(&r->st_posted, 1);
 	/* Most likely our own earlier try that succeeded but whose answer was lost. */
-	if (result == RECORD_SINK_OK || result == RECORD_SINK_ALREADY_EXISTS)
+	if (result == CK_RECORD_SINK_OK || result == CK_RECORD_SINK_ALREADY_EXISTS)
 		o->on_server = true;
 out:
-	sbuf_free(&body);
+	ck_sbuf_free(&body);
 	return result;
 }
 
 #define EVENT_KVS(e)                                                                               \
-	KV_STR("kind", (e)->io_kind), KV_OBJ("object", (e)->io_ns, (e)->io_name),                  \
-	    KV_STR("reason", (e)->reason), KV_STR("event", (e)->name)
+	CK_KV_STR("kind", (e)->io_kind), CK_KV_OBJ("object", (e)->io_ns, (e)->io_name),                  \
+	    CK_KV_STR("reason", (e)->reason), CK_KV_STR("event", (e)->name)
 
 /* Writes o with retries; on return o is no longer pending. */
-static void write_obs(record_t *r, obs_t *o)
+static void write_obs(ck_record_t *r, obs_t *o)
 {
 	const rec_event_t *e = o->ev;
 	char *err = NULL;
@@ -346,40 +346,40 @@ static void write_obs(record_t *r, obs_t *o)
 		r->npending--;
 	}
 	for (int tries = 1;; tries++) {
-		record_sink_result_t result;
+		ck_record_sink_result_t result;
 
 		free(err);
 		err = NULL;
 		result = write_once(r, o, &err);
 		switch (result) {
-		case RECORD_SINK_OK:
+		case CK_RECORD_SINK_OK:
 			goto out;
-		case RECORD_SINK_ALREADY_EXISTS:
-		case RECORD_SINK_NS_TERMINATING:
-			LOG_V(2, "Event not written, not retrying", KV_ERR(err), EVENT_KVS(e));
+		case CK_RECORD_SINK_ALREADY_EXISTS:
+		case CK_RECORD_SINK_NS_TERMINATING:
+			CK_LOG_V(2, "Event not written, not retrying", CK_KV_ERR(err), EVENT_KVS(e));
 			stat_inc(&r->st_failed, 1);
 			goto out;
-		case RECORD_SINK_NOT_FOUND:
-		case RECORD_SINK_REJECTED:
-			LOG_ERROR(err, "Server rejected event, not retrying", EVENT_KVS(e));
+		case CK_RECORD_SINK_NOT_FOUND:
+		case CK_RECORD_SINK_REJECTED:
+			CK_LOG_ERROR(err, "Server rejected event, not retrying", EVENT_KVS(e));
 			stat_inc(&r->st_failed, 1);
 			goto out;
-		case RECORD_SINK_RETRY:
+		case CK_RECORD_SINK_RETRY:
 			break;
 		}
 		if (tries >= r->max_tries) {
-			LOG_ERROR(err, "Unable to write event, retry limit reached", EVENT_KVS(e),
-			          KV_INT("tries", tries));
+			CK_LOG_ERROR(err, "Unable to write event, retry limit reached", EVENT_KVS(e),
+			          CK_KV_INT("tries", tries));
 			stat_inc(&r->st_failed, 1);
 			goto out;
 		}
 		/* A random first wait, so that many clients do not retry in step. */
-		uint64_t wait = tries == 1 ? (uint64_t)(rand_unit() * (double)r->retry_interval_ns)
+		uint64_t wait = tries == 1 ? (uint64_t)(ck_rand_unit() * (double)r->retry_interval_ns)
 		                           : r->retry_interval_ns;
-		LOG_V(2, "Unable to write event, will retry", KV_ERR(err), EVENT_KVS(e),
-		      KV_INT("try", tries), KV_UINT("waitMs", wait / NS_PER_MS));
+		CK_LOG_V(2, "Unable to write event, will retry", CK_KV_ERR(err), EVENT_KVS(e),
+		      CK_KV_INT("try", tries), CK_KV_UINT("waitMs", wait / CK_NS_PER_MS));
 		if (!poster_sleep(r, wait)) {
-			LOG_ERROR(err, "Unable to write event before shutdown", EVENT_KVS(e));
+			CK_LOG_ERROR(err, "Unable to write event before shutdown", EVENT_KVS(e));
 			stat_inc(&r->st_failed, 1);
 			goto out;
 		}
@@ -390,20 +390,20 @@ out:
 }
 
 /* Takes ev: aggregates, dedups, filters and writes it. */
-static void handle_event(record_t *r, rec_event_t *ev)
+static void handle_event(ck_record_t *r, rec_event_t *ev)
 {
-	uint64_t now = clk_mono_ns(r->clock);
+	uint64_t now = ck_clk_mono_ns(r->clock);
 	char *akey = rec_key_aggregate(&r->src, ev);
 	char *key = NULL;
 	agg_t *a = rec_lru_get(r->agg, akey);
 
 	if (a == NULL || now < a->last_mono || now - a->last_mono > r->aggregate_interval_ns) {
-		a = xcalloc(1, sizeof(*a) + (size_t)r->aggregate_max_events * sizeof(char *));
+		a = ck_xcalloc(1, sizeof(*a) + (size_t)r->aggregate_max_events * sizeof(char *));
 		rec_lru_put(r->agg, akey, a);
 	}
 	a->last_mono = now;
 	if (agg_note(r, a, ev->message)) {
-		char *m = xasprintf(AGG_PREFIX "%s", ev->message);
+		char *m = ck_xasprintf(AGG_PREFIX "%s", ev->message);
 		rec_event_set_message(ev, rec_message_clean(m, REC_MAX_MESSAGE));
 		free(m);
 		key = akey; /* the aggregate Event is counted under the aggregate key */
@@ -421,7 +421,7 @@ static void handle_event(record_t *r, rec_event_t *ev)
 		ev->message = NULL;
 		rec_event_free(ev);
 	} else {
-		o = xcalloc(1, sizeof(*o));
+		o = ck_xcalloc(1, sizeof(*o));
 		free(ev->name);
 		ev->name = unique_name(r, ev);
 		o->ev = ev;
@@ -462,7 +462,7 @@ static void collect_pending(void *ud, const char *key, void *val)
  * force, until the stop deadline). Returns clock ns until the next one is due, or
  * UINT64_MAX when none is left.
  */
-static uint64_t write_pending(record_t *r, bool force)
+static uint64_t write_pending(ck_record_t *r, bool force)
 {
 	uint64_t next = UINT64_MAX;
 	pend_list_t l = {NULL, 0};
@@ -470,15 +470,15 @@ static uint64_t write_pending(record_t *r, bool force)
 	if (r->npending == 0)
 		return next;
 	/* Nothing can be due yet: spare the walk over the cache on every wake-up. */
-	uint64_t start = clk_mono_ns(r->clock);
+	uint64_t start = ck_clk_mono_ns(r->clock);
 	if (!force && start < r->pending_due)
 		return r->pending_due - start;
 	/* Collected first: writing sleeps between retries, the cache stays put. */
-	l.v = xcalloc(r->npending, sizeof(*l.v));
+	l.v = ck_xcalloc(r->npending, sizeof(*l.v));
 	rec_lru_foreach(r->obs, collect_pending, &l);
 	for (size_t i = 0; i < l.n; i++) {
 		obs_t *o = l.v[i];
-		uint64_t now = clk_mono_ns(r->clock);
+		uint64_t now = ck_clk_mono_ns(r->clock);
 
 		if (force) {
 			pthread_mutex_lock(&r->mu);
@@ -497,13 +497,13 @@ static uint64_t write_pending(record_t *r, bool force)
 	}
 	free(l.v);
 	if (next != UINT64_MAX)
-		r->pending_due = clk_mono_ns(r->clock) + next;
+		r->pending_due = ck_clk_mono_ns(r->clock) + next;
 	return next;
 }
 
 /* --- The poster thread --------------------------------------------------------- */
 
-static rec_event_t *q_pop(record_t *r)
+static rec_event_t *q_pop(ck_record_t *r)
 {
 	rec_event_t *ev = r->q[r->qhead];
 	r->q[r->qhead] = NULL;
@@ -514,7 +514,7 @@ static rec_event_t *q_pop(record_t *r)
 
 static void *poster_main(void *arg)
 {
-	record_t *r = arg;
+	ck_record_t *r = arg;
 	size_t left = 0;
 
 	pthread_mutex_lock(&r->mu);
@@ -553,8 +553,8 @@ static void *poster_main(void *arg)
 
 	if (left > 0) {
 		stat_inc(&r->st_failed, left);
-		LOG_WARN("Events not written before the shutdown deadline",
-		         KV_UINT("events", left));
+		CK_LOG_WARN("Events not written before the shutdown deadline",
+		         CK_KV_UINT("events", left));
 	}
 	/* Shutting down: the counts the spam filter held back are written now. */
 	write_pending(r, true);
@@ -568,7 +568,7 @@ static void *poster_main(void *arg)
 
 /* --- Public API ---------------------------------------------------------------- */
 
-static void strings_free(record_t *r)
+static void strings_free(ck_record_t *r)
 {
 	free(r->component);
 	free(r->host);
@@ -576,67 +576,67 @@ static void strings_free(record_t *r)
 	free(r->reporting_instance);
 }
 
-record_t *record_new(kclient_t *c, const record_opts_t *opts, char **err)
+ck_record_t *ck_record_new(ck_client_t *c, const ck_record_opts_t *opts, char **err)
 {
-	record_t *r = NULL;
+	ck_record_t *r = NULL;
 	pthread_condattr_t ca;
 	bool have_ca = false, have_cv = false, have_fcv = false;
 	int rc;
 
 	if (opts == NULL || opts->component == NULL || *opts->component == '\0') {
-		err_set(err, "record: component (the events' source.component) is required");
+		ck_err_set(err, "record: component (the events' source.component) is required");
 		return NULL;
 	}
 	if (opts->sink == NULL && c == NULL) {
-		err_set(err, "record: neither a client nor a sink given");
+		ck_err_set(err, "record: neither a client nor a sink given");
 		return NULL;
 	}
 	if (opts->sink != NULL && (opts->sink->create == NULL || opts->sink->patch == NULL)) {
-		err_set(err, "record: sink lacks its create or patch function");
+		ck_err_set(err, "record: sink lacks its create or patch function");
 		return NULL;
 	}
 
-	r = xcalloc(1, sizeof(*r));
+	r = ck_xcalloc(1, sizeof(*r));
 	if (opts->sink != NULL)
 		r->sink = *opts->sink;
 	else
 		rec_sink_kclient(c, &r->sink);
-	r->component = xstrdup(opts->component);
-	r->host = xstrdup(opts->host ? opts->host : "");
+	r->component = ck_xstrdup(opts->component);
+	r->host = ck_xstrdup(opts->host ? opts->host : "");
 	r->reporting_controller =
-	    xstrdup(opts->reporting_controller ? opts->reporting_controller : opts->component);
+	    ck_xstrdup(opts->reporting_controller ? opts->reporting_controller : opts->component);
 	if (opts->reporting_instance != NULL) {
-		r->reporting_instance = xstrdup(opts->reporting_instance);
+		r->reporting_instance = ck_xstrdup(opts->reporting_instance);
 	} else if (*r->host) {
-		r->reporting_instance = xstrdup(r->host);
+		r->reporting_instance = ck_xstrdup(r->host);
 	} else {
 		char hn[256] = "";
 		if (gethostname(hn, sizeof(hn) - 1) != 0 || hn[0] == '\0')
 			snprintf(hn, sizeof(hn), "%s", opts->component);
-		r->reporting_instance = xstrdup(hn);
+		r->reporting_instance = ck_xstrdup(hn);
 	}
 	r->src =
 	    (rec_source_t){r->component, r->host, r->reporting_controller, r->reporting_instance};
-	r->clock = opts->clock ? opts->clock : clk_real();
+	r->clock = opts->clock ? opts->clock : ck_clk_real();
 	r->queue_size = opts->queue_size ? opts->queue_size : 1000;
 	r->max_tries = opts->max_tries > 0 ? opts->max_tries : 12;
 	r->retry_interval_ns =
-	    (opts->retry_interval_ms ? opts->retry_interval_ms : 10000) * NS_PER_MS;
+	    (opts->retry_interval_ms ? opts->retry_interval_ms : 10000) * CK_NS_PER_MS;
 	r->shutdown_timeout_ns =
-	    (opts->shutdown_timeout_ms ? opts->shutdown_timeout_ms : 10000) * NS_PER_MS;
+	    (opts->shutdown_timeout_ms ? opts->shutdown_timeout_ms : 10000) * CK_NS_PER_MS;
 	r->aggregate_max_events = opts->aggregate_max_events > 0 ? opts->aggregate_max_events : 10;
 	r->aggregate_interval_ns =
-	    (opts->aggregate_interval_ms ? opts->aggregate_interval_ms : 600000) * NS_PER_MS;
+	    (opts->aggregate_interval_ms ? opts->aggregate_interval_ms : 600000) * CK_NS_PER_MS;
 	r->spam_burst = opts->spam_burst ? opts->spam_burst : 25;
-	r->spam_refill_ns = (opts->spam_refill_ms ? opts->spam_refill_ms : 300000) * NS_PER_MS;
+	r->spam_refill_ns = (opts->spam_refill_ms ? opts->spam_refill_ms : 300000) * CK_NS_PER_MS;
 	r->spam_log_interval_ns =
-	    (opts->spam_log_interval_ms ? opts->spam_log_interval_ms : 300000) * NS_PER_MS;
+	    (opts->spam_log_interval_ms ? opts->spam_log_interval_ms : 300000) * CK_NS_PER_MS;
 
 	size_t cache = opts->cache_size ? opts->cache_size : 4096;
 	r->agg = rec_lru_new(cache, agg_free, r);
 	r->obs = rec_lru_new(cache, obs_free, r);
 	r->spam = rec_lru_new(cache, spam_free, r);
-	r->q = xcalloc(r->queue_size, sizeof(*r->q));
+	r->q = ck_xcalloc(r->queue_size, sizeof(*r->q));
 
 	pthread_mutex_init(&r->mu, NULL);
 	if ((rc = pthread_condattr_init(&ca)) != 0)
@@ -656,7 +656,7 @@ record_t *record_new(kclient_t *c, const record_opts_t *opts, char **err)
 	return r;
 
 fail:
-	err_set(err, "record: starting the poster thread: %s", strerror(rc));
+	ck_err_set(err, "record: starting the poster thread: %s", strerror(rc));
 	if (have_ca)
 		pthread_condattr_destroy(&ca);
 	if (have_cv)
@@ -674,7 +674,7 @@ fail:
 	return NULL;
 }
 
-void record_free(record_t *r)
+void ck_record_free(ck_record_t *r)
 {
 	if (r == NULL)
 		return;
@@ -701,10 +701,10 @@ void record_free(record_t *r)
 
 static bool valid_type(const char *t)
 {
-	return t && (strcmp(t, RECORD_NORMAL) == 0 || strcmp(t, RECORD_WARNING) == 0);
+	return t && (strcmp(t, CK_RECORD_NORMAL) == 0 || strcmp(t, CK_RECORD_WARNING) == 0);
 }
 
-void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const char *reason,
+void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
                    const char *fmt, va_list ap)
 {
 	rec_event_t *ev;
@@ -725,12 +725,12 @@ void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const
 		why = "no message";
 	if (why != NULL) {
 		stat_inc(&r->st_dropped_invalid, 1);
-		LOG_ERROR(why, "Event dropped", KV_STR("type", type), KV_STR("reason", reason),
-		          KV_OBJ("object", ref ? ref->ns : NULL, ref ? ref->name : NULL));
+		CK_LOG_ERROR(why, "Event dropped", CK_KV_STR("type", type), CK_KV_STR("reason", reason),
+		          CK_KV_OBJ("object", ref ? ref->ns : NULL, ref ? ref->name : NULL));
 		return;
 	}
-	msg = xvasprintf(fmt, ap);
-	ev = rec_event_new(ref, type, reason, msg, clk_wall_ns(r->clock));
+	msg = ck_xvasprintf(fmt, ap);
+	ev = rec_event_new(ref, type, reason, msg, ck_clk_wall_ns(r->clock));
 	free(msg);
 
 	pthread_mutex_lock(&r->mu);
@@ -740,10 +740,10 @@ void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const
 		ev = NULL;
 		pthread_cond_signal(&r->cv);
 	} else if (r->stopping) {
-		/* A caller racing record_free(): counted, not reported as a full queue. */
+		/* A caller racing ck_record_free(): counted, not reported as a full queue. */
 		stat_inc(&r->st_dropped_queue_full, 1);
 	} else {
-		uint64_t now = clk_mono_ns(r->clock);
+		uint64_t now = ck_clk_mono_ns(r->clock);
 		stat_inc(&r->st_dropped_queue_full, 1);
 		r->qfull_unlogged++;
 		if (!r->qfull_logged || now - r->qfull_last_log >= QUEUE_FULL_LOG_NS) {
@@ -757,47 +757,47 @@ void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const
 	pthread_mutex_unlock(&r->mu);
 
 	if (log_full)
-		LOG_WARN("Event queue full, dropping events", KV_UINT("dropped", unlogged),
-		         KV_UINT("queueSize", r->queue_size), KV_STR("kind", ev->io_kind),
-		         KV_OBJ("object", ev->io_ns, ev->io_name), KV_STR("reason", ev->reason));
+		CK_LOG_WARN("Event queue full, dropping events", CK_KV_UINT("dropped", unlogged),
+		         CK_KV_UINT("queueSize", r->queue_size), CK_KV_STR("kind", ev->io_kind),
+		         CK_KV_OBJ("object", ev->io_ns, ev->io_name), CK_KV_STR("reason", ev->reason));
 	rec_event_free(ev);
 }
 
-void record_event_ref(record_t *r, const record_ref_t *ref, const char *type, const char *reason,
+void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
                       const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	record_eventv(r, ref, type, reason, fmt, ap);
+	ck_record_eventv(r, ref, type, reason, fmt, ap);
 	va_end(ap);
 }
 
-void record_event(record_t *r, const kobj_t *obj, const char *type, const char *reason,
+void ck_record_event(ck_record_t *r, const ck_obj_t *obj, const char *type, const char *reason,
                   const char *fmt, ...)
 {
 	char api_version[256] = "";
-	record_ref_t ref = {0};
+	ck_record_ref_t ref = {0};
 	va_list ap;
 
 	if (obj != NULL && obj->type != NULL) {
-		const ktype_t *t = obj->type;
+		const ck_type_t *t = obj->type;
 		/* "group/version", or "version" for the core group. */
 		if (t->group && *t->group)
 			snprintf(api_version, sizeof(api_version), "%s/%s", t->group, t->version);
 		else
 			snprintf(api_version, sizeof(api_version), "%s",
 			         t->version ? t->version : "");
-		ref = (record_ref_t){api_version, t->kind, obj->ns, obj->name, obj->uid, obj->rv};
+		ref = (ck_record_ref_t){api_version, t->kind, obj->ns, obj->name, obj->uid, obj->rv};
 	}
 	va_start(ap, fmt);
-	record_eventv(r, obj && obj->type ? &ref : NULL, type, reason, fmt, ap);
+	ck_record_eventv(r, obj && obj->type ? &ref : NULL, type, reason, fmt, ap);
 	va_end(ap);
 }
 
-int record_flush(record_t *r, uint32_t timeout_ms)
+int ck_record_flush(ck_record_t *r, uint32_t timeout_ms)
 {
 	int result = 0;
-	uint64_t deadline = deadline_after((uint64_t)timeout_ms * NS_PER_MS);
+	uint64_t deadline = deadline_after((uint64_t)timeout_ms * CK_NS_PER_MS);
 
 	pthread_mutex_lock(&r->mu);
 	uint64_t ticket = ++r->flush_seq;
@@ -813,9 +813,9 @@ int record_flush(record_t *r, uint32_t timeout_ms)
 	return result;
 }
 
-void record_stats(const record_t *r, record_stats_t *out)
+void ck_record_stats(const ck_record_t *r, ck_record_stats_t *out)
 {
-	record_t *m = (record_t *)r; /* atomics are read, not changed */
+	ck_record_t *m = (ck_record_t *)r; /* atomics are read, not changed */
 	out->posted = atomic_load(&m->st_posted);
 	out->patched = atomic_load(&m->st_patched);
 	out->dropped_queue_full = atomic_load(&m->st_dropped_queue_full);

@@ -1,7 +1,7 @@
 /*
  * The string hash table private to pkg/workqueue (see wq_internal.h for the design).
  */
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 #include "pkg/workqueue/wq_internal.h"
 
 #include <stdlib.h>
@@ -65,7 +65,7 @@ static void place(wq_hnode_t **slots, size_t mask, wq_hnode_t *n)
 
 static void resize(wq_htab_t *t, size_t cap)
 {
-	wq_hnode_t **slots = xcalloc(cap, sizeof(*slots));
+	wq_hnode_t **slots = ck_xcalloc(cap, sizeof(*slots));
 	if (t->slots != NULL) {
 		for (size_t i = 0; i <= t->mask; i++)
 			if (t->slots[i] != NULL)

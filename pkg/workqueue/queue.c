@@ -5,21 +5,21 @@
  *
  * State. Every key the queue knows is one item_t, interned once in a hash table
  * (key -> item). An item carries three independent facts: DIRTY (must be processed),
- * PROCESSING (handed out by wq_get, not yet done) and "waiting in the delay heap".
+ * PROCESSING (handed out by ck_wq_get, not yet done) and "waiting in the delay heap".
  * The FIFO ring holds exactly the items that are DIRTY and not PROCESSING. An item
  * that is none of the three is recycled onto a small free list (its key buffer too),
  * so once warm, add/get/done allocate nothing.
  *
  * Delays without a timer thread. Delayed items sit in a min-heap ordered by ready
  * time (ties: first come first served); the item records its heap slot, so a second
- * wq_add_after of the same key finds it in O(1) and keeps the earlier time. Instead
+ * ck_wq_add_after of the same key finds it in O(1) and keeps the earlier time. Instead
  * of a waiter thread (client-go's waitingLoop), every call that looks at the queue
- * (add, add_after, get, len) first moves the due items to the FIFO, and a wq_get
+ * (add, add_after, get, len) first moves the due items to the FIFO, and a ck_wq_get
  * that finds nothing sleeps until the earliest ready time. Only one blocked getter,
  * the "timer waiter", sleeps with that deadline (on its own condition variable);
  * the others sleep without one. So nothing wakes unless a key is added or a delay
  * expires, there is no extra thread per queue, and when all workers are busy no one
- * needs to wake at all: the next wq_get promotes what is due. Nobody can observe the
+ * needs to wake at all: the next ck_wq_get promotes what is due. Nobody can observe the
  * difference from a waiter thread, since every observer promotes first.
  *
  * Wake-ups. A key that becomes ready wakes one idle getter, or the timer waiter if
@@ -30,8 +30,8 @@
  * Metrics are updated under the queue's mutex (which already serialises writers)
  * with relaxed atomic stores, so they cost a plain store and can be read at any time.
  */
-#include "pkg/base/base.h"
-#include "pkg/workqueue/workqueue.h"
+#include <ckube/base.h>
+#include <ckube/workqueue.h>
 #include "pkg/workqueue/wq_internal.h"
 
 #include <limits.h>
@@ -85,15 +85,15 @@ typedef struct hist {
 	_Atomic uint64_t sum_ns;
 } hist_t;
 
-struct wq {
+struct ck_wq {
 	pthread_mutex_t mu;
 	pthread_cond_t idle_cond;  /* getters with nothing to do */
 	pthread_cond_t timer_cond; /* the one getter waiting for the earliest delay */
-	pthread_cond_t drain_cond; /* wq_shutdown_with_drain */
-	const clk_t *clock;
+	pthread_cond_t drain_cond; /* ck_wq_shutdown_with_drain */
+	const ck_clk_t *clock;
 	bool real_clock;
 	char *name;
-	wq_ratelimiter_t *limiter;
+	ck_wq_ratelimiter_t *limiter;
 
 	wq_htab_t items;
 
@@ -170,13 +170,13 @@ static int key_check(const char *key, size_t *len)
 
 /* ---- Items ------------------------------------------------------------------------- */
 
-static item_t *item_find(wq_t *q, const char *key, size_t len, uint64_t h)
+static item_t *item_find(ck_wq_t *q, const char *key, size_t len, uint64_t h)
 {
 	return (item_t *)wq_htab_find(&q->items, key, len, h);
 }
 
 /* Returns the item for key, interning it (from the free list when possible). */
-static item_t *item_intern(wq_t *q, const char *key, size_t len, uint64_t h)
+static item_t *item_intern(ck_wq_t *q, const char *key, size_t len, uint64_t h)
 {
 	item_t *it = item_find(q, key, len, h);
 	if (it != NULL)
@@ -188,7 +188,7 @@ static item_t *item_intern(wq_t *q, const char *key, size_t len, uint64_t h)
 		q->nfree--;
 	} else {
 		size_t cap = (len + 1 + KEY_ROUND - 1) / KEY_ROUND * KEY_ROUND;
-		it = xmalloc(sizeof(*it) + cap);
+		it = ck_xmalloc(sizeof(*it) + cap);
 		it->key_cap = cap;
 	}
 	memcpy(it->key, key, len + 1);
@@ -203,7 +203,7 @@ static item_t *item_intern(wq_t *q, const char *key, size_t len, uint64_t h)
 }
 
 /* Recycles it if nothing refers to it any more. */
-static void item_release(wq_t *q, item_t *it)
+static void item_release(ck_wq_t *q, item_t *it)
 {
 	if ((it->flags & (F_DIRTY | F_PROCESSING)) != 0 || it->heap_idx != NOT_IN_HEAP)
 		return;
@@ -220,9 +220,9 @@ static void item_release(wq_t *q, item_t *it)
 /* ---- FIFO ring ------------------------------------------------------------------------ */
 
 /* Moves the ring into a new array of cap slots (a power of two >= ring_len). */
-static void ring_resize(wq_t *q, size_t cap)
+static void ring_resize(ck_wq_t *q, size_t cap)
 {
-	item_t **r = xmalloc(cap * sizeof(*r));
+	item_t **r = ck_xmalloc(cap * sizeof(*r));
 	for (size_t i = 0; i < q->ring_len; i++)
 		r[i] = q->ring[(q->ring_head + i) & (q->ring_cap - 1)];
 	free(q->ring);
@@ -231,7 +231,7 @@ static void ring_resize(wq_t *q, size_t cap)
 	q->ring_cap = cap;
 }
 
-static void ring_push(wq_t *q, item_t *it)
+static void ring_push(ck_wq_t *q, item_t *it)
 {
 	if (q->ring_len == q->ring_cap)
 		ring_resize(q, q->ring_cap == 0 ? RING_MIN_CAP : q->ring_cap * 2);
@@ -239,7 +239,7 @@ static void ring_push(wq_t *q, item_t *it)
 	q->ring_len++;
 }
 
-static item_t *ring_pop(wq_t *q)
+static item_t *ring_pop(ck_wq_t *q)
 {
 	item_t *it = q->ring[q->ring_head];
 	q->ring_head = (q->ring_head + 1) & (q->ring_cap - 1);
@@ -257,13 +257,13 @@ static inline bool heap_less(const item_t *a, const item_t *b)
 	return a->ready_ns < b->ready_ns || (a->ready_ns == b->ready_ns && a->seq < b->seq);
 }
 
-static inline void heap_set(wq_t *q, size_t i, item_t *it)
+static inline void heap_set(ck_wq_t *q, size_t i, item_t *it)
 {
 	q->heap[i] = it;
 	it->heap_idx = i;
 }
 
-static void heap_up(wq_t *q, size_t i)
+static void heap_up(ck_wq_t *q, size_t i)
 {
 	item_t *it = q->heap[i];
 	while (i > 0) {
@@ -276,7 +276,7 @@ static void heap_up(wq_t *q, size_t i)
 	heap_set(q, i, it);
 }
 
-static void heap_down(wq_t *q, size_t i)
+static void heap_down(ck_wq_t *q, size_t i)
 {
 	item_t *it = q->heap[i];
 	for (;;) {
@@ -293,17 +293,17 @@ static void heap_down(wq_t *q, size_t i)
 	heap_set(q, i, it);
 }
 
-static void heap_push(wq_t *q, item_t *it)
+static void heap_push(ck_wq_t *q, item_t *it)
 {
 	if (q->heap_len == q->heap_cap) {
 		q->heap_cap = q->heap_cap == 0 ? RING_MIN_CAP : q->heap_cap * 2;
-		q->heap = xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
+		q->heap = ck_xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
 	}
 	heap_set(q, q->heap_len++, it);
 	heap_up(q, q->heap_len - 1);
 }
 
-static item_t *heap_pop(wq_t *q)
+static item_t *heap_pop(ck_wq_t *q)
 {
 	item_t *top = q->heap[0];
 	top->heap_idx = NOT_IN_HEAP;
@@ -313,7 +313,7 @@ static item_t *heap_pop(wq_t *q)
 	}
 	if (q->heap_cap > SHRINK_MIN_CAP && q->heap_len * 8 < q->heap_cap) {
 		q->heap_cap /= 2;
-		q->heap = xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
+		q->heap = ck_xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
 	}
 	return top;
 }
@@ -321,7 +321,7 @@ static item_t *heap_pop(wq_t *q)
 /* ---- Core (q->mu held) ---------------------------------------------------------------- */
 
 /* Wakes one getter for a newly queued key: an idle one, else the timer waiter. */
-static void wake_getter(wq_t *q)
+static void wake_getter(ck_wq_t *q)
 {
 	if (q->idle_waiters > 0)
 		pthread_cond_signal(&q->idle_cond);
@@ -330,7 +330,7 @@ static void wake_getter(wq_t *q)
 }
 
 /* client-go's Add on an interned item. Returns 1 if it became dirty, 0 if ignored. */
-static int add_locked(wq_t *q, item_t *it, uint64_t now)
+static int add_locked(ck_wq_t *q, item_t *it, uint64_t now)
 {
 	if (it->flags & F_DIRTY)
 		return 0;
@@ -342,21 +342,21 @@ static int add_locked(wq_t *q, item_t *it, uint64_t now)
 		it->add_ns = now;
 	}
 	if (it->flags & F_PROCESSING)
-		return 1; /* queued again by wq_done */
+		return 1; /* queued again by ck_wq_done */
 	ring_push(q, it);
 	wake_getter(q);
 	return 1;
 }
 
 /* Moves every delayed item whose time has come to the FIFO. */
-static void promote_due(wq_t *q, uint64_t now)
+static void promote_due(ck_wq_t *q, uint64_t now)
 {
 	while (q->heap_len > 0 && q->heap[0]->ready_ns <= now)
 		add_locked(q, heap_pop(q), now);
 }
 
 /* Drops every delayed item (shutdown: they could never be added). */
-static void drop_delayed(wq_t *q)
+static void drop_delayed(ck_wq_t *q)
 {
 	while (q->heap_len > 0)
 		item_release(q, heap_pop(q));
@@ -364,37 +364,37 @@ static void drop_delayed(wq_t *q)
 
 /*
  * The timer waiter's sleep: until the earliest ready time on the real clock, or until
- * wq_clock_changed / an add on any other clock (whose time we cannot map to a deadline).
+ * ck_wq_clock_changed / an add on any other clock (whose time we cannot map to a deadline).
  */
-static void wait_for_delay(wq_t *q, uint64_t ready_ns)
+static void wait_for_delay(ck_wq_t *q, uint64_t ready_ns)
 {
 	if (!q->real_clock) {
 		pthread_cond_wait(&q->timer_cond, &q->mu);
 		return;
 	}
 	struct timespec ts;
-	ts.tv_sec = (time_t)(ready_ns / NS_PER_SEC);
-	ts.tv_nsec = (long)(ready_ns % NS_PER_SEC);
+	ts.tv_sec = (time_t)(ready_ns / CK_NS_PER_SEC);
+	ts.tv_nsec = (long)(ready_ns % CK_NS_PER_SEC);
 	pthread_cond_timedwait(&q->timer_cond, &q->mu, &ts);
 }
 
 /* ---- Public API ------------------------------------------------------------------------ */
 
-wq_t *wq_new(const wq_options_t *opts)
+ck_wq_t *ck_wq_new(const ck_wq_options_t *opts)
 {
-	wq_options_t none = {0};
+	ck_wq_options_t none = {0};
 	if (opts == NULL)
 		opts = &none;
-	wq_t *q = xcalloc(1, sizeof(*q));
-	q->clock = opts->clock != NULL ? opts->clock : clk_real();
-	q->real_clock = q->clock == clk_real();
-	q->name = xstrdup(opts->name != NULL ? opts->name : "");
-	q->limiter = opts->limiter != NULL ? opts->limiter : wq_ratelimiter_default_new(q->clock);
+	ck_wq_t *q = ck_xcalloc(1, sizeof(*q));
+	q->clock = opts->clock != NULL ? opts->clock : ck_clk_real();
+	q->real_clock = q->clock == ck_clk_real();
+	q->name = ck_xstrdup(opts->name != NULL ? opts->name : "");
+	q->limiter = opts->limiter != NULL ? opts->limiter : ck_wq_ratelimiter_default_new(q->clock);
 
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->idle_cond, NULL);
 	pthread_cond_init(&q->drain_cond, NULL);
-	/* clk_real() is CLOCK_MONOTONIC, so ready times are absolute deadlines as they are. */
+	/* ck_clk_real() is CLOCK_MONOTONIC, so ready times are absolute deadlines as they are. */
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -403,7 +403,7 @@ wq_t *wq_new(const wq_options_t *opts)
 	return q;
 }
 
-void wq_free(wq_t *q)
+void ck_wq_free(ck_wq_t *q)
 {
 	if (q == NULL)
 		return;
@@ -418,7 +418,7 @@ void wq_free(wq_t *q)
 	}
 	free(q->ring);
 	free(q->heap);
-	wq_ratelimiter_free(q->limiter);
+	ck_wq_ratelimiter_free(q->limiter);
 	free(q->name);
 	pthread_cond_destroy(&q->timer_cond);
 	pthread_cond_destroy(&q->drain_cond);
@@ -427,12 +427,12 @@ void wq_free(wq_t *q)
 	free(q);
 }
 
-const char *wq_name(const wq_t *q)
+const char *ck_wq_name(const ck_wq_t *q)
 {
 	return q->name;
 }
 
-int wq_add(wq_t *q, const char *key)
+int ck_wq_add(ck_wq_t *q, const char *key)
 {
 	size_t len;
 	if (key_check(key, &len) < 0)
@@ -443,7 +443,7 @@ int wq_add(wq_t *q, const char *key)
 	pthread_mutex_lock(&q->mu);
 	if (q->shutting_down)
 		goto out;
-	uint64_t now = clk_mono_ns(q->clock);
+	uint64_t now = ck_clk_mono_ns(q->clock);
 	/* Keys that fell due before this one go first, as with client-go's waiting loop. */
 	promote_due(q, now);
 	result = add_locked(q, item_intern(q, key, len, h), now);
@@ -452,7 +452,7 @@ out:
 	return result;
 }
 
-int wq_add_after(wq_t *q, const char *key, int64_t delay_ns)
+int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 {
 	size_t len;
 	if (key_check(key, &len) < 0)
@@ -463,7 +463,7 @@ int wq_add_after(wq_t *q, const char *key, int64_t delay_ns)
 	if (q->shutting_down)
 		goto out;
 	add_u64(&q->retries, 1);
-	uint64_t now = clk_mono_ns(q->clock);
+	uint64_t now = ck_clk_mono_ns(q->clock);
 	promote_due(q, now);
 	item_t *it = item_intern(q, key, len, h);
 	if (delay_ns <= 0) {
@@ -496,38 +496,38 @@ out:
 	return 0;
 }
 
-int wq_add_rate_limited(wq_t *q, const char *key)
+int ck_wq_add_rate_limited(ck_wq_t *q, const char *key)
 {
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return -1;
-	uint64_t d = wq_ratelimiter_when(q->limiter, key);
-	return wq_add_after(q, key, d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d);
+	uint64_t d = ck_wq_ratelimiter_when(q->limiter, key);
+	return ck_wq_add_after(q, key, d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d);
 }
 
-void wq_forget(wq_t *q, const char *key)
+void ck_wq_forget(ck_wq_t *q, const char *key)
 {
 	size_t len;
 	if (key_check(key, &len) == 0)
-		wq_ratelimiter_forget(q->limiter, key);
+		ck_wq_ratelimiter_forget(q->limiter, key);
 }
 
-unsigned wq_num_requeues(wq_t *q, const char *key)
+unsigned ck_wq_num_requeues(ck_wq_t *q, const char *key)
 {
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return 0;
-	return wq_ratelimiter_num_requeues(q->limiter, key);
+	return ck_wq_ratelimiter_num_requeues(q->limiter, key);
 }
 
-const char *wq_get(wq_t *q)
+const char *ck_wq_get(ck_wq_t *q)
 {
 	const char *result = NULL;
 	uint64_t now;
 
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
-		now = clk_mono_ns(q->clock);
+		now = ck_clk_mono_ns(q->clock);
 		if (!q->shutting_down)
 			promote_due(q, now);
 		if (q->ring_len > 0)
@@ -568,7 +568,7 @@ out:
 	return result;
 }
 
-void wq_done(wq_t *q, const char *key)
+void ck_wq_done(ck_wq_t *q, const char *key)
 {
 	size_t len;
 	if (key_check(key, &len) < 0)
@@ -579,7 +579,7 @@ void wq_done(wq_t *q, const char *key)
 	item_t *it = item_find(q, key, len, h);
 	if (it == NULL || !(it->flags & F_PROCESSING))
 		goto out; /* unknown or not being processed: harmless */
-	uint64_t now = clk_mono_ns(q->clock);
+	uint64_t now = ck_clk_mono_ns(q->clock);
 	hist_observe(&q->work_hist, since(now, it->start_ns));
 	it->flags &= ~F_PROCESSING;
 	if (it->prev != NULL)
@@ -604,28 +604,28 @@ out:
 	pthread_mutex_unlock(&q->mu);
 }
 
-size_t wq_len(wq_t *q)
+size_t ck_wq_len(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	if (!q->shutting_down && q->heap_len > 0)
-		promote_due(q, clk_mono_ns(q->clock));
+		promote_due(q, ck_clk_mono_ns(q->clock));
 	size_t n = q->ring_len;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
 
-size_t wq_waiting_len(wq_t *q)
+size_t ck_wq_waiting_len(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	if (!q->shutting_down && q->heap_len > 0)
-		promote_due(q, clk_mono_ns(q->clock));
+		promote_due(q, ck_clk_mono_ns(q->clock));
 	size_t n = q->heap_len;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
 
 /* Sets the shutdown state and wakes everyone; mu held. */
-static void shutdown_locked(wq_t *q, bool drain)
+static void shutdown_locked(ck_wq_t *q, bool drain)
 {
 	q->shutting_down = true;
 	q->drain = drain;
@@ -635,14 +635,14 @@ static void shutdown_locked(wq_t *q, bool drain)
 	pthread_cond_broadcast(&q->drain_cond);
 }
 
-void wq_shutdown(wq_t *q)
+void ck_wq_shutdown(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	shutdown_locked(q, false);
 	pthread_mutex_unlock(&q->mu);
 }
 
-void wq_shutdown_with_drain(wq_t *q)
+void ck_wq_shutdown_with_drain(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	shutdown_locked(q, true);
@@ -653,7 +653,7 @@ void wq_shutdown_with_drain(wq_t *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-int wq_shutting_down(wq_t *q)
+int ck_wq_shutting_down(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	int r = q->shutting_down;
@@ -661,7 +661,7 @@ int wq_shutting_down(wq_t *q)
 	return r;
 }
 
-void wq_clock_changed(wq_t *q)
+void ck_wq_clock_changed(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
 	pthread_cond_broadcast(&q->timer_cond);
@@ -698,10 +698,10 @@ static void hist_snapshot(const hist_t *h, hist_snap_t *s)
  * buckets with its count) and so the processing list can be walked: unfinished work
  * and the longest running processor are computed now, from the start times.
  */
-static void snapshot(wq_t *q, snap_t *s)
+static void snapshot(ck_wq_t *q, snap_t *s)
 {
 	pthread_mutex_lock(&q->mu);
-	uint64_t now = clk_mono_ns(q->clock);
+	uint64_t now = ck_clk_mono_ns(q->clock);
 	if (!q->shutting_down)
 		promote_due(q, now);
 	s->name = q->name;
@@ -718,82 +718,82 @@ static void snapshot(wq_t *q, snap_t *s)
 			longest = d;
 	}
 	pthread_mutex_unlock(&q->mu);
-	s->unfinished_s = (double)total / (double)NS_PER_SEC;
-	s->longest_s = (double)longest / (double)NS_PER_SEC;
+	s->unfinished_s = (double)total / (double)CK_NS_PER_SEC;
+	s->longest_s = (double)longest / (double)CK_NS_PER_SEC;
 }
 
 /* Label value escaping of the text format: backslash, double quote, newline. */
-static void put_label(sbuf_t *out, const char *v)
+static void put_label(ck_sbuf_t *out, const char *v)
 {
 	for (; *v != '\0'; v++) {
 		if (*v == '\\')
-			sbuf_puts(out, "\\\\");
+			ck_sbuf_puts(out, "\\\\");
 		else if (*v == '"')
-			sbuf_puts(out, "\\\"");
+			ck_sbuf_puts(out, "\\\"");
 		else if (*v == '\n')
-			sbuf_puts(out, "\\n");
+			ck_sbuf_puts(out, "\\n");
 		else
-			sbuf_putc(out, *v);
+			ck_sbuf_putc(out, *v);
 	}
 }
 
 /* Shortest text that reads back as the same double. */
-static void put_double(sbuf_t *out, double v)
+static void put_double(ck_sbuf_t *out, double v)
 {
 	char buf[40];
 	snprintf(buf, sizeof(buf), "%.15g", v);
 	if (strtod(buf, NULL) != v)
 		snprintf(buf, sizeof(buf), "%.17g", v);
-	sbuf_puts(out, buf);
+	ck_sbuf_puts(out, buf);
 }
 
-static void put_head(sbuf_t *out, const char *family, const char *type, const char *help)
+static void put_head(ck_sbuf_t *out, const char *family, const char *type, const char *help)
 {
-	sbuf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
+	ck_sbuf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
 }
 
-static void put_sample_u(sbuf_t *out, const char *family, const char *name, uint64_t v)
+static void put_sample_u(ck_sbuf_t *out, const char *family, const char *name, uint64_t v)
 {
-	sbuf_printf(out, "%s{name=\"", family);
+	ck_sbuf_printf(out, "%s{name=\"", family);
 	put_label(out, name);
-	sbuf_printf(out, "\"} %llu\n", (unsigned long long)v);
+	ck_sbuf_printf(out, "\"} %llu\n", (unsigned long long)v);
 }
 
-static void put_sample_d(sbuf_t *out, const char *family, const char *name, double v)
+static void put_sample_d(ck_sbuf_t *out, const char *family, const char *name, double v)
 {
-	sbuf_printf(out, "%s{name=\"", family);
+	ck_sbuf_printf(out, "%s{name=\"", family);
 	put_label(out, name);
-	sbuf_puts(out, "\"} ");
+	ck_sbuf_puts(out, "\"} ");
 	put_double(out, v);
-	sbuf_putc(out, '\n');
+	ck_sbuf_putc(out, '\n');
 }
 
-static void put_hist(sbuf_t *out, const char *family, const char *name, const hist_snap_t *h)
+static void put_hist(ck_sbuf_t *out, const char *family, const char *name, const hist_snap_t *h)
 {
 	uint64_t cum = 0;
 	for (int i = 0; i < HIST_BUCKETS; i++) {
 		cum += h->buckets[i];
-		sbuf_printf(out, "%s_bucket{name=\"", family);
+		ck_sbuf_printf(out, "%s_bucket{name=\"", family);
 		put_label(out, name);
-		sbuf_printf(out, "\",le=\"%s\"} %llu\n", hist_bounds_text[i],
+		ck_sbuf_printf(out, "\",le=\"%s\"} %llu\n", hist_bounds_text[i],
 		            (unsigned long long)cum);
 	}
-	sbuf_printf(out, "%s_bucket{name=\"", family);
+	ck_sbuf_printf(out, "%s_bucket{name=\"", family);
 	put_label(out, name);
-	sbuf_printf(out, "\",le=\"+Inf\"} %llu\n", (unsigned long long)h->count);
-	sbuf_printf(out, "%s_sum{name=\"", family);
+	ck_sbuf_printf(out, "\",le=\"+Inf\"} %llu\n", (unsigned long long)h->count);
+	ck_sbuf_printf(out, "%s_sum{name=\"", family);
 	put_label(out, name);
-	sbuf_puts(out, "\"} ");
-	put_double(out, (double)h->sum_ns / (double)NS_PER_SEC);
-	sbuf_putc(out, '\n');
-	sbuf_printf(out, "%s_count{name=\"", family);
+	ck_sbuf_puts(out, "\"} ");
+	put_double(out, (double)h->sum_ns / (double)CK_NS_PER_SEC);
+	ck_sbuf_putc(out, '\n');
+	ck_sbuf_printf(out, "%s_count{name=\"", family);
 	put_label(out, name);
-	sbuf_printf(out, "\"} %llu\n", (unsigned long long)h->count);
+	ck_sbuf_printf(out, "\"} %llu\n", (unsigned long long)h->count);
 }
 
-void wq_metrics_write_all(wq_t *const *qs, size_t n, sbuf_t *out)
+void ck_wq_metrics_write_all(ck_wq_t *const *qs, size_t n, ck_sbuf_t *out)
 {
-	snap_t *s = xcalloc(n == 0 ? 1 : n, sizeof(*s));
+	snap_t *s = ck_xcalloc(n == 0 ? 1 : n, sizeof(*s));
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (qs[i] != NULL && qs[i]->name[0] != '\0')
@@ -842,7 +842,7 @@ out:
 	free(s);
 }
 
-void wq_metrics_write(wq_t *q, sbuf_t *out)
+void ck_wq_metrics_write(ck_wq_t *q, ck_sbuf_t *out)
 {
-	wq_metrics_write_all(&q, 1, out);
+	ck_wq_metrics_write_all(&q, 1, out);
 }

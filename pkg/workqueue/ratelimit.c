@@ -1,10 +1,10 @@
 /*
  * Rate limiters for the work queue: per-item exponential backoff, one shared token
  * bucket, and the maximum of several. Each has its own mutex: limiters are called
- * outside the queue's lock (wq_add_rate_limited asks the limiter first, then adds).
+ * outside the queue's lock (ck_wq_add_rate_limited asks the limiter first, then adds).
  */
-#include "pkg/base/base.h"
-#include "pkg/workqueue/workqueue.h"
+#include <ckube/base.h>
+#include <ckube/workqueue.h>
 #include "pkg/workqueue/wq_internal.h"
 
 #include <math.h>
@@ -12,22 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t wq_ratelimiter_when(wq_ratelimiter_t *rl, const char *item)
+uint64_t ck_wq_ratelimiter_when(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	return rl->ops->when(rl, item);
 }
 
-void wq_ratelimiter_forget(wq_ratelimiter_t *rl, const char *item)
+void ck_wq_ratelimiter_forget(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	rl->ops->forget(rl, item);
 }
 
-unsigned wq_ratelimiter_num_requeues(wq_ratelimiter_t *rl, const char *item)
+unsigned ck_wq_ratelimiter_num_requeues(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	return rl->ops->num_requeues(rl, item);
 }
 
-void wq_ratelimiter_free(wq_ratelimiter_t *rl)
+void ck_wq_ratelimiter_free(ck_wq_ratelimiter_t *rl)
 {
 	if (rl != NULL)
 		rl->ops->free(rl);
@@ -42,7 +42,7 @@ typedef struct failure {
 } failure_t;
 
 typedef struct exp_limiter {
-	wq_ratelimiter_t base;
+	ck_wq_ratelimiter_t base;
 	pthread_mutex_t mu;
 	uint64_t base_ns;
 	uint64_t max_ns;
@@ -65,7 +65,7 @@ static uint64_t exp_delay(const exp_limiter_t *e, unsigned n)
 	return d > e->max_ns ? e->max_ns : d;
 }
 
-static uint64_t exp_when(wq_ratelimiter_t *rl, const char *item)
+static uint64_t exp_when(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	size_t len = strlen(item);
@@ -74,7 +74,7 @@ static uint64_t exp_when(wq_ratelimiter_t *rl, const char *item)
 	pthread_mutex_lock(&e->mu);
 	failure_t *f = exp_find(e, item, len, h);
 	if (f == NULL) {
-		f = xmalloc(sizeof(*f) + len + 1);
+		f = ck_xmalloc(sizeof(*f) + len + 1);
 		memcpy(f->key, item, len + 1);
 		f->node.hash = h;
 		f->node.key = f->key;
@@ -89,7 +89,7 @@ static uint64_t exp_when(wq_ratelimiter_t *rl, const char *item)
 	return exp_delay(e, n);
 }
 
-static void exp_forget(wq_ratelimiter_t *rl, const char *item)
+static void exp_forget(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	size_t len = strlen(item);
@@ -104,7 +104,7 @@ static void exp_forget(wq_ratelimiter_t *rl, const char *item)
 	pthread_mutex_unlock(&e->mu);
 }
 
-static unsigned exp_num_requeues(wq_ratelimiter_t *rl, const char *item)
+static unsigned exp_num_requeues(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	size_t len = strlen(item);
@@ -117,7 +117,7 @@ static unsigned exp_num_requeues(wq_ratelimiter_t *rl, const char *item)
 	return n;
 }
 
-static void exp_free(wq_ratelimiter_t *rl)
+static void exp_free(ck_wq_ratelimiter_t *rl)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	if (e->failures.slots != NULL)
@@ -128,11 +128,11 @@ static void exp_free(wq_ratelimiter_t *rl)
 	free(e);
 }
 
-static const wq_ratelimiter_ops_t exp_ops = {exp_when, exp_forget, exp_num_requeues, exp_free};
+static const ck_wq_ratelimiter_ops_t exp_ops = {exp_when, exp_forget, exp_num_requeues, exp_free};
 
-wq_ratelimiter_t *wq_ratelimiter_exponential_new(uint64_t base_ns, uint64_t max_ns)
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_exponential_new(uint64_t base_ns, uint64_t max_ns)
 {
-	exp_limiter_t *e = xcalloc(1, sizeof(*e));
+	exp_limiter_t *e = ck_xcalloc(1, sizeof(*e));
 	e->base.ops = &exp_ops;
 	pthread_mutex_init(&e->mu, NULL);
 	e->base_ns = base_ns;
@@ -143,9 +143,9 @@ wq_ratelimiter_t *wq_ratelimiter_exponential_new(uint64_t base_ns, uint64_t max_
 /* ---- Token bucket, shared ----------------------------------------------------------- */
 
 typedef struct bucket_limiter {
-	wq_ratelimiter_t base;
+	ck_wq_ratelimiter_t base;
 	pthread_mutex_t mu;
-	const clk_t *clock;
+	const ck_clk_t *clock;
 	double qps;
 	double burst;
 	/* May go negative: each reservation beyond the burst borrows from the future. */
@@ -159,16 +159,16 @@ typedef struct bucket_limiter {
  * balance is negative the caller waits until it would be back at zero. The balance is
  * kept, so the k-th request past an empty bucket waits k/qps.
  */
-static uint64_t bucket_when(wq_ratelimiter_t *rl, const char *item)
+static uint64_t bucket_when(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	bucket_limiter_t *b = (bucket_limiter_t *)rl;
 	(void)item;
 
 	pthread_mutex_lock(&b->mu);
-	uint64_t now = clk_mono_ns(b->clock);
+	uint64_t now = ck_clk_mono_ns(b->clock);
 	/* A clock that went backwards refills nothing (and never underflows). */
 	uint64_t elapsed = now > b->last_ns ? now - b->last_ns : 0;
-	double tokens = b->tokens + (double)elapsed / (double)NS_PER_SEC * b->qps;
+	double tokens = b->tokens + (double)elapsed / (double)CK_NS_PER_SEC * b->qps;
 	if (tokens > b->burst)
 		tokens = b->burst;
 	tokens -= 1.0;
@@ -179,112 +179,112 @@ static uint64_t bucket_when(wq_ratelimiter_t *rl, const char *item)
 
 	if (tokens >= 0)
 		return 0;
-	double wait = -tokens / b->qps * (double)NS_PER_SEC;
+	double wait = -tokens / b->qps * (double)CK_NS_PER_SEC;
 	if (wait >= 18e18)
-		return WQ_DELAY_NEVER;
+		return CK_WQ_DELAY_NEVER;
 	return (uint64_t)wait;
 }
 
-static void bucket_forget(wq_ratelimiter_t *rl, const char *item)
+static void bucket_forget(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	(void)rl;
 	(void)item;
 }
 
-static unsigned bucket_num_requeues(wq_ratelimiter_t *rl, const char *item)
+static unsigned bucket_num_requeues(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	(void)rl;
 	(void)item;
 	return 0;
 }
 
-static void bucket_free(wq_ratelimiter_t *rl)
+static void bucket_free(ck_wq_ratelimiter_t *rl)
 {
 	bucket_limiter_t *b = (bucket_limiter_t *)rl;
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }
 
-static const wq_ratelimiter_ops_t bucket_ops = {bucket_when, bucket_forget, bucket_num_requeues,
+static const ck_wq_ratelimiter_ops_t bucket_ops = {bucket_when, bucket_forget, bucket_num_requeues,
                                                 bucket_free};
 
-wq_ratelimiter_t *wq_ratelimiter_bucket_new(const clk_t *clock, double qps, int burst, char **err)
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_bucket_new(const ck_clk_t *clock, double qps, int burst, char **err)
 {
 	if (!isfinite(qps) || qps <= 0) {
-		err_set(err,
+		ck_err_set(err,
 		        "workqueue: bucket rate limiter: qps must be a positive number, got %g",
 		        qps);
 		return NULL;
 	}
 	if (burst < 1) {
-		err_set(err, "workqueue: bucket rate limiter: burst must be at least 1, got %d",
+		ck_err_set(err, "workqueue: bucket rate limiter: burst must be at least 1, got %d",
 		        burst);
 		return NULL;
 	}
-	bucket_limiter_t *b = xcalloc(1, sizeof(*b));
+	bucket_limiter_t *b = ck_xcalloc(1, sizeof(*b));
 	b->base.ops = &bucket_ops;
 	pthread_mutex_init(&b->mu, NULL);
-	b->clock = clock != NULL ? clock : clk_real();
+	b->clock = clock != NULL ? clock : ck_clk_real();
 	b->qps = qps;
 	b->burst = burst;
 	b->tokens = burst;
-	b->last_ns = clk_mono_ns(b->clock);
+	b->last_ns = ck_clk_mono_ns(b->clock);
 	return &b->base;
 }
 
 /* ---- Max of several ----------------------------------------------------------------- */
 
 typedef struct max_limiter {
-	wq_ratelimiter_t base;
+	ck_wq_ratelimiter_t base;
 	size_t n;
-	wq_ratelimiter_t *limiters[];
+	ck_wq_ratelimiter_t *limiters[];
 } max_limiter_t;
 
-static uint64_t max_when(wq_ratelimiter_t *rl, const char *item)
+static uint64_t max_when(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	max_limiter_t *m = (max_limiter_t *)rl;
 	uint64_t d = 0;
 	/* Ask every limiter, not just until one is large: each must record the failure. */
 	for (size_t i = 0; i < m->n; i++) {
-		uint64_t x = wq_ratelimiter_when(m->limiters[i], item);
+		uint64_t x = ck_wq_ratelimiter_when(m->limiters[i], item);
 		if (x > d)
 			d = x;
 	}
 	return d;
 }
 
-static void max_forget(wq_ratelimiter_t *rl, const char *item)
+static void max_forget(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	max_limiter_t *m = (max_limiter_t *)rl;
 	for (size_t i = 0; i < m->n; i++)
-		wq_ratelimiter_forget(m->limiters[i], item);
+		ck_wq_ratelimiter_forget(m->limiters[i], item);
 }
 
-static unsigned max_num_requeues(wq_ratelimiter_t *rl, const char *item)
+static unsigned max_num_requeues(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	max_limiter_t *m = (max_limiter_t *)rl;
 	unsigned r = 0;
 	for (size_t i = 0; i < m->n; i++) {
-		unsigned x = wq_ratelimiter_num_requeues(m->limiters[i], item);
+		unsigned x = ck_wq_ratelimiter_num_requeues(m->limiters[i], item);
 		if (x > r)
 			r = x;
 	}
 	return r;
 }
 
-static void max_free(wq_ratelimiter_t *rl)
+static void max_free(ck_wq_ratelimiter_t *rl)
 {
 	max_limiter_t *m = (max_limiter_t *)rl;
 	for (size_t i = 0; i < m->n; i++)
-		wq_ratelimiter_free(m->limiters[i]);
+		ck_wq_ratelimiter_free(m->limiters[i]);
 	free(m);
 }
 
-static const wq_ratelimiter_ops_t max_ops = {max_when, max_forget, max_num_requeues, max_free};
+static const ck_wq_ratelimiter_ops_t max_ops = {max_when, max_forget, max_num_requeues, max_free};
 
-wq_ratelimiter_t *wq_ratelimiter_max_of_new(wq_ratelimiter_t *const *limiters, size_t n)
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_max_of_new(ck_wq_ratelimiter_t *const *limiters, size_t n)
 {
-	max_limiter_t *m = xcalloc(1, sizeof(*m) + n * sizeof(m->limiters[0]));
+	max_limiter_t *m = ck_xcalloc(1, sizeof(*m) + n * sizeof(m->limiters[0]));
 	m->base.ops = &max_ops;
 	m->n = n;
 	for (size_t i = 0; i < n; i++)
@@ -294,22 +294,24 @@ wq_ratelimiter_t *wq_ratelimiter_max_of_new(wq_ratelimiter_t *const *limiters, s
 
 /* ---- Presets ------------------------------------------------------------------------ */
 
-static wq_ratelimiter_t *exp_and_bucket(const clk_t *clock, double qps, int burst)
+static ck_wq_ratelimiter_t *exp_and_bucket(const ck_clk_t *clock, double qps, int burst)
 {
-	wq_ratelimiter_t *parts[2];
-	parts[0] = wq_ratelimiter_exponential_new(5 * NS_PER_MS, 1000 * NS_PER_SEC);
-	parts[1] = wq_ratelimiter_bucket_new(clock, qps, burst, NULL);
+	ck_wq_ratelimiter_t *parts[2];
+	parts[0] = ck_wq_ratelimiter_exponential_new(5 * CK_NS_PER_MS, 1000 * CK_NS_PER_SEC);
+	parts[1] = ck_wq_ratelimiter_bucket_new(clock, qps, burst, NULL);
 	if (parts[1] == NULL)
-		fatal("workqueue: preset bucket %g/%d refused", qps, burst);
-	return wq_ratelimiter_max_of_new(parts, 2);
+		ck_fatal("workqueue: preset bucket %g/%d refused", qps, burst);
+	return ck_wq_ratelimiter_max_of_new(parts, 2);
 }
 
-wq_ratelimiter_t *wq_ratelimiter_default_new(const clk_t *clock)
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_default_new(const ck_clk_t *clock)
 {
 	return exp_and_bucket(clock, 10, 100);
 }
 
-wq_ratelimiter_t *wq_ratelimiter_sample_controller_new(const clk_t *clock)
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_controller_new(const ck_clk_t *clock, double qps, int burst)
 {
-	return exp_and_bucket(clock, 50, 300);
+	if (!(qps > 0) || burst < 1)
+		return NULL;
+	return exp_and_bucket(clock, qps, burst);
 }

@@ -1,20 +1,20 @@
 /*
- * libFuzzer target for kubeconfig loading: kconfig_load_text() on the input as
- * the YAML text of "/fuzz/kubeconfig", then kconfig_view() and a credentials peek.
+ * libFuzzer target for kubeconfig loading: ck_config_load_text() on the input as
+ * the YAML text of "/fuzz/kubeconfig", then ck_config_view() and a credentials peek.
  *
  * Options: a comment line "#fuzz: context=NAME master=URL" (either part optional)
  * anywhere in the input sets the --context and --master overrides; YAML ignores it.
  *
  * Nothing an input says can touch the machine:
- *  - file_read_all() is replaced (ld --wrap) by an in-memory folder: /fuzz/ca.pem,
+ *  - ck_file_read_all() is replaced (ld --wrap) by an in-memory folder: /fuzz/ca.pem,
  *    /fuzz/client.crt, /fuzz/client.key, /fuzz/token (copies of the fake fixtures
  *    under tests/fixtures/kubeconfig), /fuzz/empty, /fuzz/bad-token; every other
  *    path is "No such file or directory" and no real file is ever opened (so no
  *    /dev/zero, FIFO or /etc/shadow). Every path asked for must be absolute: a
  *    relative one in the config resolves against /fuzz.
  *  - posix_spawn()/posix_spawnp() are replaced by a trap: loading never runs an
- *    exec plugin, and the target never calls kconfig_credentials() or
- *    kconfig_exec_run() (the ones that do). kconfig_credentials_peek() never runs one.
+ *    exec plugin, and the target never calls ck_config_credentials() or
+ *    ck_config_exec_run() (the ones that do). ck_config_credentials_peek() never runs one.
  *  - opts.sa_dir names a folder that does not exist.
  *
  * Invariants: a config or an error (non-empty, naming /fuzz/kubeconfig, or --master
@@ -24,14 +24,14 @@
  * its key; no message quotes a secret read from a (fake) file. Leaks are findings (LSan).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I. \
- *     -Wl,--wrap=file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
+ *     -Wl,--wrap=ck_file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
  *     tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config.c \
  *     -lyaml -lyajl -pthread -lm -o fuzz_kubeconfig
  *   ./fuzz_kubeconfig -dict=tests/fuzz/fuzz_kubeconfig.dict corpus seeds
  * (bash tests/fuzz/run_fuzz_kubeconfig.sh [SECONDS] does all of this.)
  */
-#include "pkg/base/base.h"
-#include "pkg/kube/config.h"
+#include <ckube/base.h>
+#include <ckube/config.h>
 
 #include <spawn.h>
 #include <stdint.h>
@@ -75,19 +75,19 @@ static const struct fake_file {
     {"/fuzz/bad-token", "a\001b\n"},
 };
 
-/* The in-memory folder; the real file_read_all() is never called. */
+/* The in-memory folder; the real ck_file_read_all() is never called. */
 int __wrap_file_read_all(const char *path, char **out, size_t *len, char **err)
 {
 	CHECK(path != NULL && path[0] == '/');
-	for (size_t i = 0; i < CSC_ARRAY_LEN(fake_files); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(fake_files); i++) {
 		if (strcmp(path, fake_files[i].path) == 0) {
-			*out = xstrdup(fake_files[i].text);
+			*out = ck_xstrdup(fake_files[i].text);
 			if (len)
 				*len = strlen(fake_files[i].text);
 			return 0;
 		}
 	}
-	return err_set(err, "%s: No such file or directory", path);
+	return ck_err_set(err, "%s: No such file or directory", path);
 }
 
 int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
@@ -163,16 +163,16 @@ static char *fuzz_opt(const char *text, const char *name)
 		    p[nlen] == '=') {
 			const char *v = p + nlen + 1;
 			size_t n = strcspn(v, " \t\r\n");
-			return xstrndup(v, n);
+			return ck_xstrndup(v, n);
 		}
 	}
 	return NULL;
 }
 
-static void check_view(const kconfig_t *c)
+static void check_view(const ck_config_t *c)
 {
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	CHECK(v.server != NULL && v.source != NULL && v.context != NULL && v.cluster != NULL &&
 	      v.user != NULL && v.namespace != NULL);
 	size_t n = touch(v.server);
@@ -204,13 +204,13 @@ static void check_view(const kconfig_t *c)
 }
 
 /* A peek never runs the plugin (spawns trap); it may re-read a (fake) token file. */
-static void check_peek(kconfig_t *c, kcred_want_t want)
+static void check_peek(ck_config_t *c, ck_cred_want_t want)
 {
-	struct kconfig_view v;
-	kconfig_view(c, &v);
-	kcred_t cr;
+	struct ck_config_view v;
+	ck_config_view(c, &v);
+	ck_cred_t cr;
 	char *err = NULL;
-	int r = kconfig_credentials_peek(c, want, &cr, &err);
+	int r = ck_config_credentials_peek(c, want, &cr, &err);
 	if (r == 0) {
 		CHECK(err == NULL);
 		if (cr.token)
@@ -220,31 +220,31 @@ static void check_peek(kconfig_t *c, kcred_want_t want)
 			touch_mem(cr.cert_pem, cr.cert_len);
 			touch_mem(cr.key_pem, cr.key_len);
 		}
-	} else if (r == KCONFIG_NEED_EXEC) {
+	} else if (r == CK_CONFIG_NEED_EXEC) {
 		CHECK(v.has_exec && err == NULL);
 		CHECK(cr.token == NULL && cr.cert_pem == NULL && cr.key_pem == NULL);
 	} else {
 		/* Only a failed plugin run leads here, and none ran. */
 		CHECK(0 && "peek failed without a plugin run");
 	}
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	free(err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* A NUL-terminated copy for the option line; the loader gets (data, size). */
-	char *text = xstrndup((const char *)data, size);
+	char *text = ck_xstrndup((const char *)data, size);
 	char *context = fuzz_opt(text, "context");
 	char *master = fuzz_opt(text, "master");
-	kconfig_load_opts_t o = {
+	ck_config_load_opts_t o = {
 	    .context = context,
 	    .master = master,
 	    .sa_dir = "/nonexistent/fuzz-serviceaccount",
 	    .exec_timeout_ms = 1,
 	};
 	char *err = NULL;
-	kconfig_t *c = kconfig_load_text((const char *)data, size, FUZZ_PATH, &o, &err);
+	ck_config_t *c = ck_config_load_text((const char *)data, size, FUZZ_PATH, &o, &err);
 	CHECK((c == NULL) != (err == NULL));
 	if (c == NULL) {
 		CHECK(touch(err) > 0);
@@ -256,10 +256,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(err);
 	} else {
 		check_view(c);
-		check_peek(c, KCRED_CURRENT);
-		check_peek(c, KCRED_REFRESH);
-		check_peek(c, KCRED_LAST);
-		kconfig_free(c);
+		check_peek(c, CK_CRED_CURRENT);
+		check_peek(c, CK_CRED_REFRESH);
+		check_peek(c, CK_CRED_LAST);
+		ck_config_free(c);
 	}
 	free(context);
 	free(master);

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 B=${B:-build-fuzz}
 mkdir -p "$B/corpus_decode"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 \
-	-D_GNU_SOURCE -I. $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_decode.c \
+	-D_GNU_SOURCE -Iinclude -I. $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_decode.c \
 	pkg/base/base.c pkg/kube/obj.c pkg/kube/decode.c pkg/kube/status.c pkg/kube/types.c \
 	-lyajl -pthread -lm -o "$B/fuzz_decode"
 # Seeds: each fixture in each mode, with the 4-byte header (mode/kind, limit, chunk seed).

@@ -9,10 +9,10 @@
  * Two tests disturb the shared control plane on purpose (etcd compaction and a
  * kube-apiserver restart, through hack/local-ctl.sh), as the issue asks.
  */
-#include "pkg/cache/cache.h"
-#include "pkg/kube/client.h"
-#include "pkg/kube/types.h"
-#include "pkg/log/log.h"
+#include <ckube/cache.h>
+#include <ckube/client.h>
+#include <ckube/types.h>
+#include <ckube/log.h>
 
 #include <check.h>
 #include <ev.h>
@@ -24,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static const ktype_t t_ns = {
+static const ck_type_t t_ns = {
     .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
 static const char *const foo_fields[] = {"spec.deploymentName", "spec.replicas"};
-static const ktype_t t_foo = {.group = "samplecontroller.k8s.io",
+static const ck_type_t t_foo = {.group = "samplecontroller.k8s.io",
                               .version = "v1alpha1",
                               .kind = "Foo",
                               .resource = "foos",
@@ -58,7 +58,7 @@ static nent_t *nrec_find(nrec_t *r, const char *name, bool create)
 		return NULL;
 	if (r->n == r->cap) {
 		r->cap = r->cap ? r->cap * 2 : 256;
-		r->e = xrealloc(r->e, r->cap * sizeof(*r->e));
+		r->e = ck_xrealloc(r->e, r->cap * sizeof(*r->e));
 	}
 	nent_t *e = &r->e[r->n++];
 	memset(e, 0, sizeof(*e));
@@ -66,7 +66,7 @@ static nent_t *nrec_find(nrec_t *r, const char *name, bool create)
 	return e;
 }
 
-static void n_add(void *ud, kobj_t *obj, bool initial)
+static void n_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	nrec_t *r = ud;
 	(void)initial;
@@ -75,7 +75,7 @@ static void n_add(void *ud, kobj_t *obj, bool initial)
 	pthread_mutex_unlock(&r->mu);
 }
 
-static void n_update(void *ud, kobj_t *old, kobj_t *obj)
+static void n_update(void *ud, ck_obj_t *old, ck_obj_t *obj)
 {
 	nrec_t *r = ud;
 	(void)old;
@@ -84,7 +84,7 @@ static void n_update(void *ud, kobj_t *old, kobj_t *obj)
 	pthread_mutex_unlock(&r->mu);
 }
 
-static void n_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+static void n_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
 {
 	nrec_t *r = ud;
 	(void)key;
@@ -95,7 +95,7 @@ static void n_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
 	pthread_mutex_unlock(&r->mu);
 }
 
-static const cache_handler_t nrec_handler = {n_add, n_update, n_delete};
+static const ck_cache_handler_t nrec_handler = {n_add, n_update, n_delete};
 
 static nent_t nrec_get(nrec_t *r, const char *name)
 {
@@ -117,9 +117,9 @@ static nent_t nrec_get(nrec_t *r, const char *name)
  */
 typedef struct creq {
 	struct cut_lw *lw;
-	cache_lw_req_t *inner;
-	const kdec_cb_t *dcb;
-	kreq_done_cb done;
+	ck_cache_lw_req_t *inner;
+	const ck_dec_cb_t *dcb;
+	ck_req_done_cb done;
 	void *ud;
 	bool active;
 	bool watch;
@@ -127,13 +127,13 @@ typedef struct creq {
 } creq_t;
 
 typedef struct cut_lw {
-	cache_lw_t base;
-	cache_lw_t *inner;
+	ck_cache_lw_t base;
+	ck_cache_lw_t *inner;
 	creq_t *reqs;
 	bool applied;
 } cut_lw_t;
 
-static void w_obj(void *ud, kobj_t *o)
+static void w_obj(void *ud, ck_obj_t *o)
 {
 	creq_t *q = ud;
 	q->dcb->on_object(q->ud, o);
@@ -145,29 +145,29 @@ static void w_meta(void *ud, const char *rv, const char *c, int64_t rem)
 	q->dcb->on_list_meta(q->ud, rv, c, rem);
 }
 
-static void w_event(void *ud, kwatch_type_t t, kobj_t *o, const kstatus_t *s)
+static void w_event(void *ud, ck_watch_type_t t, ck_obj_t *o, const ck_status_t *s)
 {
 	creq_t *q = ud;
 	q->dcb->on_event(q->ud, t, o, s);
 }
 
-static const kdec_cb_t wrap_cb = {w_obj, w_meta, w_event};
+static const ck_dec_cb_t wrap_cb = {w_obj, w_meta, w_event};
 
-static void w_done(void *ud, kresult_t *r)
+static void w_done(void *ud, ck_result_t *r)
 {
 	creq_t *q = ud;
 	q->active = false;
 	q->done(q->ud, r);
 }
 
-static cache_lw_req_t *cut_start(cut_lw_t *c, bool watch, const klist_opts_t *o,
-                                 const kdec_cb_t *cb, kreq_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *cut_start(cut_lw_t *c, bool watch, const ck_list_opts_t *o,
+                                 const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud, char **err)
 {
 	if (c->applied) {
-		err_set(err, "test partition: the API server is unreachable");
+		ck_err_set(err, "test partition: the API server is unreachable");
 		return NULL;
 	}
-	creq_t *q = xcalloc(1, sizeof(*q));
+	creq_t *q = ck_xcalloc(1, sizeof(*q));
 	q->lw = c;
 	q->dcb = cb;
 	q->done = done;
@@ -182,22 +182,22 @@ static cache_lw_req_t *cut_start(cut_lw_t *c, bool watch, const klist_opts_t *o,
 	q->active = true;
 	q->next = c->reqs;
 	c->reqs = q;
-	return (cache_lw_req_t *)q;
+	return (ck_cache_lw_req_t *)q;
 }
 
-static cache_lw_req_t *cut_list(cache_lw_t *lw, const klist_opts_t *o, const kdec_cb_t *cb,
-                                kreq_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *cut_list(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
+                                ck_req_done_cb done, void *ud, char **err)
 {
 	return cut_start((cut_lw_t *)lw, false, o, cb, done, ud, err);
 }
 
-static cache_lw_req_t *cut_watch(cache_lw_t *lw, const klist_opts_t *o, const kdec_cb_t *cb,
-                                 kreq_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *cut_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
+                                 ck_req_done_cb done, void *ud, char **err)
 {
 	return cut_start((cut_lw_t *)lw, true, o, cb, done, ud, err);
 }
 
-static void cut_cancel(cache_lw_t *lw, cache_lw_req_t *req)
+static void cut_cancel(ck_cache_lw_t *lw, ck_cache_lw_req_t *req)
 {
 	cut_lw_t *c = (cut_lw_t *)lw;
 	creq_t *q = (creq_t *)req;
@@ -206,7 +206,7 @@ static void cut_cancel(cache_lw_t *lw, cache_lw_req_t *req)
 	q->active = false;
 }
 
-static void cut_free(cache_lw_t *lw)
+static void cut_free(ck_cache_lw_t *lw)
 {
 	cut_lw_t *c = (cut_lw_t *)lw;
 	for (creq_t *q = c->reqs; q != NULL;) {
@@ -214,11 +214,11 @@ static void cut_free(cache_lw_t *lw)
 		free(q);
 		q = next;
 	}
-	cache_lw_free(c->inner);
+	ck_cache_lw_free(c->inner);
 	free(c);
 }
 
-static const cache_lw_ops_t cut_ops = {cut_list, cut_watch, cut_cancel, cut_free};
+static const ck_cache_lw_ops_t cut_ops = {cut_list, cut_watch, cut_cancel, cut_free};
 
 /* Loop thread: fails every active request as a dropped connection would. */
 static void cut_apply(cut_lw_t *c, bool cut)
@@ -233,8 +233,8 @@ static void cut_apply(cut_lw_t *c, bool cut)
 			continue;
 		c->inner->ops->cancel(c->inner, q->inner);
 		q->active = false;
-		kresult_t res = {0};
-		res.error = xstrdup("test partition: connection reset");
+		ck_result_t res = {0};
+		res.error = ck_xstrdup("test partition: connection reset");
 		q->done(q->ud, &res);
 		free(res.error);
 	}
@@ -244,10 +244,10 @@ static void cut_apply(cut_lw_t *c, bool cut)
 
 typedef struct cit {
 	struct ev_loop *loop;
-	kclient_t *c;
+	ck_client_t *c;
 	char ns[64];
 	atomic_int done;
-	cache_factory_t *fac;
+	ck_cache_factory_t *fac;
 	cut_lw_t *cut;
 	atomic_int cut_req;
 	atomic_int cut_applied;
@@ -262,12 +262,12 @@ static const char *kubeconfig(void)
 	return p;
 }
 
-static cache_lw_t *make_cut_lw(void *ud, const ktype_t *t, const char *ns)
+static ck_cache_lw_t *make_cut_lw(void *ud, const ck_type_t *t, const char *ns)
 {
 	cit_t *it = ud;
-	cut_lw_t *c = xcalloc(1, sizeof(*c));
+	cut_lw_t *c = ck_xcalloc(1, sizeof(*c));
 	c->base.ops = &cut_ops;
-	c->inner = cache_lw_kube_new(it->c, t, ns);
+	c->inner = ck_cache_lw_kube_new(it->c, t, ns);
 	it->cut = c;
 	return &c->base;
 }
@@ -276,30 +276,30 @@ static void cit_init(cit_t *t, bool cuttable)
 {
 	memset(t, 0, sizeof(*t));
 	if (getenv("CACHE_IT_V") != NULL)
-		log_set_verbosity(atoi(getenv("CACHE_IT_V")));
+		ck_log_set_verbosity(atoi(getenv("CACHE_IT_V")));
 	t->loop = ev_loop_new(EVFLAG_AUTO);
-	kconfig_load_opts_t lo = {.kubeconfig = kubeconfig()};
+	ck_config_load_opts_t lo = {.kubeconfig = kubeconfig()};
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load(&lo, &err);
+	ck_config_t *cfg = ck_config_load(&lo, &err);
 	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
-	t->c = kclient_new(t->loop, cfg, NULL, &err);
+	t->c = ck_client_new(t->loop, cfg, NULL, &err);
 	ck_assert_msg(t->c != NULL, "kclient_new: %s", err);
-	snprintf(t->ns, sizeof(t->ns), "cache-it-%08llx", (unsigned long long)(rand_u64() >> 32));
+	snprintf(t->ns, sizeof(t->ns), "cache-it-%08llx", (unsigned long long)(ck_rand_u64() >> 32));
 	pthread_mutex_init(&t->dep_rec.mu, NULL);
 	pthread_mutex_init(&t->foo_rec.mu, NULL);
-	cache_factory_opts_t fo = {.default_resync_ms = 30000, .ns = t->ns};
+	ck_cache_factory_opts_t fo = {.default_resync_ms = 30000, .ns = t->ns};
 	if (cuttable) {
 		fo.lw_new = make_cut_lw;
 		fo.lw_ud = t;
 	}
-	t->fac = cache_factory_new(t->loop, t->c, &fo);
+	t->fac = ck_cache_factory_new(t->loop, t->c, &fo);
 }
 
 static void cit_fini(cit_t *t)
 {
 	/* Informers before the client: the client drops outstanding requests. */
-	cache_factory_free(t->fac);
-	kclient_free(t->c);
+	ck_cache_factory_free(t->fac);
+	ck_client_free(t->c);
 	ev_loop_destroy(t->loop);
 	free(t->dep_rec.e);
 	free(t->foo_rec.e);
@@ -342,15 +342,15 @@ static void cit_run(cit_t *t, void *(*fn)(void *))
 
 /* Retries through an API server restart (the restart script returns when ready,
  * but the client's old connections may still fail once). */
-static int do_retry(int (*fn)(cit_t *, const char *, kresult_t *), cit_t *t, const char *name)
+static int do_retry(int (*fn)(cit_t *, const char *, ck_result_t *), cit_t *t, const char *name)
 {
 	for (int i = 0; i < 20; i++) {
-		kresult_t r = {0};
+		ck_result_t r = {0};
 		int rc = fn(t, name, &r);
-		bool transport = rc != 0 && (kerr_is_transport(&r) || kerr_is_server_error(&r));
+		bool transport = rc != 0 && (ck_err_is_transport(&r) || ck_err_is_server_error(&r));
 		if (rc != 0 && !transport)
 			ck_abort_msg("%s: %s", name, r.error);
-		kresult_clear(&r);
+		ck_result_clear(&r);
 		if (rc == 0)
 			return 0;
 		usleep(250000);
@@ -358,76 +358,76 @@ static int do_retry(int (*fn)(cit_t *, const char *, kresult_t *), cit_t *t, con
 	return -1;
 }
 
-static int ns_create_fn(cit_t *t, const char *name, kresult_t *r)
+static int ns_create_fn(cit_t *t, const char *name, ck_result_t *r)
 {
-	char *body = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
+	char *body = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
 	                       "{\"name\":\"%s\"}}",
 	                       name);
-	int rc = kclient_create_sync(t->c, &t_ns, NULL, body, NULL, r);
+	int rc = ck_client_create_sync(t->c, &t_ns, NULL, body, NULL, r);
 	free(body);
 	return rc;
 }
 
 static void ns_delete(cit_t *t)
 {
-	kresult_t r = {0};
-	kclient_delete_sync(t->c, &t_ns, NULL, t->ns, NULL, &r);
-	kresult_clear(&r);
+	ck_result_t r = {0};
+	ck_client_delete_sync(t->c, &t_ns, NULL, t->ns, NULL, &r);
+	ck_result_clear(&r);
 }
 
-static int dep_create_fn(cit_t *t, const char *name, kresult_t *r)
+static int dep_create_fn(cit_t *t, const char *name, ck_result_t *r)
 {
-	char *body = xasprintf(
+	char *body = ck_xasprintf(
 	    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\","
 	    "\"labels\":{\"app\":\"%s\"}},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":"
 	    "{\"app\":\"%s\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"%s\"}},\"spec\":"
 	    "{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]}}}}",
 	    name, name, name, name);
-	int rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, body, NULL, r);
+	int rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, body, NULL, r);
 	free(body);
 	return rc;
 }
 
-static int foo_create_fn(cit_t *t, const char *name, kresult_t *r)
+static int foo_create_fn(cit_t *t, const char *name, ck_result_t *r)
 {
 	char *body =
-	    xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":"
+	    ck_xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":"
 	              "\"Foo\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"deploymentName\":"
 	              "\"fd-%s\",\"replicas\":1}}",
 	              name, name);
-	int rc = kclient_create_sync(t->c, &t_foo, t->ns, body, NULL, r);
+	int rc = ck_client_create_sync(t->c, &t_foo, t->ns, body, NULL, r);
 	free(body);
 	return rc;
 }
 
-static int patch_fn(cit_t *t, const ktype_t *type, const char *name, kresult_t *r)
+static int patch_fn(cit_t *t, const ck_type_t *type, const char *name, ck_result_t *r)
 {
-	char *body = xasprintf("{\"metadata\":{\"labels\":{\"gen\":\"g%u\"}}}", ++t->seq);
-	int rc = kclient_patch_sync(t->c, type, t->ns, name, KPATCH_MERGE, body, NULL, r);
+	char *body = ck_xasprintf("{\"metadata\":{\"labels\":{\"gen\":\"g%u\"}}}", ++t->seq);
+	int rc = ck_client_patch_sync(t->c, type, t->ns, name, CK_PATCH_MERGE, body, NULL, r);
 	free(body);
 	return rc;
 }
 
-static int dep_patch_fn(cit_t *t, const char *name, kresult_t *r)
+static int dep_patch_fn(cit_t *t, const char *name, ck_result_t *r)
 {
-	return patch_fn(t, &ktype_deployment, name, r);
+	return patch_fn(t, &ck_type_deployment, name, r);
 }
 
-static int foo_patch_fn(cit_t *t, const char *name, kresult_t *r)
+static int foo_patch_fn(cit_t *t, const char *name, ck_result_t *r)
 {
 	return patch_fn(t, &t_foo, name, r);
 }
 
-static int dep_delete_fn(cit_t *t, const char *name, kresult_t *r)
+static int dep_delete_fn(cit_t *t, const char *name, ck_result_t *r)
 {
-	int rc = kclient_delete_sync(t->c, &ktype_deployment, t->ns, name, NULL, r);
-	return rc != 0 && kerr_is_not_found(r) ? 0 : rc;
+	int rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, name, NULL, r);
+	return rc != 0 && ck_err_is_not_found(r) ? 0 : rc;
 }
 
-static int foo_delete_fn(cit_t *t, const char *name, kresult_t *r)
+static int foo_delete_fn(cit_t *t, const char *name, ck_result_t *r)
 {
-	int rc = kclient_delete_sync(t->c, &t_foo, t->ns, name, NULL, r);
-	return rc != 0 && kerr_is_not_found(r) ? 0 : rc;
+	int rc = ck_client_delete_sync(t->c, &t_foo, t->ns, name, NULL, r);
+	return rc != 0 && ck_err_is_not_found(r) ? 0 : rc;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -439,32 +439,32 @@ static int cmp_str(const void *a, const void *b)
 static char *join_sorted(char **lines, size_t n)
 {
 	qsort(lines, n, sizeof(char *), cmp_str);
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	for (size_t i = 0; i < n; i++) {
-		sbuf_puts(&b, lines[i]);
-		sbuf_putc(&b, '\n');
+		ck_sbuf_puts(&b, lines[i]);
+		ck_sbuf_putc(&b, '\n');
 		free(lines[i]);
 	}
 	free(lines);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
-static char *cache_state(cache_informer_t *inf, const char *ns)
+static char *cache_state(ck_cache_informer_t *inf, const char *ns)
 {
-	cache_objs_t l;
-	cache_lister_list_ns(cache_informer_lister(inf), ns, NULL, &l);
-	char **lines = xmalloc((l.n + 1) * sizeof(char *));
+	ck_cache_objs_t l;
+	ck_cache_lister_list_ns(ck_cache_informer_lister(inf), ns, NULL, &l);
+	char **lines = ck_xmalloc((l.n + 1) * sizeof(char *));
 	for (size_t i = 0; i < l.n; i++)
-		lines[i] = xasprintf("%s %s", l.items[i]->name, l.items[i]->rv);
+		lines[i] = ck_xasprintf("%s %s", l.items[i]->name, l.items[i]->rv);
 	size_t n = l.n;
-	cache_objs_free(&l);
+	ck_cache_objs_free(&l);
 	return join_sorted(lines, n);
 }
 
 static char *kubectl_state(const char *resource, const char *ns)
 {
 	char *cmd =
-	    xasprintf("kubectl --kubeconfig '%s' get %s -n %s -o jsonpath='{range "
+	    ck_xasprintf("kubectl --kubeconfig '%s' get %s -n %s -o jsonpath='{range "
 	              ".items[*]}{.metadata.name}{\" \"}{.metadata.resourceVersion}{\"\\n\"}"
 	              "{end}' 2>/dev/null",
 	              kubeconfig(), resource, ns);
@@ -479,8 +479,8 @@ static char *kubectl_state(const char *resource, const char *ns)
 		buf[strcspn(buf, "\n")] = '\0';
 		if (buf[0] == '\0')
 			continue;
-		lines = xrealloc(lines, (n + 1) * sizeof(char *));
-		lines[n++] = xstrdup(buf);
+		lines = ck_xrealloc(lines, (n + 1) * sizeof(char *));
+		lines[n++] = ck_xstrdup(buf);
 	}
 	if (pclose(p) != 0) {
 		for (size_t i = 0; i < n; i++)
@@ -489,12 +489,12 @@ static char *kubectl_state(const char *resource, const char *ns)
 		return NULL;
 	}
 	if (lines == NULL)
-		lines = xmalloc(sizeof(char *));
+		lines = ck_xmalloc(sizeof(char *));
 	return join_sorted(lines, n);
 }
 
 /* Waits up to timeout_s for the cache to equal `kubectl get` exactly (names and RVs). */
-static bool converge(cache_informer_t *inf, const char *resource, const char *ns, int timeout_s)
+static bool converge(ck_cache_informer_t *inf, const char *resource, const char *ns, int timeout_s)
 {
 	char *a = NULL, *b = NULL;
 	for (int i = 0; i < timeout_s * 4; i++) {
@@ -521,7 +521,7 @@ static void run_script(const char *what)
 	char dir[4096];
 	const char *root = getenv("CSC_ROOT");
 	snprintf(dir, sizeof(dir), "%s", root ? root : "../..");
-	char *cmd = xasprintf("bash '%s/hack/local-ctl.sh' %s >/dev/null", dir, what);
+	char *cmd = ck_xasprintf("bash '%s/hack/local-ctl.sh' %s >/dev/null", dir, what);
 	int rc = system(cmd);
 	ck_assert_msg(rc == 0, "%s failed (%d)", cmd, rc);
 	free(cmd);
@@ -532,11 +532,11 @@ static void run_script(const char *what)
 typedef struct kind_ops {
 	const char *prefix;
 	const char *resource;
-	int (*create)(cit_t *, const char *, kresult_t *);
-	int (*patch)(cit_t *, const char *, kresult_t *);
-	int (*del)(cit_t *, const char *, kresult_t *);
+	int (*create)(cit_t *, const char *, ck_result_t *);
+	int (*patch)(cit_t *, const char *, ck_result_t *);
+	int (*del)(cit_t *, const char *, ck_result_t *);
 	nrec_t *rec;
-	cache_informer_t *inf;
+	ck_cache_informer_t *inf;
 	char **live;
 	size_t nlive;
 	char **gone;
@@ -546,19 +546,19 @@ typedef struct kind_ops {
 
 static void one_random_op(cit_t *t, kind_ops_t *k)
 {
-	double x = rand_unit();
+	double x = ck_rand_unit();
 	if (k->nlive == 0 || x < 0.4) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s-%04u", k->prefix, k->next++);
 		ck_assert_int_eq(do_retry(k->create, t, name), 0);
-		k->live = xrealloc(k->live, (k->nlive + 1) * sizeof(char *));
-		k->live[k->nlive++] = xstrdup(name);
+		k->live = ck_xrealloc(k->live, (k->nlive + 1) * sizeof(char *));
+		k->live[k->nlive++] = ck_xstrdup(name);
 	} else if (x < 0.7) {
-		ck_assert_int_eq(do_retry(k->patch, t, k->live[rand_u64() % k->nlive]), 0);
+		ck_assert_int_eq(do_retry(k->patch, t, k->live[ck_rand_u64() % k->nlive]), 0);
 	} else {
-		size_t i = rand_u64() % k->nlive;
+		size_t i = ck_rand_u64() % k->nlive;
 		ck_assert_int_eq(do_retry(k->del, t, k->live[i]), 0);
-		k->gone = xrealloc(k->gone, (k->ngone + 1) * sizeof(char *));
+		k->gone = ck_xrealloc(k->gone, (k->ngone + 1) * sizeof(char *));
 		k->gone[k->ngone++] = k->live[i];
 		k->live[i] = k->live[--k->nlive];
 	}
@@ -612,21 +612,21 @@ static void *churn_main(void *arg)
 	churn_ctx_t *c = arg;
 	cit_t *t = &c->t;
 	char *why = NULL;
-	ck_assert_msg(cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
 	for (int i = 0; i < 1000; i++)
-		one_random_op(t, rand_unit() < 0.6 ? &c->dep : &c->foo);
+		one_random_op(t, ck_rand_unit() < 0.6 ? &c->dep : &c->foo);
 	ck_assert(converge(c->dep.inf, "deployments.apps", t->ns, 60));
 	ck_assert(converge(c->foo.inf, "foos.samplecontroller.k8s.io", t->ns, 60));
 	check_notifications(&c->dep, true);
 	check_notifications(&c->foo, true);
 	for (size_t i = 0; i < c->dep.nlive; i++) {
-		kobj_t *o =
-		    cache_lister_get(cache_informer_lister(c->dep.inf), t->ns, c->dep.live[i]);
+		ck_obj_t *o =
+		    ck_cache_lister_get(ck_cache_informer_lister(c->dep.inf), t->ns, c->dep.live[i]);
 		ck_assert_ptr_nonnull(o);
-		kobj_unref(o);
+		ck_obj_unref(o);
 	}
-	cache_stats_t st;
-	cache_informer_stats(c->dep.inf, &st);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(c->dep.inf, &st);
 	fprintf(stderr,
 	        "churn: deployments %zu live %zu deleted; foos %zu live %zu deleted; "
 	        "deployment informer: %llu events, %llu relists, %llu watch restarts\n",
@@ -665,11 +665,11 @@ START_TEST(test_churn_matches_kubectl)
 	                     .patch = foo_patch_fn,
 	                     .del = foo_delete_fn,
 	                     .rec = &c.t.foo_rec};
-	c.dep.inf = cache_factory_informer(c.t.fac, &ktype_deployment);
-	c.foo.inf = cache_factory_informer(c.t.fac, &t_foo);
-	cache_informer_add_handler(c.dep.inf, &nrec_handler, &c.t.dep_rec);
-	cache_informer_add_handler(c.foo.inf, &nrec_handler, &c.t.foo_rec);
-	ck_assert_int_eq(cache_factory_start(c.t.fac, NULL), 0);
+	c.dep.inf = ck_cache_factory_informer(c.t.fac, &ck_type_deployment);
+	c.foo.inf = ck_cache_factory_informer(c.t.fac, &t_foo);
+	ck_cache_informer_add_handler(c.dep.inf, &nrec_handler, &c.t.dep_rec);
+	ck_cache_informer_add_handler(c.foo.inf, &nrec_handler, &c.t.foo_rec);
+	ck_assert_int_eq(ck_cache_factory_start(c.t.fac, NULL), 0);
 	cit_run(&c.t, churn_main);
 	kind_free(&c.dep);
 	kind_free(&c.foo);
@@ -684,7 +684,7 @@ static void *compaction_main(void *arg)
 	churn_ctx_t *c = arg;
 	cit_t *t = &c->t;
 	char *why = NULL;
-	ck_assert_msg(cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
 	char name[64];
 	for (int i = 0; i < 40; i++) {
 		snprintf(name, sizeof(name), "d-%04d", i);
@@ -726,8 +726,8 @@ static void *compaction_main(void *arg)
 			ck_assert_msg(e.adds == 1, "%s: %d adds", name, e.adds);
 		}
 	}
-	cache_stats_t st;
-	cache_informer_stats(c->dep.inf, &st);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(c->dep.inf, &st);
 	ck_assert_uint_ge(st.relists, 1);
 	fprintf(stderr, "compaction: %llu relists, %llu watch restarts, %llu errors\n",
 	        (unsigned long long)st.relists, (unsigned long long)st.watch_restarts,
@@ -743,9 +743,9 @@ START_TEST(test_compaction_relist_delivers_each_delete_once)
 	memset(&c, 0, sizeof(c));
 	cit_init(&c.t, true);
 	cit_run(&c.t, create_ns_main);
-	c.dep.inf = cache_factory_informer(c.t.fac, &ktype_deployment);
-	cache_informer_add_handler(c.dep.inf, &nrec_handler, &c.t.dep_rec);
-	ck_assert_int_eq(cache_factory_start(c.t.fac, NULL), 0);
+	c.dep.inf = ck_cache_factory_informer(c.t.fac, &ck_type_deployment);
+	ck_cache_informer_add_handler(c.dep.inf, &nrec_handler, &c.t.dep_rec);
+	ck_assert_int_eq(ck_cache_factory_start(c.t.fac, NULL), 0);
 	cit_run(&c.t, compaction_main);
 	cit_fini(&c.t);
 }
@@ -758,7 +758,7 @@ static void *restart_main(void *arg)
 	churn_ctx_t *c = arg;
 	cit_t *t = &c->t;
 	char *why = NULL;
-	ck_assert_msg(cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
 	for (int i = 0; i < 150; i++)
 		one_random_op(t, &c->dep);
 	run_script("restart-apiserver");
@@ -766,8 +766,8 @@ static void *restart_main(void *arg)
 		one_random_op(t, &c->dep);
 	ck_assert(converge(c->dep.inf, "deployments.apps", t->ns, 90));
 	check_notifications(&c->dep, false);
-	cache_stats_t st;
-	cache_informer_stats(c->dep.inf, &st);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(c->dep.inf, &st);
 	ck_assert_uint_ge(st.watch_restarts, 1);
 	fprintf(stderr, "restart: %zu live %zu deleted; %llu relists, %llu watch restarts\n",
 	        c->dep.nlive, c->dep.ngone, (unsigned long long)st.relists,
@@ -789,9 +789,9 @@ START_TEST(test_apiserver_restart_loses_nothing)
 	                     .patch = dep_patch_fn,
 	                     .del = dep_delete_fn,
 	                     .rec = &c.t.dep_rec};
-	c.dep.inf = cache_factory_informer(c.t.fac, &ktype_deployment);
-	cache_informer_add_handler(c.dep.inf, &nrec_handler, &c.t.dep_rec);
-	ck_assert_int_eq(cache_factory_start(c.t.fac, NULL), 0);
+	c.dep.inf = ck_cache_factory_informer(c.t.fac, &ck_type_deployment);
+	ck_cache_informer_add_handler(c.dep.inf, &nrec_handler, &c.t.dep_rec);
+	ck_assert_int_eq(ck_cache_factory_start(c.t.fac, NULL), 0);
 	cit_run(&c.t, restart_main);
 	kind_free(&c.dep);
 	cit_fini(&c.t);
@@ -816,10 +816,10 @@ static void *streaming_wait_main(void *arg)
 {
 	cit_t *t = arg;
 	char *why = NULL;
-	ck_assert_msg(cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
-	cache_informer_t *inf = cache_factory_informer(t->fac, &ktype_deployment);
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
+	ck_cache_informer_t *inf = ck_cache_factory_informer(t->fac, &ck_type_deployment);
 	ck_assert(converge(inf, "deployments.apps", t->ns, 30));
-	ck_assert_uint_eq(cache_store_len(cache_informer_store(inf)), 5);
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(inf)), 5);
 	nent_t e = nrec_get(&t->dep_rec, "s-3");
 	ck_assert_int_eq(e.adds, 1);
 	ns_delete(t);
@@ -831,14 +831,14 @@ START_TEST(test_streaming_list)
 {
 	cit_t t;
 	cit_init(&t, false);
-	cache_factory_free(t.fac);
-	cache_factory_opts_t fo = {.ns = t.ns, .streaming_list = true};
-	t.fac = cache_factory_new(t.loop, t.c, &fo);
+	ck_cache_factory_free(t.fac);
+	ck_cache_factory_opts_t fo = {.ns = t.ns, .streaming_list = true};
+	t.fac = ck_cache_factory_new(t.loop, t.c, &fo);
 	cit_run(&t, create_ns_main);
 	cit_run(&t, streaming_main);
-	cache_informer_t *inf = cache_factory_informer(t.fac, &ktype_deployment);
-	cache_informer_add_handler(inf, &nrec_handler, &t.dep_rec);
-	ck_assert_int_eq(cache_factory_start(t.fac, NULL), 0);
+	ck_cache_informer_t *inf = ck_cache_factory_informer(t.fac, &ck_type_deployment);
+	ck_cache_informer_add_handler(inf, &nrec_handler, &t.dep_rec);
+	ck_assert_int_eq(ck_cache_factory_start(t.fac, NULL), 0);
 	cit_run(&t, streaming_wait_main);
 	cit_fini(&t);
 }
@@ -847,18 +847,18 @@ END_TEST
 /* Reads KEY=value from the control plane's env file (next to the kubeconfig). */
 static char *local_env(const char *key)
 {
-	char *path = xstrdup(kubeconfig());
-	char *file = xasprintf("%s/env", dirname(path));
+	char *path = ck_xstrdup(kubeconfig());
+	char *file = ck_xasprintf("%s/env", dirname(path));
 	free(path);
 	char *text = NULL;
-	ck_assert_msg(file_read_all(file, &text, NULL, NULL) == 0, "read %s", file);
+	ck_assert_msg(ck_file_read_all(file, &text, NULL, NULL) == 0, "read %s", file);
 	free(file);
-	char *want = xasprintf("\n%s=", key);
+	char *want = ck_xasprintf("\n%s=", key);
 	char *p = strstr(text, want);
 	char *val = NULL;
 	if (p != NULL) {
 		p += strlen(want);
-		val = xstrndup(p, strcspn(p, "\n"));
+		val = ck_xstrndup(p, strcspn(p, "\n"));
 	}
 	free(want);
 	free(text);
@@ -866,14 +866,14 @@ static char *local_env(const char *key)
 }
 
 typedef struct rbac_ctx {
-	cache_factory_t *fac;
+	ck_cache_factory_t *fac;
 	atomic_int done;
 	int rc;
 	char *reason;
 	atomic_int nonhealing;
 } rbac_ctx_t;
 
-static void on_werr(void *ud, cache_informer_t *inf, const char *msg, const kresult_t *res,
+static void on_werr(void *ud, ck_cache_informer_t *inf, const char *msg, const ck_result_t *res,
                     bool healing)
 {
 	rbac_ctx_t *r = ud;
@@ -887,7 +887,7 @@ static void on_werr(void *ud, cache_informer_t *inf, const char *msg, const kres
 static void *rbac_main(void *arg)
 {
 	rbac_ctx_t *r = arg;
-	r->rc = cache_factory_wait_synced(r->fac, 3000, &r->reason);
+	r->rc = ck_cache_factory_wait_synced(r->fac, 3000, &r->reason);
 	atomic_store(&r->done, 1);
 	return NULL;
 }
@@ -905,22 +905,22 @@ START_TEST(test_forbidden_sync_reports_reason)
 	char *server = local_env("API_SERVER");
 	char *ca = local_env("CA_FILE");
 	ck_assert_ptr_nonnull(token);
-	char *yaml = xasprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+	char *yaml = ck_xasprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
 	                       "    server: %s\n    certificate-authority: %s\nusers:\n- name: u\n"
 	                       "  user:\n    token: %s\ncontexts:\n- name: x\n  context:\n"
 	                       "    cluster: c\n    user: u\ncurrent-context: x\n",
 	                       server, ca, token);
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(yaml, strlen(yaml), "limited-kubeconfig", NULL, &err);
+	ck_config_t *cfg = ck_config_load_text(yaml, strlen(yaml), "limited-kubeconfig", NULL, &err);
 	ck_assert_msg(cfg != NULL, "%s", err);
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	kclient_t *c = kclient_new(loop, cfg, NULL, &err);
+	ck_client_t *c = ck_client_new(loop, cfg, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	rbac_ctx_t r = {0};
-	cache_factory_opts_t fo = {.on_watch_error = on_werr, .watch_error_ud = &r};
-	r.fac = cache_factory_new(loop, c, &fo);
-	cache_factory_informer(r.fac, &t_foo);
-	cache_factory_start(r.fac, NULL);
+	ck_cache_factory_opts_t fo = {.on_watch_error = on_werr, .watch_error_ud = &r};
+	r.fac = ck_cache_factory_new(loop, c, &fo);
+	ck_cache_factory_informer(r.fac, &t_foo);
+	ck_cache_factory_start(r.fac, NULL);
 	pthread_t th;
 	pthread_create(&th, NULL, rbac_main, &r);
 	ev_timer tick;
@@ -936,8 +936,8 @@ START_TEST(test_forbidden_sync_reports_reason)
 	ck_assert_int_ge(atomic_load(&r.nonhealing), 1);
 	fprintf(stderr, "forbidden: %s\n", r.reason);
 	free(r.reason);
-	cache_factory_free(r.fac);
-	kclient_free(c);
+	ck_cache_factory_free(r.fac);
+	ck_client_free(c);
 	ev_loop_destroy(loop);
 	free(yaml);
 	free(token);
@@ -962,7 +962,7 @@ Suite *suite_cache(void)
 	    {"compaction", test_compaction_relist_delivers_each_delete_once},
 	    {"restart", test_apiserver_restart_loses_nothing},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
 		TCase *tc = tcase_create(cases[i].name);
 		tcase_set_timeout(tc, 600);
 		tcase_add_test(tc, cases[i].test);

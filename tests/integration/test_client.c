@@ -9,8 +9,8 @@
  * Case "tls": insecure-skip-tls-verify, tls-server-name and proxy-url, with helper
  * processes (connect_proxy.py, host_echo.py next to this file) on free ports.
  */
-#include "pkg/kube/client.h"
-#include "pkg/kube/types.h"
+#include <ckube/client.h>
+#include <ckube/types.h>
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -30,20 +30,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const ktype_t t_ns = {
+static const ck_type_t t_ns = {
     .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
-static const ktype_t t_sa = {.group = "",
+static const ck_type_t t_sa = {.group = "",
                              .version = "v1",
                              .kind = "ServiceAccount",
                              .resource = "serviceaccounts",
                              .namespaced = true};
-static const ktype_t t_crd = {.group = "apiextensions.k8s.io",
+static const ck_type_t t_crd = {.group = "apiextensions.k8s.io",
                               .version = "v1",
                               .kind = "CustomResourceDefinition",
                               .resource = "customresourcedefinitions"};
 static const char *const foo_fields[] = {"spec.deploymentName", "spec.replicas",
                                          "status.availableReplicas"};
-static const ktype_t t_foo = {.group = "samplecontroller.k8s.io",
+static const ck_type_t t_foo = {.group = "samplecontroller.k8s.io",
                               .version = "v1alpha1",
                               .kind = "Foo",
                               .resource = "foos",
@@ -55,7 +55,7 @@ static const ktype_t t_foo = {.group = "samplecontroller.k8s.io",
 
 typedef struct it {
 	struct ev_loop *loop;
-	kclient_t *c;
+	ck_client_t *c;
 	char ns[64];
 	atomic_int done;
 	/* watch bookkeeping (written on the loop thread, read by the worker) */
@@ -64,7 +64,7 @@ typedef struct it {
 } it_t;
 
 /* base64 of data, by hand: base.h has no encoder. */
-static void put_b64(sbuf_t *b, const char *data, size_t len)
+static void put_b64(ck_sbuf_t *b, const char *data, size_t len)
 {
 	static const char tbl[] =
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -75,42 +75,42 @@ static void put_b64(sbuf_t *b, const char *data, size_t len)
 			n |= (unsigned)p[i + 1] << 8;
 		if (i + 2 < len)
 			n |= p[i + 2];
-		sbuf_putc(b, tbl[(n >> 18) & 63]);
-		sbuf_putc(b, tbl[(n >> 12) & 63]);
-		sbuf_putc(b, i + 1 < len ? tbl[(n >> 6) & 63] : '=');
-		sbuf_putc(b, i + 2 < len ? tbl[n & 63] : '=');
+		ck_sbuf_putc(b, tbl[(n >> 18) & 63]);
+		ck_sbuf_putc(b, tbl[(n >> 12) & 63]);
+		ck_sbuf_putc(b, i + 1 < len ? tbl[(n >> 6) & 63] : '=');
+		ck_sbuf_putc(b, i + 2 < len ? tbl[n & 63] : '=');
 	}
 }
 
-static kclient_t *it_client_ctx(struct ev_loop *loop, const char *context, const char *token)
+static ck_client_t *it_client_ctx(struct ev_loop *loop, const char *context, const char *token)
 {
 	const char *path = getenv("KUBECONFIG");
 	ck_assert_msg(path != NULL && path[0] != '\0',
 	              "KUBECONFIG must name the local control plane's kubeconfig");
-	kconfig_load_opts_t lo = {.kubeconfig = path, .context = context};
+	ck_config_load_opts_t lo = {.kubeconfig = path, .context = context};
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load(&lo, &err);
+	ck_config_t *cfg = ck_config_load(&lo, &err);
 	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
 	if (token != NULL) {
 		/* Same cluster and CA, another identity: a kubeconfig of our own. */
-		struct kconfig_view v;
-		kconfig_view(cfg, &v);
-		sbuf_t b = SBUF_INIT;
-		sbuf_printf(&b,
+		struct ck_config_view v;
+		ck_config_view(cfg, &v);
+		ck_sbuf_t b = CK_SBUF_INIT;
+		ck_sbuf_printf(&b,
 		            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
 		            "    server: %s\n    certificate-authority-data: ",
 		            v.server);
 		put_b64(&b, v.ca_pem, v.ca_len);
-		sbuf_printf(&b,
+		ck_sbuf_printf(&b,
 		            "\nusers:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
 		            "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
 		            token);
-		kconfig_free(cfg);
-		cfg = kconfig_load_text(b.data, b.len, "test-kubeconfig", NULL, &err);
-		sbuf_free(&b);
+		ck_config_free(cfg);
+		cfg = ck_config_load_text(b.data, b.len, "test-kubeconfig", NULL, &err);
+		ck_sbuf_free(&b);
 		ck_assert_msg(cfg != NULL, "kconfig_load_text: %s", err);
 	}
-	kclient_t *c = kclient_new(loop, cfg, NULL, &err);
+	ck_client_t *c = ck_client_new(loop, cfg, NULL, &err);
 	ck_assert_msg(c != NULL, "kclient_new: %s", err);
 	return c;
 }
@@ -120,12 +120,12 @@ static void it_init(it_t *t, const char *context)
 	memset(t, 0, sizeof(*t));
 	t->loop = ev_loop_new(EVFLAG_AUTO);
 	t->c = it_client_ctx(t->loop, context, NULL);
-	snprintf(t->ns, sizeof(t->ns), "cli-it-%08llx", (unsigned long long)(rand_u64() >> 32));
+	snprintf(t->ns, sizeof(t->ns), "cli-it-%08llx", (unsigned long long)(ck_rand_u64() >> 32));
 }
 
 static void it_fini(it_t *t)
 {
-	kclient_free(t->c);
+	ck_client_free(t->c);
 	ev_loop_destroy(t->loop);
 }
 
@@ -168,29 +168,29 @@ static bool wait_atomic(atomic_int *v, int min)
 
 static void ns_create(it_t *t)
 {
-	char *body = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
+	char *body = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
 	                       "{\"name\":\"%s\",\"labels\":{\"test\":\"client\"}}}",
 	                       t->ns);
-	kresult_t r = {0};
-	int rc = kclient_create_sync(t->c, &t_ns, NULL, body, NULL, &r);
+	ck_result_t r = {0};
+	int rc = ck_client_create_sync(t->c, &t_ns, NULL, body, NULL, &r);
 	ck_assert_msg(rc == 0, "create namespace: %s", r.error);
 	ck_assert_str_eq(r.obj->name, t->ns);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(body);
 }
 
 static void ns_delete(it_t *t)
 {
-	kresult_t r = {0};
-	int rc = kclient_delete_sync(t->c, &t_ns, NULL, t->ns, NULL, &r);
+	ck_result_t r = {0};
+	int rc = ck_client_delete_sync(t->c, &t_ns, NULL, t->ns, NULL, &r);
 	ck_assert_msg(rc == 0, "delete namespace: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 }
 
 static char *deployment_json(const char *name, const char *rv, int replicas,
                              const char *extra_label)
 {
-	return xasprintf(
+	return ck_xasprintf(
 	    "{\"apiVersion\":\"apps/"
 	    "v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\"%s%s%s,"
 	    "\"labels\":{\"app\":\"%s\"%s%s%s}},\"spec\":{\"replicas\":%d,\"selector\":"
@@ -209,13 +209,13 @@ static char *deployment_json(const char *name, const char *rv, int replicas,
 static void *contexts_main(void *arg)
 {
 	it_t *t = arg;
-	kresult_t r = {0};
-	int rc = kclient_get_sync(t->c, &t_ns, NULL, "default", &r);
+	ck_result_t r = {0};
+	int rc = ck_client_get_sync(t->c, &t_ns, NULL, "default", &r);
 	ck_assert_msg(rc == 0, "GET namespace default: %s", r.error);
 	ck_assert_int_eq(r.http_code, 200);
 	ck_assert_str_eq(r.obj->name, "default");
 	ck_assert_str_ne(r.obj->uid, "");
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -236,25 +236,25 @@ static void *crud_main(void *arg)
 {
 	it_t *t = arg;
 	ns_create(t);
-	kresult_t r = {0};
+	ck_result_t r = {0};
 	int rc;
 
 	/* create */
 	char *body = deployment_json("web", NULL, 1, NULL);
-	rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, body, NULL, &r);
+	rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, body, NULL, &r);
 	ck_assert_msg(rc == 0, "create: %s", r.error);
 	ck_assert_int_eq(r.http_code, 201);
 	ck_assert_str_eq(r.obj->name, "web");
 	ck_assert_str_eq(r.obj->ns, t->ns);
-	char *uid = xstrdup(r.obj->uid);
-	kresult_clear(&r);
+	char *uid = ck_xstrdup(r.obj->uid);
+	ck_result_clear(&r);
 	/* create again: 409 AlreadyExists */
-	rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, body, NULL, &r);
+	rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, body, NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(kerr_is_already_exists(&r), "%s", r.error);
+	ck_assert_msg(ck_err_is_already_exists(&r), "%s", r.error);
 	ck_assert_ptr_nonnull(
 	    strstr(r.error, "409 AlreadyExists: deployments.apps \"web\" already exists"));
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(body);
 
 	/* get, then update (PUT) with that resourceVersion; the deployment controller
@@ -262,129 +262,129 @@ static void *crud_main(void *arg)
 	char *rv = NULL;
 	int32_t replicas = 0;
 	for (int attempt = 0;; attempt++) {
-		rc = kclient_get_sync(t->c, &ktype_deployment, t->ns, "web", &r);
+		rc = ck_client_get_sync(t->c, &ck_type_deployment, t->ns, "web", &r);
 		ck_assert_msg(rc == 0, "get: %s", r.error);
-		ck_assert(deployment_spec_replicas(r.obj, &replicas));
+		ck_assert(ck_deployment_spec_replicas(r.obj, &replicas));
 		ck_assert_int_eq(replicas, 1);
 		free(rv);
-		rv = xstrdup(r.obj->rv);
-		kresult_clear(&r);
+		rv = ck_xstrdup(r.obj->rv);
+		ck_result_clear(&r);
 		body = deployment_json("web", rv, 2, NULL);
-		rc = kclient_update_sync(t->c, &ktype_deployment, t->ns, "web", body, NULL, &r);
-		if (rc == 0 || !kerr_is_conflict(&r) || attempt == 10)
+		rc = ck_client_update_sync(t->c, &ck_type_deployment, t->ns, "web", body, NULL, &r);
+		if (rc == 0 || !ck_err_is_conflict(&r) || attempt == 10)
 			break;
-		kresult_clear(&r);
+		ck_result_clear(&r);
 		free(body);
 	}
 	ck_assert_msg(rc == 0, "update: %s", r.error);
-	ck_assert(deployment_spec_replicas(r.obj, &replicas));
+	ck_assert(ck_deployment_spec_replicas(r.obj, &replicas));
 	ck_assert_int_eq(replicas, 2);
 	ck_assert_str_ne(r.obj->rv, rv);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	/* the same body again: its resourceVersion is stale now */
-	rc = kclient_update_sync(t->c, &ktype_deployment, t->ns, "web", body, NULL, &r);
+	rc = ck_client_update_sync(t->c, &ck_type_deployment, t->ns, "web", body, NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(kerr_is_conflict(&r), "%s", r.error);
+	ck_assert_msg(ck_err_is_conflict(&r), "%s", r.error);
 	ck_assert_ptr_nonnull(strstr(r.error,
 	                             "409 Conflict: Operation cannot be fulfilled on "
 	                             "deployments.apps \"web\": the object has been modified"));
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(body);
 	free(rv);
 
 	/* patches: merge, strategic, JSON patch, server-side apply */
-	rc = kclient_patch_sync(t->c, &ktype_deployment, t->ns, "web", KPATCH_MERGE,
+	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_MERGE,
 	                        "{\"metadata\":{\"labels\":{\"merge\":\"yes\"}}}", NULL, &r);
 	ck_assert_msg(rc == 0, "merge patch: %s", r.error);
-	ck_assert_str_eq(kobj_label(r.obj, "merge"), "yes");
-	kresult_clear(&r);
-	rc = kclient_patch_sync(t->c, &ktype_deployment, t->ns, "web", KPATCH_STRATEGIC,
+	ck_assert_str_eq(ck_obj_label(r.obj, "merge"), "yes");
+	ck_result_clear(&r);
+	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_STRATEGIC,
 	                        "{\"spec\":{\"replicas\":3}}", NULL, &r);
 	ck_assert_msg(rc == 0, "strategic patch: %s", r.error);
-	ck_assert(deployment_spec_replicas(r.obj, &replicas));
+	ck_assert(ck_deployment_spec_replicas(r.obj, &replicas));
 	ck_assert_int_eq(replicas, 3);
-	kresult_clear(&r);
-	rc = kclient_patch_sync(
-	    t->c, &ktype_deployment, t->ns, "web", KPATCH_JSON,
+	ck_result_clear(&r);
+	rc = ck_client_patch_sync(
+	    t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_JSON,
 	    "[{\"op\":\"add\",\"path\":\"/metadata/labels/jp\",\"value\":\"yes\"}]", NULL, &r);
 	ck_assert_msg(rc == 0, "json patch: %s", r.error);
-	ck_assert_str_eq(kobj_label(r.obj, "jp"), "yes");
-	kresult_clear(&r);
-	kwrite_opts_t apply = {.field_manager = "cli-it", .force = true};
-	rc = kclient_patch_sync(t->c, &ktype_deployment, t->ns, "web", KPATCH_APPLY,
+	ck_assert_str_eq(ck_obj_label(r.obj, "jp"), "yes");
+	ck_result_clear(&r);
+	ck_write_opts_t apply = {.field_manager = "cli-it", .force = true};
+	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_APPLY,
 	                        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
 	                        "\"name\":\"web\",\"labels\":{\"applied\":\"yes\"}}}",
 	                        &apply, &r);
 	ck_assert_msg(rc == 0, "apply: %s", r.error);
-	ck_assert_str_eq(kobj_label(r.obj, "applied"), "yes");
-	ck_assert_str_eq(kobj_label(r.obj, "merge"), "yes");
-	kresult_clear(&r);
+	ck_assert_str_eq(ck_obj_label(r.obj, "applied"), "yes");
+	ck_assert_str_eq(ck_obj_label(r.obj, "merge"), "yes");
+	ck_result_clear(&r);
 	/* a bad JSON patch: the server's 422 message comes through */
-	rc = kclient_patch_sync(t->c, &ktype_deployment, t->ns, "web", KPATCH_JSON,
+	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_JSON,
 	                        "[{\"op\":\"remove\",\"path\":\"/metadata/labels/nope\"}]", NULL,
 	                        &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_msg(r.http_code == 422 || r.http_code == 500, "%d %s", r.http_code, r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 
 	/* list in pages of one over three deployments */
 	for (int i = 0; i < 2; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "extra%d", i);
 		body = deployment_json(name, NULL, 0, "extra");
-		rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, body, NULL, &r);
+		rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, body, NULL, &r);
 		ck_assert_msg(rc == 0, "create %s: %s", name, r.error);
-		kresult_clear(&r);
+		ck_result_clear(&r);
 		free(body);
 	}
-	klist_opts_t lo = {.limit = 1};
-	kobj_t **items = NULL;
+	ck_list_opts_t lo = {.limit = 1};
+	ck_obj_t **items = NULL;
 	size_t n = 0;
 	char *list_rv = NULL;
-	rc = kclient_list_sync(t->c, &ktype_deployment, t->ns, &lo, &items, &n, &list_rv, &r);
+	rc = ck_client_list_sync(t->c, &ck_type_deployment, t->ns, &lo, &items, &n, &list_rv, &r);
 	ck_assert_msg(rc == 0, "list: %s", r.error);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_str_ne(list_rv, "");
 	for (size_t i = 0; i < n; i++)
-		kobj_unref(items[i]);
+		ck_obj_unref(items[i]);
 	free(items);
 	free(list_rv);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	/* label selector */
-	klist_opts_t sel = {.label_selector = "extra=yes"};
-	rc = kclient_list_sync(t->c, &ktype_deployment, t->ns, &sel, &items, &n, NULL, &r);
+	ck_list_opts_t sel = {.label_selector = "extra=yes"};
+	rc = ck_client_list_sync(t->c, &ck_type_deployment, t->ns, &sel, &items, &n, NULL, &r);
 	ck_assert_msg(rc == 0, "list selector: %s", r.error);
 	ck_assert_uint_eq(n, 2);
 	for (size_t i = 0; i < n; i++)
-		kobj_unref(items[i]);
+		ck_obj_unref(items[i]);
 	free(items);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 
 	/* delete: a wrong UID precondition is a conflict; then delete for real */
-	kdelete_opts_t bad = {.precondition_uid = "00000000-0000-0000-0000-000000000000",
+	ck_delete_opts_t bad = {.precondition_uid = "00000000-0000-0000-0000-000000000000",
 	                      .grace_period_seconds = -1};
-	rc = kclient_delete_sync(t->c, &ktype_deployment, t->ns, "web", &bad, &r);
+	rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, "web", &bad, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(kerr_is_conflict(&r), "%s", r.error);
-	kresult_clear(&r);
-	kdelete_opts_t good = {.precondition_uid = uid,
+	ck_assert_msg(ck_err_is_conflict(&r), "%s", r.error);
+	ck_result_clear(&r);
+	ck_delete_opts_t good = {.precondition_uid = uid,
 	                       .propagation_policy = "Background",
 	                       .grace_period_seconds = -1};
-	rc = kclient_delete_sync(t->c, &ktype_deployment, t->ns, "web", &good, &r);
+	rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, "web", &good, &r);
 	ck_assert_msg(rc == 0, "delete: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(uid);
 	/* gone */
-	rc = kclient_get_sync(t->c, &ktype_deployment, t->ns, "web", &r);
+	rc = ck_client_get_sync(t->c, &ck_type_deployment, t->ns, "web", &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert(kerr_is_not_found(&r));
-	char *want = xasprintf("/apis/apps/v1/namespaces/%s/deployments/web: 404 NotFound: "
+	ck_assert(ck_err_is_not_found(&r));
+	char *want = ck_xasprintf("/apis/apps/v1/namespaces/%s/deployments/web: 404 NotFound: "
 	                       "deployments.apps \"web\" not found",
 	                       t->ns);
 	ck_assert_msg(strstr(r.error, want) != NULL, "%s", r.error);
 	ck_assert_msg(strncmp(r.error, "GET https://", 12) == 0, "%s", r.error);
 	free(want);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 
 	ns_delete(t);
 	atomic_store(&t->done, 1);
@@ -397,8 +397,8 @@ START_TEST(test_deployment_crud)
 	it_init(&t, "token");
 	it_run(&t, crud_main);
 	/* Every attempt was counted. */
-	kclient_latency_t lat;
-	kclient_latency_snapshot(t.c, &lat);
+	ck_client_latency_t lat;
+	ck_client_latency_snapshot(t.c, &lat);
 	ck_assert_uint_ge(lat.count, 15);
 	it_fini(&t);
 }
@@ -408,16 +408,16 @@ END_TEST
 
 static bool foo_crd_ready(it_t *t)
 {
-	kresult_t r = {0};
-	kreq_spec_t spec = {.method = "GET",
+	ck_result_t r = {0};
+	ck_req_spec_t spec = {.method = "GET",
 	                    .type = &t_crd,
 	                    .name = "foos.samplecontroller.k8s.io",
 	                    .keep_body = true,
 	                    .no_decode = true};
-	bool ok = kclient_do_sync(t->c, &spec, &r) == 0 && r.body != NULL &&
+	bool ok = ck_client_do_sync(t->c, &spec, &r) == 0 && r.body != NULL &&
 	          (strstr(r.body, "\"status\":\"True\",\"type\":\"Established\"") != NULL ||
 	           strstr(r.body, "\"type\":\"Established\",\"status\":\"True\"") != NULL);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	return ok;
 }
 
@@ -427,7 +427,7 @@ static void *foo_main(void *arg)
 	bool ready = foo_crd_ready(t);
 	if (!ready) {
 		/* The project's own CRD; applying it is idempotent. */
-		char *cmd = xasprintf("kubectl --kubeconfig '%s' apply -f ../../deploy/crd.yaml "
+		char *cmd = ck_xasprintf("kubectl --kubeconfig '%s' apply -f ../../deploy/crd.yaml "
 		                      ">/dev/null 2>&1",
 		                      getenv("KUBECONFIG"));
 		int st = system(cmd);
@@ -437,56 +437,56 @@ static void *foo_main(void *arg)
 	}
 	ck_assert_msg(ready, "CRD foos.samplecontroller.k8s.io is not established");
 	ns_create(t);
-	kresult_t r = {0};
+	ck_result_t r = {0};
 	const char *foo = "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
 	                  "\"metadata\":{\"name\":\"f1\"},\"spec\":{\"deploymentName\":\"f1-web\","
 	                  "\"replicas\":2}}";
-	int rc = kclient_create_sync(t->c, &t_foo, t->ns, foo, NULL, &r);
+	int rc = ck_client_create_sync(t->c, &t_foo, t->ns, foo, NULL, &r);
 	ck_assert_msg(rc == 0, "create foo: %s", r.error);
-	ck_assert_str_eq(kobj_field(r.obj, 0)->u.s, "f1-web");
-	ck_assert_int_eq(kobj_field(r.obj, 1)->u.i, 2);
-	char *rv = xstrdup(r.obj->rv);
-	kresult_clear(&r);
+	ck_assert_str_eq(ck_obj_field(r.obj, 0)->u.s, "f1-web");
+	ck_assert_int_eq(ck_obj_field(r.obj, 1)->u.i, 2);
+	char *rv = ck_xstrdup(r.obj->rv);
+	ck_result_clear(&r);
 
 	/* The schema's validation speaks through the error (replicas 1..10). */
 	const char *bad = "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
 	                  "\"metadata\":{\"name\":\"f2\"},\"spec\":{\"deploymentName\":\"x\","
 	                  "\"replicas\":99}}";
-	rc = kclient_create_sync(t->c, &t_foo, t->ns, bad, NULL, &r);
+	rc = ck_client_create_sync(t->c, &t_foo, t->ns, bad, NULL, &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_int_eq(r.http_code, 422);
 	ck_assert_msg(strstr(r.error, "422 Invalid") != NULL, "%s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 
 	/* status subresource: PUT /status */
 	char *st =
-	    xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
+	    ck_xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
 	              "\"metadata\":{\"name\":\"f1\",\"resourceVersion\":\"%s\"},"
 	              "\"spec\":{\"deploymentName\":\"f1-web\",\"replicas\":2},"
 	              "\"status\":{\"availableReplicas\":2}}",
 	              rv);
-	rc = kclient_update_status_sync(t->c, &t_foo, t->ns, "f1", st, NULL, &r);
+	rc = ck_client_update_status_sync(t->c, &t_foo, t->ns, "f1", st, NULL, &r);
 	ck_assert_msg(rc == 0, "update status: %s", r.error);
-	ck_assert_int_eq(kobj_field(r.obj, 2)->u.i, 2);
-	kresult_clear(&r);
+	ck_assert_int_eq(ck_obj_field(r.obj, 2)->u.i, 2);
+	ck_result_clear(&r);
 	/* stale resourceVersion: 409, as sample-controller's UpdateStatus sees */
-	rc = kclient_update_status_sync(t->c, &t_foo, t->ns, "f1", st, NULL, &r);
+	rc = ck_client_update_status_sync(t->c, &t_foo, t->ns, "f1", st, NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert(kerr_is_conflict(&r));
-	kresult_clear(&r);
+	ck_assert(ck_err_is_conflict(&r));
+	ck_result_clear(&r);
 	free(st);
 	free(rv);
 
-	rc = kclient_get_sync(t->c, &t_foo, t->ns, "f1", &r);
+	rc = ck_client_get_sync(t->c, &t_foo, t->ns, "f1", &r);
 	ck_assert_msg(rc == 0, "get foo: %s", r.error);
-	ck_assert_int_eq(kobj_field(r.obj, 2)->u.i, 2);
-	kresult_clear(&r);
-	rc = kclient_delete_sync(t->c, &t_foo, t->ns, "f1", NULL, &r);
+	ck_assert_int_eq(ck_obj_field(r.obj, 2)->u.i, 2);
+	ck_result_clear(&r);
+	rc = ck_client_delete_sync(t->c, &t_foo, t->ns, "f1", NULL, &r);
 	ck_assert_msg(rc == 0, "delete foo: %s", r.error);
-	kresult_clear(&r);
-	rc = kclient_get_sync(t->c, &t_foo, t->ns, "f1", &r);
-	ck_assert(kerr_is_not_found(&r));
-	kresult_clear(&r);
+	ck_result_clear(&r);
+	rc = ck_client_get_sync(t->c, &t_foo, t->ns, "f1", &r);
+	ck_assert(ck_err_is_not_found(&r));
+	ck_result_clear(&r);
 	ns_delete(t);
 	atomic_store(&t->done, 1);
 	return NULL;
@@ -507,43 +507,43 @@ END_TEST
 
 /* --- watch --- */
 
-static void watch_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+static void watch_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
 {
 	it_t *t = ud;
 	switch (type) {
-	case KWATCH_ADDED:
+	case CK_WATCH_ADDED:
 		atomic_fetch_add(&t->added, 1);
 		break;
-	case KWATCH_MODIFIED:
+	case CK_WATCH_MODIFIED:
 		atomic_fetch_add(&t->modified, 1);
 		break;
-	case KWATCH_DELETED:
+	case CK_WATCH_DELETED:
 		atomic_fetch_add(&t->deleted, 1);
 		break;
-	case KWATCH_BOOKMARK:
-		if (obj != NULL && kobj_annotation(obj, "k8s.io/initial-events-end") != NULL)
+	case CK_WATCH_BOOKMARK:
+		if (obj != NULL && ck_obj_annotation(obj, "k8s.io/initial-events-end") != NULL)
 			atomic_fetch_add(&t->initial_end, 1);
 		atomic_fetch_add(&t->bookmarks, 1);
 		break;
-	case KWATCH_ERROR:
+	case CK_WATCH_ERROR:
 		if (status != NULL) {
 			snprintf(t->error_msg, sizeof(t->error_msg), "%d %s: %s", status->code,
 			         status->reason ? status->reason : "",
 			         status->message ? status->message : "");
 			/* The same predicate a kresult gets. */
-			kresult_t r = {.http_code = status->code};
+			ck_result_t r = {.http_code = status->code};
 			r.status.code = status->code;
 			r.status.reason = status->reason;
-			if (kerr_is_gone(&r))
+			if (ck_err_is_gone(&r))
 				atomic_fetch_add(&t->gone, 1);
 		}
 		atomic_fetch_add(&t->errors, 1);
 		break;
 	}
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 }
 
-static void watch_done(void *ud, kresult_t *res)
+static void watch_done(void *ud, ck_result_t *res)
 {
 	it_t *t = ud;
 	if (res->error != NULL)
@@ -551,7 +551,7 @@ static void watch_done(void *ud, kresult_t *res)
 	atomic_store(&t->watch_ended, 1);
 }
 
-static const kdec_cb_t watch_cb = {.on_event = watch_event};
+static const ck_dec_cb_t watch_cb = {.on_event = watch_event};
 
 static void *watch_main(void *arg)
 {
@@ -559,21 +559,21 @@ static void *watch_main(void *arg)
 	/* The watch was started by the loop thread before this worker. */
 	ck_assert_msg(wait_atomic(&t->initial_end, 1), "no initial-events-end BOOKMARK (%s)",
 	              t->error_msg);
-	kresult_t r = {0};
+	ck_result_t r = {0};
 	char *body = deployment_json("w1", NULL, 0, NULL);
-	int rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, body, NULL, &r);
+	int rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, body, NULL, &r);
 	ck_assert_msg(rc == 0, "create: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(body);
 	ck_assert_msg(wait_atomic(&t->added, 1), "no ADDED");
-	rc = kclient_patch_sync(t->c, &ktype_deployment, t->ns, "w1", KPATCH_MERGE,
+	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "w1", CK_PATCH_MERGE,
 	                        "{\"metadata\":{\"labels\":{\"changed\":\"yes\"}}}", NULL, &r);
 	ck_assert_msg(rc == 0, "patch: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	ck_assert_msg(wait_atomic(&t->modified, 1), "no MODIFIED");
-	rc = kclient_delete_sync(t->c, &ktype_deployment, t->ns, "w1", NULL, &r);
+	rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, "w1", NULL, &r);
 	ck_assert_msg(rc == 0, "delete: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	ck_assert_msg(wait_atomic(&t->deleted, 1), "no DELETED");
 	atomic_store(&t->done, 1);
 	return NULL;
@@ -601,19 +601,19 @@ START_TEST(test_watch_events)
 	it_init(&t, "token");
 	it_run(&t, ns_main);
 	/* A streaming list: initial events end at a BOOKMARK, then live changes. */
-	klist_opts_t o = {.send_initial_events = true,
+	ck_list_opts_t o = {.send_initial_events = true,
 	                  .resource_version_match = "NotOlderThan",
 	                  .allow_watch_bookmarks = true,
 	                  .timeout_seconds = 120};
 	char *err = NULL;
-	kreq_t *w =
-	    kclient_watch(t.c, &ktype_deployment, t.ns, &o, &watch_cb, watch_done, &t, &err);
+	ck_req_t *w =
+	    ck_client_watch(t.c, &ck_type_deployment, t.ns, &o, &watch_cb, watch_done, &t, &err);
 	ck_assert_msg(w != NULL, "%s", err);
 	it_run(&t, watch_main);
 	ck_assert_int_ge(atomic_load(&t.bookmarks), 1);
 	ck_assert_int_eq(atomic_load(&t.errors), 0);
 	ck_assert_msg(!atomic_load(&t.watch_ended), "watch ended early: %s", t.error_msg);
-	kreq_cancel(w);
+	ck_req_cancel(w);
 	it_run(&t, ns_delete_main);
 	it_fini(&t);
 }
@@ -635,12 +635,12 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
 
 static bool etcd_compact(const char *rv, char *why, size_t whylen)
 {
-	char *dir = xstrdup(getenv("KUBECONFIG"));
+	char *dir = ck_xstrdup(getenv("KUBECONFIG"));
 	char *slash = strrchr(dir, '/');
-	char *envpath = xasprintf("%s/env", slash ? (*slash = '\0', dir) : ".");
+	char *envpath = ck_xasprintf("%s/env", slash ? (*slash = '\0', dir) : ".");
 	char *text = NULL, *err = NULL, *url = NULL;
 	bool ok = false;
-	if (file_read_all(envpath, &text, NULL, &err) < 0) {
+	if (ck_file_read_all(envpath, &text, NULL, &err) < 0) {
 		snprintf(why, whylen, "%s", err);
 		goto out;
 	}
@@ -650,8 +650,8 @@ static bool etcd_compact(const char *rv, char *why, size_t whylen)
 		goto out;
 	}
 	p += 9;
-	url = xasprintf("%.*s/v3/kv/compaction", (int)strcspn(p, "\n"), p);
-	char *body = xasprintf("{\"revision\":\"%s\",\"physical\":true}", rv);
+	url = ck_xasprintf("%.*s/v3/kv/compaction", (int)strcspn(p, "\n"), p);
+	char *body = ck_xasprintf("{\"revision\":\"%s\",\"physical\":true}", rv);
 	CURL *e = curl_easy_init();
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
@@ -698,7 +698,7 @@ static void *compact_main(void *arg)
 	 * so serves a watch from resourceVersion 1 without a 410. Restarted, it starts
 	 * its window at the current revision. */
 	const char *root = getenv("CSC_ROOT");
-	char *cmd = xasprintf("bash '%s/hack/local-ctl.sh' restart-apiserver >/dev/null",
+	char *cmd = ck_xasprintf("bash '%s/hack/local-ctl.sh' restart-apiserver >/dev/null",
 	                      root ? root : "../..");
 	int rc = system(cmd);
 	ck_assert_msg(rc == 0, "%s failed (%d)", cmd, rc);
@@ -711,26 +711,26 @@ static void *ns_rv_main(void *arg)
 {
 	it_t *t = arg;
 	ns_create(t);
-	kresult_t r = {0};
-	int rc = kclient_get_sync(t->c, &t_ns, NULL, t->ns, &r);
+	ck_result_t r = {0};
+	int rc = ck_client_get_sync(t->c, &t_ns, NULL, t->ns, &r);
 	ck_assert_msg(rc == 0, "%s", r.error);
 	long long rv = strtoll(r.obj->rv, NULL, 10);
 	snprintf(ns_rv, sizeof(ns_rv), "%lld", rv > 100 ? 100 : rv);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
 
-static kreq_t *watch_from_one(it_t *t)
+static ck_req_t *watch_from_one(it_t *t)
 {
 	atomic_store(&t->errors, 0);
 	atomic_store(&t->gone, 0);
 	atomic_store(&t->watch_ended, 0);
 	t->error_msg[0] = '\0';
-	klist_opts_t o = {.resource_version = "1", .timeout_seconds = 60};
+	ck_list_opts_t o = {.resource_version = "1", .timeout_seconds = 60};
 	char *err = NULL;
-	kreq_t *w =
-	    kclient_watch(t->c, &ktype_deployment, t->ns, &o, &watch_cb, watch_done, t, &err);
+	ck_req_t *w =
+	    ck_client_watch(t->c, &ck_type_deployment, t->ns, &o, &watch_cb, watch_done, t, &err);
 	ck_assert_msg(w != NULL, "%s", err);
 	return w;
 }
@@ -740,7 +740,7 @@ START_TEST(test_watch_gone)
 	it_t t;
 	it_init(&t, "token");
 	it_run(&t, ns_rv_main);
-	kreq_t *w = watch_from_one(&t);
+	ck_req_t *w = watch_from_one(&t);
 	it_run(&t, gone_wait_main);
 	if (atomic_load(&t.errors) == 0) {
 		fprintf(stderr,
@@ -748,7 +748,7 @@ START_TEST(test_watch_gone)
 		        "etcd to %s and restarting the API server\n",
 		        ns_rv);
 		if (!atomic_load(&t.watch_ended))
-			kreq_cancel(w);
+			ck_req_cancel(w);
 		it_run(&t, compact_main);
 		w = watch_from_one(&t);
 		it_run(&t, gone_wait_main);
@@ -758,7 +758,7 @@ START_TEST(test_watch_gone)
 	ck_assert_msg(strstr(t.error_msg, "410 Expired: too old resource version") != NULL, "%s",
 	              t.error_msg);
 	if (!atomic_load(&t.watch_ended)) /* else done ran and w is gone */
-		kreq_cancel(w);
+		ck_req_cancel(w);
 	it_run(&t, ns_delete_main);
 	it_fini(&t);
 }
@@ -777,18 +777,18 @@ static void *forbid_setup_main(void *arg)
 {
 	it_t *t = arg;
 	ns_create(t);
-	kresult_t r = {0};
-	char *sa = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":"
+	ck_result_t r = {0};
+	char *sa = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":"
 	                     "{\"name\":\"nobody\",\"namespace\":\"%s\"}}",
 	                     t->ns);
-	int rc = kclient_create_sync(t->c, &t_sa, t->ns, sa, NULL, &r);
+	int rc = ck_client_create_sync(t->c, &t_sa, t->ns, sa, NULL, &r);
 	ck_assert_msg(rc == 0, "create sa: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(sa);
 	/* TokenRequest: POST serviceaccounts/nobody/token; the token is in the raw body. */
 	const char *tr = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
 	                 "\"spec\":{\"expirationSeconds\":600}}";
-	kreq_spec_t spec = {.method = "POST",
+	ck_req_spec_t spec = {.method = "POST",
 	                    .type = &t_sa,
 	                    .ns = t->ns,
 	                    .name = "nobody",
@@ -797,15 +797,15 @@ static void *forbid_setup_main(void *arg)
 	                    .body_len = strlen(tr),
 	                    .keep_body = true,
 	                    .no_decode = true};
-	rc = kclient_do_sync(t->c, &spec, &r);
+	rc = ck_client_do_sync(t->c, &spec, &r);
 	ck_assert_msg(rc == 0, "token request: %s", r.error);
 	const char *p = strstr(r.body, "\"token\":\"");
 	ck_assert_ptr_nonnull(p);
 	p += 9;
 	const char *q = strchr(p, '"');
 	ck_assert_ptr_nonnull(q);
-	forbid.token = xstrndup(p, (size_t)(q - p));
-	kresult_clear(&r);
+	forbid.token = ck_xstrndup(p, (size_t)(q - p));
+	ck_result_clear(&r);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -813,19 +813,19 @@ static void *forbid_setup_main(void *arg)
 static void *forbid_main(void *arg)
 {
 	it_t *t = arg;
-	kresult_t r = {0};
-	int rc = kclient_get_sync(t->c, &ktype_deployment, forbid.admin->ns, "x", &r);
+	ck_result_t r = {0};
+	int rc = ck_client_get_sync(t->c, &ck_type_deployment, forbid.admin->ns, "x", &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_int_eq(r.http_code, 403);
-	ck_assert(kerr_is_forbidden(&r));
-	char *want = xasprintf("403 Forbidden: deployments.apps \"x\" is forbidden: User "
+	ck_assert(ck_err_is_forbidden(&r));
+	char *want = ck_xasprintf("403 Forbidden: deployments.apps \"x\" is forbidden: User "
 	                       "\"system:serviceaccount:%s:nobody\" cannot get resource "
 	                       "\"deployments\" in API group \"apps\" in the namespace \"%s\"",
 	                       forbid.admin->ns, forbid.admin->ns);
 	ck_assert_msg(strstr(r.error, want) != NULL, "%s", r.error);
 	ck_assert_ptr_null(strstr(r.error, forbid.token));
 	free(want);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -833,13 +833,13 @@ static void *forbid_main(void *arg)
 static void *unauth_main(void *arg)
 {
 	it_t *t = arg;
-	kresult_t r = {0};
-	int rc = kclient_get_sync(t->c, &t_ns, NULL, "default", &r);
+	ck_result_t r = {0};
+	int rc = ck_client_get_sync(t->c, &t_ns, NULL, "default", &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert(kerr_is_unauthorized(&r));
+	ck_assert(ck_err_is_unauthorized(&r));
 	ck_assert_msg(strstr(r.error, "401 Unauthorized") != NULL, "%s", r.error);
 	ck_assert_ptr_null(strstr(r.error, "not-a-real-token"));
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -868,7 +868,7 @@ START_TEST(test_rbac_forbidden_and_unauthorized)
 	bogus.c = it_client_ctx(bogus.loop, "token", "not-a-real-token");
 	it_run(&bogus, unauth_main);
 	uint64_t n401 = 0;
-	kclient_stats_foreach(bogus.c, count_stat, &n401);
+	ck_client_stats_foreach(bogus.c, count_stat, &n401);
 	/* A static token cannot change: one request, its 401 reported, no retry. */
 	ck_assert_uint_eq(n401, 1);
 	it_fini(&bogus);
@@ -888,7 +888,7 @@ END_TEST
  * calls at once, and the client's own figures must show one connection and only
  * HTTP/2 responses.
  */
-static const ktype_t t_event = {
+static const ck_type_t t_event = {
     .group = "", .version = "v1", .kind = "Event", .resource = "events", .namespaced = true};
 
 #define MUX_WATCHES 3
@@ -907,30 +907,30 @@ typedef struct mux {
 	atomic_int calls_ok, calls_failed;
 	char call_err[512];
 	pthread_mutex_t mu;            /* call_err */
-	kclient_conn_stats_t measured; /* with the watches open, after the calls */
+	ck_client_conn_stats_t measured; /* with the watches open, after the calls */
 } mux_t;
 
 static mux_t mux;
 
-static void mux_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+static void mux_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
 {
 	mux_watch_t *w = ud;
-	if (type == KWATCH_ADDED)
+	if (type == CK_WATCH_ADDED)
 		atomic_fetch_add(&w->added, 1);
-	else if (type == KWATCH_ERROR && status != NULL)
+	else if (type == CK_WATCH_ERROR && status != NULL)
 		snprintf(w->err, sizeof(w->err), "ERROR event %d %s", status->code,
 		         status->message ? status->message : "");
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 }
 
-static void mux_watch_done(void *ud, kresult_t *res)
+static void mux_watch_done(void *ud, ck_result_t *res)
 {
 	mux_watch_t *w = ud;
 	snprintf(w->err, sizeof(w->err), "ended: %s", res->error ? res->error : "cleanly");
 	atomic_store(&w->ended, 1);
 }
 
-static const kdec_cb_t mux_cb = {.on_event = mux_event};
+static const ck_dec_cb_t mux_cb = {.on_event = mux_event};
 
 /* One worker's share of the calls: GETs and LISTs of several kinds. */
 static void *mux_calls_main(void *arg)
@@ -938,27 +938,27 @@ static void *mux_calls_main(void *arg)
 	mux_t *m = arg;
 	it_t *t = m->t;
 	for (int i = 0; i < MUX_CALLS; i++) {
-		kresult_t r = {0};
+		ck_result_t r = {0};
 		int rc;
-		kobj_t **items = NULL;
+		ck_obj_t **items = NULL;
 		size_t n = 0;
 		switch (i % 4) {
 		case 0:
-			rc = kclient_get_sync(t->c, &t_ns, NULL, t->ns, &r);
+			rc = ck_client_get_sync(t->c, &t_ns, NULL, t->ns, &r);
 			break;
 		case 1:
-			rc = kclient_list_sync(t->c, &ktype_deployment, t->ns, NULL, &items, &n,
+			rc = ck_client_list_sync(t->c, &ck_type_deployment, t->ns, NULL, &items, &n,
 			                       NULL, &r);
 			break;
 		case 2:
-			rc = kclient_list_sync(t->c, &t_foo, t->ns, NULL, &items, &n, NULL, &r);
+			rc = ck_client_list_sync(t->c, &t_foo, t->ns, NULL, &items, &n, NULL, &r);
 			break;
 		default:
-			rc = kclient_get_sync(t->c, &t_ns, NULL, "default", &r);
+			rc = ck_client_get_sync(t->c, &t_ns, NULL, "default", &r);
 			break;
 		}
 		for (size_t k = 0; k < n; k++)
-			kobj_unref(items[k]);
+			ck_obj_unref(items[k]);
 		free(items);
 		if (rc == 0) {
 			atomic_fetch_add(&m->calls_ok, 1);
@@ -968,17 +968,17 @@ static void *mux_calls_main(void *arg)
 			snprintf(m->call_err, sizeof(m->call_err), "%s", r.error ? r.error : "?");
 			pthread_mutex_unlock(&m->mu);
 		}
-		kresult_clear(&r);
+		ck_result_clear(&r);
 	}
 	return NULL;
 }
 
 /* Waits up to 30 s until the client has seen at least min response heads. */
-static bool wait_responses(kclient_t *c, uint64_t min)
+static bool wait_responses(ck_client_t *c, uint64_t min)
 {
 	for (int i = 0; i < 3000; i++) {
-		kclient_conn_stats_t s;
-		kclient_conn_stats_snapshot(c, &s);
+		ck_client_conn_stats_t s;
+		ck_client_conn_stats_snapshot(c, &s);
 		if (s.responses >= min)
 			return true;
 		usleep(10000);
@@ -1003,32 +1003,32 @@ static void *mux_main(void *arg)
 	ck_assert_int_eq(atomic_load(&m->calls_ok), 2 * MUX_CALLS);
 
 	/* One object for each watch, to show that all three still deliver. */
-	kresult_t r = {0};
+	ck_result_t r = {0};
 	char *dep = deployment_json("mux", NULL, 0, NULL);
-	int rc = kclient_create_sync(t->c, &ktype_deployment, t->ns, dep, NULL, &r);
+	int rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, dep, NULL, &r);
 	ck_assert_msg(rc == 0, "create deployment: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(dep);
 	const char *foo = "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
 	                  "\"metadata\":{\"name\":\"mux\"},\"spec\":{\"deploymentName\":\"mux\","
 	                  "\"replicas\":1}}";
-	rc = kclient_create_sync(t->c, &t_foo, t->ns, foo, NULL, &r);
+	rc = ck_client_create_sync(t->c, &t_foo, t->ns, foo, NULL, &r);
 	ck_assert_msg(rc == 0, "create foo: %s", r.error);
-	kresult_clear(&r);
-	char *ev = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":"
+	ck_result_clear(&r);
+	char *ev = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":"
 	                     "\"mux\"},\"involvedObject\":{\"apiVersion\":\"apps/v1\",\"kind\":"
 	                     "\"Deployment\",\"name\":\"mux\",\"namespace\":\"%s\"},"
 	                     "\"reason\":\"Test\",\"message\":\"one connection\","
 	                     "\"type\":\"Normal\",\"source\":{\"component\":\"cli-it\"}}",
 	                     t->ns);
-	rc = kclient_create_sync(t->c, &t_event, t->ns, ev, NULL, &r);
+	rc = ck_client_create_sync(t->c, &t_event, t->ns, ev, NULL, &r);
 	ck_assert_msg(rc == 0, "create event: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(ev);
 	for (int i = 0; i < MUX_WATCHES; i++)
 		ck_assert_msg(wait_atomic(&m->w[i].added, 1), "watch on %s saw no ADDED (%s)",
 		              m->w[i].what, m->w[i].err);
-	kclient_conn_stats_snapshot(t->c, &m->measured);
+	ck_client_conn_stats_snapshot(t->c, &m->measured);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -1036,7 +1036,7 @@ static void *mux_main(void *arg)
 START_TEST(test_one_connection_multiplexed)
 {
 	const char *contexts[] = {"token", "cert"};
-	const ktype_t *types[MUX_WATCHES] = {&ktype_deployment, &t_foo, &t_event};
+	const ck_type_t *types[MUX_WATCHES] = {&ck_type_deployment, &t_foo, &t_event};
 	const char *what[MUX_WATCHES] = {"deployments", "foos", "events"};
 	for (int ci = 0; ci < 2; ci++) {
 		it_t t;
@@ -1045,15 +1045,15 @@ START_TEST(test_one_connection_multiplexed)
 		memset(&mux, 0, sizeof(mux));
 		mux.t = &t;
 		pthread_mutex_init(&mux.mu, NULL);
-		kclient_conn_stats_t before;
-		kclient_conn_stats_snapshot(t.c, &before);
+		ck_client_conn_stats_t before;
+		ck_client_conn_stats_snapshot(t.c, &before);
 		mux.base_responses = before.responses;
-		kreq_t *w[MUX_WATCHES];
-		klist_opts_t o = {.allow_watch_bookmarks = true, .timeout_seconds = 120};
+		ck_req_t *w[MUX_WATCHES];
+		ck_list_opts_t o = {.allow_watch_bookmarks = true, .timeout_seconds = 120};
 		for (int i = 0; i < MUX_WATCHES; i++) {
 			char *err = NULL;
 			mux.w[i].what = what[i];
-			w[i] = kclient_watch(t.c, types[i], t.ns, &o, &mux_cb, mux_watch_done,
+			w[i] = ck_client_watch(t.c, types[i], t.ns, &o, &mux_cb, mux_watch_done,
 			                     &mux.w[i], &err);
 			ck_assert_msg(w[i] != NULL, "watch %s: %s", what[i], err);
 		}
@@ -1062,8 +1062,8 @@ START_TEST(test_one_connection_multiplexed)
 			ck_assert_msg(!atomic_load(&mux.w[i].ended), "watch on %s %s", what[i],
 			              mux.w[i].err);
 
-		const kclient_conn_stats_t *s = &mux.measured;
-		char *measured = xasprintf(
+		const ck_client_conn_stats_t *s = &mux.measured;
+		char *measured = ck_xasprintf(
 		    "context %s: %llu TCP connection(s) opened; %llu responses: %llu HTTP/1.x, "
 		    "%llu HTTP/2, %llu HTTP/3; last response HTTP version %d (curl %s)",
 		    contexts[ci], (unsigned long long)s->connections,
@@ -1079,7 +1079,7 @@ START_TEST(test_one_connection_multiplexed)
 		free(measured);
 
 		for (int i = 0; i < MUX_WATCHES; i++)
-			kreq_cancel(w[i]);
+			ck_req_cancel(w[i]);
 		it_run(&t, ns_delete_main);
 		pthread_mutex_destroy(&mux.mu);
 		it_fini(&t);
@@ -1100,7 +1100,7 @@ END_TEST
 typedef struct local_srv {
 	char server[256];    /* https://127.0.0.1:PORT */
 	char host_port[128]; /* 127.0.0.1:PORT */
-	sbuf_t ca_b64;
+	ck_sbuf_t ca_b64;
 	char *token;
 } local_srv_t;
 
@@ -1110,29 +1110,29 @@ static void local_srv_load(local_srv_t *s)
 	const char *path = getenv("KUBECONFIG");
 	ck_assert_msg(path != NULL && path[0] != '\0',
 	              "KUBECONFIG must name the local control plane's kubeconfig");
-	kconfig_load_opts_t lo = {.kubeconfig = path, .context = "token"};
+	ck_config_load_opts_t lo = {.kubeconfig = path, .context = "token"};
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load(&lo, &err);
+	ck_config_t *cfg = ck_config_load(&lo, &err);
 	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
-	struct kconfig_view v;
-	kconfig_view(cfg, &v);
+	struct ck_config_view v;
+	ck_config_view(cfg, &v);
 	snprintf(s->server, sizeof(s->server), "%s", v.server);
 	const char *hp = strstr(v.server, "://");
 	ck_assert_msg(hp != NULL && strncmp(v.server, "https://", 8) == 0, "server %s", v.server);
 	snprintf(s->host_port, sizeof(s->host_port), "%s", hp + 3);
 	ck_assert_msg(v.ca_pem != NULL, "the local kubeconfig has no CA");
 	put_b64(&s->ca_b64, v.ca_pem, v.ca_len);
-	kcred_t cred = {0};
-	ck_assert_msg(kconfig_credentials(cfg, false, &cred, &err) == 0, "credentials: %s", err);
+	ck_cred_t cred = {0};
+	ck_assert_msg(ck_config_credentials(cfg, false, &cred, &err) == 0, "credentials: %s", err);
 	ck_assert_msg(cred.token != NULL, "context token has no token");
-	s->token = xstrdup(cred.token);
-	kcred_clear(&cred);
-	kconfig_free(cfg);
+	s->token = ck_xstrdup(cred.token);
+	ck_cred_clear(&cred);
+	ck_config_free(cfg);
 }
 
 static void local_srv_free(local_srv_t *s)
 {
-	sbuf_free(&s->ca_b64);
+	ck_sbuf_free(&s->ca_b64);
 	free(s->token);
 }
 
@@ -1148,45 +1148,45 @@ static void tls_init(it_t *t, const local_srv_t *s, const tls_kcfg_t *o)
 {
 	memset(t, 0, sizeof(*t));
 	t->loop = ev_loop_new(EVFLAG_AUTO);
-	snprintf(t->ns, sizeof(t->ns), "cli-tls-%08llx", (unsigned long long)(rand_u64() >> 32));
-	sbuf_t b = SBUF_INIT;
-	sbuf_printf(&b,
+	snprintf(t->ns, sizeof(t->ns), "cli-tls-%08llx", (unsigned long long)(ck_rand_u64() >> 32));
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_printf(&b,
 	            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
 	            "    server: %s\n",
 	            s->server);
 	if (o->ca)
-		sbuf_printf(&b, "    certificate-authority-data: %s\n",
-		            sbuf_cstr((sbuf_t *)&s->ca_b64));
+		ck_sbuf_printf(&b, "    certificate-authority-data: %s\n",
+		            ck_sbuf_cstr((ck_sbuf_t *)&s->ca_b64));
 	if (o->insecure)
-		sbuf_puts(&b, "    insecure-skip-tls-verify: true\n");
+		ck_sbuf_puts(&b, "    insecure-skip-tls-verify: true\n");
 	if (o->server_name != NULL)
-		sbuf_printf(&b, "    tls-server-name: %s\n", o->server_name);
+		ck_sbuf_printf(&b, "    tls-server-name: %s\n", o->server_name);
 	if (o->proxy != NULL)
-		sbuf_printf(&b, "    proxy-url: %s\n", o->proxy);
-	sbuf_printf(&b,
+		ck_sbuf_printf(&b, "    proxy-url: %s\n", o->proxy);
+	ck_sbuf_printf(&b,
 	            "users:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
 	            "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
 	            s->token);
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(b.data, b.len, "tls-test-kubeconfig", NULL, &err);
-	sbuf_free(&b);
+	ck_config_t *cfg = ck_config_load_text(b.data, b.len, "tls-test-kubeconfig", NULL, &err);
+	ck_sbuf_free(&b);
 	ck_assert_msg(cfg != NULL, "kconfig_load_text: %s", err);
 	/* No retries: a refused handshake must fail at once, not after backoff. */
-	kclient_opts_t co = {.max_retries = -1, .connect_timeout_ms = 5000};
-	t->c = kclient_new(t->loop, cfg, &co, &err);
+	ck_client_opts_t co = {.max_retries = -1, .connect_timeout_ms = 5000};
+	t->c = ck_client_new(t->loop, cfg, &co, &err);
 	ck_assert_msg(t->c != NULL, "kclient_new: %s", err);
 }
 
 /* Worker: GET /api/v1/namespaces/default into tls_res / tls_rc. */
-static kresult_t tls_res;
+static ck_result_t tls_res;
 static int tls_rc;
 
 static void *get_default_main(void *arg)
 {
 	it_t *t = arg;
-	kresult_clear(&tls_res);
+	ck_result_clear(&tls_res);
 	memset(&tls_res, 0, sizeof(tls_res));
-	tls_rc = kclient_get_sync(t->c, &t_ns, NULL, "default", &tls_res);
+	tls_rc = ck_client_get_sync(t->c, &t_ns, NULL, "default", &tls_res);
 	atomic_store(&t->done, 1);
 	return NULL;
 }
@@ -1219,13 +1219,13 @@ static void assert_verify_failed(const local_srv_t *s, const char *what, const c
 	              "%s: want curl error %d (peer verification), got HTTP %d, curl %d: %s", what,
 	              (int)CURLE_PEER_FAILED_VERIFICATION, tls_res.http_code,
 	              tls_res.transport_code, tls_res.error);
-	ck_assert_msg(kerr_is_transport(&tls_res), "%s: not a transport error: %s", what,
+	ck_assert_msg(ck_err_is_transport(&tls_res), "%s: not a transport error: %s", what,
 	              tls_res.error);
 	ck_assert_ptr_nonnull(tls_res.error);
 	ck_assert_msg(strstr(tls_res.error, needle) != NULL, "%s: error does not say \"%s\": %s",
 	              what, needle, tls_res.error);
 	/* The URL in the message is the server's, as written in the kubeconfig. */
-	char *url = xasprintf("GET %s/api/v1/namespaces/default:", s->server);
+	char *url = ck_xasprintf("GET %s/api/v1/namespaces/default:", s->server);
 	ck_assert_msg(strstr(tls_res.error, url) != NULL, "%s: error does not name \"%s\": %s",
 	              what, url, tls_res.error);
 	free(url);
@@ -1245,7 +1245,7 @@ START_TEST(test_tls_insecure_skip_verify)
 	/* And the local CA alone is enough. */
 	tls_get_default(&s, &(tls_kcfg_t){.ca = true});
 	assert_get_ok("certificate-authority-data");
-	kresult_clear(&tls_res);
+	ck_result_clear(&tls_res);
 	local_srv_free(&s);
 }
 END_TEST
@@ -1318,9 +1318,9 @@ static char *helper_stop(helper_t *h)
 	char *log = NULL;
 	size_t len = 0;
 	char *err = NULL;
-	if (file_read_all(h->log_file, &log, &len, &err) < 0) {
+	if (ck_file_read_all(h->log_file, &log, &len, &err) < 0) {
 		free(err);
-		log = xstrdup("");
+		log = ck_xstrdup("");
 	}
 	unlink(h->port_file);
 	unlink(h->log_file);
@@ -1356,7 +1356,7 @@ static bool non_loopback_ipv4(char *buf, size_t len)
  * annotated kwok.x-k8s.io/status=custom to us) and whose "container" is
  * host_echo.py answers with it.
  */
-static const ktype_t t_pod = {
+static const ck_type_t t_pod = {
     .group = "", .version = "v1", .kind = "Pod", .resource = "pods", .namespaced = true};
 
 typedef struct host_probe {
@@ -1370,41 +1370,41 @@ static void *host_setup_main(void *arg)
 {
 	it_t *t = arg;
 	ns_create(t);
-	char *pod = xasprintf(
+	char *pod = ck_xasprintf(
 	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"host-echo\","
 	    "\"annotations\":{\"kwok.x-k8s.io/status\":\"custom\"}},\"spec\":{\"nodeName\":"
 	    "\"kwok-node-0\",\"containers\":[{\"name\":\"echo\",\"image\":\"none\"}]}}");
-	kresult_t r = {0};
+	ck_result_t r = {0};
 	/* The namespace's default ServiceAccount (admission needs it) comes a moment
 	 * after the namespace. */
 	int rc = -1;
 	for (int i = 0; i < 100; i++) {
-		kresult_clear(&r);
+		ck_result_clear(&r);
 		memset(&r, 0, sizeof(r));
-		rc = kclient_create_sync(t->c, &t_pod, t->ns, pod, NULL, &r);
+		rc = ck_client_create_sync(t->c, &t_pod, t->ns, pod, NULL, &r);
 		if (rc == 0 || r.http_code != 403)
 			break;
 		usleep(100000);
 	}
 	ck_assert_msg(rc == 0, "create pod: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(pod);
-	char *st = xasprintf("{\"status\":{\"phase\":\"Running\",\"podIP\":\"%s\",\"podIPs\":[{"
+	char *st = ck_xasprintf("{\"status\":{\"phase\":\"Running\",\"podIP\":\"%s\",\"podIPs\":[{"
 	                     "\"ip\":\"%s\"}]}}",
 	                     probe.ip, probe.ip);
 	memset(&r, 0, sizeof(r));
-	kreq_spec_t sp = {.method = "PATCH",
+	ck_req_spec_t sp = {.method = "PATCH",
 	                  .type = &t_pod,
 	                  .ns = t->ns,
 	                  .name = "host-echo",
 	                  .subresource = "status",
-	                  .content_type = kpatch_content_type(KPATCH_MERGE),
+	                  .content_type = ck_patch_content_type(CK_PATCH_MERGE),
 	                  .body = st,
 	                  .body_len = strlen(st),
-	                  .decode = KDEC_OBJECT};
-	rc = kclient_do_sync(t->c, &sp, &r);
+	                  .decode = CK_DEC_OBJECT};
+	rc = ck_client_do_sync(t->c, &sp, &r);
 	ck_assert_msg(rc == 0, "patch pod status: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(st);
 	atomic_store(&t->done, 1);
 	return NULL;
@@ -1413,21 +1413,21 @@ static void *host_setup_main(void *arg)
 static void *host_probe_main(void *arg)
 {
 	it_t *t = arg;
-	char *name = xasprintf("http:host-echo:%d", probe.port);
-	kreq_spec_t sp = {.method = "GET",
+	char *name = ck_xasprintf("http:host-echo:%d", probe.port);
+	ck_req_spec_t sp = {.method = "GET",
 	                  .type = &t_pod,
 	                  .ns = t->ns,
 	                  .name = name,
 	                  .subresource = "proxy/",
 	                  .keep_body = true,
 	                  .no_decode = true};
-	kresult_t r = {0};
-	int rc = kclient_do_sync(t->c, &sp, &r);
+	ck_result_t r = {0};
+	int rc = ck_client_do_sync(t->c, &sp, &r);
 	ck_assert_msg(rc == 0, "GET pod proxy: %s", r.error);
 	ck_assert_ptr_nonnull(r.body);
 	size_t n = strcspn(r.body, "\n");
 	snprintf(probe.seen, sizeof(probe.seen), "%.*s", (int)n, r.body);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	free(name);
 	atomic_store(&t->done, 1);
 	return NULL;
@@ -1436,11 +1436,11 @@ static void *host_probe_main(void *arg)
 static void *host_teardown_main(void *arg)
 {
 	it_t *t = arg;
-	kdelete_opts_t d = {.grace_period_seconds = 0};
-	kresult_t r = {0};
-	int rc = kclient_delete_sync(t->c, &t_pod, t->ns, "host-echo", &d, &r);
+	ck_delete_opts_t d = {.grace_period_seconds = 0};
+	ck_result_t r = {0};
+	int rc = ck_client_delete_sync(t->c, &t_pod, t->ns, "host-echo", &d, &r);
 	ck_assert_msg(rc == 0, "delete pod: %s", r.error);
-	kresult_clear(&r);
+	ck_result_clear(&r);
 	ns_delete(t);
 	atomic_store(&t->done, 1);
 	return NULL;
@@ -1459,7 +1459,7 @@ START_TEST(test_tls_server_name)
 	/* A name the certificate is not for: refused, and the message names it. */
 	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .server_name = "not-in-cert.example"});
 	assert_verify_failed(&s, "tls-server-name not-in-cert.example", "not-in-cert.example");
-	kresult_clear(&tls_res);
+	ck_result_clear(&tls_res);
 
 	/* client-go: tls-server-name changes SNI and verification only; the Host header
 	 * is still the server URL's host (Go's http.Request.Host from the URL). */
@@ -1495,12 +1495,12 @@ END_TEST
 /* The proxy's log: one "CONNECT target header-names" line per tunnel asked for. */
 static void assert_connects(const char *log, const char *want_target, const char *never)
 {
-	char *want = xasprintf("CONNECT %s ", want_target);
+	char *want = ck_xasprintf("CONNECT %s ", want_target);
 	ck_assert_msg(strstr(log, want) != NULL, "proxy was not asked to CONNECT %s; log:\n%s",
 	              want_target, log);
 	free(want);
 	if (never != NULL) {
-		char *bad = xasprintf("CONNECT %s", never);
+		char *bad = ck_xasprintf("CONNECT %s", never);
 		ck_assert_msg(strstr(log, bad) == NULL, "proxy was asked to CONNECT %s; log:\n%s",
 		              never, log);
 		free(bad);
@@ -1511,7 +1511,7 @@ static void assert_connects(const char *log, const char *want_target, const char
 	for (const char *l = log; *l != '\0';) {
 		size_t n = strcspn(l, "\n");
 		ck_assert_msg(strncmp(l, "CONNECT ", 8) == 0, "proxy got: %.*s", (int)n, l);
-		char *line = xstrndup(l, n);
+		char *line = ck_xstrndup(l, n);
 		ck_assert_msg(strstr(line, "authorization") == NULL,
 		              "the proxy saw an Authorization header: %s", line);
 		free(line);
@@ -1532,7 +1532,7 @@ START_TEST(test_tls_proxy_url)
 
 	helper_t px;
 	helper_start(&px, "connect_proxy.py", (const char *const[]){"@PORT", "@LOG", NULL});
-	char *proxy = xasprintf("http://127.0.0.1:%d", px.port);
+	char *proxy = ck_xasprintf("http://127.0.0.1:%d", px.port);
 	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .proxy = proxy});
 	assert_get_ok("proxy-url");
 	char *log = helper_stop(&px);
@@ -1544,7 +1544,7 @@ START_TEST(test_tls_proxy_url)
 	/* With tls-server-name too, the proxy is asked for the server's real address;
 	 * the TLS name is only for the handshake inside the tunnel. */
 	helper_start(&px, "connect_proxy.py", (const char *const[]){"@PORT", "@LOG", NULL});
-	proxy = xasprintf("http://127.0.0.1:%d", px.port);
+	proxy = ck_xasprintf("http://127.0.0.1:%d", px.port);
 	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .server_name = "kubernetes", .proxy = proxy});
 	assert_get_ok("proxy-url with tls-server-name kubernetes");
 	log = helper_stop(&px);
@@ -1555,7 +1555,7 @@ START_TEST(test_tls_proxy_url)
 
 	/* A proxy that is down is an error, not a silent direct connection. */
 	helper_start(&px, "connect_proxy.py", (const char *const[]){"@PORT", "@LOG", NULL});
-	proxy = xasprintf("http://127.0.0.1:%d", px.port);
+	proxy = ck_xasprintf("http://127.0.0.1:%d", px.port);
 	free(helper_stop(&px));
 	tls_get_default(&s, &(tls_kcfg_t){.ca = true, .proxy = proxy});
 	ck_assert_msg(tls_rc != 0, "GET through a stopped proxy succeeded");
@@ -1563,7 +1563,7 @@ START_TEST(test_tls_proxy_url)
 	              "want curl error %d through a stopped proxy: %s", (int)CURLE_COULDNT_CONNECT,
 	              tls_res.error);
 	free(proxy);
-	kresult_clear(&tls_res);
+	ck_result_clear(&tls_res);
 	unsetenv("no_proxy");
 	unsetenv("NO_PROXY");
 	local_srv_free(&s);

@@ -15,12 +15,12 @@
  * duration, within two retry periods after a release), each with one second of
  * slack for request latency on a loaded machine.
  */
-#include "pkg/base/base.h"
-#include "pkg/kube/client.h"
-#include "pkg/kube/config.h"
-#include "pkg/kube/types.h"
+#include <ckube/base.h>
+#include <ckube/client.h>
+#include <ckube/config.h>
+#include <ckube/types.h>
 #include "pkg/leaderelection/le_internal.h"
-#include "pkg/leaderelection/leaderelection.h"
+#include <ckube/leaderelection.h>
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -54,7 +54,7 @@ typedef struct kenv {
 	struct ev_loop *loop;
 	ev_async stop_w;
 	pthread_t th;
-	kclient_t *kc;
+	ck_client_t *kc;
 	const char *master; /* server override, or NULL */
 	char *err;
 	pthread_mutex_t mu;
@@ -71,10 +71,10 @@ static void *loop_main(void *arg)
 {
 	kenv_t *k = arg;
 	const char *path = getenv("KUBECONFIG");
-	kconfig_load_opts_t lo = {.kubeconfig = path, .master = k->master};
-	kconfig_t *cfg = kconfig_load(&lo, &k->err);
+	ck_config_load_opts_t lo = {.kubeconfig = path, .master = k->master};
+	ck_config_t *cfg = ck_config_load(&lo, &k->err);
 	if (cfg != NULL)
-		k->kc = kclient_new(k->loop, cfg, NULL, &k->err);
+		k->kc = ck_client_new(k->loop, cfg, NULL, &k->err);
 	pthread_mutex_lock(&k->mu);
 	k->ready = true;
 	pthread_cond_broadcast(&k->cond);
@@ -107,7 +107,7 @@ static void kenv_stop(kenv_t *k)
 {
 	ev_async_send(k->loop, &k->stop_w);
 	pthread_join(k->th, NULL);
-	kclient_free(k->kc); /* the loop has stopped: this thread is the only one */
+	ck_client_free(k->kc); /* the loop has stopped: this thread is the only one */
 	ev_async_stop(k->loop, &k->stop_w);
 	ev_loop_destroy(k->loop);
 	pthread_cond_destroy(&k->cond);
@@ -275,7 +275,7 @@ static _Atomic int seq;
 
 typedef struct cand {
 	char *identity;
-	le_t *e;
+	ck_le_t *e;
 	_Atomic int started, stopped;
 	_Atomic uint64_t started_ms, stopped_ms;
 	_Atomic int started_seq, stopped_seq;
@@ -308,20 +308,20 @@ static void on_event(void *ud, const char *reason, const char *msg)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static void on_log(void *ud, le_log_level_t level, const char *msg)
+static void on_log(void *ud, ck_le_log_level_t level, const char *msg)
 {
 	cand_t *c = ud;
 	fprintf(stderr, "  [%s] %c %s\n", c->identity, "IWE"[level], msg);
 }
 
-static void cand_start(cand_t *c, kclient_t *kc, const char *lease, bool release)
+static void cand_start(cand_t *c, ck_client_t *kc, const char *lease, bool release)
 {
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->mu, NULL);
-	char *host = le_default_identity();
-	c->identity = xasprintf("it-%s", host);
+	char *host = ck_le_default_identity();
+	c->identity = ck_xasprintf("it-%s", host);
 	free(host);
-	le_config_t cfg = {
+	ck_le_config_t cfg = {
 	    .lease_namespace = NS,
 	    .lease_name = lease,
 	    .identity = c->identity,
@@ -336,19 +336,19 @@ static void cand_start(cand_t *c, kclient_t *kc, const char *lease, bool release
 	    .ud = c,
 	};
 	char *err = NULL;
-	c->e = le_start(kc, &cfg, &err);
+	c->e = ck_le_start(kc, &cfg, &err);
 	ck_assert_msg(c->e != NULL, "le_start: %s", err);
 }
 
 static void cand_stop(cand_t *c)
 {
-	le_stop(c->e);
+	ck_le_stop(c->e);
 	c->e = NULL;
 }
 
 static void cand_free(cand_t *c)
 {
-	le_stop(c->e);
+	ck_le_stop(c->e);
 	pthread_mutex_destroy(&c->mu);
 	free(c->identity);
 }
@@ -367,42 +367,42 @@ static bool wait_flag(_Atomic int *flag, unsigned ms)
 
 static char *lease_name(void)
 {
-	return xasprintf("le-it-%08" PRIx64, rand_u64() & 0xffffffffu);
+	return ck_xasprintf("le-it-%08" PRIx64, ck_rand_u64() & 0xffffffffu);
 }
 
 /* GETs the Lease (new reference) or NULL if absent. */
-static kobj_t *get_lease(kclient_t *kc, const char *name)
+static ck_obj_t *get_lease(ck_client_t *kc, const char *name)
 {
-	kresult_t res = {0};
-	int rc = kclient_get_sync(kc, &ktype_lease, NS, name, &res);
-	kobj_t *obj = NULL;
+	ck_result_t res = {0};
+	int rc = ck_client_get_sync(kc, &ck_type_lease, NS, name, &res);
+	ck_obj_t *obj = NULL;
 	if (rc == 0) {
 		obj = res.obj;
 		res.obj = NULL;
 	} else {
-		ck_assert_msg(kerr_is_not_found(&res), "get lease: %s", res.error);
+		ck_assert_msg(ck_err_is_not_found(&res), "get lease: %s", res.error);
 	}
-	kresult_clear(&res);
+	ck_result_clear(&res);
 	return obj;
 }
 
-static void delete_lease(kclient_t *kc, const char *name)
+static void delete_lease(ck_client_t *kc, const char *name)
 {
-	kresult_t res = {0};
-	kclient_delete_sync(kc, &ktype_lease, NS, name, NULL, &res);
-	kresult_clear(&res);
+	ck_result_t res = {0};
+	ck_client_delete_sync(kc, &ck_type_lease, NS, name, NULL, &res);
+	ck_result_clear(&res);
 }
 
-static void expect_holder(kclient_t *kc, const char *name, const char *holder, int32_t transitions)
+static void expect_holder(ck_client_t *kc, const char *name, const char *holder, int32_t transitions)
 {
-	kobj_t *l = get_lease(kc, name);
+	ck_obj_t *l = get_lease(kc, name);
 	ck_assert_ptr_nonnull(l);
-	const char *h = lease_holder_identity(l);
+	const char *h = ck_lease_holder_identity(l);
 	ck_assert_str_eq(h != NULL ? h : "", holder);
 	int32_t t = -1;
-	ck_assert(lease_transitions(l, &t));
+	ck_assert(ck_lease_transitions(l, &t));
 	ck_assert_int_eq(t, transitions);
-	kobj_unref(l);
+	ck_obj_unref(l);
 }
 
 /* ---------- tests ---------- */
@@ -437,10 +437,10 @@ START_TEST(test_lock_optimistic_concurrency)
 	err = NULL;
 
 	free(rec.holder);
-	rec.holder = xstrdup("one");
+	rec.holder = ck_xstrdup("one");
 	rec.lease_duration_s = 7;
 	free(rec.renew_time);
-	rec.renew_time = xstrdup("2026-11-29T12:00:00.123456Z");
+	rec.renew_time = ck_xstrdup("2026-11-29T12:00:00.123456Z");
 	rec.transitions = 2;
 	ck_assert_int_eq(l1->ops->create(l1, 5000, &rec, &err), LE_LOCK_OK);
 	ck_assert_int_eq(l2->ops->create(l2, 5000, &rec, &err), LE_LOCK_CONFLICT);
@@ -455,7 +455,7 @@ START_TEST(test_lock_optimistic_concurrency)
 	ck_assert_int_eq(got.transitions, 2);
 
 	free(rec.holder);
-	rec.holder = xstrdup("two");
+	rec.holder = ck_xstrdup("two");
 	ck_assert_int_eq(l2->ops->update(l2, 5000, &rec, &err), LE_LOCK_OK);
 	/* l1 still has the version of its create. */
 	ck_assert_int_eq(l1->ops->update(l1, 5000, &rec, &err), LE_LOCK_CONFLICT);
@@ -485,25 +485,25 @@ START_TEST(test_two_electors_kill_leader)
 	ck_assert(wait_flag(&a.started, 10000));
 	cand_start(&b, direct.kc, name, false);
 	sleep_ms(2 * LEASE_MS); /* a renews; b must stay a standby */
-	ck_assert(le_is_leader(a.e));
-	ck_assert(!le_is_leader(b.e));
+	ck_assert(ck_le_is_leader(a.e));
+	ck_assert(!ck_le_is_leader(b.e));
 	ck_assert_int_eq(atomic_load(&b.started), 0);
-	char *seen = le_leader(b.e);
+	char *seen = ck_le_leader(b.e);
 	ck_assert_str_eq(seen, a.identity);
 	free(seen);
 
-	kobj_t *l = get_lease(direct.kc, name);
+	ck_obj_t *l = get_lease(direct.kc, name);
 	ck_assert_ptr_nonnull(l);
-	ck_assert_str_eq(lease_holder_identity(l), a.identity);
+	ck_assert_str_eq(ck_lease_holder_identity(l), a.identity);
 	int32_t d = 0;
-	ck_assert(lease_duration_seconds(l, &d));
+	ck_assert(ck_lease_duration_seconds(l, &d));
 	ck_assert_int_eq(d, 3);
 	int64_t acq, ren;
-	ck_assert(lease_acquire_time_ns(l, &acq));
-	ck_assert(lease_renew_time_ns(l, &ren));
+	ck_assert(ck_lease_acquire_time_ns(l, &acq));
+	ck_assert(ck_lease_renew_time_ns(l, &ren));
 	ck_assert_int_gt(ren, acq); /* renewed since it was acquired */
-	ck_assert_uint_eq(strlen(lease_renew_time(l)), strlen("2026-11-29T12:00:00.000000Z"));
-	kobj_unref(l);
+	ck_assert_uint_eq(strlen(ck_lease_renew_time(l)), strlen("2026-11-29T12:00:00.000000Z"));
+	ck_obj_unref(l);
 
 	uint64_t killed = now_ms();
 	cand_stop(&a); /* no release: like a crash */
@@ -548,14 +548,14 @@ START_TEST(test_release_fast_takeover)
 	expect_holder(direct.kc, name, b.identity, 1);
 
 	cand_stop(&b); /* released too: holder empty, duration 1 */
-	kobj_t *l = get_lease(direct.kc, name);
-	ck_assert_str_eq(lease_holder_identity(l) ? lease_holder_identity(l) : "", "");
+	ck_obj_t *l = get_lease(direct.kc, name);
+	ck_assert_str_eq(ck_lease_holder_identity(l) ? ck_lease_holder_identity(l) : "", "");
 	int32_t d = 0;
-	ck_assert(lease_duration_seconds(l, &d));
+	ck_assert(ck_lease_duration_seconds(l, &d));
 	ck_assert_int_eq(d, 1);
-	kobj_unref(l);
+	ck_obj_unref(l);
 	char *want =
-	    xasprintf("LeaderElection: %s became leader|LeaderElection: %s stopped leading|",
+	    ck_xasprintf("LeaderElection: %s became leader|LeaderElection: %s stopped leading|",
 	              a.identity, a.identity);
 	ck_assert_str_eq(a.events, want);
 	free(want);
@@ -571,11 +571,11 @@ END_TEST
 START_TEST(test_network_cut)
 {
 	char *name = lease_name();
-	struct kconfig_view v;
-	kconfig_view(kclient_config(direct.kc), &v);
+	struct ck_config_view v;
+	ck_config_view(ck_client_config(direct.kc), &v);
 	proxy_t px;
 	proxy_start(&px, v.server);
-	char *master = xasprintf("https://127.0.0.1:%u", px.port);
+	char *master = ck_xasprintf("https://127.0.0.1:%u", px.port);
 	kenv_t cut;
 	kenv_start(&cut, master);
 
@@ -584,13 +584,13 @@ START_TEST(test_network_cut)
 	ck_assert(wait_flag(&a.started, 10000));
 	cand_start(&b, direct.kc, name, true);
 	sleep_ms(LEASE_MS);
-	ck_assert(le_is_leader(a.e));
+	ck_assert(ck_le_is_leader(a.e));
 	ck_assert_int_eq(atomic_load(&b.started), 0);
 
 	uint64_t cut_at = now_ms();
 	atomic_store(&px.cut, true);
 	ck_assert(wait_flag(&a.stopped, RENEW_MS + RETRY_MS + SLACK_MS));
-	ck_assert(!le_is_leader(a.e));
+	ck_assert(!ck_le_is_leader(a.e));
 	ck_assert(wait_flag(&b.started, TAKEOVER_MAX_MS));
 	fprintf(stderr, "  cut: a stopped after %" PRIu64 " ms, b started after %" PRIu64 " ms\n",
 	        atomic_load(&a.stopped_ms) - cut_at, atomic_load(&b.started_ms) - cut_at);

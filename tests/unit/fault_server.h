@@ -13,9 +13,9 @@
 #ifndef CSC_TESTS_FAULT_SERVER_H
 #define CSC_TESTS_FAULT_SERVER_H
 
-#include "pkg/base/base.h"
-#include "pkg/kube/client.h"
-#include "pkg/kube/config.h"
+#include <ckube/base.h>
+#include <ckube/client.h>
+#include <ckube/config.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,7 +60,7 @@ typedef struct fs_request {
 
 typedef struct fs_conn {
 	int fd;
-	sbuf_t in;
+	ck_sbuf_t in;
 } fs_conn_t;
 
 typedef struct fault_server {
@@ -82,7 +82,7 @@ typedef struct fault_server {
 
 static inline fs_resp_t *fs_resp_new(void)
 {
-	return xcalloc(1, sizeof(fs_resp_t));
+	return ck_xcalloc(1, sizeof(fs_resp_t));
 }
 
 static inline fs_resp_t *fs_step(fs_resp_t *r, enum fs_op op, const void *data, size_t len, int ms,
@@ -90,13 +90,13 @@ static inline fs_resp_t *fs_step(fs_resp_t *r, enum fs_op op, const void *data, 
 {
 	if (r->nsteps == r->cap) {
 		r->cap = r->cap ? r->cap * 2 : 8;
-		r->steps = xrealloc(r->steps, (size_t)r->cap * sizeof(*r->steps));
+		r->steps = ck_xrealloc(r->steps, (size_t)r->cap * sizeof(*r->steps));
 	}
 	fs_step_t *s = &r->steps[r->nsteps++];
 	memset(s, 0, sizeof(*s));
 	s->op = op;
 	if (data != NULL) {
-		s->data = xmalloc(len + 1);
+		s->data = ck_xmalloc(len + 1);
 		memcpy(s->data, data, len);
 		s->len = len;
 	}
@@ -146,7 +146,7 @@ static inline void fs_push(fault_server_t *fs, fs_resp_t *r)
 {
 	pthread_mutex_lock(&fs->mu);
 	if (fs->nresps == FS_MAX_RESPONSES)
-		fatal("fault server: too many responses");
+		ck_fatal("fault server: too many responses");
 	fs->resps[fs->nresps++] = r;
 	pthread_mutex_unlock(&fs->mu);
 }
@@ -155,7 +155,7 @@ static inline void fs_push(fault_server_t *fs, fs_resp_t *r)
 static inline void fs_push_simple(fault_server_t *fs, int code, const char *extra_headers,
                                   const char *body)
 {
-	char *head = xasprintf("HTTP/1.1 %d Scripted\r\nContent-Type: application/json\r\n"
+	char *head = ck_xasprintf("HTTP/1.1 %d Scripted\r\nContent-Type: application/json\r\n"
 	                       "Content-Length: %zu\r\n%s\r\n",
 	                       code, strlen(body), extra_headers ? extra_headers : "");
 	fs_resp_t *r = fs_resp_new();
@@ -181,7 +181,7 @@ static inline void fs_conn_close(fault_server_t *fs, int i, bool reset)
 		setsockopt(fs->conns[i].fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
 	close(fs->conns[i].fd);
-	sbuf_free(&fs->conns[i].in);
+	ck_sbuf_free(&fs->conns[i].in);
 	fs->conns[i] = fs->conns[--fs->nconns];
 }
 
@@ -237,13 +237,13 @@ static inline bool fs_play(fault_server_t *fs, int ci, const fs_resp_t *r)
 static inline void fs_serve_conn(fault_server_t *fs, int ci)
 {
 	for (;;) {
-		sbuf_t *in = &fs->conns[ci].in;
+		ck_sbuf_t *in = &fs->conns[ci].in;
 		const char *end = in->len ? memmem(in->data, in->len, "\r\n\r\n", 4) : NULL;
 		if (end == NULL)
 			return;
 		size_t head_len = (size_t)(end - in->data) + 4;
 		size_t body_len = 0;
-		char *head = xstrndup(in->data, head_len - 4);
+		char *head = ck_xstrndup(in->data, head_len - 4);
 		for (char *p = head; (p = strcasestr(p, "\r\nContent-Length:")) != NULL; p++)
 			body_len = (size_t)strtoul(p + 17, NULL, 10);
 		if (in->len < head_len + body_len) {
@@ -253,10 +253,10 @@ static inline void fs_serve_conn(fault_server_t *fs, int ci)
 		fs_request_t rq = {0};
 		char *sp1 = strchr(head, ' ');
 		char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-		rq.method = sp1 ? xstrndup(head, (size_t)(sp1 - head)) : xstrdup("");
-		rq.target = sp2 ? xstrndup(sp1 + 1, (size_t)(sp2 - sp1 - 1)) : xstrdup("");
+		rq.method = sp1 ? ck_xstrndup(head, (size_t)(sp1 - head)) : ck_xstrdup("");
+		rq.target = sp2 ? ck_xstrndup(sp1 + 1, (size_t)(sp2 - sp1 - 1)) : ck_xstrdup("");
 		rq.headers = head;
-		rq.body = xstrndup(in->data + head_len, body_len);
+		rq.body = ck_xstrndup(in->data + head_len, body_len);
 		rq.body_len = body_len;
 		memmove(in->data, in->data + head_len + body_len, in->len - head_len - body_len);
 		in->len -= head_len + body_len;
@@ -265,7 +265,7 @@ static inline void fs_serve_conn(fault_server_t *fs, int ci)
 		if (fs->nreqs < FS_MAX_REQUESTS)
 			fs->reqs[fs->nreqs++] = rq;
 		else
-			fatal("fault server: too many requests");
+			ck_fatal("fault server: too many requests");
 		const fs_resp_t *r = fs->next_resp < fs->nresps ? fs->resps[fs->next_resp++] : NULL;
 		pthread_mutex_unlock(&fs->mu);
 		if (r == NULL) {
@@ -309,13 +309,13 @@ static inline void *fs_main(void *arg)
 				fs_conn_close(fs, i, false);
 				continue;
 			}
-			sbuf_append(&fs->conns[i].in, buf, (size_t)got);
+			ck_sbuf_append(&fs->conns[i].in, buf, (size_t)got);
 			fs_serve_conn(fs, i);
 		}
 		if (pfd[1].revents) {
 			int cfd = accept(fs->lfd, NULL, NULL);
 			if (cfd >= 0 && fs->nconns < FS_MAX_CONNS) {
-				fs->conns[fs->nconns++] = (fs_conn_t){cfd, SBUF_INIT};
+				fs->conns[fs->nconns++] = (fs_conn_t){cfd, CK_SBUF_INIT};
 			} else if (cfd >= 0) {
 				close(cfd);
 			}
@@ -327,7 +327,7 @@ static inline void *fs_main(void *arg)
 /* Returns a new running server on 127.0.0.1 (an ephemeral port), free with fs_free(). */
 static inline fault_server_t *fs_new(void)
 {
-	fault_server_t *fs = xcalloc(1, sizeof(*fs));
+	fault_server_t *fs = ck_xcalloc(1, sizeof(*fs));
 	pthread_mutex_init(&fs->mu, NULL);
 	fs->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
@@ -335,12 +335,12 @@ static inline fault_server_t *fs_new(void)
 	int one = 1;
 	setsockopt(fs->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fs->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fs->lfd, 16) < 0)
-		fatal("fault server: bind/listen: %s", strerror(errno));
+		ck_fatal("fault server: bind/listen: %s", strerror(errno));
 	socklen_t al = sizeof(a);
 	getsockname(fs->lfd, (struct sockaddr *)&a, &al);
 	fs->port = ntohs(a.sin_port);
 	if (pipe(fs->wake) < 0)
-		fatal("fault server: pipe: %s", strerror(errno));
+		ck_fatal("fault server: pipe: %s", strerror(errno));
 	pthread_create(&fs->thread, NULL, fs_main, fs);
 	return fs;
 }
@@ -350,7 +350,7 @@ static inline void fs_free(fault_server_t *fs)
 	if (fs == NULL)
 		return;
 	if (write(fs->wake[1], "x", 1) < 0)
-		fatal("fault server: wake: %s", strerror(errno));
+		ck_fatal("fault server: wake: %s", strerror(errno));
 	pthread_join(fs->thread, NULL);
 	while (fs->nconns > 0)
 		fs_conn_close(fs, 0, false);
@@ -390,27 +390,27 @@ static inline const fs_request_t *fs_request(fault_server_t *fs, int i)
 /*
  * A client of the fault server on port: plain http, bearer token `token` (a static
  * one: it cannot change). Borrows loop and opts (NULL = defaults). Returns a new
- * client (free with kclient_free(), which frees its config too); a setup failure
- * is fatal, the test cannot go on without it.
+ * client (free with ck_client_free(), which frees its config too); a setup failure
+ * is ck_fatal, the test cannot go on without it.
  */
-static inline kclient_t *fs_client_new(struct ev_loop *loop, int port, const char *token,
-                                       const kclient_opts_t *opts)
+static inline ck_client_t *fs_client_new(struct ev_loop *loop, int port, const char *token,
+                                       const ck_client_opts_t *opts)
 {
 	char *text =
-	    xasprintf("apiVersion: v1\nkind: Config\n"
+	    ck_xasprintf("apiVersion: v1\nkind: Config\n"
 	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
 	              "users:\n- name: u\n  user:\n    token: %s\n"
 	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
 	              "current-context: c\n",
 	              port, token);
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
+	ck_config_t *cfg = ck_config_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
 	free(text);
 	if (cfg == NULL)
-		fatal("fs_client_new: kubeconfig: %s", err ? err : "?");
-	kclient_t *c = kclient_new(loop, cfg, opts, &err);
+		ck_fatal("fs_client_new: kubeconfig: %s", err ? err : "?");
+	ck_client_t *c = ck_client_new(loop, cfg, opts, &err);
 	if (c == NULL)
-		fatal("fs_client_new: kclient_new: %s", err ? err : "?");
+		ck_fatal("fs_client_new: kclient_new: %s", err ? err : "?");
 	return c;
 }
 

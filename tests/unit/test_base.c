@@ -1,5 +1,5 @@
 /* Unit tests for pkg/base. */
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 
 #include <check.h>
 #include <stdlib.h>
@@ -8,9 +8,9 @@
 START_TEST(test_err_first_wins)
 {
 	char *err = NULL;
-	ck_assert_int_eq(err_set(&err, "inner %d", 1), -1);
-	err_set(&err, "second");
-	err_wrap(&err, "outer");
+	ck_assert_int_eq(ck_err_set(&err, "inner %d", 1), -1);
+	ck_err_set(&err, "second");
+	ck_err_wrap(&err, "outer");
 	ck_assert_str_eq(err, "outer: inner 1");
 	free(err);
 }
@@ -18,43 +18,43 @@ END_TEST
 
 START_TEST(test_sbuf_json)
 {
-	sbuf_t b = SBUF_INIT;
-	sbuf_put_json_str(&b, "a\"b\\c\n\x01");
-	ck_assert_str_eq(sbuf_cstr(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
-	sbuf_free(&b);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_put_json_str(&b, "a\"b\\c\n\x01");
+	ck_assert_str_eq(ck_sbuf_cstr(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
+	ck_sbuf_free(&b);
 }
 END_TEST
 
 START_TEST(test_time_roundtrip)
 {
 	int64_t ns;
-	ck_assert_int_eq(time_parse_rfc3339("2026-11-29T12:00:00Z", &ns), 0);
+	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T12:00:00Z", &ns), 0);
 	char out[32];
-	time_format_rfc3339(ns, out);
+	ck_time_format_rfc3339(ns, out);
 	ck_assert_str_eq(out, "2026-11-29T12:00:00Z");
-	ck_assert_int_eq(time_parse_rfc3339("2026-11-29T13:00:00.5+01:00", &ns), 0);
+	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T13:00:00.5+01:00", &ns), 0);
 	char micro[40];
-	time_format_rfc3339_micro(ns, micro);
+	ck_time_format_rfc3339_micro(ns, micro);
 	ck_assert_str_eq(micro, "2026-11-29T12:00:00.500000Z");
-	ck_assert_int_eq(time_parse_rfc3339("yesterday", &ns), -1);
-	ck_assert_int_eq(time_parse_rfc3339("2026-11-29T12:00:00", &ns), -1);
+	ck_assert_int_eq(ck_time_parse_rfc3339("yesterday", &ns), -1);
+	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T12:00:00", &ns), -1);
 }
 END_TEST
 
 START_TEST(test_fake_clock)
 {
-	clk_fake_t f;
-	clk_fake_init(&f, 100, 1000);
-	clk_fake_advance(&f, 50);
-	ck_assert_uint_eq(clk_mono_ns(&f.base), 150);
-	ck_assert_int_eq(clk_wall_ns(&f.base), 1050);
+	ck_clk_fake_t f;
+	ck_clk_fake_init(&f, 100, 1000);
+	ck_clk_fake_advance(&f, 50);
+	ck_assert_uint_eq(ck_clk_mono_ns(&f.base), 150);
+	ck_assert_int_eq(ck_clk_wall_ns(&f.base), 1050);
 }
 END_TEST
 
 START_TEST(test_file_read_missing)
 {
 	char *err = NULL, *out = NULL;
-	ck_assert_int_eq(file_read_all("/nonexistent/x", &out, NULL, &err), -1);
+	ck_assert_int_eq(ck_file_read_all("/nonexistent/x", &out, NULL, &err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x"));
 	free(err);
 }

@@ -6,7 +6,7 @@
  */
 #include "test_cache_util.h"
 
-#include "pkg/log/log.h"
+#include <ckube/log.h>
 
 #include <check.h>
 #include <ev.h>
@@ -15,17 +15,17 @@
 
 typedef struct fx {
 	struct ev_loop *loop;
-	clk_fake_t clk;
-	cache_fake_lw_t *fake;
-	cache_informer_t *inf;
+	ck_clk_fake_t clk;
+	ck_cache_fake_lw_t *fake;
+	ck_cache_informer_t *inf;
 	rec_t rec;
-	cache_handler_reg_t *reg;
+	ck_cache_handler_reg_t *reg;
 	int werr_calls;
 	int werr_nonhealing;
 	char *werr_last;
 } fx_t;
 
-static void on_werr(void *ud, cache_informer_t *inf, const char *msg, const kresult_t *res,
+static void on_werr(void *ud, ck_cache_informer_t *inf, const char *msg, const ck_result_t *res,
                     bool healing)
 {
 	fx_t *f = ud;
@@ -34,66 +34,66 @@ static void on_werr(void *ud, cache_informer_t *inf, const char *msg, const kres
 	f->werr_calls++;
 	f->werr_nonhealing += !healing;
 	free(f->werr_last);
-	f->werr_last = xstrdup(msg);
+	f->werr_last = ck_xstrdup(msg);
 }
 
-static void fx_init(fx_t *f, const cache_informer_opts_t *extra)
+static void fx_init(fx_t *f, const ck_cache_informer_opts_t *extra)
 {
 	memset(f, 0, sizeof(*f));
 	f->loop = ev_loop_new(EVFLAG_AUTO);
-	clk_fake_init(&f->clk, 1000 * NS_PER_SEC, 1700000000LL * (int64_t)NS_PER_SEC);
-	f->fake = cache_fake_lw_new();
-	cache_informer_opts_t o = extra ? *extra : (cache_informer_opts_t){0};
+	ck_clk_fake_init(&f->clk, 1000 * CK_NS_PER_SEC, 1700000000LL * (int64_t)CK_NS_PER_SEC);
+	f->fake = ck_cache_fake_lw_new();
+	ck_cache_informer_opts_t o = extra ? *extra : (ck_cache_informer_opts_t){0};
 	o.clock = &f->clk.base;
 	o.on_watch_error = on_werr;
 	o.watch_error_ud = f;
-	f->inf = cache_informer_new(f->loop, &widget_type, cache_fake_lw_source(f->fake), &o);
+	f->inf = ck_cache_informer_new(f->loop, &widget_type, ck_cache_fake_lw_source(f->fake), &o);
 }
 
 static void fx_start(fx_t *f)
 {
-	f->reg = cache_informer_add_handler(f->inf, &rec_handler, &f->rec);
-	ck_assert_int_eq(cache_informer_start(f->inf, NULL), 0);
+	f->reg = ck_cache_informer_add_handler(f->inf, &rec_handler, &f->rec);
+	ck_assert_int_eq(ck_cache_informer_start(f->inf, NULL), 0);
 }
 
 static void fx_free(fx_t *f)
 {
-	cache_informer_free(f->inf);
-	cache_fake_lw_free(f->fake);
+	ck_cache_informer_free(f->inf);
+	ck_cache_fake_lw_free(f->fake);
 	ev_loop_destroy(f->loop);
 	rec_reset(&f->rec);
 	free(f->werr_last);
 }
 
-static cache_fake_req_t *last_list(fx_t *f)
+static ck_cache_fake_req_t *last_list(fx_t *f)
 {
-	return cache_fake_lw_last(f->fake, false);
+	return ck_cache_fake_lw_last(f->fake, false);
 }
-static cache_fake_req_t *last_watch(fx_t *f)
+static ck_cache_fake_req_t *last_watch(fx_t *f)
 {
-	return cache_fake_lw_last(f->fake, true);
+	return ck_cache_fake_lw_last(f->fake, true);
 }
 
 /* Answers the current list request with items (taken) and ends it. */
-static void respond_list(fx_t *f, kobj_t **items, size_t n, const char *rv, const char *cont)
+static void respond_list(fx_t *f, ck_obj_t **items, size_t n, const char *rv, const char *cont)
 {
-	cache_fake_req_t *l = last_list(f);
-	ck_assert(cache_fake_req_active(l));
+	ck_cache_fake_req_t *l = last_list(f);
+	ck_assert(ck_cache_fake_req_active(l));
 	for (size_t i = 0; i < n; i++)
-		cache_fake_req_item(l, items[i]);
-	cache_fake_req_meta(l, rv, cont);
-	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+		ck_cache_fake_req_item(l, items[i]);
+	ck_cache_fake_req_meta(l, rv, cont);
+	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
 }
 
 static void advance_ms(fx_t *f, uint64_t ms)
 {
-	clk_fake_advance(&f->clk, ms * NS_PER_MS);
+	ck_clk_fake_advance(&f->clk, ms * CK_NS_PER_MS);
 	cache_informer_tick(f->inf);
 }
 
 static uint64_t now_ns(fx_t *f)
 {
-	return clk_mono_ns(&f->clk.base);
+	return ck_clk_mono_ns(&f->clk.base);
 }
 
 /* The time until the reflector's next retry. */
@@ -106,10 +106,10 @@ static uint64_t retry_delay(fx_t *f)
 static void fx_synced(fx_t *f)
 {
 	fx_start(f);
-	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
 	respond_list(f, items, 2, "10", NULL);
 	cache_informer_drain(f->inf);
-	ck_assert(cache_informer_has_synced(f->inf));
+	ck_assert(ck_cache_informer_has_synced(f->inf));
 	rec_reset(&f->rec);
 }
 
@@ -128,25 +128,25 @@ START_TEST(test_initial_list_paged_then_watch)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_start(&f);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	const klist_opts_t *o = cache_fake_req_opts(last_list(&f));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	const ck_list_opts_t *o = ck_cache_fake_req_opts(last_list(&f));
 	ck_assert_str_eq(o->resource_version, "0");
 	ck_assert_int_eq(o->limit, 500);
 	ck_assert_ptr_null(o->continue_token);
 
-	kobj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	ck_obj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
 	respond_list(&f, p1, 2, "40", "tok-1");
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
-	o = cache_fake_req_opts(last_list(&f));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	o = ck_cache_fake_req_opts(last_list(&f));
 	ck_assert_str_eq(o->continue_token, "tok-1");
 	ck_assert_ptr_null(o->resource_version); /* the token carries it */
 	ck_assert_int_eq(o->limit, 500);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 0);
 
-	kobj_t *p2[] = {mkobj("ns", "c", "3")};
+	ck_obj_t *p2[] = {mkobj("ns", "c", "3")};
 	respond_list(&f, p2, 1, "50", NULL);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
-	o = cache_fake_req_opts(last_watch(&f));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
+	o = ck_cache_fake_req_opts(last_watch(&f));
 	ck_assert_str_eq(o->resource_version, "50");
 	ck_assert(o->allow_watch_bookmarks);
 	ck_assert(!o->send_initial_events);
@@ -154,42 +154,42 @@ START_TEST(test_initial_list_paged_then_watch)
 	ck_assert_int_lt(o->timeout_seconds, 600);
 
 	/* Listed is not synced: synced is once the list has been processed. */
-	ck_assert(!cache_informer_has_synced(f.inf));
-	ck_assert(!cache_handler_has_synced(f.reg));
-	char *why = cache_informer_sync_reason(f.inf);
+	ck_assert(!ck_cache_informer_has_synced(f.inf));
+	ck_assert(!ck_cache_handler_has_synced(f.reg));
+	char *why = ck_cache_informer_sync_reason(f.inf);
 	ck_assert_ptr_nonnull(why);
 	free(why);
 	cache_informer_drain(f.inf);
-	ck_assert(cache_informer_has_synced(f.inf));
-	ck_assert(cache_handler_has_synced(f.reg));
-	ck_assert_ptr_null(cache_informer_sync_reason(f.inf));
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_assert(ck_cache_handler_has_synced(f.reg));
+	ck_assert_ptr_null(ck_cache_informer_sync_reason(f.inf));
 	ck_assert_str_eq(rec_text(&f.rec),
 	                 "add ns/a 1 initial\nadd ns/b 2 initial\nadd ns/c 3 initial\n");
 
-	cache_stats_t st;
-	cache_informer_stats(f.inf, &st);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.objects, 3);
 	ck_assert_uint_eq(st.lists, 1);
 	ck_assert_uint_eq(st.relists, 0);
 	ck_assert(st.synced);
-	ck_assert_int_eq(st.last_event_wall_ns, clk_wall_ns(&f.clk.base));
+	ck_assert_int_eq(st.last_event_wall_ns, ck_clk_wall_ns(&f.clk.base));
 	fx_free(&f);
 }
 END_TEST
 
 START_TEST(test_selectors_reach_list_and_watch)
 {
-	cache_informer_opts_t o = {
+	ck_cache_informer_opts_t o = {
 	    .label_selector = "app=web", .field_selector = "metadata.name!=x", .page_size = 100};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_start(&f);
-	const klist_opts_t *lo = cache_fake_req_opts(last_list(&f));
+	const ck_list_opts_t *lo = ck_cache_fake_req_opts(last_list(&f));
 	ck_assert_str_eq(lo->label_selector, "app=web");
 	ck_assert_str_eq(lo->field_selector, "metadata.name!=x");
 	ck_assert_int_eq(lo->limit, 100);
 	respond_list(&f, NULL, 0, "3", NULL);
-	const klist_opts_t *wo = cache_fake_req_opts(last_watch(&f));
+	const ck_list_opts_t *wo = ck_cache_fake_req_opts(last_watch(&f));
 	ck_assert_str_eq(wo->label_selector, "app=web");
 	ck_assert_str_eq(wo->field_selector, "metadata.name!=x");
 	fx_free(&f);
@@ -201,18 +201,18 @@ START_TEST(test_expired_continue_falls_back_to_full_list)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_start(&f);
-	kobj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	ck_obj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
 	respond_list(&f, p1, 2, "40", "tok-1");
-	cache_fake_req_finish(last_list(&f), 410, "Expired",
+	ck_cache_fake_req_finish(last_list(&f), 410, "Expired",
 	                      "The provided continue parameter is too old", 0);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 3);
-	const klist_opts_t *o = cache_fake_req_opts(last_list(&f));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
+	const ck_list_opts_t *o = ck_cache_fake_req_opts(last_list(&f));
 	ck_assert_int_eq(o->limit, 0);
 	ck_assert_ptr_null(o->continue_token);
 	ck_assert_str_eq(o->resource_version, "");
-	kobj_t *all[] = {mkobj("ns", "a", "5"), mkobj("ns", "c", "6")};
+	ck_obj_t *all[] = {mkobj("ns", "a", "5"), mkobj("ns", "c", "6")};
 	respond_list(&f, all, 2, "60", NULL);
-	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "60");
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "60");
 	cache_informer_drain(f.inf);
 	/* The first page's objects are void: only the full list counts. */
 	ck_assert_str_eq(rec_text(&f.rec), "add ns/a 5 initial\nadd ns/c 6 initial\n");
@@ -227,32 +227,32 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	fx_init(&f, NULL);
 	fx_synced(&f);
 	/* A watch failure that needs a relist: the relist asks for the last RV... */
-	cache_fake_req_finish(last_watch(&f), 500, "InternalError", "boom", 0);
+	ck_cache_fake_req_finish(last_watch(&f), 500, "InternalError", "boom", 0);
 	advance_ms(&f, 2000); /* after 500: re-watch, not relist */
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
 	advance_ms(&f, 5000);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "10");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "10");
 	/* No limit: the watch cache serves it, at a version its watches can follow. */
-	ck_assert_int_eq(cache_fake_req_opts(last_list(&f))->limit, 0);
+	ck_assert_int_eq(ck_cache_fake_req_opts(last_list(&f))->limit, 0);
 	/* ... and when that RV is compacted away, at once the most recent state. */
-	cache_fake_req_finish(last_list(&f), 410, "Expired", "too old resource version: 10 (99)",
+	ck_cache_fake_req_finish(last_list(&f), 410, "Expired", "too old resource version: 10 (99)",
 	                      0);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 3);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
-	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
+	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, items, 1, "100", NULL);
-	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "100");
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "100");
 
 	/* Too large RV (504 with the cause) on a watch: relist from "". */
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_finish(w, 504, "Timeout", "Too large resource version: 200, current: 100",
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_finish(w, 504, "Timeout", "Too large resource version: 200, current: 100",
 	                      0);
 	advance_ms(&f, 60000);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 4);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 4);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
 	fx_free(&f);
 }
 END_TEST
@@ -263,13 +263,13 @@ START_TEST(test_relist_pages_only_where_the_server_pages)
 	fx_init(&f, NULL);
 	fx_start(&f);
 	/* The first list (RV 0) came in pages: no watch cache; relists keep paging. */
-	kobj_t *p1[] = {mkobj("ns", "a", "1")};
+	ck_obj_t *p1[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, p1, 1, "40", "tok-1");
-	kobj_t *p2[] = {mkobj("ns", "b", "2")};
+	ck_obj_t *p2[] = {mkobj("ns", "b", "2")};
 	respond_list(&f, p2, 1, "40", NULL);
-	cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
+	ck_cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
 	advance_ms(&f, 1700);
-	const klist_opts_t *o = cache_fake_req_opts(last_list(&f));
+	const ck_list_opts_t *o = ck_cache_fake_req_opts(last_list(&f));
 	ck_assert_str_eq(o->resource_version, "40");
 	ck_assert_int_eq(o->limit, 500);
 	fx_free(&f);
@@ -284,19 +284,19 @@ START_TEST(test_watch_too_old_at_listed_rv_relists_from_empty)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f); /* listed at "10", watching from "10" */
-	cache_fake_req_error_event(last_watch(&f), 410, "Expired",
+	ck_cache_fake_req_error_event(last_watch(&f), 410, "Expired",
 	                           "too old resource version: 10 (15)");
 	cache_informer_tick(f.inf);
 	advance_ms(&f, 1700);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "");
-	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
+	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, items, 1, "20", NULL);
 	/* A watch that delivered data before its 410 relists from its last RV, as usual. */
-	cache_fake_req_event(last_watch(&f), KWATCH_BOOKMARK, mkbookmark("25", false));
-	cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old resource version");
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_BOOKMARK, mkbookmark("25", false));
+	ck_cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old resource version");
 	cache_informer_tick(f.inf);
 	advance_ms(&f, 5000);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "25");
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "25");
 	fx_free(&f);
 }
 END_TEST
@@ -308,23 +308,23 @@ START_TEST(test_watch_events_bookmark_and_clean_close)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11"));
-	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "12"));
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "c", "13"));
-	cache_fake_req_event(w, KWATCH_BOOKMARK, mkbookmark("20", false));
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "11"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "a", "12"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "c", "13"));
+	ck_cache_fake_req_event(w, CK_WATCH_BOOKMARK, mkbookmark("20", false));
 	cache_informer_drain(f.inf);
 	/* Deltas are grouped per key, keys in first-queued order (DeltaFIFO). */
 	ck_assert_str_eq(rec_text(&f.rec), "add ns/c 11\ndelete ns/c 13\nupdate ns/a 1->12\n");
 	ck_assert_str_eq(cache_reflector_last_rv(cache_informer_reflector(f.inf)), "20");
 	/* The server's timeout closes the stream: re-watch from the bookmark, no relist. */
-	clk_fake_advance(&f.clk, 300 * NS_PER_SEC);
-	cache_fake_req_finish(w, 200, NULL, NULL, 0);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "20");
-	cache_stats_t st;
-	cache_informer_stats(f.inf, &st);
+	ck_clk_fake_advance(&f.clk, 300 * CK_NS_PER_SEC);
+	ck_cache_fake_req_finish(w, 200, NULL, NULL, 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "20");
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.watch_restarts, 1);
 	ck_assert_uint_eq(st.events, 4);
 	ck_assert_uint_eq(st.errors, 0);
@@ -338,22 +338,22 @@ START_TEST(test_watch_gone_relists_with_tombstones)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_start(&f);
-	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3")};
+	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3")};
 	respond_list(&f, items, 3, "10", NULL);
 	cache_informer_drain(f.inf);
 	rec_reset(&f.rec);
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "c", "11"));
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "c", "11"));
 	cache_informer_drain(f.inf);
 	/* Compaction: the watch is told 410; b is deleted and d created meanwhile. */
-	cache_fake_req_error_event(w, 410, "Expired", "too old resource version: 11 (50)");
+	ck_cache_fake_req_error_event(w, 410, "Expired", "too old resource version: 11 (50)");
 	cache_informer_tick(f.inf); /* the ERROR ends the watch on the next tick */
-	ck_assert(cache_fake_req_cancelled(w));
+	ck_assert(ck_cache_fake_req_cancelled(w));
 	ck_assert_int_eq(f.werr_calls, 0); /* 410 is routine: not reported */
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	advance_ms(&f, 1700); /* first backoff is at most 1.6 s */
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
-	kobj_t *relist[] = {mkobj("ns", "a", "1"), mkobj("ns", "d", "60")};
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_obj_t *relist[] = {mkobj("ns", "a", "1"), mkobj("ns", "d", "60")};
 	respond_list(&f, relist, 2, "60", NULL);
 	cache_informer_drain(f.inf);
 	/* c's delete was delivered once (by the watch), b's once (by the relist, as a
@@ -364,9 +364,9 @@ START_TEST(test_watch_gone_relists_with_tombstones)
 	ck_assert_ptr_nonnull(strstr(rec_text(&f.rec), "delete ns/b 2 unknown\n"));
 	ck_assert_ptr_nonnull(strstr(rec_text(&f.rec), "add ns/d 60\n"));
 	ck_assert_int_eq(f.rec.updates, 0);
-	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 2);
-	cache_stats_t st;
-	cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.relists, 1);
 	fx_free(&f);
 }
@@ -377,12 +377,12 @@ START_TEST(test_watch_closed_at_once_is_an_error)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1); /* no hot loop */
+	ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1); /* no hot loop */
 	ck_assert_int_eq(f.werr_calls, 1);
 	advance_ms(&f, 1700);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	fx_free(&f);
 }
 END_TEST
@@ -392,15 +392,15 @@ START_TEST(test_transport_error_rewatches_without_relist)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_event(last_watch(&f), KWATCH_MODIFIED, mkobj("ns", "a", "15"));
-	cache_fake_req_finish(last_watch(&f), 0, NULL, "connection reset by peer", 0);
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_MODIFIED, mkobj("ns", "a", "15"));
+	ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "connection reset by peer", 0);
 	ck_assert_int_eq(f.werr_calls, 1);
 	ck_assert_int_eq(f.werr_nonhealing, 0);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "connection reset"));
 	advance_ms(&f, 1700);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "15");
 	fx_free(&f);
 }
 END_TEST
@@ -410,11 +410,11 @@ START_TEST(test_429_honours_retry_after)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_finish(last_watch(&f), 429, "TooManyRequests", "slow down", 7);
+	ck_cache_fake_req_finish(last_watch(&f), 429, "TooManyRequests", "slow down", 7);
 	advance_ms(&f, 6900);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
 	advance_ms(&f, 200);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
 	fx_free(&f);
 }
 END_TEST
@@ -429,42 +429,42 @@ START_TEST(test_watch_error_event_500_rewatches_after_backoff)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "15"));
-	cache_fake_req_error_event(w, 500, "InternalError", "etcdserver: leader changed");
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "a", "15"));
+	ck_cache_fake_req_error_event(w, 500, "InternalError", "etcdserver: leader changed");
 	/* Whatever the stream says after its ERROR is not believed. */
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "ghost", "16"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "ghost", "16"));
 	ck_assert_uint_eq(cache_reflector_deadline(cache_informer_reflector(f.inf)), 0);
 	cache_informer_tick(f.inf); /* the ERROR ends the watch on the next tick */
-	ck_assert(cache_fake_req_cancelled(w));
+	ck_assert(ck_cache_fake_req_cancelled(w));
 	ck_assert_int_eq(f.werr_calls, 1);
 	ck_assert_int_eq(f.werr_nonhealing, 0);
 	ck_assert_ptr_nonnull(
 	    strstr(f.werr_last, "watch widgets.test.example.com: etcdserver: leader changed"));
 	/* Not at once (no hot loop against a failing server): after the backoff. */
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
-	ck_assert_uint_ge(retry_delay(&f), 800 * NS_PER_MS);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_ge(retry_delay(&f), 800 * CK_NS_PER_MS);
 	advance_ms(&f, 1700);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "15");
 	cache_informer_drain(f.inf);
 	ck_assert_str_eq(rec_text(&f.rec), "update ns/a 1->15\n");
-	cache_stats_t st;
-	cache_informer_stats(f.inf, &st);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.errors, 1);
 	ck_assert_uint_eq(st.relists, 0);
 
 	/* An ERROR that retrying the watch will not fix (400) relists after backoff. */
-	cache_fake_req_error_event(last_watch(&f), 400, "BadRequest", "unable to decode");
+	ck_cache_fake_req_error_event(last_watch(&f), 400, "BadRequest", "unable to decode");
 	cache_informer_tick(f.inf);
 	ck_assert_int_eq(f.werr_calls, 2);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "unable to decode"));
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	advance_ms(&f, 3300);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "15");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "15");
 	fx_free(&f);
 }
 END_TEST
@@ -475,19 +475,19 @@ START_TEST(test_429_on_list_honours_retry_after)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_start(&f);
-	cache_fake_req_finish(last_list(&f), 429, "TooManyRequests", "too many requests", 7);
+	ck_cache_fake_req_finish(last_list(&f), 429, "TooManyRequests", "too many requests", 7);
 	ck_assert_int_eq(f.werr_calls, 1);
 	ck_assert_int_eq(f.werr_nonhealing, 0);
-	ck_assert_uint_eq(retry_delay(&f), 7 * NS_PER_SEC);
+	ck_assert_uint_eq(retry_delay(&f), 7 * CK_NS_PER_SEC);
 	advance_ms(&f, 6900);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	advance_ms(&f, 200);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 2);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "0");
-	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "0");
+	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, items, 1, "10", NULL);
 	cache_informer_drain(f.inf);
-	ck_assert(cache_informer_has_synced(f.inf));
+	ck_assert(ck_cache_informer_has_synced(f.inf));
 	fx_free(&f);
 }
 END_TEST
@@ -498,20 +498,20 @@ START_TEST(test_delete_add_delete_delivered_in_order)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "a", "11"));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "a", "12"));
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "a", "13"));
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "a", "11"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "a", "12"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "a", "13"));
 	cache_informer_drain(f.inf);
 	ck_assert_str_eq(rec_text(&f.rec), "delete ns/a 11\nadd ns/a 12\ndelete ns/a 13\n");
-	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 1);
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 1);
 	fx_free(&f);
 }
 END_TEST
 
 /* A thread waiting for the sync, as the daemon's main thread does. */
 typedef struct waiter {
-	cache_informer_t *inf;
+	ck_cache_informer_t *inf;
 	int64_t timeout_ms;
 	int rc;
 	char *reason;
@@ -520,7 +520,7 @@ typedef struct waiter {
 static void *wait_thread(void *arg)
 {
 	waiter_t *w = arg;
-	w->rc = cache_informer_wait_synced(w->inf, w->timeout_ms, &w->reason);
+	w->rc = ck_cache_informer_wait_synced(w->inf, w->timeout_ms, &w->reason);
 	return NULL;
 }
 
@@ -529,23 +529,23 @@ static char *read_all_fd(int fd)
 	char buf[65536];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
-	return xstrdup(buf);
+	return ck_xstrdup(buf);
 }
 
 START_TEST(test_forbidden_reported_logged_once_and_sync_reason)
 {
 	FILE *tf = tmpfile();
-	log_set_fd(fileno(tf));
+	ck_log_set_fd(fileno(tf));
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_start(&f);
 	const char *msg = "widgets.test.example.com is forbidden: User \"system:serviceaccount:x\" "
 	                  "cannot list resource \"widgets\"";
 	for (int i = 0; i < 3; i++) {
-		cache_fake_req_finish(last_list(&f), 403, "Forbidden", msg, 0);
+		ck_cache_fake_req_finish(last_list(&f), 403, "Forbidden", msg, 0);
 		advance_ms(&f, 60000);
 	}
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 4);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 4);
 	ck_assert_int_eq(f.werr_calls, 3);
 	ck_assert_int_eq(f.werr_nonhealing, 3);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "list widgets.test.example.com: "));
@@ -554,7 +554,7 @@ START_TEST(test_forbidden_reported_logged_once_and_sync_reason)
 	ck_assert_int_eq(count_substr(logs, "is forbidden"), 1);
 	free(logs);
 
-	char *why = cache_informer_sync_reason(f.inf);
+	char *why = ck_cache_informer_sync_reason(f.inf);
 	ck_assert_ptr_nonnull(strstr(why, "is forbidden"));
 	free(why);
 	waiter_t w = {f.inf, 30, 0, NULL};
@@ -577,7 +577,7 @@ START_TEST(test_forbidden_reported_logged_once_and_sync_reason)
 	ck_assert_ptr_nonnull(strstr(logs, "recovered"));
 	free(logs);
 	fx_free(&f);
-	log_set_fd(2);
+	ck_log_set_fd(2);
 	fclose(tf);
 }
 END_TEST
@@ -587,13 +587,13 @@ START_TEST(test_not_found_hint_and_wait_on_loop_thread)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_start(&f);
-	cache_fake_req_finish(last_list(&f), 404, "NotFound",
+	ck_cache_fake_req_finish(last_list(&f), 404, "NotFound",
 	                      "the server could not find the requested resource", 0);
 	ck_assert_int_eq(f.werr_nonhealing, 1);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "CRD installed"));
 	cache_informer_drain(f.inf); /* makes this the loop thread */
 	char *r = NULL;
-	ck_assert_int_eq(cache_informer_wait_synced(f.inf, 1000, &r), -1);
+	ck_assert_int_eq(ck_cache_informer_wait_synced(f.inf, 1000, &r), -1);
 	ck_assert_ptr_nonnull(strstr(r, "loop thread"));
 	free(r);
 	fx_free(&f);
@@ -604,13 +604,13 @@ START_TEST(test_start_failure_retries)
 {
 	fx_t f;
 	fx_init(&f, NULL);
-	cache_fake_lw_fail_next_start(f.fake, "client is shutting down");
+	ck_cache_fake_lw_fail_next_start(f.fake, "client is shutting down");
 	fx_start(&f);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 0);
 	ck_assert_int_eq(f.werr_calls, 1);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "client is shutting down"));
 	advance_ms(&f, 1700);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	fx_free(&f);
 }
 END_TEST
@@ -620,27 +620,27 @@ END_TEST
 START_TEST(test_backoff_function)
 {
 	cache_backoff_t b;
-	cache_backoff_init(&b, 800 * NS_PER_MS, 30 * NS_PER_SEC, 120 * NS_PER_SEC, 1.0);
-	uint64_t t = 1000 * NS_PER_SEC;
+	cache_backoff_init(&b, 800 * CK_NS_PER_MS, 30 * CK_NS_PER_SEC, 120 * CK_NS_PER_SEC, 1.0);
+	uint64_t t = 1000 * CK_NS_PER_SEC;
 	const uint64_t want_ms[] = {800, 1600, 3200, 6400, 12800, 25600, 30000, 30000};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(want_ms); i++) {
-		t += NS_PER_SEC;
-		ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), want_ms[i] * NS_PER_MS);
+	for (size_t i = 0; i < CK_ARRAY_LEN(want_ms); i++) {
+		t += CK_NS_PER_SEC;
+		ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), want_ms[i] * CK_NS_PER_MS);
 	}
 	/* Jitter adds up to 100% of the base. */
-	t += NS_PER_SEC;
+	t += CK_NS_PER_SEC;
 	uint64_t j = cache_backoff_next(&b, t, 0.5);
-	ck_assert_uint_eq(j, 45000 * NS_PER_MS);
+	ck_assert_uint_eq(j, 45000 * CK_NS_PER_MS);
 	/* Two quiet minutes: start over. */
-	t += 121 * NS_PER_SEC;
-	ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), 800 * NS_PER_MS);
-	t += 119 * NS_PER_SEC;
-	ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), 1600 * NS_PER_MS);
+	t += 121 * CK_NS_PER_SEC;
+	ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), 800 * CK_NS_PER_MS);
+	t += 119 * CK_NS_PER_SEC;
+	ck_assert_uint_eq(cache_backoff_next(&b, t, 0.0), 1600 * CK_NS_PER_MS);
 
 	ck_assert_int_eq(cache_watch_timeout_s(300, 600, 0.0), 300);
 	ck_assert_int_eq(cache_watch_timeout_s(300, 600, 0.9999999), 599);
 	ck_assert_int_eq(cache_watch_timeout_s(300, 600, 0.5), 450);
-	ck_assert_uint_eq(cache_watch_stall_deadline(10, 300, 5), 10 + 300 * NS_PER_SEC + 5);
+	ck_assert_uint_eq(cache_watch_stall_deadline(10, 300, 5), 10 + 300 * CK_NS_PER_SEC + 5);
 }
 END_TEST
 
@@ -651,51 +651,51 @@ START_TEST(test_backoff_grows_and_resets_after_health)
 	fx_synced(&f);
 	uint64_t d[4];
 	for (int i = 0; i < 4; i++) {
-		cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
+		ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
 		d[i] = retry_delay(&f);
-		advance_ms(&f, d[i] / NS_PER_MS + 1);
+		advance_ms(&f, d[i] / CK_NS_PER_MS + 1);
 	}
-	ck_assert_uint_ge(d[0], 800 * NS_PER_MS);
-	ck_assert_uint_lt(d[0], 1600 * NS_PER_MS);
-	ck_assert_uint_ge(d[1], 1600 * NS_PER_MS);
-	ck_assert_uint_ge(d[3], 6400 * NS_PER_MS);
-	ck_assert_uint_lt(d[3], 12800 * NS_PER_MS);
+	ck_assert_uint_ge(d[0], 800 * CK_NS_PER_MS);
+	ck_assert_uint_lt(d[0], 1600 * CK_NS_PER_MS);
+	ck_assert_uint_ge(d[1], 1600 * CK_NS_PER_MS);
+	ck_assert_uint_ge(d[3], 6400 * CK_NS_PER_MS);
+	ck_assert_uint_lt(d[3], 12800 * CK_NS_PER_MS);
 	/* Healthy for more than two minutes (bookmarks keep the watch alive). */
 	for (int i = 0; i < 5; i++) {
-		clk_fake_advance(&f.clk, 30 * NS_PER_SEC);
-		cache_fake_req_event(last_watch(&f), KWATCH_BOOKMARK, mkbookmark("30", false));
+		ck_clk_fake_advance(&f.clk, 30 * CK_NS_PER_SEC);
+		ck_cache_fake_req_event(last_watch(&f), CK_WATCH_BOOKMARK, mkbookmark("30", false));
 	}
-	cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
-	ck_assert_uint_lt(retry_delay(&f), 1600 * NS_PER_MS);
+	ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
+	ck_assert_uint_lt(retry_delay(&f), 1600 * CK_NS_PER_MS);
 	fx_free(&f);
 }
 END_TEST
 
 START_TEST(test_stall_detection)
 {
-	cache_informer_opts_t o = {
+	ck_cache_informer_opts_t o = {
 	    .watch_timeout_min_s = 10, .watch_timeout_max_s = 10, .stall_margin_ms = 5000};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_synced(&f);
-	cache_fake_req_t *w = last_watch(&f);
-	ck_assert_int_eq(cache_fake_req_opts(w)->timeout_seconds, 10);
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_assert_int_eq(ck_cache_fake_req_opts(w)->timeout_seconds, 10);
 	advance_ms(&f, 9000);
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "11"));
 	advance_ms(&f, 14000); /* 14 s since the event: under 10 + 5 */
-	ck_assert(cache_fake_req_active(w));
+	ck_assert(ck_cache_fake_req_active(w));
 	advance_ms(&f, 1500); /* 15.5 s of silence: dead */
-	ck_assert(cache_fake_req_cancelled(w));
-	cache_stats_t st;
-	cache_informer_stats(f.inf, &st);
+	ck_assert(ck_cache_fake_req_cancelled(w));
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.watch_stalls, 1);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "no data"));
 	advance_ms(&f, 1700);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	ck_assert_str_eq(cache_fake_req_opts(last_watch(&f))->resource_version, "11");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "11");
 	/* Events through the stalled watch are gone for good. */
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "zombie", "12"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "zombie", "12"));
 	cache_informer_drain(f.inf);
 	ck_assert_ptr_null(strstr(rec_text(&f.rec), "zombie"));
 	fx_free(&f);
@@ -709,10 +709,10 @@ START_TEST(test_resync_only_to_due_handlers)
 	fx_t f;
 	fx_init(&f, NULL);
 	rec_t fast = {0}, slow = {0}, never = {0}, tiny = {0};
-	cache_informer_add_handler_resync(f.inf, &rec_handler, &fast, 1000);
-	cache_informer_add_handler_resync(f.inf, &rec_handler, &slow, 5000);
-	cache_informer_add_handler_resync(f.inf, &rec_handler, &never, 0);
-	cache_informer_add_handler_resync(f.inf, &rec_handler, &tiny, 10); /* -> 1 s */
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &fast, 1000);
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &slow, 5000);
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &never, 0);
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &tiny, 10); /* -> 1 s */
 	fx_synced(&f);
 	advance_ms(&f, 500);
 	cache_informer_drain(f.inf);
@@ -730,7 +730,7 @@ START_TEST(test_resync_only_to_due_handlers)
 	ck_assert_int_eq(slow.updates, 2);
 	ck_assert_int_eq(never.updates, 0);
 	/* A real change goes to everyone, due or not. */
-	cache_fake_req_event(last_watch(&f), KWATCH_MODIFIED, mkobj("ns", "a", "30"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_MODIFIED, mkobj("ns", "a", "30"));
 	cache_informer_drain(f.inf);
 	ck_assert_int_eq(never.updates, 1);
 	ck_assert_ptr_nonnull(strstr(rec_text(&never), "update ns/a 1->30\n"));
@@ -748,12 +748,12 @@ START_TEST(test_late_handler_gets_existing_objects_first)
 	fx_init(&f, NULL);
 	fx_synced(&f);
 	rec_t late = {0};
-	cache_handler_reg_t *r = cache_informer_add_handler(f.inf, &rec_handler, &late);
-	ck_assert(!cache_handler_has_synced(r));
+	ck_cache_handler_reg_t *r = ck_cache_informer_add_handler(f.inf, &rec_handler, &late);
+	ck_assert(!ck_cache_handler_has_synced(r));
 	ck_assert_uint_eq(cache_informer_pending(f.inf), 2);
-	cache_fake_req_event(last_watch(&f), KWATCH_ADDED, mkobj("ns", "c", "11"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("ns", "c", "11"));
 	cache_informer_drain(f.inf);
-	ck_assert(cache_handler_has_synced(r));
+	ck_assert(ck_cache_handler_has_synced(r));
 	/* Existing objects (any order), flagged initial, before the new event. */
 	const char *t = rec_text(&late);
 	ck_assert_int_eq(late.initial_adds, 2);
@@ -772,12 +772,12 @@ START_TEST(test_handler_added_after_start_before_sync)
 	fx_init(&f, NULL);
 	fx_start(&f);
 	rec_t early = {0};
-	cache_handler_reg_t *r = cache_informer_add_handler(f.inf, &rec_handler, &early);
-	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	ck_cache_handler_reg_t *r = ck_cache_informer_add_handler(f.inf, &rec_handler, &early);
+	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, items, 1, "10", NULL);
-	ck_assert(!cache_handler_has_synced(r));
+	ck_assert(!ck_cache_handler_has_synced(r));
 	cache_informer_drain(f.inf);
-	ck_assert(cache_handler_has_synced(r));
+	ck_assert(ck_cache_handler_has_synced(r));
 	ck_assert_str_eq(rec_text(&early), "add ns/a 1 initial\n");
 	rec_reset(&early);
 	fx_free(&f);
@@ -785,18 +785,18 @@ START_TEST(test_handler_added_after_start_before_sync)
 END_TEST
 
 typedef struct remover {
-	cache_informer_t *inf;
-	cache_handler_reg_t *reg;
+	ck_cache_informer_t *inf;
+	ck_cache_handler_reg_t *reg;
 	int calls;
 } remover_t;
 
-static void remove_self_on_add(void *ud, kobj_t *obj, bool initial)
+static void remove_self_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	remover_t *rm = ud;
 	(void)obj;
 	(void)initial;
 	rm->calls++;
-	cache_informer_remove_handler(rm->inf, rm->reg);
+	ck_cache_informer_remove_handler(rm->inf, rm->reg);
 }
 
 START_TEST(test_remove_handler_from_its_callback)
@@ -804,8 +804,8 @@ START_TEST(test_remove_handler_from_its_callback)
 	fx_t f;
 	fx_init(&f, NULL);
 	remover_t rm = {f.inf, NULL, 0};
-	cache_handler_t h = {remove_self_on_add, NULL, NULL};
-	rm.reg = cache_informer_add_handler(f.inf, &h, &rm);
+	ck_cache_handler_t h = {remove_self_on_add, NULL, NULL};
+	rm.reg = ck_cache_informer_add_handler(f.inf, &h, &rm);
 	fx_synced(&f);
 	ck_assert_int_eq(rm.calls, 1);
 	fx_free(&f);
@@ -813,20 +813,20 @@ START_TEST(test_remove_handler_from_its_callback)
 END_TEST
 
 typedef struct adder {
-	cache_informer_t *inf;
+	ck_cache_informer_t *inf;
 	rec_t *late;
 	bool added;
 } adder_t;
 
-static void add_handler_on_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+static void add_handler_on_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
 {
 	adder_t *a = ud;
 	(void)key;
 	(void)obj;
 	(void)unknown;
-	if (!a->added && cache_store_len(cache_informer_store(a->inf)) == 0) {
+	if (!a->added && ck_cache_store_len(ck_cache_informer_store(a->inf)) == 0) {
 		a->added = true;
-		cache_informer_add_handler(a->inf, &rec_handler, a->late);
+		ck_cache_informer_add_handler(a->inf, &rec_handler, a->late);
 	}
 }
 
@@ -836,17 +836,17 @@ START_TEST(test_handler_added_in_a_callback_misses_the_event_in_flight)
 	fx_init(&f, NULL);
 	rec_t late = {0};
 	adder_t a = {f.inf, &late, false};
-	cache_handler_t h = {NULL, NULL, add_handler_on_delete};
-	cache_informer_add_handler(f.inf, &h, &a);
+	ck_cache_handler_t h = {NULL, NULL, add_handler_on_delete};
+	ck_cache_informer_add_handler(f.inf, &h, &a);
 	fx_synced(&f);
-	cache_fake_req_event(last_watch(&f), KWATCH_DELETED, mkobj("ns", "a", "11"));
-	cache_fake_req_event(last_watch(&f), KWATCH_DELETED, mkobj("ns", "b", "12"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_DELETED, mkobj("ns", "a", "11"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_DELETED, mkobj("ns", "b", "12"));
 	cache_informer_drain(f.inf);
 	ck_assert(a.added);
 	/* It was added once the store was empty: nothing to tell it, not even the delete
 	 * that was being delivered. The next event it gets. */
 	ck_assert_str_eq(rec_text(&late), "");
-	cache_fake_req_event(last_watch(&f), KWATCH_ADDED, mkobj("ns", "c", "13"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("ns", "c", "13"));
 	cache_informer_drain(f.inf);
 	ck_assert_str_eq(rec_text(&late), "add ns/c 13\n");
 	rec_reset(&late);
@@ -866,7 +866,7 @@ typedef struct view {
 		char rv[16];
 	} e[64];
 	size_t n;
-	cache_handler_reg_t *reg; /* set once registered */
+	ck_cache_handler_reg_t *reg; /* set once registered */
 	int initial_adds;
 	int adds_after_synced; /* initial adds seen while HasSynced was already true */
 	int events;            /* notifications other than initial adds */
@@ -881,17 +881,17 @@ static long view_find(const view_t *v, const char *key)
 	return -1;
 }
 
-static void view_on_add(void *ud, kobj_t *obj, bool initial)
+static void view_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	view_t *v = ud;
 	char key[64];
-	kobj_key(obj, key, sizeof(key));
+	ck_obj_key(obj, key, sizeof(key));
 	ck_assert_msg(view_find(v, key) < 0, "add of %s, which the handler has", key);
-	ck_assert_uint_lt(v->n, CSC_ARRAY_LEN(v->e));
+	ck_assert_uint_lt(v->n, CK_ARRAY_LEN(v->e));
 	snprintf(v->e[v->n].key, sizeof(v->e[v->n].key), "%s", key);
 	snprintf(v->e[v->n].rv, sizeof(v->e[v->n].rv), "%s", obj->rv);
 	v->n++;
-	bool synced = v->reg != NULL && cache_handler_has_synced(v->reg);
+	bool synced = v->reg != NULL && ck_cache_handler_has_synced(v->reg);
 	if (initial) {
 		v->initial_adds++;
 		v->adds_after_synced += synced;
@@ -901,20 +901,20 @@ static void view_on_add(void *ud, kobj_t *obj, bool initial)
 	}
 }
 
-static void view_on_update(void *ud, kobj_t *old, kobj_t *obj)
+static void view_on_update(void *ud, ck_obj_t *old, ck_obj_t *obj)
 {
 	view_t *v = ud;
 	char key[64];
-	kobj_key(obj, key, sizeof(key));
+	ck_obj_key(obj, key, sizeof(key));
 	long i = view_find(v, key);
 	ck_assert_msg(i >= 0, "update of %s, which the handler does not have", key);
 	ck_assert_str_eq(old->rv, v->e[i].rv);
 	snprintf(v->e[i].rv, sizeof(v->e[i].rv), "%s", obj->rv);
 	v->events++;
-	v->events_unsynced += !cache_handler_has_synced(v->reg);
+	v->events_unsynced += !ck_cache_handler_has_synced(v->reg);
 }
 
-static void view_on_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+static void view_on_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
 {
 	view_t *v = ud;
 	(void)obj;
@@ -923,41 +923,41 @@ static void view_on_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
 	ck_assert_msg(i >= 0, "delete of %s, which the handler does not have", key);
 	v->e[i] = v->e[--v->n];
 	v->events++;
-	v->events_unsynced += !cache_handler_has_synced(v->reg);
+	v->events_unsynced += !ck_cache_handler_has_synced(v->reg);
 }
 
-static const cache_handler_t view_handler = {view_on_add, view_on_update, view_on_delete};
+static const ck_cache_handler_t view_handler = {view_on_add, view_on_update, view_on_delete};
 
 /* The handler's view is exactly the store: same keys, same resourceVersions. */
-static void view_assert_is_store(const view_t *v, cache_store_t *st)
+static void view_assert_is_store(const view_t *v, ck_cache_store_t *st)
 {
-	ck_assert_uint_eq(v->n, cache_store_len(st));
+	ck_assert_uint_eq(v->n, ck_cache_store_len(st));
 	for (size_t i = 0; i < v->n; i++) {
-		kobj_t *o = cache_store_get(st, v->e[i].key);
+		ck_obj_t *o = ck_cache_store_get(st, v->e[i].key);
 		ck_assert_msg(o != NULL, "the handler has %s, the store does not", v->e[i].key);
 		ck_assert_str_eq(o->rv, v->e[i].rv);
-		kobj_unref(o);
+		ck_obj_unref(o);
 	}
 }
 
 /* Registers a view handler from inside the callback for the object named trigger. */
 typedef struct view_adder {
-	cache_informer_t *inf;
+	ck_cache_informer_t *inf;
 	view_t *late;
 	const char *trigger;
 	bool added;
 	bool synced_at_once;
 } view_adder_t;
 
-static void view_add_on_add(void *ud, kobj_t *obj, bool initial)
+static void view_add_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	view_adder_t *a = ud;
 	(void)initial;
 	if (a->added || strcmp(obj->name, a->trigger) != 0)
 		return;
 	a->added = true;
-	a->late->reg = cache_informer_add_handler(a->inf, &view_handler, a->late);
-	a->synced_at_once = cache_handler_has_synced(a->late->reg);
+	a->late->reg = ck_cache_informer_add_handler(a->inf, &view_handler, a->late);
+	a->synced_at_once = ck_cache_handler_has_synced(a->late->reg);
 }
 
 START_TEST(test_handler_added_in_a_callback_sees_the_store)
@@ -970,35 +970,35 @@ START_TEST(test_handler_added_in_a_callback_sees_the_store)
 	view_t late;
 	memset(&late, 0, sizeof(late));
 	view_adder_t a = {f.inf, &late, "c", false, false};
-	cache_handler_t h = {view_add_on_add, NULL, NULL};
-	cache_informer_add_handler(f.inf, &h, &a);
+	ck_cache_handler_t h = {view_add_on_add, NULL, NULL};
+	ck_cache_informer_add_handler(f.inf, &h, &a);
 	fx_synced(&f); /* a@1, b@2 */
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11"));
-	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "12"));
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "c", "13"));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "d", "14"));
-	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj("ns", "a", "15"));
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "11"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "a", "12"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "c", "13"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "d", "14"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "a", "15"));
 	cache_informer_drain(f.inf);
 	ck_assert(a.added);
 	ck_assert(!a.synced_at_once); /* the store was not empty: a snapshot to deliver */
 	ck_assert_str_eq(rec_text(&f.rec),
 	                 "add ns/c 11\ndelete ns/c 13\nupdate ns/a 1->12\nupdate ns/a 12->15\n"
 	                 "add ns/d 14\n");
-	view_assert_is_store(&late, cache_informer_store(f.inf));
+	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
 	/* The store after c's entry (a@1, b@2), then a's updates and d's add. */
 	ck_assert_int_eq(late.initial_adds, 2);
 	ck_assert_int_eq(late.adds_after_synced, 0);
 	ck_assert_int_eq(late.events, 3);
 	ck_assert_int_eq(late.events_unsynced, 0);
-	ck_assert(cache_handler_has_synced(late.reg));
+	ck_assert(ck_cache_handler_has_synced(late.reg));
 	ck_assert_uint_eq(cache_informer_pending(f.inf), 0);
 
 	/* Later events keep it exact. */
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj("ns", "b", "16"));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "17"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "b", "16"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "17"));
 	cache_informer_drain(f.inf);
-	view_assert_is_store(&late, cache_informer_store(f.inf));
+	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
 	fx_free(&f);
 }
 END_TEST
@@ -1012,18 +1012,18 @@ START_TEST(test_handler_added_in_a_callback_during_the_initial_list)
 	view_t late;
 	memset(&late, 0, sizeof(late));
 	view_adder_t a = {f.inf, &late, "c", false, false};
-	cache_handler_t h = {view_add_on_add, NULL, NULL};
-	cache_informer_add_handler(f.inf, &h, &a);
+	ck_cache_handler_t h = {view_add_on_add, NULL, NULL};
+	ck_cache_informer_add_handler(f.inf, &h, &a);
 	fx_start(&f);
-	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
+	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
 	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
 	respond_list(&f, items, 5, "10", NULL);
 	cache_informer_drain(f.inf);
 	ck_assert(a.added);
 	ck_assert(!a.synced_at_once);
-	ck_assert(cache_informer_has_synced(f.inf));
-	ck_assert(cache_handler_has_synced(late.reg));
-	view_assert_is_store(&late, cache_informer_store(f.inf));
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_assert(ck_cache_handler_has_synced(late.reg));
+	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
 	ck_assert_int_eq(late.initial_adds, 5);
 	ck_assert_int_eq(late.adds_after_synced, 0);
 	ck_assert_int_eq(late.events, 0);
@@ -1036,43 +1036,43 @@ START_TEST(test_late_handler_added_between_batches_of_the_initial_list)
 	/* Not from a callback: the loop processed two of five listed objects (batch 2)
 	 * when the handler comes. It gets those two, then the other three, all as
 	 * initial adds, and is synced only after the last. */
-	cache_informer_opts_t o = {.batch = 2};
+	ck_cache_informer_opts_t o = {.batch = 2};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_start(&f);
-	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
+	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
 	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
 	respond_list(&f, items, 5, "10", NULL);
 	ev_run(f.loop, EVRUN_NOWAIT);
-	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 2);
-	ck_assert(!cache_informer_has_synced(f.inf));
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	ck_assert(!ck_cache_informer_has_synced(f.inf));
 	view_t late;
 	memset(&late, 0, sizeof(late));
-	late.reg = cache_informer_add_handler(f.inf, &view_handler, &late);
-	ck_assert(!cache_handler_has_synced(late.reg));
+	late.reg = ck_cache_informer_add_handler(f.inf, &view_handler, &late);
+	ck_assert(!ck_cache_handler_has_synced(late.reg));
 	for (int i = 0; i < 20 && cache_informer_pending(f.inf) > 0; i++) {
-		ck_assert(!cache_handler_has_synced(late.reg));
+		ck_assert(!ck_cache_handler_has_synced(late.reg));
 		ev_run(f.loop, EVRUN_NOWAIT);
 	}
 	ck_assert_uint_eq(cache_informer_pending(f.inf), 0);
-	ck_assert(cache_informer_has_synced(f.inf));
-	ck_assert(cache_handler_has_synced(late.reg));
-	view_assert_is_store(&late, cache_informer_store(f.inf));
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_assert(ck_cache_handler_has_synced(late.reg));
+	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
 	ck_assert_uint_eq(late.n, 5);
 	ck_assert_int_eq(late.initial_adds, 5);
 	ck_assert_int_eq(late.adds_after_synced, 0);
 	ck_assert_int_eq(f.rec.initial_adds, 5);
 	/* And it follows the watch from there. */
-	cache_fake_req_event(last_watch(&f), KWATCH_DELETED, mkobj("ns", "a", "11"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_DELETED, mkobj("ns", "a", "11"));
 	cache_informer_drain(f.inf);
-	view_assert_is_store(&late, cache_informer_store(f.inf));
+	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
 	ck_assert_int_eq(late.events, 1);
 	ck_assert_int_eq(late.events_unsynced, 0);
 	fx_free(&f);
 }
 END_TEST
 
-static kobj_t *strip_labels(void *ud, kobj_t *obj)
+static ck_obj_t *strip_labels(void *ud, ck_obj_t *obj)
 {
 	int *calls = ud;
 	(*calls)++;
@@ -1084,41 +1084,41 @@ START_TEST(test_transform_before_store)
 	fx_t f;
 	fx_init(&f, NULL);
 	int calls = 0;
-	cache_informer_set_transform(f.inf, strip_labels, &calls);
+	ck_cache_informer_set_transform(f.inf, strip_labels, &calls);
 	fx_start(&f);
-	kobj_t *items[] = {mkobj_app("ns", "a", "1", "web")};
+	ck_obj_t *items[] = {mkobj_app("ns", "a", "1", "web")};
 	respond_list(&f, items, 1, "10", NULL);
-	cache_fake_req_event(last_watch(&f), KWATCH_ADDED, mkobj_app("ns", "b", "11", "web"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj_app("ns", "b", "11", "web"));
 	cache_informer_drain(f.inf);
 	ck_assert_int_eq(calls, 2);
-	kobj_t *a = cache_lister_get(cache_informer_lister(f.inf), "ns", "a");
+	ck_obj_t *a = ck_cache_lister_get(ck_cache_informer_lister(f.inf), "ns", "a");
 	ck_assert_ptr_nonnull(a);
-	ck_assert_ptr_null(kobj_label(a, "app"));
-	kobj_unref(a);
-	cache_selector_t *web = cache_selector_parse("app=web", NULL);
-	cache_objs_t l;
-	cache_lister_list(cache_informer_lister(f.inf), web, &l);
+	ck_assert_ptr_null(ck_obj_label(a, "app"));
+	ck_obj_unref(a);
+	ck_cache_selector_t *web = ck_cache_selector_parse("app=web", NULL);
+	ck_cache_objs_t l;
+	ck_cache_lister_list(ck_cache_informer_lister(f.inf), web, &l);
 	ck_assert_uint_eq(l.n, 0);
-	cache_objs_free(&l);
-	cache_selector_free(web);
+	ck_cache_objs_free(&l);
+	ck_cache_selector_free(web);
 	fx_free(&f);
 }
 END_TEST
 
-static void app_index(void *ud, const kobj_t *obj, cache_index_values_t *out)
+static void app_index(void *ud, const ck_obj_t *obj, ck_cache_index_values_t *out)
 {
 	(void)ud;
-	const char *v = kobj_label(obj, "app");
+	const char *v = ck_obj_label(obj, "app");
 	if (v != NULL)
-		cache_index_values_add(out, v);
+		ck_cache_index_values_add(out, v);
 }
 
 static size_t by_app(fx_t *f, const char *v)
 {
-	cache_objs_t l;
-	ck_assert_int_eq(cache_store_by_index(cache_informer_store(f->inf), "app", v, &l, NULL), 0);
+	ck_cache_objs_t l;
+	ck_assert_int_eq(ck_cache_store_by_index(ck_cache_informer_store(f->inf), "app", v, &l, NULL), 0);
 	size_t n = l.n;
-	cache_objs_free(&l);
+	ck_cache_objs_free(&l);
 	return n;
 }
 
@@ -1126,24 +1126,24 @@ START_TEST(test_index_follows_updates_and_deletes)
 {
 	fx_t f;
 	fx_init(&f, NULL);
-	ck_assert_int_eq(cache_informer_add_index(f.inf, "app", app_index, NULL, NULL), 0);
+	ck_assert_int_eq(ck_cache_informer_add_index(f.inf, "app", app_index, NULL, NULL), 0);
 	fx_synced(&f);
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj_app("ns", "x", "11", "web"));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj_app("ns2", "y", "12", "web"));
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj_app("ns", "x", "11", "web"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj_app("ns2", "y", "12", "web"));
 	cache_informer_drain(f.inf);
 	ck_assert_uint_eq(by_app(&f, "web"), 2);
-	cache_fake_req_event(w, KWATCH_MODIFIED, mkobj_app("ns", "x", "13", "db"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj_app("ns", "x", "13", "db"));
 	cache_informer_drain(f.inf);
 	ck_assert_uint_eq(by_app(&f, "web"), 1);
 	ck_assert_uint_eq(by_app(&f, "db"), 1);
-	cache_fake_req_event(w, KWATCH_DELETED, mkobj_app("ns", "x", "14", "db"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj_app("ns", "x", "14", "db"));
 	cache_informer_drain(f.inf);
 	ck_assert_uint_eq(by_app(&f, "db"), 0);
-	cache_objs_t l;
-	cache_lister_list_ns(cache_informer_lister(f.inf), "ns2", NULL, &l);
+	ck_cache_objs_t l;
+	ck_cache_lister_list_ns(ck_cache_informer_lister(f.inf), "ns2", NULL, &l);
 	ck_assert_uint_eq(l.n, 1);
-	cache_objs_free(&l);
+	ck_cache_objs_free(&l);
 	fx_free(&f);
 }
 END_TEST
@@ -1152,26 +1152,26 @@ END_TEST
 
 START_TEST(test_streaming_list)
 {
-	cache_informer_opts_t o = {.streaming_list = true};
+	ck_cache_informer_opts_t o = {.streaming_list = true};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_start(&f);
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 0);
-	cache_fake_req_t *w = last_watch(&f);
-	const klist_opts_t *wo = cache_fake_req_opts(w);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 0);
+	ck_cache_fake_req_t *w = last_watch(&f);
+	const ck_list_opts_t *wo = ck_cache_fake_req_opts(w);
 	ck_assert(wo->send_initial_events);
 	ck_assert(wo->allow_watch_bookmarks);
 	ck_assert_str_eq(wo->resource_version_match, "NotOlderThan");
 	ck_assert_str_eq(wo->resource_version, "");
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "a", "5"));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "b", "6"));
-	cache_fake_req_event(w, KWATCH_BOOKMARK, mkbookmark("6", false));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "a", "5"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "b", "6"));
+	ck_cache_fake_req_event(w, CK_WATCH_BOOKMARK, mkbookmark("6", false));
 	cache_informer_drain(f.inf);
-	ck_assert(!cache_informer_has_synced(f.inf));
-	cache_fake_req_event(w, KWATCH_BOOKMARK, mkbookmark("7", true));
+	ck_assert(!ck_cache_informer_has_synced(f.inf));
+	ck_cache_fake_req_event(w, CK_WATCH_BOOKMARK, mkbookmark("7", true));
 	cache_informer_drain(f.inf);
-	ck_assert(cache_informer_has_synced(f.inf));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "8"));
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "8"));
 	cache_informer_drain(f.inf);
 	ck_assert_str_eq(rec_text(&f.rec), "add ns/a 5 initial\nadd ns/b 6 initial\nadd ns/c 8\n");
 	ck_assert_str_eq(cache_reflector_last_rv(cache_informer_reflector(f.inf)), "8");
@@ -1181,22 +1181,22 @@ END_TEST
 
 START_TEST(test_streaming_list_refused_falls_back)
 {
-	cache_informer_opts_t o = {.streaming_list = true};
+	ck_cache_informer_opts_t o = {.streaming_list = true};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_start(&f);
-	cache_fake_req_finish(last_watch(&f), 422, "Invalid",
+	ck_cache_fake_req_finish(last_watch(&f), 422, "Invalid",
 	                      "sendInitialEvents is forbidden for watch unless the WatchList "
 	                      "feature gate is enabled",
 	                      0);
 	ck_assert(cache_reflector_streaming_refused(cache_informer_reflector(f.inf)));
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, false), 1);
-	ck_assert_str_eq(cache_fake_req_opts(last_list(&f))->resource_version, "0");
-	kobj_t *items[] = {mkobj("ns", "a", "1")};
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "0");
+	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, items, 1, "10", NULL);
-	ck_assert(!cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	ck_assert(!ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
 	cache_informer_drain(f.inf);
-	ck_assert(cache_informer_has_synced(f.inf));
+	ck_assert(ck_cache_informer_has_synced(f.inf));
 	fx_free(&f);
 }
 END_TEST
@@ -1208,18 +1208,18 @@ START_TEST(test_shutdown_stops_watch_and_deliveries)
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
-	cache_fake_req_t *w = last_watch(&f);
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "c", "11")); /* queued, not processed */
-	cache_informer_shutdown(f.inf);
-	ck_assert(cache_fake_req_cancelled(w));
-	cache_fake_req_event(w, KWATCH_ADDED, mkobj("ns", "d", "12"));
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "11")); /* queued, not processed */
+	ck_cache_informer_shutdown(f.inf);
+	ck_assert(ck_cache_fake_req_cancelled(w));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "d", "12"));
 	cache_informer_drain(f.inf);
 	advance_ms(&f, 600000);
 	ck_assert_str_eq(rec_text(&f.rec), "");
-	ck_assert_uint_eq(cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
 	/* The store stays readable until free. */
-	ck_assert_uint_eq(cache_store_len(cache_informer_store(f.inf)), 2);
-	ck_assert_int_eq(cache_informer_start(f.inf, NULL), -1);
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	ck_assert_int_eq(ck_cache_informer_start(f.inf, NULL), -1);
 	fx_free(&f);
 }
 END_TEST
@@ -1233,7 +1233,7 @@ START_TEST(test_shutdown_wakes_waiters)
 	pthread_t th;
 	pthread_create(&th, NULL, wait_thread, &w);
 	usleep(20000);
-	cache_informer_shutdown(f.inf);
+	ck_cache_informer_shutdown(f.inf);
 	pthread_join(th, NULL);
 	ck_assert_int_eq(w.rc, -1);
 	ck_assert_ptr_nonnull(strstr(w.reason, "shut down"));
@@ -1245,66 +1245,66 @@ END_TEST
 /* ---------------------------------------------------------------- factory */
 
 typedef struct fakes {
-	cache_fake_lw_t *widgets, *nodes;
+	ck_cache_fake_lw_t *widgets, *nodes;
 	int made;
 } fakes_t;
 
-static cache_lw_t *make_lw(void *ud, const ktype_t *t, const char *ns)
+static ck_cache_lw_t *make_lw(void *ud, const ck_type_t *t, const char *ns)
 {
 	fakes_t *fk = ud;
 	(void)ns;
 	fk->made++;
-	return cache_fake_lw_source(t == &widget_type ? fk->widgets : fk->nodes);
+	return ck_cache_fake_lw_source(t == &widget_type ? fk->widgets : fk->nodes);
 }
 
 START_TEST(test_factory_shares_informers_and_waits)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	clk_fake_t clk;
-	clk_fake_init(&clk, NS_PER_SEC, 0);
-	fakes_t fk = {cache_fake_lw_new(), cache_fake_lw_new(), 0};
-	cache_factory_opts_t o = {
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, CK_NS_PER_SEC, 0);
+	fakes_t fk = {ck_cache_fake_lw_new(), ck_cache_fake_lw_new(), 0};
+	ck_cache_factory_opts_t o = {
 	    .default_resync_ms = 30000, .clock = &clk.base, .lw_new = make_lw, .lw_ud = &fk};
-	cache_factory_t *fac = cache_factory_new(loop, NULL, &o);
-	cache_informer_t *w1 = cache_factory_informer(fac, &widget_type);
-	cache_informer_t *w2 = cache_factory_informer(fac, &widget_type);
-	cache_informer_t *n1 = cache_factory_informer(fac, &node_type);
+	ck_cache_factory_t *fac = ck_cache_factory_new(loop, NULL, &o);
+	ck_cache_informer_t *w1 = ck_cache_factory_informer(fac, &widget_type);
+	ck_cache_informer_t *w2 = ck_cache_factory_informer(fac, &widget_type);
+	ck_cache_informer_t *n1 = ck_cache_factory_informer(fac, &node_type);
 	ck_assert_ptr_eq(w1, w2);
 	ck_assert_ptr_ne(w1, n1);
 	ck_assert_int_eq(fk.made, 2);
 	rec_t r = {0};
-	cache_informer_add_handler(w1, &rec_handler, &r);
-	ck_assert_int_eq(cache_factory_start(fac, NULL), 0);
-	kobj_t *wi = mkobj("ns", "a", "1");
-	cache_fake_req_item(cache_fake_lw_last(fk.widgets, false), wi);
-	cache_fake_req_meta(cache_fake_lw_last(fk.widgets, false), "10", NULL);
-	cache_fake_req_finish(cache_fake_lw_last(fk.widgets, false), 200, NULL, NULL, 0);
+	ck_cache_informer_add_handler(w1, &rec_handler, &r);
+	ck_assert_int_eq(ck_cache_factory_start(fac, NULL), 0);
+	ck_obj_t *wi = mkobj("ns", "a", "1");
+	ck_cache_fake_req_item(ck_cache_fake_lw_last(fk.widgets, false), wi);
+	ck_cache_fake_req_meta(ck_cache_fake_lw_last(fk.widgets, false), "10", NULL);
+	ck_cache_fake_req_finish(ck_cache_fake_lw_last(fk.widgets, false), 200, NULL, NULL, 0);
 	cache_informer_drain(w1);
 
 	/* From a worker thread: the nodes informer is still waiting. */
-	char *why = cache_factory_sync_reason(fac);
+	char *why = ck_cache_factory_sync_reason(fac);
 	ck_assert_ptr_nonnull(strstr(why, "nodes"));
 	ck_assert_ptr_null(strstr(why, "widgets"));
 	free(why);
 
-	cache_fake_req_finish(cache_fake_lw_last(fk.nodes, false), 200, NULL, NULL, 0);
+	ck_cache_fake_req_finish(ck_cache_fake_lw_last(fk.nodes, false), 200, NULL, NULL, 0);
 	cache_informer_drain(n1);
-	ck_assert_ptr_null(cache_factory_sync_reason(fac));
+	ck_assert_ptr_null(ck_cache_factory_sync_reason(fac));
 	ck_assert_str_eq(rec_text(&r), "add ns/a 1 initial\n");
 
-	cache_factory_shutdown(fac);
-	ck_assert(cache_fake_req_cancelled(cache_fake_lw_last(fk.widgets, true)));
-	ck_assert(cache_fake_req_cancelled(cache_fake_lw_last(fk.nodes, true)));
-	cache_factory_free(fac);
-	cache_fake_lw_free(fk.widgets);
-	cache_fake_lw_free(fk.nodes);
+	ck_cache_factory_shutdown(fac);
+	ck_assert(ck_cache_fake_req_cancelled(ck_cache_fake_lw_last(fk.widgets, true)));
+	ck_assert(ck_cache_fake_req_cancelled(ck_cache_fake_lw_last(fk.nodes, true)));
+	ck_cache_factory_free(fac);
+	ck_cache_fake_lw_free(fk.widgets);
+	ck_cache_fake_lw_free(fk.nodes);
 	rec_reset(&r);
 	ev_loop_destroy(loop);
 }
 END_TEST
 
 typedef struct fwaiter {
-	cache_factory_t *f;
+	ck_cache_factory_t *f;
 	int rc;
 	char *reason;
 } fwaiter_t;
@@ -1312,20 +1312,20 @@ typedef struct fwaiter {
 static void *fwait_thread(void *arg)
 {
 	fwaiter_t *w = arg;
-	w->rc = cache_factory_wait_synced(w->f, 30, &w->reason);
+	w->rc = ck_cache_factory_wait_synced(w->f, 30, &w->reason);
 	return NULL;
 }
 
 START_TEST(test_factory_wait_reports_each_unsynced)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	fakes_t fk = {cache_fake_lw_new(), cache_fake_lw_new(), 0};
-	cache_factory_opts_t o = {.lw_new = make_lw, .lw_ud = &fk};
-	cache_factory_t *fac = cache_factory_new(loop, NULL, &o);
-	cache_factory_informer(fac, &widget_type);
-	cache_factory_informer(fac, &node_type);
-	cache_factory_start(fac, NULL);
-	cache_fake_req_finish(cache_fake_lw_last(fk.widgets, false), 403, "Forbidden",
+	fakes_t fk = {ck_cache_fake_lw_new(), ck_cache_fake_lw_new(), 0};
+	ck_cache_factory_opts_t o = {.lw_new = make_lw, .lw_ud = &fk};
+	ck_cache_factory_t *fac = ck_cache_factory_new(loop, NULL, &o);
+	ck_cache_factory_informer(fac, &widget_type);
+	ck_cache_factory_informer(fac, &node_type);
+	ck_cache_factory_start(fac, NULL);
+	ck_cache_fake_req_finish(ck_cache_fake_lw_last(fk.widgets, false), 403, "Forbidden",
 	                      "widgets.test.example.com is forbidden", 0);
 	fwaiter_t w = {fac, 0, NULL};
 	pthread_t th;
@@ -1335,9 +1335,9 @@ START_TEST(test_factory_wait_reports_each_unsynced)
 	ck_assert_ptr_nonnull(strstr(w.reason, "is forbidden"));
 	ck_assert_ptr_nonnull(strstr(w.reason, "nodes: waiting for the initial list"));
 	free(w.reason);
-	cache_factory_free(fac);
-	cache_fake_lw_free(fk.widgets);
-	cache_fake_lw_free(fk.nodes);
+	ck_cache_factory_free(fac);
+	ck_cache_fake_lw_free(fk.widgets);
+	ck_cache_fake_lw_free(fk.nodes);
 	ev_loop_destroy(loop);
 }
 END_TEST
@@ -1356,30 +1356,30 @@ START_TEST(test_processing_runs_on_the_loop)
 	/* Without the test hooks: the check/idle watchers process queued deltas and the
 	 * zero-delay timer ends an ERRORed watch, all by ev_run. */
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	cache_fake_lw_t *fake = cache_fake_lw_new();
-	cache_informer_opts_t o = {.batch = 2};
-	cache_informer_t *inf =
-	    cache_informer_new(loop, &widget_type, cache_fake_lw_source(fake), &o);
+	ck_cache_fake_lw_t *fake = ck_cache_fake_lw_new();
+	ck_cache_informer_opts_t o = {.batch = 2};
+	ck_cache_informer_t *inf =
+	    ck_cache_informer_new(loop, &widget_type, ck_cache_fake_lw_source(fake), &o);
 	rec_t r = {0};
-	cache_informer_add_handler(inf, &rec_handler, &r);
-	cache_informer_start(inf, NULL);
-	kobj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
+	ck_cache_informer_add_handler(inf, &rec_handler, &r);
+	ck_cache_informer_start(inf, NULL);
+	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
 	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
-	cache_fake_req_t *l = cache_fake_lw_last(fake, false);
+	ck_cache_fake_req_t *l = ck_cache_fake_lw_last(fake, false);
 	for (int i = 0; i < 5; i++)
-		cache_fake_req_item(l, items[i]);
-	cache_fake_req_meta(l, "9", NULL);
-	cache_fake_req_finish(l, 200, NULL, NULL, 0);
-	cache_fake_req_error_event(cache_fake_lw_last(fake, true), 410, "Expired", "too old");
+		ck_cache_fake_req_item(l, items[i]);
+	ck_cache_fake_req_meta(l, "9", NULL);
+	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	ck_cache_fake_req_error_event(ck_cache_fake_lw_last(fake, true), 410, "Expired", "too old");
 	ev_timer stop;
 	ev_timer_init(&stop, stop_loop_cb, 0.2, 0.0);
 	ev_timer_start(loop, &stop);
 	ev_run(loop, 0);
-	ck_assert(cache_informer_has_synced(inf));
+	ck_assert(ck_cache_informer_has_synced(inf));
 	ck_assert_int_eq(r.adds, 5);
-	ck_assert(cache_fake_req_cancelled(cache_fake_lw_last(fake, true)));
-	cache_informer_free(inf);
-	cache_fake_lw_free(fake);
+	ck_assert(ck_cache_fake_req_cancelled(ck_cache_fake_lw_last(fake, true)));
+	ck_cache_informer_free(inf);
+	ck_cache_fake_lw_free(fake);
 	rec_reset(&r);
 	ev_loop_destroy(loop);
 }
@@ -1389,8 +1389,8 @@ END_TEST
 
 /* A worker: reads the informer's cache and state while the loop thread writes. */
 typedef struct xreader {
-	cache_informer_t *inf;
-	cache_handler_reg_t *reg;
+	ck_cache_informer_t *inf;
+	ck_cache_handler_reg_t *reg;
 	_Atomic bool stop;
 	_Atomic long reads, bad;
 } xreader_t;
@@ -1398,30 +1398,30 @@ typedef struct xreader {
 static void *xreader_thread(void *arg)
 {
 	xreader_t *x = arg;
-	const cache_lister_t *l = cache_informer_lister(x->inf);
-	cache_store_t *st = cache_informer_store(x->inf);
+	const ck_cache_lister_t *l = ck_cache_informer_lister(x->inf);
+	ck_cache_store_t *st = ck_cache_informer_store(x->inf);
 	while (!atomic_load(&x->stop)) {
-		kobj_t *o = cache_lister_get(l, "ns", "k3");
+		ck_obj_t *o = ck_cache_lister_get(l, "ns", "k3");
 		if (o != NULL && strcmp(o->name, "k3") != 0)
 			atomic_fetch_add(&x->bad, 1);
-		kobj_unref(o);
-		cache_objs_t objs;
-		cache_lister_list_ns(l, "ns", NULL, &objs);
+		ck_obj_unref(o);
+		ck_cache_objs_t objs;
+		ck_cache_lister_list_ns(l, "ns", NULL, &objs);
 		for (size_t i = 0; i < objs.n; i++)
 			if (strcmp(objs.items[i]->ns, "ns") != 0 || objs.items[i]->name[0] != 'k')
 				atomic_fetch_add(&x->bad, 1);
-		cache_objs_free(&objs);
-		cache_strs_t keys;
-		cache_store_list_keys(st, &keys);
-		cache_strs_free(&keys);
+		ck_cache_objs_free(&objs);
+		ck_cache_strs_t keys;
+		ck_cache_store_list_keys(st, &keys);
+		ck_cache_strs_free(&keys);
 		size_t ob;
-		cache_store_mem_bytes(st, &ob);
-		cache_stats_t stats;
-		cache_informer_stats(x->inf, &stats);
-		if (stats.synced != cache_informer_has_synced(x->inf) && stats.synced)
+		ck_cache_store_mem_bytes(st, &ob);
+		ck_cache_stats_t stats;
+		ck_cache_informer_stats(x->inf, &stats);
+		if (stats.synced != ck_cache_informer_has_synced(x->inf) && stats.synced)
 			atomic_fetch_add(&x->bad, 1); /* synced never turns false */
-		(void)cache_handler_has_synced(x->reg);
-		free(cache_informer_sync_reason(x->inf));
+		(void)ck_cache_handler_has_synced(x->reg);
+		free(ck_cache_informer_sync_reason(x->inf));
 		atomic_fetch_add(&x->reads, 1);
 	}
 	return NULL;
@@ -1444,16 +1444,16 @@ START_TEST(test_readers_on_threads_while_the_loop_processes)
 	enum { KEYS = 40 };
 	long server[KEYS] = {0};
 	long rv = 10;
-	cache_fake_req_t *l = last_list(&f);
+	ck_cache_fake_req_t *l = last_list(&f);
 	for (int i = 0; i < KEYS; i += 2) {
 		char name[16], rvs[24];
 		snprintf(name, sizeof(name), "k%d", i);
 		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
 		server[i] = rv;
-		cache_fake_req_item(l, mkobj("ns", name, rvs));
+		ck_cache_fake_req_item(l, mkobj("ns", name, rvs));
 	}
-	cache_fake_req_meta(l, "100", NULL);
-	cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	ck_cache_fake_req_meta(l, "100", NULL);
+	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
 	rv = 100;
 	cache_informer_drain(f.inf);
 	pthread_join(th[0], NULL);
@@ -1461,22 +1461,22 @@ START_TEST(test_readers_on_threads_while_the_loop_processes)
 	view_t late;
 	memset(&late, 0, sizeof(late));
 	for (int op = 0; op < 1500; op++) {
-		int k = (int)(rand_u64() % KEYS);
+		int k = (int)(ck_rand_u64() % KEYS);
 		char name[16], rvs[24];
 		snprintf(name, sizeof(name), "k%d", k);
 		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
-		kwatch_type_t type = server[k] == 0        ? KWATCH_ADDED
-		                     : rand_u64() % 3 == 0 ? KWATCH_DELETED
-		                                           : KWATCH_MODIFIED;
-		server[k] = type == KWATCH_DELETED ? 0 : rv;
-		cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
+		ck_watch_type_t type = server[k] == 0        ? CK_WATCH_ADDED
+		                     : ck_rand_u64() % 3 == 0 ? CK_WATCH_DELETED
+		                                           : CK_WATCH_MODIFIED;
+		server[k] = type == CK_WATCH_DELETED ? 0 : rv;
+		ck_cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
 		if (op % 10 == 0)
 			cache_informer_drain(f.inf);
 		if (op == 500) {
-			late.reg = cache_informer_add_handler(f.inf, &view_handler, &late);
+			late.reg = ck_cache_informer_add_handler(f.inf, &view_handler, &late);
 		} else if (op == 1000) {
 			/* A relist with the same state: replaced objects, no tombstones. */
-			cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
+			ck_cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
 			cache_informer_tick(f.inf);
 			advance_ms(&f, 60000);
 			l = last_list(&f);
@@ -1486,10 +1486,10 @@ START_TEST(test_readers_on_threads_while_the_loop_processes)
 				char n2[16], r2[24];
 				snprintf(n2, sizeof(n2), "k%d", i);
 				snprintf(r2, sizeof(r2), "%ld", server[i]);
-				cache_fake_req_item(l, mkobj("ns", n2, r2));
+				ck_cache_fake_req_item(l, mkobj("ns", n2, r2));
 			}
-			cache_fake_req_meta(l, rvs, NULL);
-			cache_fake_req_finish(l, 200, NULL, NULL, 0);
+			ck_cache_fake_req_meta(l, rvs, NULL);
+			ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
 		}
 	}
 	cache_informer_drain(f.inf);
@@ -1498,15 +1498,15 @@ START_TEST(test_readers_on_threads_while_the_loop_processes)
 		pthread_join(th[i], NULL);
 	ck_assert_int_gt(atomic_load(&x.reads), 0);
 	ck_assert_int_eq(atomic_load(&x.bad), 0);
-	view_assert_is_store(&late, cache_informer_store(f.inf));
+	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
 	for (int i = 0; i < KEYS; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "k%d", i);
-		kobj_t *o = cache_lister_get(cache_informer_lister(f.inf), "ns", name);
+		ck_obj_t *o = ck_cache_lister_get(ck_cache_informer_lister(f.inf), "ns", name);
 		ck_assert_int_eq(o != NULL, server[i] != 0);
 		if (o != NULL)
 			ck_assert_int_eq(atol(o->rv), server[i]);
-		kobj_unref(o);
+		ck_obj_unref(o);
 	}
 	free(w.reason);
 	fx_free(&f);
@@ -1524,12 +1524,12 @@ typedef struct tracker {
 	long calls;
 } tracker_t;
 
-static int key_index(const kobj_t *o)
+static int key_index(const ck_obj_t *o)
 {
 	return atoi(o->name + 1);
 }
 
-static void t_add(void *ud, kobj_t *obj, bool initial)
+static void t_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	tracker_t *t = ud;
 	(void)initial;
@@ -1540,7 +1540,7 @@ static void t_add(void *ud, kobj_t *obj, bool initial)
 	t->calls++;
 }
 
-static void t_update(void *ud, kobj_t *old, kobj_t *obj)
+static void t_update(void *ud, ck_obj_t *old, ck_obj_t *obj)
 {
 	tracker_t *t = ud;
 	int k = key_index(obj);
@@ -1550,7 +1550,7 @@ static void t_update(void *ud, kobj_t *old, kobj_t *obj)
 	t->calls++;
 }
 
-static void t_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+static void t_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
 {
 	tracker_t *t = ud;
 	(void)unknown;
@@ -1560,7 +1560,7 @@ static void t_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
 	t->calls++;
 }
 
-static const cache_handler_t tracker_handler = {t_add, t_update, t_delete};
+static const ck_cache_handler_t tracker_handler = {t_add, t_update, t_delete};
 
 START_TEST(test_long_random_churn)
 {
@@ -1573,96 +1573,96 @@ START_TEST(test_long_random_churn)
 	tracker_t main_t, resync_t;
 	memset(&main_t, 0, sizeof(main_t));
 	memset(&resync_t, 0, sizeof(resync_t));
-	cache_informer_add_handler(f.inf, &tracker_handler, &main_t);
-	cache_informer_add_handler_resync(f.inf, &tracker_handler, &resync_t, 1000);
-	ck_assert_int_eq(cache_informer_start(f.inf, NULL), 0);
+	ck_cache_informer_add_handler(f.inf, &tracker_handler, &main_t);
+	ck_cache_informer_add_handler_resync(f.inf, &tracker_handler, &resync_t, 1000);
+	ck_assert_int_eq(ck_cache_informer_start(f.inf, NULL), 0);
 	long server[CHURN_KEYS] = {0}; /* rv, 0 = absent */
 	long rv = 1;
 	respond_list(&f, NULL, 0, "1", NULL);
 	bool gap = false;
 	tracker_t *late = NULL;
-	cache_handler_reg_t *late_reg = NULL;
+	ck_cache_handler_reg_t *late_reg = NULL;
 	char name[16], rvs[24];
 	for (int op = 0; op < 30000; op++) {
-		int k = (int)(rand_u64() % CHURN_KEYS);
+		int k = (int)(ck_rand_u64() % CHURN_KEYS);
 		snprintf(name, sizeof(name), "k%d", k);
 		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
-		kwatch_type_t type;
+		ck_watch_type_t type;
 		if (server[k] == 0) {
-			type = KWATCH_ADDED;
+			type = CK_WATCH_ADDED;
 			server[k] = rv;
-		} else if (rand_u64() % 3 == 0) {
-			type = KWATCH_DELETED;
+		} else if (ck_rand_u64() % 3 == 0) {
+			type = CK_WATCH_DELETED;
 			server[k] = 0;
 		} else {
-			type = KWATCH_MODIFIED;
+			type = CK_WATCH_MODIFIED;
 			server[k] = rv;
 		}
 		if (!gap)
-			cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
-		uint64_t dice = rand_u64() % 1000;
+			ck_cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
+		uint64_t dice = ck_rand_u64() % 1000;
 		if (dice < 20) {
 			cache_informer_drain(f.inf);
 		} else if (dice < 22 && !gap) {
 			/* The watch breaks with 410; changes go on while we are away. */
-			cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
+			ck_cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
 			cache_informer_tick(f.inf);
 			gap = true;
 		} else if (dice < 24 && gap) {
 			advance_ms(&f, 60000);
-			cache_fake_req_t *l = last_list(&f);
-			ck_assert(cache_fake_req_active(l));
+			ck_cache_fake_req_t *l = last_list(&f);
+			ck_assert(ck_cache_fake_req_active(l));
 			for (int i = 0; i < CHURN_KEYS; i++) {
 				if (server[i] == 0)
 					continue;
 				char n2[16], r2[24];
 				snprintf(n2, sizeof(n2), "k%d", i);
 				snprintf(r2, sizeof(r2), "%ld", server[i]);
-				cache_fake_req_item(l, mkobj("ns", n2, r2));
+				ck_cache_fake_req_item(l, mkobj("ns", n2, r2));
 			}
-			cache_fake_req_meta(l, rvs, NULL);
-			cache_fake_req_finish(l, 200, NULL, NULL, 0);
+			ck_cache_fake_req_meta(l, rvs, NULL);
+			ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
 			gap = false;
 		} else if (dice < 26 && !gap) {
-			cache_fake_req_event(last_watch(&f), KWATCH_BOOKMARK,
+			ck_cache_fake_req_event(last_watch(&f), CK_WATCH_BOOKMARK,
 			                     mkbookmark(rvs, false));
-			clk_fake_advance(&f.clk, 2 * NS_PER_SEC);
-			cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0); /* clean close */
+			ck_clk_fake_advance(&f.clk, 2 * CK_NS_PER_SEC);
+			ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0); /* clean close */
 		} else if (dice < 30) {
 			advance_ms(&f, 1000); /* resync for the 1 s handler */
 		} else if (dice < 31) {
 			if (late == NULL) {
-				late = xcalloc(1, sizeof(*late));
+				late = ck_xcalloc(1, sizeof(*late));
 				late_reg =
-				    cache_informer_add_handler(f.inf, &tracker_handler, late);
+				    ck_cache_informer_add_handler(f.inf, &tracker_handler, late);
 			} else {
-				cache_informer_remove_handler(f.inf, late_reg);
+				ck_cache_informer_remove_handler(f.inf, late_reg);
 				free(late);
 				late = NULL;
 			}
 		}
 	}
 	if (gap) {
-		cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
+		ck_cache_fake_req_error_event(last_watch(&f), 410, "Expired", "too old");
 		advance_ms(&f, 60000);
-		cache_fake_req_t *l = last_list(&f);
+		ck_cache_fake_req_t *l = last_list(&f);
 		for (int i = 0; i < CHURN_KEYS; i++) {
 			if (server[i] == 0)
 				continue;
 			char n2[16], r2[24];
 			snprintf(n2, sizeof(n2), "k%d", i);
 			snprintf(r2, sizeof(r2), "%ld", server[i]);
-			cache_fake_req_item(l, mkobj("ns", n2, r2));
+			ck_cache_fake_req_item(l, mkobj("ns", n2, r2));
 		}
-		cache_fake_req_meta(l, rvs, NULL);
-		cache_fake_req_finish(l, 200, NULL, NULL, 0);
+		ck_cache_fake_req_meta(l, rvs, NULL);
+		ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
 	}
 	cache_informer_drain(f.inf);
-	cache_store_t *st = cache_informer_store(f.inf);
+	ck_cache_store_t *st = ck_cache_informer_store(f.inf);
 	size_t live = 0;
 	for (int i = 0; i < CHURN_KEYS; i++) {
 		snprintf(name, sizeof(name), "k%d", i);
-		kobj_t *o = cache_store_get_ns_name(st, "ns", name);
+		ck_obj_t *o = ck_cache_store_get_ns_name(st, "ns", name);
 		if (server[i] == 0) {
 			ck_assert_msg(o == NULL, "%s should be gone", name);
 		} else {
@@ -1670,15 +1670,15 @@ START_TEST(test_long_random_churn)
 			ck_assert_msg(o != NULL, "%s missing", name);
 			ck_assert_int_eq(atol(o->rv), server[i]);
 		}
-		kobj_unref(o);
+		ck_obj_unref(o);
 		ck_assert_int_eq(main_t.present[i], server[i] != 0);
 		ck_assert_int_eq(resync_t.present[i], server[i] != 0);
 		if (late != NULL)
 			ck_assert_int_eq(late->present[i], server[i] != 0);
 	}
-	ck_assert_uint_eq(cache_store_len(st), live);
-	cache_stats_t stats;
-	cache_informer_stats(f.inf, &stats);
+	ck_assert_uint_eq(ck_cache_store_len(st), live);
+	ck_cache_stats_t stats;
+	ck_cache_informer_stats(f.inf, &stats);
 	ck_assert_uint_ge(stats.relists, 10);
 	free(late);
 	fx_free(&f);

@@ -4,20 +4,20 @@
 #include <check.h>
 
 typedef struct qfix {
-	cache_store_t *known;
+	ck_cache_store_t *known;
 	cache_dq_t q;
 } qfix_t;
 
 static void qfix_init(qfix_t *f)
 {
-	f->known = cache_store_new();
+	f->known = ck_cache_store_new();
 	cache_dq_init(&f->q, f->known);
 }
 
 static void qfix_free(qfix_t *f)
 {
 	cache_dq_free(&f->q);
-	cache_store_free(f->known);
+	ck_cache_store_free(f->known);
 }
 
 /* Pops one entry and renders it as "ns/name: Type(rv) Type(rv)...". */
@@ -26,15 +26,15 @@ static char *pop_str(qfix_t *f, bool *initial)
 	cache_dq_entry_t *e = cache_dq_pop(&f->q, initial);
 	if (e == NULL)
 		return NULL;
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	char key[128];
-	kobj_key(e->d[0].obj, key, sizeof(key));
-	sbuf_printf(&b, "%s:", key);
+	ck_obj_key(e->d[0].obj, key, sizeof(key));
+	ck_sbuf_printf(&b, "%s:", key);
 	for (uint32_t i = 0; i < e->n; i++)
-		sbuf_printf(&b, " %s%s(%s)", e->d[i].unknown ? "Unknown" : "",
+		ck_sbuf_printf(&b, " %s%s(%s)", e->d[i].unknown ? "Unknown" : "",
 		            cache_delta_type_name(e->d[i].type), e->d[i].obj->rv);
 	cache_dq_release(&f->q, e);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 static void expect_pop(qfix_t *f, const char *want)
@@ -46,10 +46,10 @@ static void expect_pop(qfix_t *f, const char *want)
 }
 
 /* Stores obj as processed (known). */
-static void know(qfix_t *f, kobj_t *obj)
+static void know(qfix_t *f, ck_obj_t *obj)
 {
-	kobj_unref(cache_store_upsert(f->known, obj));
-	kobj_unref(obj);
+	ck_obj_unref(ck_cache_store_upsert(f->known, obj));
+	ck_obj_unref(obj);
 }
 
 START_TEST(test_fifo_order_and_grouping)
@@ -81,7 +81,7 @@ START_TEST(test_delete_dedup)
 	expect_pop(&f, "ns/a: Deleted(3)");
 	/* A real delete then a tombstone for the same key: the real one (it knows more). */
 	cache_dq_delete(&f.q, mkobj("ns", "b", "5"));
-	kobj_t *none[1];
+	ck_obj_t *none[1];
 	cache_dq_replace(&f.q, none, 0);
 	expect_pop(&f, "ns/b: Deleted(5)");
 	/* a is no longer known here (the store was not updated by popping), so the
@@ -140,7 +140,7 @@ START_TEST(test_replace_tombstones_and_sync_count)
 	cache_dq_add(&f.q, CACHE_DELTA_ADDED, mkobj("ns", "d", "1"));
 	f.q.populated = false;
 	/* The relist has a (changed) and d; b, c vanished while we were not watching. */
-	kobj_t *items[] = {mkobj("ns", "a", "7"), mkobj("ns", "d", "7")};
+	ck_obj_t *items[] = {mkobj("ns", "a", "7"), mkobj("ns", "d", "7")};
 	cache_dq_replace(&f.q, items, 2);
 	ck_assert(!cache_dq_has_synced(&f.q));
 	/* a, d listed + b, c tombstones = 4 keys before synced. */
@@ -179,7 +179,7 @@ START_TEST(test_replace_tombstone_for_queued_key_uses_newest)
 	/* Watch saw an update for a (queued, unprocessed), then the watch died and a
 	 * was deleted: the relist's tombstone must carry the newest state, rv 2. */
 	cache_dq_add(&f.q, CACHE_DELTA_UPDATED, mkobj("ns", "a", "2"));
-	kobj_t *none[1];
+	ck_obj_t *none[1];
 	cache_dq_replace(&f.q, none, 0);
 	expect_pop(&f, "ns/a: Updated(2) UnknownDeleted(2)");
 	ck_assert_ptr_null(cache_dq_pop(&f.q, NULL));
@@ -192,7 +192,7 @@ START_TEST(test_empty_first_replace_is_synced)
 	qfix_t f;
 	qfix_init(&f);
 	ck_assert(!cache_dq_has_synced(&f.q));
-	kobj_t *none[1];
+	ck_obj_t *none[1];
 	cache_dq_replace(&f.q, none, 0);
 	ck_assert(cache_dq_has_synced(&f.q));
 	qfix_free(&f);

@@ -24,7 +24,7 @@ START_TEST(test_chash_random_against_reference)
 	chash_t t = {0};
 	size_t count = 0;
 	for (int round = 0; round < 40000; round++) {
-		size_t i = rand_u64() % N;
+		size_t i = ck_rand_u64() % N;
 		uint64_t h = (vals[i] % 97) * 0x9e3779b97f4a7c15ULL;
 		size_t at = chash_find(&t, h, eq_u64, &vals[i]);
 		ck_assert_int_eq(at != SIZE_MAX, in[i]);
@@ -51,20 +51,20 @@ END_TEST
 
 START_TEST(test_key_hash_matches_key_string)
 {
-	kobj_t *a = mkobj("ns1", "obj-a", "1");
+	ck_obj_t *a = mkobj("ns1", "obj-a", "1");
 	char key[64];
-	size_t n = kobj_key(a, key, sizeof(key));
+	size_t n = ck_obj_key(a, key, sizeof(key));
 	ck_assert_str_eq(key, "ns1/obj-a");
 	ck_assert_uint_eq(cache_obj_key_hash(a), cache_key_hash(key, n));
 	ck_assert(cache_obj_key_eq(a, key, n));
 	ck_assert(!cache_obj_key_eq(a, "ns1/obj-b", 9));
 	ck_assert(!cache_obj_key_eq(a, "ns1obj-a", 8));
-	kobj_t *node = mkobj_t(&node_type, NULL, "node-1", "1", NULL);
-	n = kobj_key(node, key, sizeof(key));
+	ck_obj_t *node = mkobj_t(&node_type, NULL, "node-1", "1", NULL);
+	n = ck_obj_key(node, key, sizeof(key));
 	ck_assert_str_eq(key, "node-1");
 	ck_assert_uint_eq(cache_obj_key_hash(node), cache_key_hash(key, n));
-	kobj_unref(a);
-	kobj_unref(node);
+	ck_obj_unref(a);
+	ck_obj_unref(node);
 }
 END_TEST
 
@@ -72,198 +72,198 @@ END_TEST
 
 START_TEST(test_store_crud)
 {
-	cache_store_t *s = cache_store_new();
-	kobj_t *a1 = mkobj("ns1", "a", "1");
-	ck_assert_ptr_null(cache_store_upsert(s, a1));
-	ck_assert_uint_eq(cache_store_len(s), 1);
-	kobj_t *got = cache_store_get(s, "ns1/a");
+	ck_cache_store_t *s = ck_cache_store_new();
+	ck_obj_t *a1 = mkobj("ns1", "a", "1");
+	ck_assert_ptr_null(ck_cache_store_upsert(s, a1));
+	ck_assert_uint_eq(ck_cache_store_len(s), 1);
+	ck_obj_t *got = ck_cache_store_get(s, "ns1/a");
 	ck_assert_ptr_eq(got, a1);
-	kobj_unref(got);
-	got = cache_store_get_ns_name(s, "ns1", "a");
+	ck_obj_unref(got);
+	got = ck_cache_store_get_ns_name(s, "ns1", "a");
 	ck_assert_ptr_eq(got, a1);
-	kobj_unref(got);
-	ck_assert_ptr_null(cache_store_get(s, "ns2/a"));
-	ck_assert_ptr_null(cache_store_get(s, "a"));
+	ck_obj_unref(got);
+	ck_assert_ptr_null(ck_cache_store_get(s, "ns2/a"));
+	ck_assert_ptr_null(ck_cache_store_get(s, "a"));
 
-	kobj_t *a2 = mkobj("ns1", "a", "2");
-	kobj_t *old = cache_store_upsert(s, a2);
+	ck_obj_t *a2 = mkobj("ns1", "a", "2");
+	ck_obj_t *old = ck_cache_store_upsert(s, a2);
 	ck_assert_ptr_eq(old, a1);
-	kobj_unref(old);
-	ck_assert_uint_eq(cache_store_len(s), 1);
-	got = cache_store_get(s, "ns1/a");
+	ck_obj_unref(old);
+	ck_assert_uint_eq(ck_cache_store_len(s), 1);
+	got = ck_cache_store_get(s, "ns1/a");
 	ck_assert_str_eq(got->rv, "2");
-	kobj_unref(got);
+	ck_obj_unref(got);
 
-	old = cache_store_delete(s, "ns1/a");
+	old = ck_cache_store_delete(s, "ns1/a");
 	ck_assert_ptr_eq(old, a2);
-	kobj_unref(old);
-	ck_assert_ptr_null(cache_store_delete(s, "ns1/a"));
-	ck_assert_uint_eq(cache_store_len(s), 0);
-	kobj_unref(a1);
-	kobj_unref(a2);
-	cache_store_free(s);
+	ck_obj_unref(old);
+	ck_assert_ptr_null(ck_cache_store_delete(s, "ns1/a"));
+	ck_assert_uint_eq(ck_cache_store_len(s), 0);
+	ck_obj_unref(a1);
+	ck_obj_unref(a2);
+	ck_cache_store_free(s);
 }
 END_TEST
 
 START_TEST(test_store_cluster_scoped_keys)
 {
-	cache_store_t *s = cache_store_new();
-	kobj_t *n = mkobj_t(&node_type, NULL, "node-1", "5", NULL);
-	cache_store_upsert(s, n);
-	kobj_t *got = cache_store_get(s, "node-1");
+	ck_cache_store_t *s = ck_cache_store_new();
+	ck_obj_t *n = mkobj_t(&node_type, NULL, "node-1", "5", NULL);
+	ck_cache_store_upsert(s, n);
+	ck_obj_t *got = ck_cache_store_get(s, "node-1");
 	ck_assert_ptr_eq(got, n);
-	kobj_unref(got);
-	got = cache_store_get_ns_name(s, "", "node-1");
+	ck_obj_unref(got);
+	got = ck_cache_store_get_ns_name(s, "", "node-1");
 	ck_assert_ptr_eq(got, n);
-	kobj_unref(got);
-	cache_strs_t keys;
-	cache_store_list_keys(s, &keys);
+	ck_obj_unref(got);
+	ck_cache_strs_t keys;
+	ck_cache_store_list_keys(s, &keys);
 	ck_assert_uint_eq(keys.n, 1);
 	ck_assert_str_eq(keys.items[0], "node-1");
-	cache_strs_free(&keys);
-	kobj_unref(n);
-	cache_store_free(s);
+	ck_cache_strs_free(&keys);
+	ck_obj_unref(n);
+	ck_cache_store_free(s);
 }
 END_TEST
 
-static size_t count_by_index(cache_store_t *s, const char *index, const char *value)
+static size_t count_by_index(ck_cache_store_t *s, const char *index, const char *value)
 {
-	cache_objs_t l;
-	ck_assert_int_eq(cache_store_by_index(s, index, value, &l, NULL), 0);
+	ck_cache_objs_t l;
+	ck_assert_int_eq(ck_cache_store_by_index(s, index, value, &l, NULL), 0);
 	size_t n = l.n;
-	cache_objs_free(&l);
+	ck_cache_objs_free(&l);
 	return n;
 }
 
 START_TEST(test_store_namespace_index)
 {
-	cache_store_t *s = cache_store_new();
+	ck_cache_store_t *s = ck_cache_store_new();
 	for (int i = 0; i < 50; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "o%d", i);
-		kobj_t *o = mkobj(i % 2 ? "odd" : "even", name, "1");
-		cache_store_upsert(s, o);
-		kobj_unref(o);
+		ck_obj_t *o = mkobj(i % 2 ? "odd" : "even", name, "1");
+		ck_cache_store_upsert(s, o);
+		ck_obj_unref(o);
 	}
-	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "odd"), 25);
-	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "even"), 25);
-	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "none"), 0);
+	ck_assert_uint_eq(count_by_index(s, CK_CACHE_INDEX_NAMESPACE, "odd"), 25);
+	ck_assert_uint_eq(count_by_index(s, CK_CACHE_INDEX_NAMESPACE, "even"), 25);
+	ck_assert_uint_eq(count_by_index(s, CK_CACHE_INDEX_NAMESPACE, "none"), 0);
 
-	cache_strs_t vals;
-	ck_assert_int_eq(cache_store_index_values(s, CACHE_INDEX_NAMESPACE, &vals, NULL), 0);
+	ck_cache_strs_t vals;
+	ck_assert_int_eq(ck_cache_store_index_values(s, CK_CACHE_INDEX_NAMESPACE, &vals, NULL), 0);
 	ck_assert_uint_eq(vals.n, 2);
-	cache_strs_free(&vals);
+	ck_cache_strs_free(&vals);
 
-	cache_strs_t keys;
-	ck_assert_int_eq(cache_store_index_keys(s, CACHE_INDEX_NAMESPACE, "odd", &keys, NULL), 0);
+	ck_cache_strs_t keys;
+	ck_assert_int_eq(ck_cache_store_index_keys(s, CK_CACHE_INDEX_NAMESPACE, "odd", &keys, NULL), 0);
 	ck_assert_uint_eq(keys.n, 25);
 	for (size_t i = 0; i < keys.n; i++)
 		ck_assert(strncmp(keys.items[i], "odd/o", 5) == 0);
-	cache_strs_free(&keys);
+	ck_cache_strs_free(&keys);
 
 	/* Deleting every odd object drops the value itself. */
 	for (int i = 1; i < 50; i += 2) {
 		char key[32];
 		snprintf(key, sizeof(key), "odd/o%d", i);
-		kobj_unref(cache_store_delete(s, key));
+		ck_obj_unref(ck_cache_store_delete(s, key));
 	}
-	ck_assert_uint_eq(count_by_index(s, CACHE_INDEX_NAMESPACE, "odd"), 0);
-	ck_assert_int_eq(cache_store_index_values(s, CACHE_INDEX_NAMESPACE, &vals, NULL), 0);
+	ck_assert_uint_eq(count_by_index(s, CK_CACHE_INDEX_NAMESPACE, "odd"), 0);
+	ck_assert_int_eq(ck_cache_store_index_values(s, CK_CACHE_INDEX_NAMESPACE, &vals, NULL), 0);
 	ck_assert_uint_eq(vals.n, 1);
 	ck_assert_str_eq(vals.items[0], "even");
-	cache_strs_free(&vals);
+	ck_cache_strs_free(&vals);
 
 	char *err = NULL;
-	cache_objs_t l;
-	ck_assert_int_eq(cache_store_by_index(s, "nope", "x", &l, &err), -1);
+	ck_cache_objs_t l;
+	ck_assert_int_eq(ck_cache_store_by_index(s, "nope", "x", &l, &err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "nope"));
 	free(err);
-	cache_store_free(s);
+	ck_cache_store_free(s);
 }
 END_TEST
 
 /* Multi-valued: every label value of the object, as "k=v". */
-static void labels_index(void *ud, const kobj_t *obj, cache_index_values_t *out)
+static void labels_index(void *ud, const ck_obj_t *obj, ck_cache_index_values_t *out)
 {
 	int *calls = ud;
 	(*calls)++;
 	for (size_t i = 0; i < obj->nlabels; i++) {
 		char v[128];
 		snprintf(v, sizeof(v), "%s=%s", obj->labels[i].key, obj->labels[i].value);
-		cache_index_values_add(out, v);
+		ck_cache_index_values_add(out, v);
 	}
 }
 
 START_TEST(test_store_custom_index_after_objects)
 {
-	cache_store_t *s = cache_store_new();
+	ck_cache_store_t *s = ck_cache_store_new();
 	const char *l1[] = {"app=web", "tier=front", NULL};
 	const char *l2[] = {"app=web", "tier=back", NULL};
-	kobj_t *a = mkobj_t(&widget_type, "ns", "a", "1", l1);
-	kobj_t *b = mkobj_t(&widget_type, "ns", "b", "1", l2);
-	cache_store_upsert(s, a);
-	cache_store_upsert(s, b);
+	ck_obj_t *a = mkobj_t(&widget_type, "ns", "a", "1", l1);
+	ck_obj_t *b = mkobj_t(&widget_type, "ns", "b", "1", l2);
+	ck_cache_store_upsert(s, a);
+	ck_cache_store_upsert(s, b);
 	int calls = 0;
-	ck_assert_int_eq(cache_store_add_index(s, "labels", labels_index, &calls, NULL), 0);
+	ck_assert_int_eq(ck_cache_store_add_index(s, "labels", labels_index, &calls, NULL), 0);
 	ck_assert_int_eq(calls, 2); /* existing objects indexed at once */
 	ck_assert_uint_eq(count_by_index(s, "labels", "app=web"), 2);
 	ck_assert_uint_eq(count_by_index(s, "labels", "tier=front"), 1);
 
 	/* Update: b moves from back to front; its old value must go. */
 	const char *l3[] = {"app=api", "tier=front", NULL};
-	kobj_t *b2 = mkobj_t(&widget_type, "ns", "b", "2", l3);
-	kobj_unref(cache_store_upsert(s, b2));
+	ck_obj_t *b2 = mkobj_t(&widget_type, "ns", "b", "2", l3);
+	ck_obj_unref(ck_cache_store_upsert(s, b2));
 	ck_assert_uint_eq(count_by_index(s, "labels", "app=web"), 1);
 	ck_assert_uint_eq(count_by_index(s, "labels", "app=api"), 1);
 	ck_assert_uint_eq(count_by_index(s, "labels", "tier=front"), 2);
 	ck_assert_uint_eq(count_by_index(s, "labels", "tier=back"), 0);
-	cache_objs_t l;
-	cache_store_by_index(s, "labels", "app=api", &l, NULL);
+	ck_cache_objs_t l;
+	ck_cache_store_by_index(s, "labels", "app=api", &l, NULL);
 	ck_assert_ptr_eq(l.items[0], b2); /* the new object, not the old one */
-	cache_objs_free(&l);
+	ck_cache_objs_free(&l);
 
 	/* Delete: gone from every value. */
-	kobj_unref(cache_store_delete(s, "ns/a"));
+	ck_obj_unref(ck_cache_store_delete(s, "ns/a"));
 	ck_assert_uint_eq(count_by_index(s, "labels", "app=web"), 0);
 	ck_assert_uint_eq(count_by_index(s, "labels", "tier=front"), 1);
 
 	char *err = NULL;
-	ck_assert_int_eq(cache_store_add_index(s, "labels", labels_index, &calls, &err), -1);
+	ck_assert_int_eq(ck_cache_store_add_index(s, "labels", labels_index, &calls, &err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "labels"));
 	free(err);
-	kobj_unref(a);
-	kobj_unref(b);
-	kobj_unref(b2);
-	cache_store_free(s);
+	ck_obj_unref(a);
+	ck_obj_unref(b);
+	ck_obj_unref(b2);
+	ck_cache_store_free(s);
 }
 END_TEST
 
 START_TEST(test_store_mem_and_foreach)
 {
-	cache_store_t *s = cache_store_new();
+	ck_cache_store_t *s = ck_cache_store_new();
 	for (int i = 0; i < 100; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "o%d", i);
-		kobj_t *o = mkobj("ns", name, "1");
-		cache_store_upsert(s, o);
-		kobj_unref(o);
+		ck_obj_t *o = mkobj("ns", name, "1");
+		ck_cache_store_upsert(s, o);
+		ck_obj_unref(o);
 	}
 	size_t obj_bytes = 0;
-	size_t tables = cache_store_mem_bytes(s, &obj_bytes);
+	size_t tables = ck_cache_store_mem_bytes(s, &obj_bytes);
 	ck_assert_uint_gt(tables, 100 * 16);
 	ck_assert_uint_lt(tables, 100 * 200);
-	ck_assert_uint_gt(obj_bytes, 100 * sizeof(kobj_t));
-	cache_objs_t all;
-	cache_store_list(s, &all);
+	ck_assert_uint_gt(obj_bytes, 100 * sizeof(ck_obj_t));
+	ck_cache_objs_t all;
+	ck_cache_store_list(s, &all);
 	ck_assert_uint_eq(all.n, 100);
-	cache_objs_free(&all);
-	cache_store_free(s);
+	ck_cache_objs_free(&all);
+	ck_cache_store_free(s);
 }
 END_TEST
 
 /* Readers on threads while the writer churns: run under TSan too. */
 typedef struct rd_ctx {
-	cache_store_t *s;
+	ck_cache_store_t *s;
 	_Atomic bool stop;
 	_Atomic long reads;
 } rd_ctx_t;
@@ -272,16 +272,16 @@ static void *reader(void *arg)
 {
 	rd_ctx_t *c = arg;
 	while (!atomic_load(&c->stop)) {
-		kobj_t *o = cache_store_get(c->s, "ns/o7");
+		ck_obj_t *o = ck_cache_store_get(c->s, "ns/o7");
 		if (o != NULL) {
 			ck_assert_str_eq(o->name, "o7");
-			kobj_unref(o);
+			ck_obj_unref(o);
 		}
-		cache_objs_t l;
-		cache_store_by_index(c->s, CACHE_INDEX_NAMESPACE, "ns", &l, NULL);
+		ck_cache_objs_t l;
+		ck_cache_store_by_index(c->s, CK_CACHE_INDEX_NAMESPACE, "ns", &l, NULL);
 		for (size_t i = 0; i < l.n; i++)
 			ck_assert_str_eq(l.items[i]->ns, "ns");
-		cache_objs_free(&l);
+		ck_cache_objs_free(&l);
 		atomic_fetch_add(&c->reads, 1);
 	}
 	return NULL;
@@ -289,7 +289,7 @@ static void *reader(void *arg)
 
 START_TEST(test_store_concurrent_readers)
 {
-	rd_ctx_t c = {.s = cache_store_new()};
+	rd_ctx_t c = {.s = ck_cache_store_new()};
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, reader, &c);
@@ -297,25 +297,25 @@ START_TEST(test_store_concurrent_readers)
 		char name[16], rv[16];
 		snprintf(name, sizeof(name), "o%d", round % 20);
 		snprintf(rv, sizeof(rv), "%d", round);
-		kobj_t *o = mkobj("ns", name, rv);
-		kobj_unref(cache_store_upsert(c.s, o));
-		kobj_unref(o);
+		ck_obj_t *o = mkobj("ns", name, rv);
+		ck_obj_unref(ck_cache_store_upsert(c.s, o));
+		ck_obj_unref(o);
 		if (round % 7 == 0) {
 			char key[32];
 			snprintf(key, sizeof(key), "ns/o%d", (round / 7) % 20);
-			kobj_unref(cache_store_delete(c.s, key));
+			ck_obj_unref(ck_cache_store_delete(c.s, key));
 		}
 	}
 	atomic_store(&c.stop, true);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	cache_store_free(c.s);
+	ck_cache_store_free(c.s);
 }
 END_TEST
 
 /* A foreach callback that reads the store back, while a writer queues for the lock. */
 typedef struct nested {
-	cache_store_t *s;
+	ck_cache_store_t *s;
 	pthread_t writer;
 	bool writing;
 	int seen, found;
@@ -323,13 +323,13 @@ typedef struct nested {
 
 static void *queued_writer(void *arg)
 {
-	kobj_t *o = mkobj("ns", "new", "9");
-	kobj_unref(cache_store_upsert(arg, o));
-	kobj_unref(o);
+	ck_obj_t *o = mkobj("ns", "new", "9");
+	ck_obj_unref(ck_cache_store_upsert(arg, o));
+	ck_obj_unref(o);
 	return NULL;
 }
 
-static bool read_back(void *ud, kobj_t *obj)
+static bool read_back(void *ud, ck_obj_t *obj)
 {
 	nested_t *n = ud;
 	if (!n->writing) {
@@ -338,15 +338,15 @@ static bool read_back(void *ud, kobj_t *obj)
 		usleep(50000); /* time for the writer to queue on the lock */
 	}
 	char key[64];
-	kobj_key(obj, key, sizeof(key));
-	kobj_t *again = cache_store_get(n->s, key);
+	ck_obj_key(obj, key, sizeof(key));
+	ck_obj_t *again = ck_cache_store_get(n->s, key);
 	n->found += again == obj;
-	kobj_unref(again);
+	ck_obj_unref(again);
 	n->seen++;
 	return true;
 }
 
-static bool stop_after_two(void *ud, kobj_t *obj)
+static bool stop_after_two(void *ud, ck_obj_t *obj)
 {
 	int *calls = ud;
 	(void)obj;
@@ -357,25 +357,25 @@ START_TEST(test_store_foreach_may_read_the_store)
 {
 	/* A read from inside the callback must not deadlock behind a waiting writer
 	 * (the lock prefers writers and is not recursive for readers). */
-	cache_store_t *s = cache_store_new();
+	ck_cache_store_t *s = ck_cache_store_new();
 	for (int i = 0; i < 3; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "o%d", i);
-		kobj_t *o = mkobj("ns", name, "1");
-		cache_store_upsert(s, o);
-		kobj_unref(o);
+		ck_obj_t *o = mkobj("ns", name, "1");
+		ck_cache_store_upsert(s, o);
+		ck_obj_unref(o);
 	}
 	nested_t n = {.s = s};
-	cache_store_foreach(s, read_back, &n);
+	ck_cache_store_foreach(s, read_back, &n);
 	ck_assert(n.writing);
 	pthread_join(n.writer, NULL);
 	ck_assert_int_eq(n.seen, 3);
 	ck_assert_int_eq(n.found, 3);
-	ck_assert_uint_eq(cache_store_len(s), 4);
+	ck_assert_uint_eq(ck_cache_store_len(s), 4);
 	int calls = 0;
-	cache_store_foreach(s, stop_after_two, &calls);
+	ck_cache_store_foreach(s, stop_after_two, &calls);
 	ck_assert_int_eq(calls, 2);
-	cache_store_free(s);
+	ck_cache_store_free(s);
 }
 END_TEST
 
@@ -383,49 +383,49 @@ END_TEST
 
 START_TEST(test_lister)
 {
-	cache_store_t *s = cache_store_new();
-	const cache_lister_t *l = cache_lister_from_store(s);
-	kobj_t *objs[] = {
+	ck_cache_store_t *s = ck_cache_store_new();
+	const ck_cache_lister_t *l = cache_lister_from_store(s);
+	ck_obj_t *objs[] = {
 	    mkobj_app("a", "x", "1", "web"),
 	    mkobj_app("a", "y", "1", "db"),
 	    mkobj_app("b", "x", "1", "web"),
 	    mkobj("b", "z", "1"),
 	};
 	for (size_t i = 0; i < 4; i++) {
-		cache_store_upsert(s, objs[i]);
-		kobj_unref(objs[i]);
+		ck_cache_store_upsert(s, objs[i]);
+		ck_obj_unref(objs[i]);
 	}
-	kobj_t *got = cache_lister_get(l, "a", "y");
+	ck_obj_t *got = ck_cache_lister_get(l, "a", "y");
 	ck_assert_ptr_nonnull(got);
 	ck_assert_str_eq(got->name, "y");
-	kobj_unref(got);
-	ck_assert_ptr_null(cache_lister_get(l, "a", "z")); /* not found: NULL */
+	ck_obj_unref(got);
+	ck_assert_ptr_null(ck_cache_lister_get(l, "a", "z")); /* not found: NULL */
 
-	cache_objs_t out;
-	cache_lister_list(l, NULL, &out);
+	ck_cache_objs_t out;
+	ck_cache_lister_list(l, NULL, &out);
 	ck_assert_uint_eq(out.n, 4);
-	cache_objs_free(&out);
-	cache_lister_list_ns(l, "b", NULL, &out);
+	ck_cache_objs_free(&out);
+	ck_cache_lister_list_ns(l, "b", NULL, &out);
 	ck_assert_uint_eq(out.n, 2);
-	cache_objs_free(&out);
+	ck_cache_objs_free(&out);
 
-	cache_selector_t *web = cache_selector_parse("app=web", NULL);
-	cache_lister_list(l, web, &out);
+	ck_cache_selector_t *web = ck_cache_selector_parse("app=web", NULL);
+	ck_cache_lister_list(l, web, &out);
 	ck_assert_uint_eq(out.n, 2);
-	cache_objs_free(&out);
-	cache_lister_list_ns(l, "b", web, &out);
+	ck_cache_objs_free(&out);
+	ck_cache_lister_list_ns(l, "b", web, &out);
 	ck_assert_uint_eq(out.n, 1);
 	ck_assert_str_eq(out.items[0]->name, "x");
-	cache_objs_free(&out);
-	cache_selector_free(web);
+	ck_cache_objs_free(&out);
+	ck_cache_selector_free(web);
 
-	cache_selector_t *noapp = cache_selector_parse("!app", NULL);
-	cache_lister_list(l, noapp, &out);
+	ck_cache_selector_t *noapp = ck_cache_selector_parse("!app", NULL);
+	ck_cache_lister_list(l, noapp, &out);
 	ck_assert_uint_eq(out.n, 1);
 	ck_assert_str_eq(out.items[0]->name, "z");
-	cache_objs_free(&out);
-	cache_selector_free(noapp);
-	cache_store_free(s);
+	ck_cache_objs_free(&out);
+	ck_cache_selector_free(noapp);
+	ck_cache_store_free(s);
 }
 END_TEST
 
@@ -434,12 +434,12 @@ END_TEST
 static bool sel_match(const char *sel, const char *const *labels)
 {
 	char *err = NULL;
-	cache_selector_t *s = cache_selector_parse(sel, &err);
+	ck_cache_selector_t *s = ck_cache_selector_parse(sel, &err);
 	ck_assert_msg(s != NULL, "parse %s: %s", sel, err ? err : "");
-	kobj_t *o = mkobj_t(&widget_type, "ns", "o", "1", labels);
-	bool m = cache_selector_matches(s, o);
-	kobj_unref(o);
-	cache_selector_free(s);
+	ck_obj_t *o = mkobj_t(&widget_type, "ns", "o", "1", labels);
+	bool m = ck_cache_selector_matches(s, o);
+	ck_obj_unref(o);
+	ck_cache_selector_free(s);
 	return m;
 }
 
@@ -473,7 +473,7 @@ START_TEST(test_selector_errors)
 	                     "n>x",      "app=we b", "app ~ b",   ",",         NULL};
 	for (size_t i = 0; bad[i] != NULL; i++) {
 		char *err = NULL;
-		cache_selector_t *s = cache_selector_parse(bad[i], &err);
+		ck_cache_selector_t *s = ck_cache_selector_parse(bad[i], &err);
 		ck_assert_msg(s == NULL, "accepted %s", bad[i]);
 		ck_assert_ptr_nonnull(err);
 		ck_assert_ptr_nonnull(strstr(err, "label selector"));

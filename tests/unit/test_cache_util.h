@@ -3,15 +3,15 @@
 #ifndef CSC_TEST_CACHE_UTIL_H
 #define CSC_TEST_CACHE_UTIL_H
 
-#include "pkg/cache/cache.h"
-#include "pkg/cache/fake.h"
+#include <ckube/cache.h>
+#include <ckube/cache_fake.h>
 #include "pkg/cache/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const ktype_t widget_type = {
+static const ck_type_t widget_type = {
     .group = "test.example.com",
     .version = "v1",
     .kind = "Widget",
@@ -19,7 +19,7 @@ static const ktype_t widget_type = {
     .namespaced = true,
 };
 
-static const ktype_t node_type = {
+static const ck_type_t node_type = {
     .group = "",
     .version = "v1",
     .kind = "Node",
@@ -27,16 +27,16 @@ static const ktype_t node_type = {
     .namespaced = false,
 };
 
-static inline void bset(kobj_builder_t *b, const char *f, const char *v)
+static inline void bset(ck_obj_builder_t *b, const char *f, const char *v)
 {
-	kobj_builder_set_meta(b, f, v, strlen(v));
+	ck_obj_builder_set_meta(b, f, v, strlen(v));
 }
 
 /* A new object: labels given as "k=v" strings, NULL-terminated. */
-static inline kobj_t *mkobj_t(const ktype_t *t, const char *ns, const char *name, const char *rv,
+static inline ck_obj_t *mkobj_t(const ck_type_t *t, const char *ns, const char *name, const char *rv,
                               const char *const *labels)
 {
-	kobj_builder_t *b = kobj_builder_new(t);
+	ck_obj_builder_t *b = ck_obj_builder_new(t);
 	if (ns != NULL)
 		bset(b, "namespace", ns);
 	bset(b, "name", name);
@@ -46,20 +46,20 @@ static inline kobj_t *mkobj_t(const ktype_t *t, const char *ns, const char *name
 	bset(b, "uid", uid);
 	for (size_t i = 0; labels != NULL && labels[i] != NULL; i++) {
 		const char *eq = strchr(labels[i], '=');
-		kobj_builder_add_label(b, labels[i], (size_t)(eq - labels[i]), eq + 1,
+		ck_obj_builder_add_label(b, labels[i], (size_t)(eq - labels[i]), eq + 1,
 		                       strlen(eq + 1));
 	}
-	kobj_t *o = kobj_builder_finish(b);
-	kobj_builder_free(b);
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_obj_builder_free(b);
 	return o;
 }
 
-static inline kobj_t *mkobj(const char *ns, const char *name, const char *rv)
+static inline ck_obj_t *mkobj(const char *ns, const char *name, const char *rv)
 {
 	return mkobj_t(&widget_type, ns, name, rv, NULL);
 }
 
-static inline kobj_t *mkobj_app(const char *ns, const char *name, const char *rv, const char *app)
+static inline ck_obj_t *mkobj_app(const char *ns, const char *name, const char *rv, const char *app)
 {
 	char l[64];
 	snprintf(l, sizeof(l), "app=%s", app);
@@ -67,57 +67,57 @@ static inline kobj_t *mkobj_app(const char *ns, const char *name, const char *rv
 	return mkobj_t(&widget_type, ns, name, rv, labels);
 }
 
-static inline kobj_t *mkbookmark(const char *rv, bool initial_end)
+static inline ck_obj_t *mkbookmark(const char *rv, bool initial_end)
 {
-	kobj_builder_t *b = kobj_builder_new(&widget_type);
+	ck_obj_builder_t *b = ck_obj_builder_new(&widget_type);
 	bset(b, "resourceVersion", rv);
 	if (initial_end)
-		kobj_builder_add_annotation(b, "k8s.io/initial-events-end", 25, "true", 4);
-	kobj_t *o = kobj_builder_finish(b);
-	kobj_builder_free(b);
+		ck_obj_builder_add_annotation(b, "k8s.io/initial-events-end", 25, "true", 4);
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_obj_builder_free(b);
 	return o;
 }
 
 /* Records handler calls as lines of text. */
 typedef struct rec {
-	sbuf_t log;
+	ck_sbuf_t log;
 	int adds, initial_adds, updates, deletes, unknown_deletes;
 } rec_t;
 
-static inline void rec_on_add(void *ud, kobj_t *obj, bool initial)
+static inline void rec_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	rec_t *r = ud;
 	r->adds++;
 	r->initial_adds += initial;
-	sbuf_printf(&r->log, "add %s/%s %s%s\n", obj->ns, obj->name, obj->rv,
+	ck_sbuf_printf(&r->log, "add %s/%s %s%s\n", obj->ns, obj->name, obj->rv,
 	            initial ? " initial" : "");
 }
 
-static inline void rec_on_update(void *ud, kobj_t *old, kobj_t *obj)
+static inline void rec_on_update(void *ud, ck_obj_t *old, ck_obj_t *obj)
 {
 	rec_t *r = ud;
 	r->updates++;
-	sbuf_printf(&r->log, "update %s/%s %s->%s\n", obj->ns, obj->name, old->rv, obj->rv);
+	ck_sbuf_printf(&r->log, "update %s/%s %s->%s\n", obj->ns, obj->name, old->rv, obj->rv);
 }
 
-static inline void rec_on_delete(void *ud, const char *key, kobj_t *obj, bool unknown)
+static inline void rec_on_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
 {
 	rec_t *r = ud;
 	r->deletes++;
 	r->unknown_deletes += unknown;
-	sbuf_printf(&r->log, "delete %s %s%s\n", key, obj->rv, unknown ? " unknown" : "");
+	ck_sbuf_printf(&r->log, "delete %s %s%s\n", key, obj->rv, unknown ? " unknown" : "");
 }
 
-static const cache_handler_t rec_handler = {rec_on_add, rec_on_update, rec_on_delete};
+static const ck_cache_handler_t rec_handler = {rec_on_add, rec_on_update, rec_on_delete};
 
 static inline const char *rec_text(rec_t *r)
 {
-	return sbuf_cstr(&r->log);
+	return ck_sbuf_cstr(&r->log);
 }
 
 static inline void rec_reset(rec_t *r)
 {
-	sbuf_free(&r->log);
+	ck_sbuf_free(&r->log);
 	memset(r, 0, sizeof(*r));
 }
 

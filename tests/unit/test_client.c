@@ -3,9 +3,9 @@
  * scripted HTTP/1.1 server (fault_server.h) on loopback, and the token bucket with
  * a fake clock. The real API server is exercised in tests/integration/test_client.c.
  */
-#include "pkg/kube/client.h"
-#include "pkg/kube/ratelimit.h"
-#include "pkg/log/log.h"
+#include <ckube/client.h>
+#include <ckube/ratelimit.h>
+#include <ckube/log.h>
 
 #include "tests/unit/fault_server.h"
 
@@ -23,7 +23,7 @@
 #define TOKEN "s3cr3t-t0ken-value"
 
 static const char *const dep_fields[] = {"spec.replicas"};
-static const ktype_t t_dep = {
+static const ck_type_t t_dep = {
     .group = "apps",
     .version = "v1",
     .kind = "Deployment",
@@ -32,9 +32,9 @@ static const ktype_t t_dep = {
     .fields = dep_fields,
     .nfields = 1,
 };
-static const ktype_t t_ns = {
+static const ck_type_t t_ns = {
     .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
-static const ktype_t t_pod = {
+static const ck_type_t t_pod = {
     .group = "", .version = "v1", .kind = "Pod", .resource = "pods", .namespaced = true};
 
 /* --- fixture: a loop, a fault server and a client pointed at it --- */
@@ -42,11 +42,11 @@ static const ktype_t t_pod = {
 typedef struct fx {
 	struct ev_loop *loop;
 	fault_server_t *fs;
-	kclient_t *c;
+	ck_client_t *c;
 	char base[64];
 } fx_t;
 
-static void fx_init(fx_t *f, const kclient_opts_t *opts)
+static void fx_init(fx_t *f, const ck_client_opts_t *opts)
 {
 	f->loop = ev_loop_new(EVFLAG_AUTO);
 	f->fs = fs_new();
@@ -56,7 +56,7 @@ static void fx_init(fx_t *f, const kclient_opts_t *opts)
 
 static void fx_done(fx_t *f)
 {
-	kclient_free(f->c);
+	ck_client_free(f->c);
 	fs_free(f->fs);
 	ev_loop_destroy(f->loop);
 }
@@ -87,8 +87,8 @@ static void plug_done(plug_t *p)
 /* Writes (replaces) the file name in the state folder, atomically. */
 static void plug_write(plug_t *p, const char *name, const char *text)
 {
-	char *tmp = xasprintf("%s/.%s.tmp", p->dir, name);
-	char *path = xasprintf("%s/%s", p->dir, name);
+	char *tmp = ck_xasprintf("%s/.%s.tmp", p->dir, name);
+	char *path = ck_xasprintf("%s/%s", p->dir, name);
 	FILE *f = fopen(tmp, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(text, f);
@@ -100,7 +100,7 @@ static void plug_write(plug_t *p, const char *name, const char *text)
 
 static bool plug_has(plug_t *p, const char *name)
 {
-	char *path = xasprintf("%s/%s", p->dir, name);
+	char *path = ck_xasprintf("%s/%s", p->dir, name);
 	bool yes = access(path, F_OK) == 0;
 	free(path);
 	return yes;
@@ -109,10 +109,10 @@ static bool plug_has(plug_t *p, const char *name)
 /* How many times the plugin ran (started). */
 static int plug_runs(plug_t *p)
 {
-	char *path = xasprintf("%s/runs", p->dir);
+	char *path = ck_xasprintf("%s/runs", p->dir);
 	char *text = NULL;
 	int n = 0;
-	if (file_read_all(path, &text, NULL, NULL) == 0)
+	if (ck_file_read_all(path, &text, NULL, NULL) == 0)
 		for (char *q = text; *q; q++)
 			n += *q == '\n';
 	free(text);
@@ -125,12 +125,12 @@ static int plug_runs(plug_t *p)
  * config's clock, may be NULL) and opts; expiry (may be NULL) is what the plugin
  * answers as status.expirationTimestamp.
  */
-static kclient_t *client_exec(struct ev_loop *loop, int port, plug_t *p, const char *expiry,
-                              const kconfig_load_opts_t *lo, const kclient_opts_t *opts)
+static ck_client_t *client_exec(struct ev_loop *loop, int port, plug_t *p, const char *expiry,
+                              const ck_config_load_opts_t *lo, const ck_client_opts_t *opts)
 {
 	char plugin[PATH_MAX];
 	ck_assert_ptr_nonnull(realpath("../fixtures/exec-plugin-client.sh", plugin));
-	char *text = xasprintf("apiVersion: v1\nkind: Config\n"
+	char *text = ck_xasprintf("apiVersion: v1\nkind: Config\n"
 	                       "clusters:\n- name: fs\n  cluster:\n"
 	                       "    server: http://127.0.0.1:%d\n"
 	                       "users:\n- name: u\n  user:\n    exec:\n"
@@ -145,16 +145,16 @@ static kclient_t *client_exec(struct ev_loop *loop, int port, plug_t *p, const c
 	                       "current-context: c\n",
 	                       port, plugin, p->dir, expiry ? expiry : "");
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", lo, &err);
+	ck_config_t *cfg = ck_config_load_text(text, strlen(text), "test-kubeconfig", lo, &err);
 	free(text);
 	ck_assert_msg(cfg != NULL, "kconfig: %s", err ? err : "?");
-	kclient_t *c = kclient_new(loop, cfg, opts, &err);
+	ck_client_t *c = ck_client_new(loop, cfg, opts, &err);
 	ck_assert_msg(c != NULL, "kclient_new: %s", err ? err : "?");
 	return c;
 }
 
-static void fx_init_exec(fx_t *f, plug_t *p, const char *expiry, const kconfig_load_opts_t *lo,
-                         const kclient_opts_t *opts)
+static void fx_init_exec(fx_t *f, plug_t *p, const char *expiry, const ck_config_load_opts_t *lo,
+                         const ck_client_opts_t *opts)
 {
 	f->loop = ev_loop_new(EVFLAG_AUTO);
 	f->fs = fs_new();
@@ -198,17 +198,17 @@ static void run_until(struct ev_loop *loop, atomic_int *flag)
 
 typedef struct call {
 	atomic_int done;
-	kresult_t res;
+	ck_result_t res;
 	int objects;
 	int events[5];
 	char names[8][32];
 	char *list_rv;
 	char *list_cont;
 	atomic_int *on_object_flag; /* set when the first object arrives */
-	kreq_t *cancel_on_event;    /* cancel this request from inside on_event */
+	ck_req_t *cancel_on_event;    /* cancel this request from inside on_event */
 } call_t;
 
-static void call_done(void *ud, kresult_t *res)
+static void call_done(void *ud, ck_result_t *res)
 {
 	call_t *c = ud;
 	c->res = *res;
@@ -216,7 +216,7 @@ static void call_done(void *ud, kresult_t *res)
 	atomic_store(&c->done, 1);
 }
 
-static void call_object(void *ud, kobj_t *obj)
+static void call_object(void *ud, ck_obj_t *obj)
 {
 	call_t *c = ud;
 	if (c->objects < 8)
@@ -224,7 +224,7 @@ static void call_object(void *ud, kobj_t *obj)
 	c->objects++;
 	if (c->on_object_flag)
 		atomic_store(c->on_object_flag, 1);
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 }
 
 static void call_meta(void *ud, const char *rv, const char *cont, int64_t remaining)
@@ -232,45 +232,45 @@ static void call_meta(void *ud, const char *rv, const char *cont, int64_t remain
 	call_t *c = ud;
 	free(c->list_rv);
 	free(c->list_cont);
-	c->list_rv = xstrdup(rv);
-	c->list_cont = xstrdup(cont ? cont : "");
+	c->list_rv = ck_xstrdup(rv);
+	c->list_cont = ck_xstrdup(cont ? cont : "");
 }
 
-static void call_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+static void call_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
 {
 	call_t *c = ud;
 	c->events[type]++;
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 	if (c->cancel_on_event != NULL) {
-		kreq_cancel(c->cancel_on_event);
+		ck_req_cancel(c->cancel_on_event);
 		c->cancel_on_event = NULL;
 		atomic_store(&c->done, 1);
 	}
 }
 
-static const kdec_cb_t call_cb = {
+static const ck_dec_cb_t call_cb = {
     .on_object = call_object, .on_list_meta = call_meta, .on_event = call_event};
 
 static void call_clear(call_t *c)
 {
-	kresult_clear(&c->res);
+	ck_result_clear(&c->res);
 	free(c->list_rv);
 	free(c->list_cont);
 }
 
 /* Starts spec on the loop and runs it to completion. */
-static void run_call(fx_t *f, const kreq_spec_t *spec, call_t *c)
+static void run_call(fx_t *f, const ck_req_spec_t *spec, call_t *c)
 {
 	char *err = NULL;
-	kreq_t *r = kclient_request(f->c, spec, &call_cb, call_done, c, &err);
+	ck_req_t *r = ck_client_request(f->c, spec, &call_cb, call_done, c, &err);
 	ck_assert_msg(r != NULL, "kclient_request: %s", err ? err : "?");
 	run_until(f->loop, &c->done);
 }
 
-static void run_get(fx_t *f, const ktype_t *t, const char *ns, const char *name, call_t *c)
+static void run_get(fx_t *f, const ck_type_t *t, const char *ns, const char *name, call_t *c)
 {
-	kreq_spec_t spec = {
-	    .method = "GET", .type = t, .ns = ns, .name = name, .decode = KDEC_OBJECT};
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = t, .ns = ns, .name = name, .decode = CK_DEC_OBJECT};
 	run_call(f, &spec, c);
 }
 
@@ -301,13 +301,14 @@ START_TEST(test_get_ok_and_request_shape)
 	ck_assert_int_eq(c.res.http_code, 200);
 	ck_assert_ptr_nonnull(c.res.obj);
 	ck_assert_str_eq(c.res.obj->name, "d1");
-	ck_assert_int_eq(kobj_field(c.res.obj, 0)->u.i, 2);
+	ck_assert_int_eq(ck_obj_field(c.res.obj, 0)->u.i, 2);
 
 	const fs_request_t *rq = fs_request(f.fs, 0);
 	ck_assert_str_eq(rq->method, "GET");
 	ck_assert_str_eq(rq->target, "/apis/apps/v1/namespaces/ns1/deployments/d1");
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Authorization: Bearer " TOKEN));
-	ck_assert_ptr_nonnull(strstr(rq->headers, "User-Agent: sample-controller/" CSC_VERSION));
+	/* No name of the library user's choosing: the program's own, as client-go does. */
+	ck_assert_ptr_nonnull(strstr(rq->headers, "User-Agent: unit-tests (linux) libckube/" CSC_VERSION));
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Accept-Encoding: gzip"));
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Accept: application/json"));
 	call_clear(&c);
@@ -325,13 +326,13 @@ START_TEST(test_paths_and_queries)
 	run_get(&f, &t_ns, "ignored", "kube-system", &c[0]); /* cluster-scoped: no ns */
 	run_get(&f, &t_pod, "a b", "p/1", &c[1]);            /* escaped path segments */
 	run_get(&f, &t_pod, NULL, NULL, &c[2]);              /* all namespaces */
-	klist_opts_t lo = {.label_selector = "app=nginx,tier in (a,b)",
+	ck_list_opts_t lo = {.label_selector = "app=nginx,tier in (a,b)",
 	                   .resource_version = "123",
 	                   .resource_version_match = "NotOlderThan",
 	                   .limit = 500};
-	char *q = klist_opts_query(&lo, false);
-	kreq_spec_t spec = {
-	    .method = "GET", .type = &t_pod, .ns = "ns1", .query = q, .decode = KDEC_OBJECT};
+	char *q = ck_list_opts_query(&lo, false);
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_pod, .ns = "ns1", .query = q, .decode = CK_DEC_OBJECT};
 	run_call(&f, &spec, &c[3]);
 	free(q);
 	ck_assert_str_eq(fs_request(f.fs, 0)->target, "/api/v1/namespaces/kube-system");
@@ -349,54 +350,54 @@ END_TEST
 
 START_TEST(test_query_builders)
 {
-	klist_opts_t w = {.resource_version = "77",
+	ck_list_opts_t w = {.resource_version = "77",
 	                  .allow_watch_bookmarks = true,
 	                  .timeout_seconds = 300,
 	                  .send_initial_events = true,
 	                  .resource_version_match = "NotOlderThan",
 	                  .limit = 9,
 	                  .field_selector = "metadata.name=x"};
-	char *q = klist_opts_query(&w, true);
+	char *q = ck_list_opts_query(&w, true);
 	ck_assert_str_eq(q, "watch=true&fieldSelector=metadata.name%3Dx&resourceVersion=77&"
 	                    "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&"
 	                    "timeoutSeconds=300&sendInitialEvents=true");
 	free(q);
 	/* continue excludes resourceVersion; "" resourceVersion is left out */
-	klist_opts_t l = {.resource_version = "5", .continue_token = "abc=", .limit = 2};
-	q = klist_opts_query(&l, false);
+	ck_list_opts_t l = {.resource_version = "5", .continue_token = "abc=", .limit = 2};
+	q = ck_list_opts_query(&l, false);
 	ck_assert_str_eq(q, "limit=2&continue=abc%3D");
 	free(q);
-	klist_opts_t e = {.resource_version = ""};
-	q = klist_opts_query(&e, false);
+	ck_list_opts_t e = {.resource_version = ""};
+	q = ck_list_opts_query(&e, false);
 	ck_assert_str_eq(q, "");
 	free(q);
-	q = klist_opts_query(NULL, false);
+	q = ck_list_opts_query(NULL, false);
 	ck_assert_str_eq(q, "");
 	free(q);
 
-	q = kwrite_opts_query(NULL, false);
-	ck_assert_str_eq(q, "fieldManager=sample-controller");
+	q = ck_write_opts_query(NULL, false);
+	ck_assert_str_eq(q, ""); /* no default manager: the server derives one */
 	free(q);
-	kwrite_opts_t wo = {.field_manager = "me", .force = true, .dry_run = true};
-	q = kwrite_opts_query(&wo, true);
+	ck_write_opts_t wo = {.field_manager = "me", .force = true, .dry_run = true};
+	q = ck_write_opts_query(&wo, true);
 	ck_assert_str_eq(q, "fieldManager=me&dryRun=All&force=true");
 	free(q);
-	q = kwrite_opts_query(&wo, false);
+	q = ck_write_opts_query(&wo, false);
 	ck_assert_str_eq(q, "fieldManager=me&dryRun=All");
 	free(q);
 
-	kdelete_opts_t d = {.propagation_policy = "Foreground",
+	ck_delete_opts_t d = {.propagation_policy = "Foreground",
 	                    .precondition_uid = "u-1",
 	                    .precondition_rv = "9",
 	                    .grace_period_seconds = 0};
-	q = kdelete_opts_body(&d);
+	q = ck_delete_opts_body(&d);
 	ck_assert_str_eq(q,
 	                 "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
 	                 "\"Foreground\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":"
 	                 "\"u-1\",\"resourceVersion\":\"9\"}}");
 	free(q);
-	ck_assert_str_eq(kpatch_content_type(KPATCH_APPLY), "application/apply-patch+yaml");
-	ck_assert_str_eq(kpatch_content_type(KPATCH_STRATEGIC),
+	ck_assert_str_eq(ck_patch_content_type(CK_PATCH_APPLY), "application/apply-patch+yaml");
+	ck_assert_str_eq(ck_patch_content_type(CK_PATCH_STRATEGIC),
 	                 "application/strategic-merge-patch+json");
 }
 END_TEST
@@ -434,13 +435,13 @@ START_TEST(test_429_retry_after_then_success)
 	ck_assert_str_eq(c.res.obj->name, "d1");
 	ck_assert_int_eq(fs_nrequests(f.fs), 3);
 	stat_seen_t s = {0};
-	kclient_stats_foreach(f.c, stat_cb, &s);
+	ck_client_stats_foreach(f.c, stat_cb, &s);
 	ck_assert_int_eq(s.n429, 2);
 	ck_assert_int_eq(s.n200, 1);
-	kclient_latency_t lat;
-	kclient_latency_snapshot(f.c, &lat);
+	ck_client_latency_t lat;
+	ck_client_latency_snapshot(f.c, &lat);
 	ck_assert_uint_eq(lat.count, 3);
-	ck_assert_uint_eq(lat.counts[KCLIENT_LATENCY_NBUCKETS - 1], 3);
+	ck_assert_uint_eq(lat.counts[CK_CLIENT_LATENCY_NBUCKETS - 1], 3);
 	ck_assert(lat.bounds[0] > 0 && lat.bounds[0] < lat.bounds[1]);
 	call_clear(&c);
 	fx_done(&f);
@@ -449,7 +450,7 @@ END_TEST
 
 START_TEST(test_429_gives_up_after_max_retries)
 {
-	kclient_opts_t o = {.max_retries = 2};
+	ck_client_opts_t o = {.max_retries = 2};
 	fx_t f;
 	fx_init(&f, &o);
 	for (int i = 0; i < 3; i++)
@@ -460,7 +461,7 @@ START_TEST(test_429_gives_up_after_max_retries)
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_int_eq(fs_nrequests(f.fs), 3);
-	ck_assert(kerr_is_too_many_requests(&c.res));
+	ck_assert(ck_err_is_too_many_requests(&c.res));
 	ck_assert_ptr_nonnull(strstr(c.res.error, "429 TooManyRequests: slow down"));
 	call_clear(&c);
 	fx_done(&f);
@@ -497,11 +498,11 @@ START_TEST(test_500_without_retry_after_is_not_retried)
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
 	ck_assert_int_eq(c.res.http_code, 500);
-	ck_assert(kerr_is_server_error(&c.res));
+	ck_assert(ck_err_is_server_error(&c.res));
 	ck_assert_ptr_nonnull(strstr(c.res.error, "500 InternalError: boom"));
 	ck_assert_ptr_null(c.res.obj);
 	stat_seen_t s = {0};
-	kclient_stats_foreach(f.c, stat_cb, &s);
+	ck_client_stats_foreach(f.c, stat_cb, &s);
 	ck_assert_int_eq(s.n500, 1);
 	call_clear(&c);
 	fx_done(&f);
@@ -513,7 +514,7 @@ START_TEST(test_reset_mid_body_get_is_retried)
 	fx_t f;
 	fx_init(&f, NULL);
 	const char *body = DEP_JSON("d1");
-	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	char *head = ck_xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	                       "Content-Length: %zu\r\n\r\n",
 	                       strlen(body));
 	fs_resp_t *r = fs_resp_new();
@@ -530,7 +531,7 @@ START_TEST(test_reset_mid_body_get_is_retried)
 	ck_assert_str_eq(c.res.obj->name, "d1");
 	ck_assert_int_eq(fs_nrequests(f.fs), 2);
 	stat_seen_t s = {0};
-	kclient_stats_foreach(f.c, stat_cb, &s);
+	ck_client_stats_foreach(f.c, stat_cb, &s);
 	ck_assert_int_eq(s.n0, 1);
 	call_clear(&c);
 	fx_done(&f);
@@ -542,7 +543,7 @@ START_TEST(test_early_eof_get_is_retried)
 	fx_t f;
 	fx_init(&f, NULL);
 	const char *body = DEP_JSON("d1");
-	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	char *head = ck_xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(body));
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, head);
 	fs_writen(r, body, 10);
@@ -561,10 +562,10 @@ END_TEST
 
 /* A worker thread's blocking call. */
 typedef struct worker {
-	kclient_t *c;
+	ck_client_t *c;
 	int which; /* 0 get, 1 create */
 	int rc;
-	kresult_t res;
+	ck_result_t res;
 	atomic_int done;
 } worker_t;
 
@@ -572,9 +573,9 @@ static void *worker_main(void *arg)
 {
 	worker_t *w = arg;
 	if (w->which == 0)
-		w->rc = kclient_get_sync(w->c, &t_dep, "ns1", "d1", &w->res);
+		w->rc = ck_client_get_sync(w->c, &t_dep, "ns1", "d1", &w->res);
 	else
-		w->rc = kclient_create_sync(w->c, &t_dep, "ns1", DEP_JSON("d1"), NULL, &w->res);
+		w->rc = ck_client_create_sync(w->c, &t_dep, "ns1", DEP_JSON("d1"), NULL, &w->res);
 	atomic_store(&w->done, 1);
 	return NULL;
 }
@@ -593,7 +594,7 @@ START_TEST(test_reset_mid_body_post_is_not_retried)
 	fx_t f;
 	fx_init(&f, NULL);
 	const char *body = DEP_JSON("d1");
-	char *head = xasprintf("HTTP/1.1 201 Created\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	char *head = ck_xasprintf("HTTP/1.1 201 Created\r\nContent-Length: %zu\r\n\r\n", strlen(body));
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, head);
 	fs_writen(r, body, 40);
@@ -606,11 +607,11 @@ START_TEST(test_reset_mid_body_post_is_not_retried)
 	run_worker(&f, &w);
 	ck_assert_int_eq(w.rc, -1);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
-	ck_assert(kerr_is_transport(&w.res));
+	ck_assert(ck_err_is_transport(&w.res));
 	ck_assert_int_eq(w.res.http_code, 0);
 	ck_assert_int_ne(w.res.transport_code, 0);
-	char *want = xasprintf("POST %s/apis/apps/v1/namespaces/ns1/deployments"
-	                       "?fieldManager=sample-controller: ",
+	char *want = ck_xasprintf("POST %s/apis/apps/v1/namespaces/ns1/deployments"
+	                       ": ",
 	                       f.base);
 	ck_assert_msg(strncmp(w.res.error, want, strlen(want)) == 0, "%s", w.res.error);
 	ck_assert_ptr_null(strstr(w.res.error, TOKEN));
@@ -619,7 +620,7 @@ START_TEST(test_reset_mid_body_post_is_not_retried)
 	ck_assert_str_eq(rq->method, "POST");
 	ck_assert_str_eq(rq->body, body);
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Content-Type: application/json"));
-	kresult_clear(&w.res);
+	ck_result_clear(&w.res);
 	fx_done(&f);
 }
 END_TEST
@@ -635,13 +636,13 @@ START_TEST(test_slow_body_decoded_incrementally)
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	            "Transfer-Encoding: chunked\r\n\r\n");
-	char *chunk = xasprintf("%zx\r\n%s\r\n", strlen(p1), p1);
+	char *chunk = ck_xasprintf("%zx\r\n%s\r\n", strlen(p1), p1);
 	fs_write(r, chunk);
 	free(chunk);
 	/* The rest only once the client has handed the first item over. */
 	fs_wait_flag(r, &first_seen);
 	fs_sleep(r, 20);
-	chunk = xasprintf("%zx\r\n%s\r\n0\r\n\r\n", strlen(p2), p2);
+	chunk = ck_xasprintf("%zx\r\n%s\r\n0\r\n\r\n", strlen(p2), p2);
 	/* and byte by byte, to cut tokens everywhere */
 	for (size_t i = 0; chunk[i]; i++)
 		fs_writen(r, chunk + i, 1), i % 8 == 0 ? fs_sleep(r, 1) : r;
@@ -650,7 +651,7 @@ START_TEST(test_slow_body_decoded_incrementally)
 
 	call_t c = {.on_object_flag = &first_seen};
 	char *err = NULL;
-	kreq_t *req = kclient_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err);
+	ck_req_t *req = ck_client_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err);
 	ck_assert_ptr_nonnull(req);
 	run_until(f.loop, &c.done);
 	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
@@ -669,7 +670,7 @@ END_TEST
 /* A list that takes longer than the request timeout but keeps coming completes. */
 START_TEST(test_slow_list_outlives_request_timeout)
 {
-	kclient_opts_t o = {.request_timeout_ms = 300};
+	ck_client_opts_t o = {.request_timeout_ms = 300};
 	fx_t f;
 	fx_init(&f, &o);
 	fs_resp_t *r = fs_resp_new();
@@ -677,14 +678,14 @@ START_TEST(test_slow_list_outlives_request_timeout)
 	            "Transfer-Encoding: chunked\r\n\r\n");
 	const char *head = "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
 	                   "{\"resourceVersion\":\"42\"},\"items\":[";
-	char *ch = xasprintf("%zx\r\n%s\r\n", strlen(head), head);
+	char *ch = ck_xasprintf("%zx\r\n%s\r\n", strlen(head), head);
 	fs_write(r, ch);
 	free(ch);
 	/* 12 items, 100 ms apart: 1.2 s in all, four times the request timeout. */
 	for (int i = 0; i < 12; i++) {
 		fs_sleep(r, 100);
-		char *item = xasprintf("%s" DEP_JSON("d"), i ? "," : "");
-		ch = xasprintf("%zx\r\n%s\r\n", strlen(item), item);
+		char *item = ck_xasprintf("%s" DEP_JSON("d"), i ? "," : "");
+		ch = ck_xasprintf("%zx\r\n%s\r\n", strlen(item), item);
 		fs_write(r, ch);
 		free(ch);
 		free(item);
@@ -701,7 +702,7 @@ START_TEST(test_slow_list_outlives_request_timeout)
 	call_t c = {0};
 	char *err = NULL;
 	ck_assert_ptr_nonnull(
-	    kclient_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
+	    ck_client_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
 	run_until(f.loop, &c.done);
 	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
 	ck_assert_int_eq(c.objects, 12);
@@ -710,7 +711,7 @@ START_TEST(test_slow_list_outlives_request_timeout)
 
 	call_t g = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &g);
-	ck_assert(kerr_is_transport(&g.res));
+	ck_assert(ck_err_is_transport(&g.res));
 	ck_assert_int_eq(g.res.transport_code, 28); /* CURLE_OPERATION_TIMEDOUT */
 	call_clear(&g);
 	fx_done(&f);
@@ -720,12 +721,12 @@ END_TEST
 /* A list that stops coming is cut by the stall guard. */
 START_TEST(test_stalled_list_is_cut)
 {
-	kclient_opts_t o = {.stall_timeout_ms = 1000};
+	ck_client_opts_t o = {.stall_timeout_ms = 1000};
 	fx_t f;
 	fx_init(&f, &o);
 	fs_resp_t *r = fs_resp_new();
 	const char *body = LIST_JSON("42", "", DEP_JSON("a"));
-	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	char *head = ck_xasprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", strlen(body));
 	fs_write(r, head);
 	free(head);
 	/* Silent with the connection open. (Not after body bytes: curl averages the
@@ -736,9 +737,9 @@ START_TEST(test_stalled_list_is_cut)
 	call_t c = {0};
 	char *err = NULL;
 	ck_assert_ptr_nonnull(
-	    kclient_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
+	    ck_client_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
 	run_until(f.loop, &c.done);
-	ck_assert(kerr_is_transport(&c.res));
+	ck_assert(ck_err_is_transport(&c.res));
 	ck_assert_int_eq(c.res.transport_code, 28);
 	ck_assert_int_eq(c.objects, 0);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
@@ -762,7 +763,7 @@ START_TEST(test_gzip_body)
 {
 	fx_t f;
 	fx_init(&f, NULL);
-	char *head = xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	char *head = ck_xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	                       "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
 	                       sizeof(gz_body));
 	fs_resp_t *r = fs_resp_new();
@@ -776,8 +777,8 @@ START_TEST(test_gzip_body)
 	run_get(&f, &t_dep, "ns1", "gz", &c);
 	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
 	ck_assert_str_eq(c.res.obj->name, "gz");
-	ck_assert_int_eq(kobj_field(c.res.obj, 0)->u.i, 3);
-	ck_assert_uint_eq(strlen(kobj_label(c.res.obj, "pad")), 200);
+	ck_assert_int_eq(ck_obj_field(c.res.obj, 0)->u.i, 3);
+	ck_assert_uint_eq(strlen(ck_obj_label(c.res.obj, "pad")), 200);
 	call_clear(&c);
 	fx_done(&f);
 }
@@ -794,7 +795,7 @@ START_TEST(test_malformed_json)
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
 	ck_assert_ptr_null(c.res.obj);
 	char *want =
-	    xasprintf("GET %s/apis/apps/v1/namespaces/ns1/deployments/d1: decoding", f.base);
+	    ck_xasprintf("GET %s/apis/apps/v1/namespaces/ns1/deployments/d1: decoding", f.base);
 	ck_assert_msg(strncmp(c.res.error, want, strlen(want)) == 0, "%s", c.res.error);
 	ck_assert_msg(strstr(c.res.error, "byte") != NULL, "%s", c.res.error);
 	free(want);
@@ -821,14 +822,14 @@ END_TEST
 
 START_TEST(test_oversized_object)
 {
-	kclient_opts_t o = {.max_object_bytes = 4096};
+	ck_client_opts_t o = {.max_object_bytes = 4096};
 	fx_t f;
 	fx_init(&f, &o);
 	/* A 1 MiB label value, streamed with no Content-Length (ends at close). */
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
 	            "{\"metadata\":{\"name\":\"big\",\"labels\":{\"x\":\"");
-	char *pad = xmalloc(65536);
+	char *pad = ck_xmalloc(65536);
 	memset(pad, 'a', 65536);
 	for (int i = 0; i < 16; i++)
 		fs_writen(r, pad, 65536);
@@ -856,11 +857,11 @@ START_TEST(test_404_status_decoded)
 	call_t c = {0};
 	run_get(&f, &t_dep, "x", "y", &c);
 	ck_assert_int_eq(c.res.http_code, 404);
-	ck_assert(kerr_is_not_found(&c.res));
-	ck_assert(!kerr_is_transport(&c.res));
+	ck_assert(ck_err_is_not_found(&c.res));
+	ck_assert(!ck_err_is_transport(&c.res));
 	ck_assert_str_eq(c.res.status.reason, "NotFound");
 	ck_assert_str_eq(c.res.status.details_name, "y");
-	char *want = xasprintf("GET %s/apis/apps/v1/namespaces/x/deployments/y: 404 NotFound: "
+	char *want = ck_xasprintf("GET %s/apis/apps/v1/namespaces/x/deployments/y: 404 NotFound: "
 	                       "deployments.apps \"y\" not found",
 	                       f.base);
 	ck_assert_str_eq(c.res.error, want);
@@ -878,7 +879,7 @@ START_TEST(test_non_status_error_body)
 	call_t c = {0};
 	run_get(&f, &t_dep, "x", "y", &c);
 	ck_assert_int_eq(c.res.http_code, 502);
-	ck_assert(kerr_is_server_error(&c.res));
+	ck_assert(ck_err_is_server_error(&c.res));
 	ck_assert_msg(strstr(c.res.error, ": 502") != NULL, "%s", c.res.error);
 	call_clear(&c);
 	fx_done(&f);
@@ -909,7 +910,7 @@ START_TEST(test_401_refreshes_and_retries_once)
 	call_clear(&c);
 	call_t c2 = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c2);
-	ck_assert(kerr_is_unauthorized(&c2.res));
+	ck_assert(ck_err_is_unauthorized(&c2.res));
 	ck_assert_int_eq(fs_nrequests(f.fs), 4);
 	call_clear(&c2);
 	fx_done(&f);
@@ -929,7 +930,7 @@ START_TEST(test_401_static_token_not_retried)
 	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
-	ck_assert(kerr_is_unauthorized(&c.res));
+	ck_assert(ck_err_is_unauthorized(&c.res));
 	ASSERT_HAS(c.res.error, "401 Unauthorized: Unauthorized");
 	ASSERT_LACKS(c.res.error, "refreshing");
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
@@ -953,7 +954,7 @@ START_TEST(test_401_keeps_the_refresh_error)
 	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
-	ck_assert(kerr_is_unauthorized(&c.res));
+	ck_assert(ck_err_is_unauthorized(&c.res));
 	ck_assert_int_eq(c.res.http_code, 401);
 	ASSERT_HAS(c.res.error, "deployments/d1: 401 Unauthorized: Unauthorized");
 	ASSERT_HAS(c.res.error, "login failed: account locked");
@@ -974,8 +975,8 @@ START_TEST(test_trace_at_v5)
 	char path[] = "/tmp/csc-client-log-XXXXXX";
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
-	log_set_fd(fd);
-	log_set_verbosity(5);
+	ck_log_set_fd(fd);
+	ck_log_set_verbosity(5);
 	fx_t f;
 	fx_init(&f, NULL);
 	fs_push_simple(f.fs, 429, "Retry-After: 0\r\n", "{}");
@@ -985,36 +986,36 @@ START_TEST(test_trace_at_v5)
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
 	call_clear(&c);
-	log_set_verbosity(4);
+	ck_log_set_verbosity(4);
 	call_t c2 = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c2);
 	call_clear(&c2);
-	log_set_verbosity(0);
-	log_set_fd(2);
+	ck_log_set_verbosity(0);
+	ck_log_set_fd(2);
 	fx_done(&f);
 	close(fd);
 
 	char *text = NULL;
-	ck_assert_int_eq(file_read_all(path, &text, NULL, NULL), 0);
+	ck_assert_int_eq(ck_file_read_all(path, &text, NULL, NULL), 0);
 	unlink(path);
 	int lines = 0;
 	for (char *q = text; *q; q++)
 		lines += *q == '\n';
 	ck_assert_msg(lines == 3, "%s", text);
 	const char *url = "verb=\"GET\" url=\"/apis/apps/v1/namespaces/ns1/deployments/d1\"";
-	char *want = xasprintf("\"Response\" %s status=429 milliseconds=", url);
+	char *want = ck_xasprintf("\"Response\" %s status=429 milliseconds=", url);
 	ASSERT_HAS(text, want);
 	free(want);
 	ASSERT_HAS(text, "bytes=2 attempt=1\n");
-	want = xasprintf("\"Retrying request\" %s reason=\"429 with Retry-After\" "
+	want = ck_xasprintf("\"Retrying request\" %s reason=\"429 with Retry-After\" "
 	                 "delayMilliseconds=0 attempt=2\n",
 	                 url);
 	ASSERT_HAS(text, want);
 	free(want);
-	want = xasprintf("\"Response\" %s status=200 milliseconds=", url);
+	want = ck_xasprintf("\"Response\" %s status=200 milliseconds=", url);
 	ASSERT_HAS(text, want);
 	free(want);
-	want = xasprintf("bytes=%zu attempt=2\n", strlen(DEP_JSON("d1")));
+	want = ck_xasprintf("bytes=%zu attempt=2\n", strlen(DEP_JSON("d1")));
 	ASSERT_HAS(text, want);
 	free(want);
 	ASSERT_LACKS(text, TOKEN);
@@ -1037,13 +1038,13 @@ END_TEST
 typedef struct offloop {
 	fx_t *f;
 	plug_t *p;
-	clk_fake_t *fc;
+	ck_clk_fake_t *fc;
 	int events;
 	int during_run; /* watch events delivered while run 2 was in progress */
 	atomic_int started;
 	atomic_int watch_done;
 	call_t get;
-	kresult_t watch_res;
+	ck_result_t watch_res;
 } offloop_t;
 
 static void offloop_poll(struct ev_loop *loop, ev_timer *w, int revents)
@@ -1053,27 +1054,27 @@ static void offloop_poll(struct ev_loop *loop, ev_timer *w, int revents)
 		atomic_store(&o->started, 1);
 }
 
-static void offloop_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *status)
+static void offloop_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
 {
 	offloop_t *o = ud;
-	kobj_unref(obj);
+	ck_obj_unref(obj);
 	if (++o->events == 1) {
 		/* The cached credential expires; the next request needs a plugin run. */
-		clk_fake_advance(o->fc, 7200 * NS_PER_SEC);
-		kreq_spec_t spec = {.method = "GET",
+		ck_clk_fake_advance(o->fc, 7200 * CK_NS_PER_SEC);
+		ck_req_spec_t spec = {.method = "GET",
 		                    .type = &t_dep,
 		                    .ns = "ns1",
 		                    .name = "d1",
-		                    .decode = KDEC_OBJECT};
+		                    .decode = CK_DEC_OBJECT};
 		ck_assert_ptr_nonnull(
-		    kclient_request(o->f->c, &spec, NULL, call_done, &o->get, NULL));
+		    ck_client_request(o->f->c, &spec, NULL, call_done, &o->get, NULL));
 		return;
 	}
 	if (atomic_load(&o->started) && !plug_has(o->p, "finished.2") && ++o->during_run == 3)
 		plug_write(o->p, "go", "");
 }
 
-static void offloop_watch_done(void *ud, kresult_t *res)
+static void offloop_watch_done(void *ud, ck_result_t *res)
 {
 	offloop_t *o = ud;
 	o->watch_res = *res;
@@ -1086,20 +1087,20 @@ START_TEST(test_exec_plugin_runs_off_the_loop)
 	char logpath[] = "/tmp/csc-client-log-XXXXXX";
 	int logfd = mkstemp(logpath);
 	ck_assert_int_ge(logfd, 0);
-	log_set_fd(logfd);
-	log_set_verbosity(5);
+	ck_log_set_fd(logfd);
+	ck_log_set_verbosity(5);
 	plug_t p;
 	plug_init(&p);
 	plug_write(&p, "mode.2", "wait");
-	clk_fake_t fc;
-	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
-	kconfig_load_opts_t lo = {.clock = &fc.base};
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
+	ck_config_load_opts_t lo = {.clock = &fc.base};
 	fx_t f;
 	fx_init_exec(&f, &p, "2030-01-01T00:00:00Z", &lo, NULL);
 	offloop_t o = {.f = &f, .p = &p, .fc = &fc};
 
 	const char *ev = "{\"type\":\"MODIFIED\",\"object\":" DEP_JSON("a") "}\n";
-	char *chunk = xasprintf("%zx\r\n%s\r\n", strlen(ev), ev);
+	char *chunk = ck_xasprintf("%zx\r\n%s\r\n", strlen(ev), ev);
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	            "Transfer-Encoding: chunked\r\n\r\n");
@@ -1117,15 +1118,15 @@ START_TEST(test_exec_plugin_runs_off_the_loop)
 	ev_timer_init(&poll, offloop_poll, 0.01, 0.01);
 	poll.data = &o;
 	ev_timer_start(f.loop, &poll);
-	klist_opts_t wo = {.resource_version = "5"};
-	kdec_cb_t dcb = {.on_event = offloop_event};
+	ck_list_opts_t wo = {.resource_version = "5"};
+	ck_dec_cb_t dcb = {.on_event = offloop_event};
 	ck_assert_ptr_nonnull(
-	    kclient_watch(f.c, &t_dep, "ns1", &wo, &dcb, offloop_watch_done, &o, NULL));
+	    ck_client_watch(f.c, &t_dep, "ns1", &wo, &dcb, offloop_watch_done, &o, NULL));
 	run_until(f.loop, &o.get.done);
 	run_until(f.loop, &o.watch_done);
 	ev_timer_stop(f.loop, &poll);
-	log_set_verbosity(0);
-	log_set_fd(2);
+	ck_log_set_verbosity(0);
+	ck_log_set_fd(2);
 
 	ck_assert_msg(o.get.res.error == NULL, "%s", o.get.res.error);
 	ck_assert_str_eq(o.get.res.obj->name, "d1");
@@ -1139,14 +1140,14 @@ START_TEST(test_exec_plugin_runs_off_the_loop)
 	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 0)->headers, "Authorization: Bearer tok-1"));
 	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 1)->headers, "Authorization: Bearer tok-2"));
 	call_clear(&o.get);
-	kresult_clear(&o.watch_res);
+	ck_result_clear(&o.watch_res);
 	fx_done(&f);
 	plug_done(&p);
 
 	/* The trace names the plugin runs, never what they returned. */
 	close(logfd);
 	char *text = NULL;
-	ck_assert_int_eq(file_read_all(logpath, &text, NULL, NULL), 0);
+	ck_assert_int_eq(ck_file_read_all(logpath, &text, NULL, NULL), 0);
 	unlink(logpath);
 	ASSERT_HAS(text, "\"Exec credential plugin finished\" ok=true");
 	ASSERT_LACKS(text, "tok-");
@@ -1164,27 +1165,27 @@ START_TEST(test_failing_exec_plugin_backs_off)
 	plug_t p;
 	plug_init(&p);
 	plug_write(&p, "mode", "fail");
-	clk_fake_t fc;
-	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
-	kconfig_load_opts_t lo = {.clock = &fc.base};
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
+	ck_config_load_opts_t lo = {.clock = &fc.base};
 	fx_t f;
 	fx_init_exec(&f, &p, NULL, &lo, NULL);
-	kreq_spec_t spec = {
-	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = CK_DEC_OBJECT};
 
 	const int expect_runs[] = {1, 1, -1, 2, 2, -1, 2, -1, 3};
-	for (size_t k = 0; k < CSC_ARRAY_LEN(expect_runs); k++) {
+	for (size_t k = 0; k < CK_ARRAY_LEN(expect_runs); k++) {
 		if (expect_runs[k] < 0) { /* a step of the fake clock, in seconds */
-			clk_fake_advance(&fc, (uint64_t)-expect_runs[k] * NS_PER_SEC);
+			ck_clk_fake_advance(&fc, (uint64_t)-expect_runs[k] * CK_NS_PER_SEC);
 			continue;
 		}
 		call_t c[5] = {{0}};
 		for (int i = 0; i < 5; i++)
 			ck_assert_ptr_nonnull(
-			    kclient_request(f.c, &spec, NULL, call_done, &c[i], NULL));
+			    ck_client_request(f.c, &spec, NULL, call_done, &c[i], NULL));
 		for (int i = 0; i < 5; i++) {
 			run_until(f.loop, &c[i].done);
-			ck_assert(kerr_is_transport(&c[i].res));
+			ck_assert(ck_err_is_transport(&c[i].res));
 			ASSERT_HAS(c[i].res.error, "login failed: account locked");
 			ASSERT_HAS(c[i].res.error, "try: apt install the-plugin");
 			call_clear(&c[i]);
@@ -1196,7 +1197,7 @@ START_TEST(test_failing_exec_plugin_backs_off)
 
 	/* Fixed: after the backoff (now 4 s) the plugin runs again, and all is well. */
 	plug_write(&p, "mode", "token");
-	clk_fake_advance(&fc, 4 * NS_PER_SEC);
+	ck_clk_fake_advance(&fc, 4 * CK_NS_PER_SEC);
 	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
 	call_t ok = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &ok);
@@ -1210,7 +1211,7 @@ START_TEST(test_failing_exec_plugin_backs_off)
 END_TEST
 
 /*
- * kclient_free while the plugin runs: the plugin is killed and the helper joined (no
+ * ck_client_free while the plugin runs: the plugin is killed and the helper joined (no
  * 30 s wait), a worker waiting in a parked call returns "client shutting down", and
  * a parked request cancelled before that never calls back.
  */
@@ -1222,9 +1223,9 @@ START_TEST(test_free_while_exec_plugin_runs)
 	fx_t f;
 	fx_init_exec(&f, &p, NULL, NULL, NULL);
 	call_t cancelled = {0};
-	kreq_spec_t spec = {
-	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
-	kreq_t *r = kclient_request(f.c, &spec, NULL, call_done, &cancelled, NULL);
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = CK_DEC_OBJECT};
+	ck_req_t *r = ck_client_request(f.c, &spec, NULL, call_done, &cancelled, NULL);
 	ck_assert_ptr_nonnull(r);
 	worker_t w = {.which = 0, .c = f.c};
 	pthread_t th;
@@ -1235,13 +1236,13 @@ START_TEST(test_free_while_exec_plugin_runs)
 	/* Until the worker's call is parked too (its request is on the loop). */
 	for (int i = 0; i < 200; i++)
 		ev_run(f.loop, EVRUN_NOWAIT), fs_sleep_ms(1);
-	kreq_cancel(r);
-	kclient_free(f.c);
+	ck_req_cancel(r);
+	ck_client_free(f.c);
 	f.c = NULL;
 	pthread_join(th, NULL);
 	ck_assert_int_eq(w.rc, -1);
 	ASSERT_HAS(w.res.error, "client shutting down");
-	kresult_clear(&w.res);
+	ck_result_clear(&w.res);
 	ck_assert_int_eq(atomic_load(&cancelled.done), 0);
 	/* Killed: told to go now, a live plugin would finish within 50 ms. */
 	plug_write(&p, "go", "");
@@ -1261,19 +1262,19 @@ START_TEST(test_connect_refused)
 	fault_server_t *fs = fs_new();
 	int port = fs->port;
 	fs_free(fs);
-	kclient_t *cl = fs_client_new(loop, port, TOKEN, NULL);
+	ck_client_t *cl = fs_client_new(loop, port, TOKEN, NULL);
 	fx_t f = {.loop = loop, .c = cl};
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_int_eq(c.res.http_code, 0);
 	ck_assert_int_eq(c.res.transport_code, 7); /* CURLE_COULDNT_CONNECT */
-	ck_assert(kerr_is_transport(&c.res));
+	ck_assert(ck_err_is_transport(&c.res));
 	char *want =
-	    xasprintf("GET http://127.0.0.1:%d/apis/apps/v1/namespaces/ns1/deployments/d1: ", port);
+	    ck_xasprintf("GET http://127.0.0.1:%d/apis/apps/v1/namespaces/ns1/deployments/d1: ", port);
 	ck_assert_msg(strncmp(c.res.error, want, strlen(want)) == 0, "%s", c.res.error);
 	free(want);
 	call_clear(&c);
-	kclient_free(cl);
+	ck_client_free(cl);
 	ev_loop_destroy(loop);
 }
 END_TEST
@@ -1286,7 +1287,7 @@ START_TEST(test_tls_server_name_and_host)
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	fault_server_t *fs = fs_new();
 	char *text =
-	    xasprintf("apiVersion: v1\nkind: Config\n"
+	    ck_xasprintf("apiVersion: v1\nkind: Config\n"
 	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d/\n"
 	              "    tls-server-name: kubernetes.default\n"
 	              "users:\n- name: u\n  user: {}\n"
@@ -1294,14 +1295,14 @@ START_TEST(test_tls_server_name_and_host)
 	              "current-context: c\n",
 	              fs->port);
 	char *err = NULL;
-	kconfig_t *cfg = kconfig_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
+	ck_config_t *cfg = ck_config_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
 	free(text);
 	ck_assert_msg(cfg != NULL, "%s", err);
-	kclient_t *cl = kclient_new(loop, cfg, NULL, &err);
+	ck_client_t *cl = ck_client_new(loop, cfg, NULL, &err);
 	ck_assert_msg(cl != NULL, "%s", err);
 	char want[64];
 	snprintf(want, sizeof(want), "127.0.0.1:%d", fs->port);
-	ck_assert_str_eq(kclient_host(cl), want);
+	ck_assert_str_eq(ck_client_host(cl), want);
 	fs_push_simple(fs, 200, NULL, DEP_JSON("d1"));
 	fx_t f = {.loop = loop, .c = cl, .fs = fs};
 	call_t c = {0};
@@ -1332,7 +1333,7 @@ START_TEST(test_watch_events_and_cancel)
 	            "Transfer-Encoding: chunked\r\n\r\n");
 	const char *evs[] = {ev1, ev2, ev3, ev4};
 	for (int i = 0; i < 4; i++) {
-		char *ch = xasprintf("%zx\r\n%s\r\n", strlen(evs[i]), evs[i]);
+		char *ch = ck_xasprintf("%zx\r\n%s\r\n", strlen(evs[i]), evs[i]);
 		fs_write(r, ch);
 		free(ch);
 		fs_sleep(r, 5);
@@ -1340,18 +1341,18 @@ START_TEST(test_watch_events_and_cancel)
 	fs_write(r, "0\r\n\r\n");
 	fs_push(f.fs, r);
 
-	klist_opts_t o = {
+	ck_list_opts_t o = {
 	    .resource_version = "5", .allow_watch_bookmarks = true, .timeout_seconds = 60};
 	call_t c = {0};
 	char *err = NULL;
-	kreq_t *req = kclient_watch(f.c, &t_dep, "ns1", &o, &call_cb, call_done, &c, &err);
+	ck_req_t *req = ck_client_watch(f.c, &t_dep, "ns1", &o, &call_cb, call_done, &c, &err);
 	ck_assert_ptr_nonnull(req);
 	run_until(f.loop, &c.done);
 	ck_assert_msg(c.res.error == NULL, "%s", c.res.error);
-	ck_assert_int_eq(c.events[KWATCH_ADDED], 1);
-	ck_assert_int_eq(c.events[KWATCH_MODIFIED], 1);
-	ck_assert_int_eq(c.events[KWATCH_BOOKMARK], 1);
-	ck_assert_int_eq(c.events[KWATCH_DELETED], 1);
+	ck_assert_int_eq(c.events[CK_WATCH_ADDED], 1);
+	ck_assert_int_eq(c.events[CK_WATCH_MODIFIED], 1);
+	ck_assert_int_eq(c.events[CK_WATCH_BOOKMARK], 1);
+	ck_assert_int_eq(c.events[CK_WATCH_DELETED], 1);
 	/* The server gzips a watch one member per event, which curl 7.88 cannot read. */
 	ck_assert_ptr_null(strcasestr(fs_request(f.fs, 0)->headers, "Accept-Encoding"));
 	ck_assert_str_eq(fs_request(f.fs, 0)->target,
@@ -1362,17 +1363,17 @@ START_TEST(test_watch_events_and_cancel)
 	/* A watch cancelled from inside its own event callback: no done, no leak. */
 	fs_resp_t *r2 = fs_resp_new();
 	fs_write(r2, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
-	char *ch = xasprintf("%zx\r\n%s%s\r\n", strlen(ev1) + strlen(ev2), ev1, ev2);
+	char *ch = ck_xasprintf("%zx\r\n%s%s\r\n", strlen(ev1) + strlen(ev2), ev1, ev2);
 	fs_write(r2, ch);
 	free(ch);
 	fs_sleep(r2, 200);
 	fs_push(f.fs, r2);
 	call_t c2 = {0};
-	kreq_t *w2 = kclient_watch(f.c, &t_dep, "ns1", &o, &call_cb, call_done, &c2, &err);
+	ck_req_t *w2 = ck_client_watch(f.c, &t_dep, "ns1", &o, &call_cb, call_done, &c2, &err);
 	c2.cancel_on_event = w2;
 	run_until(f.loop, &c2.done);
-	ck_assert_int_eq(c2.events[KWATCH_ADDED], 1);
-	ck_assert_int_eq(c2.events[KWATCH_MODIFIED], 0); /* nothing after the cancel */
+	ck_assert_int_eq(c2.events[CK_WATCH_ADDED], 1);
+	ck_assert_int_eq(c2.events[CK_WATCH_MODIFIED], 0); /* nothing after the cancel */
 	ck_assert_ptr_null(c2.res.error);
 	ck_assert_int_eq(c2.res.http_code, 0); /* done never ran */
 	call_clear(&c2);
@@ -1385,13 +1386,13 @@ START_TEST(test_cancel_before_start)
 	fx_t f;
 	fx_init(&f, NULL);
 	call_t c = {0};
-	kreq_spec_t spec = {.method = "GET", .type = &t_dep, .ns = "a", .name = "b"};
-	kreq_t *r = kclient_request(f.c, &spec, NULL, call_done, &c, NULL);
-	kreq_cancel(r);
+	ck_req_spec_t spec = {.method = "GET", .type = &t_dep, .ns = "a", .name = "b"};
+	ck_req_t *r = ck_client_request(f.c, &spec, NULL, call_done, &c, NULL);
+	ck_req_cancel(r);
 	/* Bad specs fail at once and never call back. */
 	char *err = NULL;
-	kreq_spec_t bad = {.method = "BREW", .type = &t_dep};
-	ck_assert_ptr_null(kclient_request(f.c, &bad, NULL, call_done, &c, &err));
+	ck_req_spec_t bad = {.method = "BREW", .type = &t_dep};
+	ck_assert_ptr_null(ck_client_request(f.c, &bad, NULL, call_done, &c, &err));
 	ck_assert_ptr_nonnull(strstr(err, "BREW"));
 	free(err);
 	ev_run(f.loop, EVRUN_NOWAIT);
@@ -1411,19 +1412,19 @@ START_TEST(test_sync_from_worker_thread)
 	run_worker(&f, &w);
 	ck_assert_msg(w.rc == 0, "%s", w.res.error);
 	ck_assert_str_eq(w.res.obj->name, "d1");
-	kresult_clear(&w.res);
+	ck_result_clear(&w.res);
 	fx_done(&f);
 }
 END_TEST
 
 /* A blocking call made on the loop thread fails instead of deadlocking. */
-static void on_loop_sync_done(void *ud, kresult_t *res)
+static void on_loop_sync_done(void *ud, ck_result_t *res)
 {
 	call_t *c = ud;
-	kclient_t *cl = (kclient_t *)c->list_rv; /* smuggled: the client */
+	ck_client_t *cl = (ck_client_t *)c->list_rv; /* smuggled: the client */
 	c->list_rv = NULL;
-	kresult_t r2 = {0};
-	int rc = kclient_get_sync(cl, &t_dep, "ns1", "d1", &r2);
+	ck_result_t r2 = {0};
+	int rc = ck_client_get_sync(cl, &t_dep, "ns1", "d1", &r2);
 	c->objects = rc;
 	c->res = r2;
 	atomic_store(&c->done, 1);
@@ -1436,13 +1437,13 @@ START_TEST(test_sync_on_loop_thread_fails)
 	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
 	call_t c = {0};
 	c.list_rv = (char *)f.c;
-	kreq_spec_t spec = {
-	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
-	kclient_request(f.c, &spec, NULL, on_loop_sync_done, &c, NULL);
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = CK_DEC_OBJECT};
+	ck_client_request(f.c, &spec, NULL, on_loop_sync_done, &c, NULL);
 	run_until(f.loop, &c.done);
 	ck_assert_int_eq(c.objects, -1);
 	ck_assert_ptr_nonnull(strstr(c.res.error, "loop thread"));
-	kresult_clear(&c.res);
+	ck_result_clear(&c.res);
 	fx_done(&f);
 }
 END_TEST
@@ -1462,12 +1463,12 @@ START_TEST(test_free_completes_pending_sync)
 	for (int i = 0; i < 2000 && fs_nrequests(f.fs) == 0; i++)
 		ev_run(f.loop, EVRUN_NOWAIT), fs_sleep_ms(1);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
-	kclient_free(f.c);
+	ck_client_free(f.c);
 	f.c = NULL;
 	pthread_join(th, NULL);
 	ck_assert_int_eq(w.rc, -1);
 	ck_assert_ptr_nonnull(strstr(w.res.error, "client shutting down"));
-	kresult_clear(&w.res);
+	ck_result_clear(&w.res);
 	atomic_store(&release, 1);
 	fx_done(&f);
 }
@@ -1475,10 +1476,10 @@ END_TEST
 
 /* The verbs, called from a worker thread as a controller would. */
 typedef struct verbs {
-	kclient_t *c;
+	ck_client_t *c;
 	int rc[5];
-	kresult_t r[5];
-	kobj_t **items[2];
+	ck_result_t r[5];
+	ck_obj_t **items[2];
 	size_t n[2];
 	char *rv[2];
 	atomic_int done;
@@ -1487,19 +1488,19 @@ typedef struct verbs {
 static void *verbs_main(void *arg)
 {
 	verbs_t *v = arg;
-	kdelete_opts_t d = {.propagation_policy = "Background",
+	ck_delete_opts_t d = {.propagation_policy = "Background",
 	                    .precondition_uid = "u1",
 	                    .grace_period_seconds = -1};
-	v->rc[0] = kclient_delete_sync(v->c, &t_dep, "ns1", "d1", &d, &v->r[0]);
-	kwrite_opts_t wo = {.field_manager = "ctl", .force = true};
-	v->rc[1] = kclient_patch_sync(v->c, &t_dep, "ns1", "d1", KPATCH_APPLY,
+	v->rc[0] = ck_client_delete_sync(v->c, &t_dep, "ns1", "d1", &d, &v->r[0]);
+	ck_write_opts_t wo = {.field_manager = "ctl", .force = true};
+	v->rc[1] = ck_client_patch_sync(v->c, &t_dep, "ns1", "d1", CK_PATCH_APPLY,
 	                              "{\"spec\":{\"replicas\":2}}", &wo, &v->r[1]);
 	v->rc[2] =
-	    kclient_update_status_sync(v->c, &t_dep, "ns1", "d1", DEP_JSON("d1"), NULL, &v->r[2]);
-	klist_opts_t lo = {.limit = 1, .label_selector = "app=x"};
-	v->rc[3] = kclient_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[0], &v->n[0], &v->rv[0],
+	    ck_client_update_status_sync(v->c, &t_dep, "ns1", "d1", DEP_JSON("d1"), NULL, &v->r[2]);
+	ck_list_opts_t lo = {.limit = 1, .label_selector = "app=x"};
+	v->rc[3] = ck_client_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[0], &v->n[0], &v->rv[0],
 	                             &v->r[3]);
-	v->rc[4] = kclient_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[1], &v->n[1], &v->rv[1],
+	v->rc[4] = ck_client_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[1], &v->n[1], &v->rv[1],
 	                             &v->r[4]);
 	atomic_store(&v->done, 1);
 	return NULL;
@@ -1556,7 +1557,7 @@ START_TEST(test_verbs_from_worker)
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Content-Type: application/apply-patch+yaml"));
 	rq = fs_request(f.fs, 2);
 	ck_assert_str_eq(rq->method, "PUT");
-	snprintf(want, sizeof(want), "%s/d1/status?fieldManager=sample-controller", dep);
+	snprintf(want, sizeof(want), "%s/d1/status", dep);
 	ck_assert_str_eq(rq->target, want);
 	snprintf(want, sizeof(want), "%s?labelSelector=app%%3Dx&limit=1", dep);
 	ck_assert_str_eq(fs_request(f.fs, 3)->target, want);
@@ -1567,12 +1568,12 @@ START_TEST(test_verbs_from_worker)
 
 	for (int k = 0; k < 2; k++) {
 		for (size_t i = 0; i < v.n[k]; i++)
-			kobj_unref(v.items[k][i]);
+			ck_obj_unref(v.items[k][i]);
 		free(v.items[k]);
 		free(v.rv[k]);
 	}
 	for (int i = 0; i < 5; i++)
-		kresult_clear(&v.r[i]);
+		ck_result_clear(&v.r[i]);
 	fx_done(&f);
 }
 END_TEST
@@ -1586,7 +1587,7 @@ typedef struct verb_seen {
 	bool cumulative_ok;
 } verb_seen_t;
 
-static void verb_cb(void *ud, const kclient_latency_t *lat)
+static void verb_cb(void *ud, const ck_client_latency_t *lat)
 {
 	verb_seen_t *v = ud;
 	if (v->n < 8) {
@@ -1594,7 +1595,7 @@ static void verb_cb(void *ud, const kclient_latency_t *lat)
 		v->count[v->n] = lat->count;
 		v->n++;
 	}
-	for (size_t i = 1; i < KCLIENT_LATENCY_NBUCKETS; i++)
+	for (size_t i = 1; i < CK_CLIENT_LATENCY_NBUCKETS; i++)
 		if (lat->counts[i] < lat->counts[i - 1] || lat->counts[i] > lat->count)
 			v->cumulative_ok = false;
 }
@@ -1602,7 +1603,7 @@ static void verb_cb(void *ud, const kclient_latency_t *lat)
 /* Breaks the loop once the client has seen *want response heads (or after 20 s). */
 typedef struct until_heads {
 	ev_timer tick;
-	kclient_t *c;
+	ck_client_t *c;
 	uint64_t want;
 	double deadline;
 } until_heads_t;
@@ -1610,8 +1611,8 @@ typedef struct until_heads {
 static void until_heads_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	until_heads_t *u = (until_heads_t *)w;
-	kclient_conn_stats_t s;
-	kclient_conn_stats_snapshot(u->c, &s);
+	ck_client_conn_stats_t s;
+	ck_client_conn_stats_snapshot(u->c, &s);
 	if (s.responses >= u->want || ev_now(loop) > u->deadline)
 		ev_break(loop, EVBREAK_ONE);
 }
@@ -1620,8 +1621,8 @@ START_TEST(test_latency_per_verb_and_connections)
 {
 	fx_t f;
 	fx_init(&f, NULL);
-	kclient_conn_stats_t s;
-	kclient_conn_stats_snapshot(f.c, &s);
+	ck_client_conn_stats_t s;
+	ck_client_conn_stats_snapshot(f.c, &s);
 	ck_assert_uint_eq(s.connections, 0);
 	ck_assert_uint_eq(s.responses, 0);
 	ck_assert_int_eq(s.last_http_version, 0);
@@ -1634,13 +1635,13 @@ START_TEST(test_latency_per_verb_and_connections)
 	const char *verbs[] = {"DELETE", "GET", "POST", "DELETE"};
 	for (int i = 0; i < 4; i++) {
 		const char *body = strcmp(verbs[i], "POST") == 0 ? DEP_JSON("d1") : NULL;
-		kreq_spec_t spec = {.method = verbs[i],
+		ck_req_spec_t spec = {.method = verbs[i],
 		                    .type = &t_dep,
 		                    .ns = "ns1",
 		                    .name = body ? NULL : "d1",
 		                    .body = body,
 		                    .body_len = body ? strlen(body) : 0,
-		                    .decode = KDEC_OBJECT,
+		                    .decode = CK_DEC_OBJECT,
 		                    .no_decode = strcmp(verbs[i], "DELETE") == 0};
 		call_t c = {0};
 		run_call(&f, &spec, &c);
@@ -1649,7 +1650,7 @@ START_TEST(test_latency_per_verb_and_connections)
 	}
 	/* One series per verb seen, in a fixed order (not the order of first use). */
 	verb_seen_t v = {.cumulative_ok = true};
-	kclient_latency_foreach(f.c, verb_cb, &v);
+	ck_client_latency_foreach(f.c, verb_cb, &v);
 	ck_assert_int_eq(v.n, 3);
 	ck_assert_str_eq(v.verb[0], "GET");
 	ck_assert_uint_eq(v.count[0], 1);
@@ -1658,11 +1659,11 @@ START_TEST(test_latency_per_verb_and_connections)
 	ck_assert_str_eq(v.verb[2], "DELETE");
 	ck_assert_uint_eq(v.count[2], 2);
 	ck_assert(v.cumulative_ok);
-	kclient_latency_t all;
-	kclient_latency_snapshot(f.c, &all);
+	ck_client_latency_t all;
+	ck_client_latency_snapshot(f.c, &all);
 	ck_assert_ptr_null(all.verb);
 	ck_assert_uint_eq(all.count, 4);
-	kclient_conn_stats_snapshot(f.c, &s);
+	ck_client_conn_stats_snapshot(f.c, &s);
 	ck_assert_uint_eq(s.connections, 1);
 	ck_assert_uint_eq(s.responses, 4);
 	ck_assert_uint_eq(s.responses_http1, 4); /* h2 is asked for over TLS only */
@@ -1681,7 +1682,7 @@ START_TEST(test_latency_per_verb_and_connections)
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	            "Transfer-Encoding: chunked\r\n\r\n");
-	char *ch = xasprintf("%zx\r\n%s\r\n", strlen(ev), ev);
+	char *ch = ck_xasprintf("%zx\r\n%s\r\n", strlen(ev), ev);
 	fs_write(r, ch);
 	free(ch);
 	fs_wait_flag(r, &release);
@@ -1690,13 +1691,13 @@ START_TEST(test_latency_per_verb_and_connections)
 	call_t w = {0};
 	char *err = NULL;
 	ck_assert_ptr_nonnull(
-	    kclient_watch(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &w, &err));
+	    ck_client_watch(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &w, &err));
 	until_heads_t u = {.c = f.c, .want = 6, .deadline = ev_now(f.loop) + 20};
 	ev_timer_init(&u.tick, until_heads_cb, 0.005, 0.005);
 	ev_timer_start(f.loop, &u.tick);
 	ev_run(f.loop, 0);
 	ev_timer_stop(f.loop, &u.tick);
-	kclient_conn_stats_snapshot(f.c, &s);
+	ck_client_conn_stats_snapshot(f.c, &s);
 	ck_assert_int_eq(atomic_load(&w.done), 0); /* the watch is still open */
 	ck_assert_uint_eq(s.responses, 6);
 	ck_assert_uint_eq(s.connections, 2);
@@ -1704,10 +1705,10 @@ START_TEST(test_latency_per_verb_and_connections)
 	run_until(f.loop, &w.done);
 	ck_assert_msg(w.res.error == NULL, "%s", w.res.error);
 	call_clear(&w);
-	kclient_conn_stats_snapshot(f.c, &s);
+	ck_client_conn_stats_snapshot(f.c, &s);
 	ck_assert_uint_eq(s.connections, 2); /* not counted twice at its end */
 	/* Watches are not in the latency histogram. */
-	kclient_latency_snapshot(f.c, &all);
+	ck_client_latency_snapshot(f.c, &all);
 	ck_assert_uint_eq(all.count, 5);
 	fx_done(&f);
 }
@@ -1717,45 +1718,45 @@ END_TEST
 
 START_TEST(test_bucket_burst_then_qps)
 {
-	clk_fake_t clk;
-	clk_fake_init(&clk, 1000 * NS_PER_SEC, 0);
-	ktb_t b;
-	ktb_init(&b, 10, 3, clk_mono_ns(&clk.base));
-	ck_assert(ktb_enabled(&b));
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 1000 * CK_NS_PER_SEC, 0);
+	ck_tb_t b;
+	ck_tb_init(&b, 10, 3, ck_clk_mono_ns(&clk.base));
+	ck_assert(ck_tb_enabled(&b));
 	/* The burst is free... */
 	for (int i = 0; i < 3; i++)
-		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 0);
+		ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 0);
 	/* ...then each waiter is spaced 1/qps after the one before. */
-	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
-	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 200 * NS_PER_MS);
-	clk_fake_advance(&clk, 200 * NS_PER_MS);
+	ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 100 * CK_NS_PER_MS);
+	ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 200 * CK_NS_PER_MS);
+	ck_clk_fake_advance(&clk, 200 * CK_NS_PER_MS);
 	/* Both promised tokens are now used up; the next one is 100 ms away. */
-	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 100 * CK_NS_PER_MS);
 	/* A cancelled waiter gives its token back. */
-	ktb_unreserve(&b, clk_mono_ns(&clk.base));
-	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+	ck_tb_unreserve(&b, ck_clk_mono_ns(&clk.base));
+	ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 100 * CK_NS_PER_MS);
 	/* A long idle refills to the burst, not beyond. */
-	clk_fake_advance(&clk, 3600 * NS_PER_SEC);
+	ck_clk_fake_advance(&clk, 3600 * CK_NS_PER_SEC);
 	for (int i = 0; i < 3; i++)
-		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 0);
-	ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+		ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 100 * CK_NS_PER_MS);
 	/* Steady state: one token per 100 ms. */
 	for (int i = 0; i < 5; i++) {
-		clk_fake_advance(&clk, 100 * NS_PER_MS);
-		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 100 * NS_PER_MS);
+		ck_clk_fake_advance(&clk, 100 * CK_NS_PER_MS);
+		ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 100 * CK_NS_PER_MS);
 	}
 }
 END_TEST
 
 START_TEST(test_bucket_negative_qps_disables)
 {
-	clk_fake_t clk;
-	clk_fake_init(&clk, 5, 0);
-	ktb_t b;
-	ktb_init(&b, -1, 1, clk_mono_ns(&clk.base));
-	ck_assert(!ktb_enabled(&b));
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 5, 0);
+	ck_tb_t b;
+	ck_tb_init(&b, -1, 1, ck_clk_mono_ns(&clk.base));
+	ck_assert(!ck_tb_enabled(&b));
 	for (int i = 0; i < 1000; i++)
-		ck_assert_uint_eq(ktb_reserve(&b, clk_mono_ns(&clk.base)), 0);
+		ck_assert_uint_eq(ck_tb_reserve(&b, ck_clk_mono_ns(&clk.base)), 0);
 }
 END_TEST
 
@@ -1763,15 +1764,15 @@ END_TEST
  * cannot have been sent before 0.5 s (a lower bound: nothing about speed). */
 START_TEST(test_client_rate_limited)
 {
-	kclient_opts_t o = {.qps = 4, .burst = 1};
+	ck_client_opts_t o = {.qps = 4, .burst = 1};
 	fx_t f;
 	fx_init(&f, &o);
 	call_t c[3] = {{0}};
-	kreq_spec_t spec = {
-	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = KDEC_OBJECT};
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = CK_DEC_OBJECT};
 	for (int i = 0; i < 3; i++) {
 		fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
-		ck_assert_ptr_nonnull(kclient_request(f.c, &spec, NULL, call_done, &c[i], NULL));
+		ck_assert_ptr_nonnull(ck_client_request(f.c, &spec, NULL, call_done, &c[i], NULL));
 	}
 	double t0 = ev_time();
 	run_until(f.loop, &c[2].done);

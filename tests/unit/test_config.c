@@ -3,7 +3,7 @@
  * exec plugins (tests/fixtures/exec-plugin.sh), in-cluster, token re-reads with a
  * fake clock. Runs from tests/unit (the Makefile's cwd), so fixtures are ../fixtures.
  */
-#include "pkg/kube/config.h"
+#include <ckube/config.h>
 
 #include <check.h>
 #include <ftw.h>
@@ -31,7 +31,7 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 
 static void write_file(const char *dir, const char *name, const char *text)
 {
-	char *p = xasprintf("%s/%s", dir, name);
+	char *p = ck_xasprintf("%s/%s", dir, name);
 	FILE *f = fopen(p, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(text, f);
@@ -41,9 +41,9 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 static char *read_file(const char *dir, const char *name)
 {
-	char *p = xasprintf("%s/%s", dir, name);
+	char *p = ck_xasprintf("%s/%s", dir, name);
 	char *out = NULL;
-	if (file_read_all(p, &out, NULL, NULL) < 0)
+	if (ck_file_read_all(p, &out, NULL, NULL) < 0)
 		out = NULL;
 	free(p);
 	return out;
@@ -69,16 +69,16 @@ static void teardown(void)
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static kconfig_t *load_text(const char *text, const kconfig_load_opts_t *o, char **err)
+static ck_config_t *load_text(const char *text, const ck_config_load_opts_t *o, char **err)
 {
-	return kconfig_load_text(text, strlen(text), FIX "/inline.yaml", o, err);
+	return ck_config_load_text(text, strlen(text), FIX "/inline.yaml", o, err);
 }
 
 /* Loads text that must fail, and returns the message (free it). */
 static char *load_err(const char *text)
 {
 	char *err = NULL;
-	kconfig_t *c = load_text(text, NULL, &err);
+	ck_config_t *c = load_text(text, NULL, &err);
 	ck_assert_ptr_null(c);
 	ck_assert_ptr_nonnull(err);
 	return err;
@@ -98,11 +98,11 @@ static char *load_err(const char *text)
 START_TEST(test_basic_token_and_ca_file)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/basic.yaml"};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/basic.yaml"};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://127.0.0.1:6443");
 	ck_assert_str_eq(v.source, "kubeconfig " FIX "/basic.yaml");
 	ck_assert_str_eq(v.context, "dev");
@@ -116,62 +116,62 @@ START_TEST(test_basic_token_and_ca_file)
 	ck_assert_uint_eq(v.ca_len, 75);
 	ASSERT_HAS(v.ca_pem, "ZmFrZSBjbHVzdGVyIENB");
 
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "static-token-bob");
 	ck_assert_ptr_null(cr.cert_pem);
 	ck_assert_uint_eq(cr.generation, 0);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	ck_assert_ptr_null(cr.token);
 	/* A static credential does not change on a forced refresh. */
-	ck_assert_int_eq(kconfig_credentials(c, true, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, true, &cr, &err), 0);
 	ck_assert_uint_eq(cr.generation, 0);
-	kcred_clear(&cr);
-	kconfig_free(c);
-	kcred_clear(NULL);
-	kconfig_free(NULL);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
+	ck_cred_clear(NULL);
+	ck_config_free(NULL);
 }
 END_TEST
 
 START_TEST(test_client_cert_files_and_insecure)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/certfile.yaml"};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/certfile.yaml"};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	/* No scheme, TLS settings present: https, like client-go. */
 	ck_assert_str_eq(v.server, "https://10.0.0.1:6443");
 	ck_assert(v.insecure);
 	ck_assert_ptr_null(v.ca_pem);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_ptr_null(cr.token);
 	ck_assert_uint_eq(cr.cert_len, 79);
 	ASSERT_HAS(cr.cert_pem, "ZmFrZSBjbGllbnQgY2VydA==");
 	ck_assert_uint_eq(cr.key_len, 75);
 	ASSERT_HAS(cr.key_pem, "BEGIN PRIVATE KEY");
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_data_fields_win_and_decode)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/certdata.yaml"};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/certdata.yaml"};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	char *ca = read_file(FIX, "ca.pem");
 	ck_assert_uint_eq(v.ca_len, strlen(ca));
 	ck_assert(memcmp(v.ca_pem, ca, v.ca_len) == 0);
 	free(ca);
 	ck_assert_str_eq(v.proxy_url, "socks5://127.0.0.1:1080");
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	char *crt = read_file(FIX, "client.crt"), *key = read_file(FIX, "client.key");
 	ck_assert_str_eq(cr.cert_pem, crt);
 	ck_assert_uint_eq(cr.cert_len, strlen(crt));
@@ -179,112 +179,112 @@ START_TEST(test_data_fields_win_and_decode)
 	ck_assert_str_eq(cr.key_pem, key);
 	free(crt);
 	free(key);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_token_wins_over_token_file_and_basic_auth)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/tokenfile.yaml", .context = "both"};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/tokenfile.yaml", .context = "both"};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "the-token-wins");
 	ck_assert_uint_eq(cr.generation, 0);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	o.context = "basic";
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.username, "admin");
 	ck_assert_str_eq(v.password, "s3cret");
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_ptr_null(cr.token);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	/* The default context reads tokenFile relative to the kubeconfig, trimmed. */
 	o.context = NULL;
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "file-token-1");
 	ck_assert_uint_eq(cr.generation, 1);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_token_file_reread_with_fake_clock)
 {
-	clk_fake_t fc;
-	clk_fake_init(&fc, 1000, WALL_START * (int64_t)NS_PER_SEC);
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 1000, WALL_START * (int64_t)CK_NS_PER_SEC);
 	write_file(tmpdir, "tok", "  first\n");
-	char *text = xasprintf("current-context: c\n"
+	char *text = ck_xasprintf("current-context: c\n"
 	                       "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
 	                       "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
 	                       "users: [{name: u, user: {tokenFile: %s/tok}}]\n",
 	                       tmpdir);
 	char *err = NULL;
-	kconfig_load_opts_t o = {.clock = &fc.base};
-	kconfig_t *c = load_text(text, &o, &err);
+	ck_config_load_opts_t o = {.clock = &fc.base};
+	ck_config_t *c = load_text(text, &o, &err);
 	free(text);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "first");
 	unsigned g1 = cr.generation;
 	ck_assert_uint_ne(g1, 0);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* Rotated on disk, but a minute has not passed: the cached token is returned. */
 	write_file(tmpdir, "tok", "second\n");
-	clk_fake_advance(&fc, 59 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 59 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "first");
 	ck_assert_uint_eq(cr.generation, g1);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
-	clk_fake_advance(&fc, 1 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 1 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "second");
 	unsigned g2 = cr.generation;
 	ck_assert_uint_ne(g2, g1);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* Unchanged content: same generation. */
-	clk_fake_advance(&fc, 61 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 61 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_uint_eq(cr.generation, g2);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* Unreadable or empty: the last good token stays. */
-	char *p = xasprintf("%s/tok", tmpdir);
+	char *p = ck_xasprintf("%s/tok", tmpdir);
 	unlink(p);
-	clk_fake_advance(&fc, 61 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 61 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "second");
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	write_file(tmpdir, "tok", " \n");
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "second");
 	ck_assert_uint_eq(cr.generation, g2);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* A forced refresh (after a 401) re-reads at once. */
 	write_file(tmpdir, "tok", "third");
-	ck_assert_int_eq(kconfig_credentials(c, true, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, true, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "third");
 	ck_assert_uint_ne(cr.generation, g2);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	free(p);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
@@ -297,21 +297,21 @@ START_TEST(test_error_messages)
 	                           "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n";
 	char *text, *e;
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: bob}}]\n", base);
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: bob}}]\n", base);
 	e = load_err(text);
 	ck_assert_str_eq(e,
 	                 "kubeconfig " FIX "/inline.yaml: context \"dev\": user \"bob\" not found");
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: nope}}]\n", base);
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: nope}}]\n", base);
 	e = load_err(text);
 	ck_assert_str_eq(e, "kubeconfig " FIX
 	                    "/inline.yaml: context \"dev\": cluster \"nope\" not found");
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: other, context: {cluster: c}}]\n", base);
+	text = ck_xasprintf("%scontexts: [{name: other, context: {cluster: c}}]\n", base);
 	e = load_err(text);
 	ck_assert_str_eq(e, "kubeconfig " FIX
 	                    "/inline.yaml: current-context: context \"dev\" not found");
@@ -324,7 +324,7 @@ START_TEST(test_error_messages)
 	ASSERT_HAS(e, "current-context is not set");
 	free(e);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	                 "users: [{name: u, user: {exec: {command: x, apiVersion: "
 	                 "client.authentication.k8s.io/v1}, auth-provider: {name: oidc}}}]\n",
 	                 base);
@@ -335,7 +335,7 @@ START_TEST(test_error_messages)
 	free(text);
 
 	text =
-	    xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	    ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	              "users: [{name: u, user: {client-certificate-data: 'bm90IGJhc2U2NA=*'}}]\n",
 	              base);
 	e = load_err(text);
@@ -344,7 +344,7 @@ START_TEST(test_error_messages)
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	                 "users: [{name: u, user: {client-certificate-data: Zm9v}}]\n",
 	                 base);
 	e = load_err(text);
@@ -352,7 +352,7 @@ START_TEST(test_error_messages)
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	                 "users: [{name: u, user: {token: t, username: a, password: b}}]\n",
 	                 base);
 	e = load_err(text);
@@ -360,7 +360,7 @@ START_TEST(test_error_messages)
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	                 "users: [{name: u, user: {tokenFile: missing-token}}]\n",
 	                 base);
 	e = load_err(text);
@@ -369,7 +369,7 @@ START_TEST(test_error_messages)
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, namespace: Bad_NS}}]\n",
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, namespace: Bad_NS}}]\n",
 	                 base);
 	e = load_err(text);
 	ASSERT_HAS(e, "context \"dev\": namespace \"Bad_NS\"");
@@ -431,7 +431,7 @@ START_TEST(test_error_messages)
 	ASSERT_HAS(e, "expected a mapping at the top level");
 	free(e);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	                 "users: [{name: u, user: {as: admin, token: t}}]\n",
 	                 base);
 	e = load_err(text);
@@ -439,7 +439,7 @@ START_TEST(test_error_messages)
 	free(e);
 	free(text);
 
-	text = xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
 	                 "users: [{name: u, user: {token: \"a\\r\\nX-Injected: 1\"}}]\n",
 	                 base);
 	e = load_err(text);
@@ -473,8 +473,8 @@ START_TEST(test_exec_config_errors)
 	    {"{command: x, apiVersion: client.authentication.k8s.io/v1beta1, args: [[1]]}",
 	     "exec: args[0]: expected a string"},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
-		char *text = xasprintf("%s%s}}]\n", head, cases[i].exec);
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
+		char *text = ck_xasprintf("%s%s}}]\n", head, cases[i].exec);
 		char *e = load_err(text);
 		ASSERT_HAS(e, "kubeconfig " FIX "/inline.yaml: user \"u\": ");
 		ASSERT_HAS(e, cases[i].want);
@@ -483,14 +483,14 @@ START_TEST(test_exec_config_errors)
 	}
 	/* v1beta1 defaults interactiveMode to IfAvailable; the plugin is not run at load. */
 	char *err = NULL;
-	char *text = xasprintf("%s%s}}]\n", head,
+	char *text = ck_xasprintf("%s%s}}]\n", head,
 	                       "{command: x, apiVersion: client.authentication.k8s.io/v1beta1}");
-	kconfig_t *c = load_text(text, NULL, &err);
+	ck_config_t *c = load_text(text, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert(v.has_exec);
-	kconfig_free(c);
+	ck_config_free(c);
 	free(text);
 }
 END_TEST
@@ -498,8 +498,8 @@ END_TEST
 START_TEST(test_malformed_yaml_position)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/malformed.yaml"};
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/malformed.yaml"};
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "kubeconfig " FIX "/malformed.yaml: line ");
 	ASSERT_HAS(err, ", column ");
 	/* The unterminated string runs to the end; where it started is what helps. */
@@ -512,24 +512,24 @@ END_TEST
 START_TEST(test_explicit_path_missing_and_context_override)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/nope.yaml"};
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/nope.yaml"};
 	/* Set up everything else: an explicit path must not fall back to any of it. */
 	setenv("KUBECONFIG", FIX "/basic.yaml", 1);
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ck_assert_str_eq(err, "kubeconfig " FIX "/nope.yaml: No such file or directory");
 	free(err);
 	err = NULL;
 
 	o.kubeconfig = FIX "/basic.yaml";
 	o.context = "missing";
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ck_assert_str_eq(err, "kubeconfig " FIX "/basic.yaml: context \"missing\" not found");
 	free(err);
 	err = NULL;
 
 	/* The other context names a user that does not exist. */
 	o.context = "other";
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ck_assert_str_eq(err, "kubeconfig " FIX
 	                      "/basic.yaml: context \"other\": user \"nobody\" not found");
 	free(err);
@@ -547,61 +547,61 @@ START_TEST(test_kubeconfig_env_merge)
 	       FIX "/merge-a.yaml:" FIX "/missing.yaml::" FIX "/merge-b/config:" FIX
 	           "/merge-a.yaml",
 	       1);
-	kconfig_load_opts_t o = {0};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {0};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.source, "kubeconfig " FIX "/merge-a.yaml:" FIX "/merge-b/config");
 	ck_assert_str_eq(v.context, "ctx-a"); /* the first current-context wins */
 	ck_assert_str_eq(v.server, "https://a.test:6443");
-	kconfig_free(c);
+	ck_config_free(c);
 
 	/* A context only the second file has; its CA resolves against merge-b/. */
 	o.context = "ctx-b";
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://only-b.test:6443");
 	ASSERT_HAS(v.ca_pem, "ZmFrZSBDQSBCCg==");
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "token-b");
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	/* Whole entries: ctx-both is a's (namespace from-a, cluster shared). */
 	o.context = "ctx-both";
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.namespace, "from-a");
 	ck_assert_str_eq(v.server, "https://a.test:6443");
-	kconfig_free(c);
+	ck_config_free(c);
 
 	/* b's context points at entries that a defined first: a's cluster and user win. */
 	o.context = "ctx-mixed";
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://a.test:6443");
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "token-a");
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	/* Order matters: b first. */
 	setenv("KUBECONFIG", FIX "/merge-b/config:" FIX "/merge-a.yaml", 1);
 	o.context = NULL;
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.context, "ctx-b");
-	kconfig_free(c);
+	ck_config_free(c);
 
 	/* A malformed file in the list is an error naming it. */
 	setenv("KUBECONFIG", FIX "/merge-a.yaml:" FIX "/malformed.yaml", 1);
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "kubeconfig " FIX "/malformed.yaml: line 7");
 	free(err);
 }
@@ -610,9 +610,9 @@ END_TEST
 START_TEST(test_home_config_and_master)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {0};
+	ck_config_load_opts_t o = {0};
 	/* Nothing anywhere: an error that says where it looked. */
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "no configuration");
 	ASSERT_HAS(err, tmpdir);
 	free(err);
@@ -620,40 +620,40 @@ START_TEST(test_home_config_and_master)
 
 	/* --master alone: a server, no credentials (client-go's BuildConfigFromFlags). */
 	o.master = "http://127.0.0.1:8080/";
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "http://127.0.0.1:8080");
 	ck_assert_str_eq(v.source, "--master");
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_ptr_null(cr.token);
 	ck_assert_ptr_null(cr.cert_pem);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	/* ~/.kube/config, with the --master override of its server. */
-	char *kdir = xasprintf("%s/.kube", tmpdir);
+	char *kdir = ck_xasprintf("%s/.kube", tmpdir);
 	mkdir(kdir, 0700);
 	char *text = NULL;
-	ck_assert_int_eq(file_read_all(FIX "/merge-a.yaml", &text, NULL, NULL), 0);
+	ck_assert_int_eq(ck_file_read_all(FIX "/merge-a.yaml", &text, NULL, NULL), 0);
 	write_file(kdir, "config", text);
 	free(text);
 	o.master = "https://override.test:6443";
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://override.test:6443");
 	ck_assert_str_eq(v.context, "ctx-a");
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "token-a");
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	/* A bad --master is reported as such. */
 	o.master = "ftp://x";
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "--master: server \"ftp://x\"");
 	free(err);
 	err = NULL;
@@ -661,7 +661,7 @@ START_TEST(test_home_config_and_master)
 	/* $KUBECONFIG set: ~/.kube/config is never read, as in client-go. */
 	setenv("KUBECONFIG", FIX "/none-1.yaml:" FIX "/none-2.yaml", 1);
 	o.master = NULL;
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "no existing file in $KUBECONFIG");
 	free(err);
 	free(kdir);
@@ -678,74 +678,74 @@ static void make_sa_dir(const char *token)
 
 START_TEST(test_in_cluster)
 {
-	clk_fake_t fc;
-	clk_fake_init(&fc, 5, 0);
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 5, 0);
 	make_sa_dir("sa-token-1\n");
 	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
 	setenv("CSC_SERVICEACCOUNT_DIR", tmpdir, 1);
 	char *err = NULL;
-	kconfig_load_opts_t o = {.clock = &fc.base};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.clock = &fc.base};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://[fd00::1]:443");
 	ck_assert_str_eq(v.source, "in-cluster");
 	ck_assert_str_eq(v.context, "");
 	ck_assert_str_eq(v.namespace, "kube-system");
 	ASSERT_HAS(v.ca_pem, "SA");
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "sa-token-1");
 	unsigned g1 = cr.generation;
 	ck_assert_uint_ne(g1, 0);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	write_file(tmpdir, "token", "sa-token-2");
-	clk_fake_advance(&fc, 30 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 30 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "sa-token-1");
-	kcred_clear(&cr);
-	clk_fake_advance(&fc, 30 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_clear(&cr);
+	ck_clk_fake_advance(&fc, 30 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "sa-token-2");
 	ck_assert_uint_ne(cr.generation, g1);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 
 	/* IPv4, an explicit folder and --master; POD_NAMESPACE wins over the file. */
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
 	unsetenv("CSC_SERVICEACCOUNT_DIR");
 	setenv("POD_NAMESPACE", "from-env", 1);
 	o.sa_dir = tmpdir;
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://10.96.0.1:443");
 	ck_assert_str_eq(v.namespace, "from-env");
-	kconfig_free(c);
+	ck_config_free(c);
 	o.master = "https://elsewhere:6443";
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.server, "https://elsewhere:6443");
-	kconfig_free(c);
+	ck_config_free(c);
 	o.master = NULL;
 
 	/* In-cluster comes before ~/.kube/config, and when $KUBECONFIG names no file. */
 	setenv("KUBECONFIG", FIX "/none.yaml", 1);
-	c = kconfig_load(&o, &err);
+	c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kconfig_view(c, &v);
+	ck_config_view(c, &v);
 	ck_assert_str_eq(v.source, "in-cluster");
-	kconfig_free(c);
+	ck_config_free(c);
 	unsetenv("KUBECONFIG");
 
 	/* A missing CA is an error naming the file. */
-	char *ca = xasprintf("%s/ca.crt", tmpdir);
+	char *ca = ck_xasprintf("%s/ca.crt", tmpdir);
 	unlink(ca);
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "in-cluster: ");
 	ASSERT_HAS(err, ca);
 	free(err);
@@ -753,10 +753,10 @@ START_TEST(test_in_cluster)
 	free(ca);
 
 	/* No token file: in-cluster is not possible, and nothing else is configured. */
-	char *tok = xasprintf("%s/token", tmpdir);
+	char *tok = ck_xasprintf("%s/token", tmpdir);
 	unlink(tok);
 	free(tok);
-	ck_assert_ptr_null(kconfig_load(&o, &err));
+	ck_assert_ptr_null(ck_config_load(&o, &err));
 	ASSERT_HAS(err, "no configuration");
 	free(err);
 }
@@ -764,29 +764,29 @@ END_TEST
 
 START_TEST(test_in_cluster_token_kept_on_failure)
 {
-	clk_fake_t fc;
-	clk_fake_init(&fc, 0, 0);
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 0, 0);
 	make_sa_dir("keep-me");
 	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
 	char *err = NULL;
-	kconfig_load_opts_t o = {.clock = &fc.base, .sa_dir = tmpdir};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.clock = &fc.base, .sa_dir = tmpdir};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	char *tok = xasprintf("%s/token", tmpdir);
+	char *tok = ck_xasprintf("%s/token", tmpdir);
 	unlink(tok);
-	clk_fake_advance(&fc, 120 * NS_PER_SEC);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 120 * CK_NS_PER_SEC);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "keep-me");
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	/* Recovers as soon as the file is back (retried on each call while failing). */
 	write_file(tmpdir, "token", "back");
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "back");
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	free(tok);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
@@ -802,10 +802,10 @@ static int plugin_runs(void)
 }
 
 /* A kubeconfig whose user runs the test plugin in the given mode. */
-static kconfig_t *exec_config(const char *command, const char *mode, const char *api,
-                              const char *expiry, const kconfig_load_opts_t *o, char **err)
+static ck_config_t *exec_config(const char *command, const char *mode, const char *api,
+                              const char *expiry, const ck_config_load_opts_t *o, char **err)
 {
-	char *text = xasprintf("current-context: c\n"
+	char *text = ck_xasprintf("current-context: c\n"
 	                       "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
 	                       "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
 	                       "users:\n"
@@ -821,7 +821,7 @@ static kconfig_t *exec_config(const char *command, const char *mode, const char 
 	                       "      - {name: PLUGIN_API, value: '%s'}\n"
 	                       "      - {name: PLUGIN_EXPIRY, value: '%s'}\n",
 	                       api, command, mode, api, expiry ? expiry : "");
-	kconfig_t *c = load_text(text, o, err);
+	ck_config_t *c = load_text(text, o, err);
 	free(text);
 	return c;
 }
@@ -829,15 +829,15 @@ static kconfig_t *exec_config(const char *command, const char *mode, const char 
 START_TEST(test_exec_token_cluster_info_and_env)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.kubeconfig = FIX "/exec.yaml"};
-	kconfig_t *c = kconfig_load(&o, &err);
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/exec.yaml"};
+	ck_config_t *c = ck_config_load(&o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_assert_int_eq(plugin_runs(), 0); /* not run at load */
-	kcred_t cr;
-	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
+	ck_cred_t cr;
+	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
 	ck_assert_str_eq(cr.token, "tok-1");
 	ck_assert_uint_ne(cr.generation, 0);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	/* The plugin's env went to the child only. */
 	ck_assert_ptr_null(getenv("PLUGIN_MODE"));
 
@@ -851,65 +851,65 @@ START_TEST(test_exec_token_cluster_info_and_env)
 
 	char *info = read_file(tmpdir, "info");
 	char *ca = read_file(FIX, "ca.pem");
-	sbuf_t want = SBUF_INIT;
-	sbuf_puts(&want,
+	ck_sbuf_t want = CK_SBUF_INIT;
+	ck_sbuf_puts(&want,
 	          "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
 	          "\"ExecCredential\",\"spec\":{\"interactive\":false,\"cluster\":{"
 	          "\"server\":\"https://exec.test:6443\",\"tls-server-name\":\"api.exec.test\","
 	          "\"certificate-authority-data\":\"");
 	/* base64 of ca.pem, computed independently by the fixture tool */
-	sbuf_puts(&want,
+	ck_sbuf_puts(&want,
 	          "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClptRnJaU0JqYkhWemRHVnlJRU5CCi0tLS0tRU5E"
 	          "IENFUlRJRklDQVRFLS0tLS0K");
-	sbuf_puts(&want, "\",\"config\":{\"audience\":\"my-cluster\",\"retries\":3,\"nested\":{"
+	ck_sbuf_puts(&want, "\",\"config\":{\"audience\":\"my-cluster\",\"retries\":3,\"nested\":{"
 	                 "\"enabled\":true,\"list\":[\"a\",\"b\"]}}}}}");
-	ck_assert_str_eq(info, sbuf_cstr(&want));
-	sbuf_free(&want);
+	ck_assert_str_eq(info, ck_sbuf_cstr(&want));
+	ck_sbuf_free(&want);
 	free(ca);
 	free(info);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_exec_cache_expiry_and_refresh)
 {
-	clk_fake_t fc;
+	ck_clk_fake_t fc;
 	/* 2029-12-31T23:00:00Z; the credential expires an hour later. */
-	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
 	char *err = NULL;
-	kconfig_load_opts_t o = {.clock = &fc.base};
-	kconfig_t *c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
+	ck_config_load_opts_t o = {.clock = &fc.base};
+	ck_config_t *c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
 	                           "2030-01-01T00:00:00Z", &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
+	ck_cred_t cr;
+	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
 	ck_assert_str_eq(cr.token, "tok-1");
 	unsigned g1 = cr.generation;
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* Cached until the expiry. */
-	clk_fake_advance(&fc, 3599 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 3599 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-1");
 	ck_assert_uint_eq(cr.generation, g1);
 	ck_assert_int_eq(plugin_runs(), 1);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* Expired: the plugin runs again. */
-	clk_fake_advance(&fc, 1 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 1 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-2");
 	unsigned g2 = cr.generation;
 	ck_assert_uint_ne(g2, g1);
 	ck_assert_int_eq(plugin_runs(), 2);
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 
 	/* A 401: forced refresh. */
-	ck_assert_int_eq(kconfig_credentials(c, true, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_credentials(c, true, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-3");
 	ck_assert_uint_ne(cr.generation, g2);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 }
 END_TEST
 
@@ -920,34 +920,34 @@ START_TEST(test_exec_no_expiry_and_cert)
 	 * child only. */
 	setenv("PLUGIN_MODE", "fail", 1);
 	/* v1beta1, no expiry: cached for good, until a 401. */
-	kconfig_t *c = exec_config("../exec-plugin.sh", "cert",
+	ck_config_t *c = exec_config("../exec-plugin.sh", "cert",
 	                           "client.authentication.k8s.io/v1beta1", NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
+	ck_cred_t cr;
+	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
 	ck_assert_ptr_null(cr.token);
 	ck_assert_str_eq(cr.cert_pem, "CERT-1\n");
 	ck_assert_uint_eq(cr.cert_len, 7);
 	ck_assert_str_eq(cr.key_pem, "KEY-1\n");
 	ck_assert_uint_eq(cr.key_len, 6);
-	kcred_clear(&cr);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_clear(&cr);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.cert_pem, "CERT-1\n");
 	ck_assert_int_eq(plugin_runs(), 1);
 	ck_assert_str_eq(getenv("PLUGIN_MODE"), "fail");
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_exec_failure_keeps_secrets_out)
 {
 	char *err = NULL;
-	kconfig_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
+	ck_config_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
 	                           NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ck_assert_ptr_null(cr.token);
 	ck_assert_str_eq(err,
 	                 "kubeconfig " FIX "/inline.yaml: user \"u\": exec plugin \"" FIX
@@ -955,115 +955,115 @@ START_TEST(test_exec_failure_keeps_secrets_out)
 	                 "locked; try: apt install the-plugin");
 	free(err);
 	err = NULL;
-	kconfig_free(c);
+	ck_config_free(c);
 
 	const char *modes[] = {"garbage", "badversion", "nostatus", "onlycert"};
 	const char *wants[] = {"output is not a JSON object", "returned apiVersion", "no status",
 	                       "only one of clientCertificateData"};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(modes); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(modes); i++) {
 		c = exec_config("../exec-plugin.sh", modes[i], "client.authentication.k8s.io/v1",
 		                NULL, NULL, &err);
 		ck_assert_msg(c != NULL, "%s", err);
-		ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+		ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 		ASSERT_HAS(err, wants[i]);
 		ASSERT_LACKS(err, "SECRET");
 		free(err);
 		err = NULL;
-		kconfig_free(c);
+		ck_config_free(c);
 	}
 
 	c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1", "tomorrow",
 	                NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ASSERT_HAS(err, "status.expirationTimestamp \"tomorrow\" is not RFC 3339");
 	free(err);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_exec_missing_binary)
 {
 	char *err = NULL;
-	kconfig_t *c = exec_config("csc-no-such-plugin-binary", "token",
+	ck_config_t *c = exec_config("csc-no-such-plugin-binary", "token",
 	                           "client.authentication.k8s.io/v1", NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ck_assert_str_eq(err,
 	                 "kubeconfig " FIX "/inline.yaml: user \"u\": exec plugin "
 	                 "\"csc-no-such-plugin-binary\": executable not found: try: apt install "
 	                 "the-plugin");
 	free(err);
-	kconfig_free(c);
+	ck_config_free(c);
 
 	/* A path with a slash resolves against the kubeconfig's folder, not PATH. */
 	err = NULL;
 	c = exec_config("./missing-plugin.sh", "token", "client.authentication.k8s.io/v1", NULL,
 	                NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ASSERT_HAS(err, "\"" FIX "/./missing-plugin.sh\": executable not found");
 	free(err);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_exec_timeout_and_size_limit)
 {
 	char *err = NULL;
-	kconfig_load_opts_t o = {.exec_timeout_ms = 300};
-	kconfig_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
+	ck_config_load_opts_t o = {.exec_timeout_ms = 300};
+	ck_config_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
 	                           NULL, &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ASSERT_HAS(err, "timed out after 300 ms and was killed");
 	free(err);
 	err = NULL;
-	kconfig_free(c);
+	ck_config_free(c);
 
 	c = exec_config("../exec-plugin.sh", "big", "client.authentication.k8s.io/v1", NULL, NULL,
 	                &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ASSERT_HAS(err, "output larger than");
 	ASSERT_LACKS(err, "xxxx");
 	free(err);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
 START_TEST(test_exec_refresh_failure_then_recovery)
 {
 	/* A failed refresh is an error; the next call after the backoff tries again. */
-	clk_fake_t fc;
-	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
 	char *err = NULL;
-	kconfig_load_opts_t o = {.clock = &fc.base};
-	kconfig_t *c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
+	ck_config_load_opts_t o = {.clock = &fc.base};
+	ck_config_t *c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
 	                           "2029-12-31T23:00:10Z", &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), 0);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-1");
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	/* Make the next run fail: the count file becomes a folder the plugin cannot write. */
-	char *count = xasprintf("%s/count", tmpdir);
+	char *count = ck_xasprintf("%s/count", tmpdir);
 	unlink(count);
 	mkdir(count, 0700);
-	clk_fake_advance(&fc, 11 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_clk_fake_advance(&fc, 11 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ASSERT_HAS(err, "failed with exit code");
 	free(err);
 	err = NULL;
 	rmdir(count);
-	clk_fake_advance(&fc, 1 * NS_PER_SEC);
-	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
+	ck_clk_fake_advance(&fc, 1 * CK_NS_PER_SEC);
+	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
 	ck_assert_str_eq(cr.token, "tok-1"); /* the count restarted */
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	free(count);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
@@ -1074,33 +1074,33 @@ END_TEST
  */
 START_TEST(test_exec_peek_and_backoff)
 {
-	clk_fake_t fc;
-	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	ck_clk_fake_t fc;
+	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
 	char *err = NULL;
-	kconfig_load_opts_t o = {.clock = &fc.base};
-	kconfig_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
+	ck_config_load_opts_t o = {.clock = &fc.base};
+	ck_config_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
 	                           NULL, &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), KCONFIG_NEED_EXEC);
+	ck_cred_t cr;
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), CK_CONFIG_NEED_EXEC);
 	ck_assert_ptr_null(err);
 	ck_assert_ptr_null(cr.token);
 	ck_assert_int_eq(plugin_runs(), 0);
 
-	ck_assert_int_eq(kconfig_exec_run(c, &err), -1);
+	ck_assert_int_eq(ck_config_exec_run(c, &err), -1);
 	ck_assert_int_eq(plugin_runs(), 1);
 	ASSERT_HAS(err, "failed with exit code 3: login failed: account locked; try: apt install");
 	char *first = err;
 	err = NULL;
 	/* In the backoff: the same error, for every kind of ask, and no run. */
-	const kcred_want_t wants[] = {KCRED_CURRENT, KCRED_REFRESH, KCRED_LAST};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(wants); i++) {
-		ck_assert_int_eq(kconfig_credentials_peek(c, wants[i], &cr, &err), -1);
+	const ck_cred_want_t wants[] = {CK_CRED_CURRENT, CK_CRED_REFRESH, CK_CRED_LAST};
+	for (size_t i = 0; i < CK_ARRAY_LEN(wants); i++) {
+		ck_assert_int_eq(ck_config_credentials_peek(c, wants[i], &cr, &err), -1);
 		ck_assert_str_eq(err, first);
 		free(err);
 		err = NULL;
 	}
-	ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 	ck_assert_str_eq(err, first);
 	free(err);
 	err = NULL;
@@ -1108,53 +1108,53 @@ START_TEST(test_exec_peek_and_backoff)
 
 	/* 1 s, then 2 s, 4 s, ... up to 30 s between runs. */
 	const int steps[] = {1, 2, 4, 8, 16, 30, 30};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(steps); i++) {
-		clk_fake_advance(&fc, (uint64_t)(steps[i] - 1) * NS_PER_SEC);
-		ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), -1);
+	for (size_t i = 0; i < CK_ARRAY_LEN(steps); i++) {
+		ck_clk_fake_advance(&fc, (uint64_t)(steps[i] - 1) * CK_NS_PER_SEC);
+		ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), -1);
 		free(err);
 		err = NULL;
-		clk_fake_advance(&fc, 1 * NS_PER_SEC);
-		ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err),
-		                 KCONFIG_NEED_EXEC);
-		ck_assert_int_eq(kconfig_credentials(c, false, &cr, &err), -1);
+		ck_clk_fake_advance(&fc, 1 * CK_NS_PER_SEC);
+		ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err),
+		                 CK_CONFIG_NEED_EXEC);
+		ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
 		free(err);
 		err = NULL;
 		ck_assert_int_eq(plugin_runs(), (int)i + 2);
 	}
 	free(first);
-	kconfig_free(c);
+	ck_config_free(c);
 
 	/* A good run: the credential is then served from the cache. */
-	clk_fake_init(&fc, 0, WALL_START * (int64_t)NS_PER_SEC);
+	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
 	c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
 	                "2029-12-31T23:00:10Z", &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	ck_assert_int_eq(kconfig_exec_run(c, &err), 0);
-	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), 0);
+	ck_assert_int_eq(ck_config_exec_run(c, &err), 0);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-9");
-	kcred_clear(&cr);
-	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_REFRESH, &cr, &err), KCONFIG_NEED_EXEC);
+	ck_cred_clear(&cr);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_REFRESH, &cr, &err), CK_CONFIG_NEED_EXEC);
 	/* Expired: CURRENT wants a run, LAST still answers with what the run gave. */
-	clk_fake_advance(&fc, 10 * NS_PER_SEC);
-	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), KCONFIG_NEED_EXEC);
-	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_LAST, &cr, &err), 0);
+	ck_clk_fake_advance(&fc, 10 * CK_NS_PER_SEC);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), CK_CONFIG_NEED_EXEC);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_LAST, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-9");
-	kcred_clear(&cr);
+	ck_cred_clear(&cr);
 	ck_assert_int_eq(plugin_runs(), 9);
 
 	/* After a cancel every run fails at once, without starting the plugin. */
-	kconfig_exec_cancel(c);
-	ck_assert_int_eq(kconfig_exec_run(c, &err), -1);
+	ck_config_exec_cancel(c);
+	ck_assert_int_eq(ck_config_exec_run(c, &err), -1);
 	ASSERT_HAS(err, "cancelled");
 	free(err);
 	ck_assert_int_eq(plugin_runs(), 9);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
 /* A cancel stops a run in progress: the plugin is killed, not waited for. */
 typedef struct cancel_run {
-	kconfig_t *c;
+	ck_config_t *c;
 	int rc;
 	char *err;
 } cancel_run_t;
@@ -1162,14 +1162,14 @@ typedef struct cancel_run {
 static void *cancel_run_main(void *arg)
 {
 	cancel_run_t *r = arg;
-	r->rc = kconfig_exec_run(r->c, &r->err);
+	r->rc = ck_config_exec_run(r->c, &r->err);
 	return NULL;
 }
 
 START_TEST(test_exec_cancel_kills_the_run)
 {
 	char *err = NULL;
-	kconfig_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
+	ck_config_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
 	                           NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	cancel_run_t r = {.c = c};
@@ -1179,15 +1179,15 @@ START_TEST(test_exec_cancel_kills_the_run)
 	for (int i = 0; i < 1000 && plugin_runs() == 0; i++)
 		usleep(5000);
 	ck_assert_int_eq(plugin_runs(), 1);
-	uint64_t t0 = clk_mono_ns(clk_real());
-	kconfig_exec_cancel(c);
+	uint64_t t0 = ck_clk_mono_ns(ck_clk_real());
+	ck_config_exec_cancel(c);
 	pthread_join(th, NULL);
 	/* The plugin sleeps 30 s; well under that means it was killed (no speed asserted). */
-	ck_assert(clk_mono_ns(clk_real()) - t0 < 20 * NS_PER_SEC);
+	ck_assert(ck_clk_mono_ns(ck_clk_real()) - t0 < 20 * CK_NS_PER_SEC);
 	ck_assert_int_eq(r.rc, -1);
 	ASSERT_HAS(r.err, "cancelled");
 	free(r.err);
-	kconfig_free(c);
+	ck_config_free(c);
 }
 END_TEST
 
@@ -1196,7 +1196,7 @@ END_TEST
 
 /* -data fields may decode to bytes with NULs: the credentials copy cert_len/key_len
  * bytes (they used to be copied as strings, cut at the NUL, while cert_len/key_len
- * kept the full length: kcred_clear() then wiped past the end of the copy). */
+ * kept the full length: ck_cred_clear() then wiped past the end of the copy). */
 START_TEST(test_fuzz_cert_data_with_nul_bytes)
 {
 	static const char text[] = "current-context: c\n"
@@ -1208,20 +1208,20 @@ START_TEST(test_fuzz_cert_data_with_nul_bytes)
 	                           "    client-certificate-data: Y2VydAB0YWls\n" /* cert\0tail */
 	                           "    client-key-data: a2V5AHRhaWw=\n";        /* key\0tail */
 	char *err = NULL;
-	kconfig_t *c = load_text(text, NULL, &err);
+	ck_config_t *c = load_text(text, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	kcred_t cr;
-	ck_assert_msg(kconfig_credentials(c, false, &cr, &err) == 0, "%s", err);
+	ck_cred_t cr;
+	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
 	ck_assert_uint_eq(cr.cert_len, 9);
 	ck_assert(memcmp(cr.cert_pem, "cert\0tail", 10) == 0);
 	ck_assert_uint_eq(cr.key_len, 8);
 	ck_assert(memcmp(cr.key_pem, "key\0tail", 9) == 0);
-	kcred_clear(&cr);
-	ck_assert_int_eq(kconfig_credentials_peek(c, KCRED_CURRENT, &cr, &err), 0);
+	ck_cred_clear(&cr);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), 0);
 	ck_assert_uint_eq(cr.key_len, 8);
 	ck_assert(memcmp(cr.key_pem, "key\0tail", 9) == 0);
-	kcred_clear(&cr);
-	kconfig_free(c);
+	ck_cred_clear(&cr);
+	ck_config_free(c);
 }
 END_TEST
 
@@ -1230,16 +1230,16 @@ END_TEST
  * a bounded error, while a few aliases are still fine. */
 static char *alias_config(int levels)
 {
-	sbuf_t b = SBUF_INIT;
-	sbuf_puts(&b,
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b,
 	          "x:\n  l0: &l0 [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbb]\n");
 	for (int i = 1; i <= levels; i++) {
-		sbuf_printf(&b, "  l%d: &l%d [", i, i);
+		ck_sbuf_printf(&b, "  l%d: &l%d [", i, i);
 		for (int j = 0; j < 9; j++)
-			sbuf_printf(&b, "%s*l%d", j ? ", " : "", i - 1);
-		sbuf_puts(&b, "]\n");
+			ck_sbuf_printf(&b, "%s*l%d", j ? ", " : "", i - 1);
+		ck_sbuf_puts(&b, "]\n");
 	}
-	sbuf_printf(&b,
+	ck_sbuf_printf(&b,
 	            "current-context: c\n"
 	            "clusters:\n"
 	            "- name: c\n"
@@ -1255,7 +1255,7 @@ static char *alias_config(int levels)
 	            "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x,\n"
 	            "           provideClusterInfo: true}\n",
 	            levels);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 START_TEST(test_fuzz_exec_extension_alias_bomb)
@@ -1270,12 +1270,12 @@ START_TEST(test_fuzz_exec_extension_alias_bomb)
 	/* 9 * 9 copies of l0 (about 5 KiB): under the limit. */
 	char *err = NULL;
 	text = alias_config(2);
-	kconfig_t *c = load_text(text, NULL, &err);
+	ck_config_t *c = load_text(text, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
-	struct kconfig_view v;
-	kconfig_view(c, &v);
+	struct ck_config_view v;
+	ck_config_view(c, &v);
 	ck_assert(v.has_exec);
-	kconfig_free(c);
+	ck_config_free(c);
 	free(text);
 }
 END_TEST

@@ -8,12 +8,12 @@
 #include "cmd/sample-controller/controller.h"
 
 #include "api/samplecontroller/v1alpha1/foo.h"
-#include "pkg/kube/types.h"
-#include "pkg/record/record.h"
+#include <ckube/types.h>
+#include <ckube/record.h>
 
-#include "pkg/cache/fake.h"
+#include <ckube/cache_fake.h>
 #include "pkg/cache/internal.h" /* cache_informer_drain: the test drives the informers */
-#include "pkg/kube/decode.h"
+#include <ckube/decode.h>
 #include "tests/unit/fault_server.h"
 
 #include <check.h>
@@ -27,25 +27,25 @@ typedef struct sink {
 	char *first_body; /* of the first create */
 } sink_t;
 
-static record_sink_result_t sink_create(void *ud, const char *ns, const char *body, char **err)
+static ck_record_sink_result_t sink_create(void *ud, const char *ns, const char *body, char **err)
 {
 	sink_t *s = ud;
 	pthread_mutex_lock(&s->mu);
 	s->calls++;
 	if (s->first_body == NULL)
-		s->first_body = xstrdup(body);
+		s->first_body = ck_xstrdup(body);
 	pthread_mutex_unlock(&s->mu);
-	return RECORD_SINK_OK;
+	return CK_RECORD_SINK_OK;
 }
 
-static record_sink_result_t sink_patch(void *ud, const char *ns, const char *name, const char *body,
+static ck_record_sink_result_t sink_patch(void *ud, const char *ns, const char *name, const char *body,
                                        char **err)
 {
 	sink_t *s = ud;
 	pthread_mutex_lock(&s->mu);
 	s->calls++;
 	pthread_mutex_unlock(&s->mu);
-	return RECORD_SINK_OK;
+	return CK_RECORD_SINK_OK;
 }
 
 /* --- fixture: one loop (run by the test thread), fake informers, a client --- */
@@ -53,72 +53,72 @@ static record_sink_result_t sink_patch(void *ud, const char *ns, const char *nam
 typedef struct fx {
 	struct ev_loop *loop;
 	fault_server_t *fs;
-	kclient_t *client;
-	cache_fake_lw_t *foos, *deps;
-	cache_factory_t *factory;
+	ck_client_t *client;
+	ck_cache_fake_lw_t *foos, *deps;
+	ck_cache_factory_t *factory;
 	sink_t sink;
-	record_sink_t rsink;
-	record_t *rec;
+	ck_record_sink_t rsink;
+	ck_record_t *rec;
 	controller_t *ctl;
 } fx_t;
 
-static cache_lw_t *fx_lw_new(void *ud, const ktype_t *t, const char *ns)
+static ck_cache_lw_t *fx_lw_new(void *ud, const ck_type_t *t, const char *ns)
 {
 	fx_t *f = ud;
-	return cache_fake_lw_source(t == &ktype_foo ? f->foos : f->deps);
+	return ck_cache_fake_lw_source(t == &ktype_foo ? f->foos : f->deps);
 }
 
-static kobj_t *foo_from(const char *json)
+static ck_obj_t *foo_from(const char *json)
 {
 	char *err = NULL;
-	kobj_t *o = kdec_object(&ktype_foo, json, strlen(json), &err);
+	ck_obj_t *o = ck_dec_object(&ktype_foo, json, strlen(json), &err);
 	ck_assert_msg(o != NULL, "decode: %s", err ? err : "?");
 	return o;
 }
 
 /* Starts everything with the Foos (taken) in the cache and no Deployment. */
-static void fx_init(fx_t *f, kobj_t **foos, size_t n)
+static void fx_init(fx_t *f, ck_obj_t **foos, size_t n)
 {
 	memset(f, 0, sizeof(*f));
 	f->loop = ev_loop_new(EVFLAG_AUTO);
 	f->fs = fs_new();
 	f->client = fs_client_new(f->loop, f->fs->port, "t", NULL);
-	f->foos = cache_fake_lw_new();
-	f->deps = cache_fake_lw_new();
-	cache_factory_opts_t fo = {.lw_new = fx_lw_new, .lw_ud = f};
-	f->factory = cache_factory_new(f->loop, NULL, &fo);
+	f->foos = ck_cache_fake_lw_new();
+	f->deps = ck_cache_fake_lw_new();
+	ck_cache_factory_opts_t fo = {.lw_new = fx_lw_new, .lw_ud = f};
+	f->factory = ck_cache_factory_new(f->loop, NULL, &fo);
 	pthread_mutex_init(&f->sink.mu, NULL);
-	f->rsink = (record_sink_t){sink_create, sink_patch, &f->sink};
-	record_opts_t ro = {
+	f->rsink = (ck_record_sink_t){sink_create, sink_patch, &f->sink};
+	ck_record_opts_t ro = {
 	    .component = "sample-controller", .reporting_instance = "test", .sink = &f->rsink};
 	char *err = NULL;
-	f->rec = record_new(NULL, &ro, &err);
+	f->rec = ck_record_new(NULL, &ro, &err);
 	ck_assert_msg(f->rec != NULL, "record_new: %s", err ? err : "?");
 	controller_opts_t co = {.client = f->client, .factory = f->factory, .recorder = f->rec};
 	f->ctl = controller_new(&co, &err);
 	ck_assert_msg(f->ctl != NULL, "controller_new: %s", err ? err : "?");
-	ck_assert_int_eq(cache_factory_start(f->factory, &err), 0);
+	ck_assert_int_eq(ck_cache_factory_start(f->factory, &err), 0);
 
-	cache_fake_req_t *l = cache_fake_lw_last(f->foos, false);
+	ck_cache_fake_req_t *l = ck_cache_fake_lw_last(f->foos, false);
 	for (size_t i = 0; i < n; i++)
-		cache_fake_req_item(l, foos[i]);
-	cache_fake_req_meta(l, "100", NULL);
-	cache_fake_req_finish(l, 200, NULL, NULL, 0);
-	l = cache_fake_lw_last(f->deps, false);
-	cache_fake_req_meta(l, "100", NULL);
-	cache_fake_req_finish(l, 200, NULL, NULL, 0);
-	cache_informer_drain(cache_factory_informer(f->factory, &ktype_foo));
-	cache_informer_drain(cache_factory_informer(f->factory, &ktype_deployment));
+		ck_cache_fake_req_item(l, foos[i]);
+	ck_cache_fake_req_meta(l, "100", NULL);
+	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	l = ck_cache_fake_lw_last(f->deps, false);
+	ck_cache_fake_req_meta(l, "100", NULL);
+	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
+	cache_informer_drain(ck_cache_factory_informer(f->factory, &ktype_foo));
+	cache_informer_drain(ck_cache_factory_informer(f->factory, &ck_type_deployment));
 }
 
 static void fx_done(fx_t *f)
 {
 	controller_free(f->ctl);
-	record_free(f->rec);
-	cache_factory_free(f->factory);
-	kclient_free(f->client);
-	cache_fake_lw_free(f->foos);
-	cache_fake_lw_free(f->deps);
+	ck_record_free(f->rec);
+	ck_cache_factory_free(f->factory);
+	ck_client_free(f->client);
+	ck_cache_fake_lw_free(f->foos);
+	ck_cache_fake_lw_free(f->deps);
 	fs_free(f->fs);
 	ev_loop_destroy(f->loop);
 	free(f->sink.first_body);
@@ -128,7 +128,7 @@ static void fx_done(fx_t *f)
 /* Events that reached the sink, once the recorder handled all queued. */
 static int fx_events(fx_t *f)
 {
-	ck_assert_int_eq(record_flush(f->rec, 10000), 0);
+	ck_assert_int_eq(ck_record_flush(f->rec, 10000), 0);
 	pthread_mutex_lock(&f->sink.mu);
 	int n = f->sink.calls;
 	pthread_mutex_unlock(&f->sink.mu);
@@ -136,12 +136,12 @@ static int fx_events(fx_t *f)
 }
 
 /* The watch brings the Foo (taken) as the server now has it. */
-static void fx_watch_modified(fx_t *f, kobj_t *foo)
+static void fx_watch_modified(fx_t *f, ck_obj_t *foo)
 {
-	cache_fake_req_t *w = cache_fake_lw_last(f->foos, true);
+	ck_cache_fake_req_t *w = ck_cache_fake_lw_last(f->foos, true);
 	ck_assert_ptr_nonnull(w);
-	cache_fake_req_event(w, KWATCH_MODIFIED, foo);
-	cache_informer_drain(cache_factory_informer(f->factory, &ktype_foo));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, foo);
+	cache_informer_drain(ck_cache_factory_informer(f->factory, &ktype_foo));
 }
 
 /* --- sync on a worker thread while the test thread runs the loop --- */
@@ -196,7 +196,7 @@ static int fx_sync(fx_t *f, const char *key, char **err)
 }
 
 /* The Foo as the server stores it after the status PUT i: meta_spec plus its status. */
-static kobj_t *server_foo(fx_t *f, int i, const char *meta_spec)
+static ck_obj_t *server_foo(fx_t *f, int i, const char *meta_spec)
 {
 	const fs_request_t *rq = fs_request(f->fs, i);
 	ck_assert_ptr_nonnull(rq);
@@ -205,8 +205,8 @@ static kobj_t *server_foo(fx_t *f, int i, const char *meta_spec)
 	ck_assert_ptr_nonnull(strstr(rq->target, "/status"));
 	const char *st = strstr(rq->body, "\"status\":{");
 	ck_assert_ptr_nonnull(st);
-	char *json = xasprintf("{%s,%.*s}", meta_spec, (int)(strlen(st) - 1), st);
-	kobj_t *o = foo_from(json);
+	char *json = ck_xasprintf("{%s,%.*s}", meta_spec, (int)(strlen(st) - 1), st);
+	ck_obj_t *o = foo_from(json);
 	free(json);
 	return o;
 }
@@ -214,7 +214,7 @@ static kobj_t *server_foo(fx_t *f, int i, const char *meta_spec)
 /* The metadata and spec members of Foo ns1/<name>; a new string, free with free(). */
 static char *meta_spec(const char *name, const char *rv, int gen, const char *spec)
 {
-	return xasprintf("\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns1\",\"uid\":\"u1\","
+	return ck_xasprintf("\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns1\",\"uid\":\"u1\","
 	                 "\"resourceVersion\":\"%s\",\"generation\":%d},\"spec\":%s",
 	                 name, rv, gen, spec);
 }
@@ -244,8 +244,8 @@ START_TEST(test_invalid_spec_event_only_when_status_written)
 		char key[64];
 		snprintf(key, sizeof(key), "ns1/%s", name);
 		char *ms1 = meta_spec(name, "1", 1, cases[k].spec);
-		char *json = xasprintf("{%s}", ms1);
-		kobj_t *foo = foo_from(json);
+		char *json = ck_xasprintf("{%s}", ms1);
+		ck_obj_t *foo = foo_from(json);
 		free(json);
 		fx_t f;
 		fx_init(&f, &foo, 1);
@@ -282,7 +282,7 @@ START_TEST(test_invalid_spec_event_only_when_status_written)
 
 		/* A new generation, still invalid: one write, one event. */
 		char *ms3 = meta_spec(name, "3", 2, cases[k].spec2);
-		json = xasprintf("{%s}", ms3);
+		json = ck_xasprintf("{%s}", ms3);
 		fx_watch_modified(&f, foo_from(json));
 		free(json);
 		fs_push_simple(f.fs, 200, NULL, ANY_FOO);

@@ -3,9 +3,9 @@
  * two at every byte offset and fed one byte at a time must give identical
  * results; plus the edge cases (type after object, limits, malformed input).
  */
-#include "pkg/base/base.h"
-#include "pkg/kube/decode.h"
-#include "pkg/kube/types.h"
+#include <ckube/base.h>
+#include <ckube/decode.h>
+#include <ckube/types.h>
 
 #include <check.h>
 #include <stdio.h>
@@ -19,76 +19,76 @@ static char *fixture(const char *name, size_t *len)
 	char *buf = NULL, *err = NULL;
 	char path[256];
 	snprintf(path, sizeof(path), FIXTURES "%s", name);
-	if (file_read_all(path, &buf, len, &err) != 0)
+	if (ck_file_read_all(path, &buf, len, &err) != 0)
 		ck_abort_msg("reading %s: %s", path, err);
 	return buf;
 }
 
 /* Appends a canonical text of an object: everything it holds. */
-static void dump_obj(sbuf_t *o, const kobj_t *obj)
+static void dump_obj(ck_sbuf_t *o, const ck_obj_t *obj)
 {
-	sbuf_printf(o, "obj %s ns=%s name=%s uid=%s rv=%s gen=%lld ct=%s dt=%s\n", obj->type->kind,
+	ck_sbuf_printf(o, "obj %s ns=%s name=%s uid=%s rv=%s gen=%lld ct=%s dt=%s\n", obj->type->kind,
 	            obj->ns, obj->name, obj->uid, obj->rv, (long long)obj->generation,
 	            obj->creation_timestamp,
 	            obj->deletion_timestamp ? obj->deletion_timestamp : "(null)");
 	for (size_t i = 0; i < obj->nlabels; i++)
-		sbuf_printf(o, " label %s=%s\n", obj->labels[i].key, obj->labels[i].value);
+		ck_sbuf_printf(o, " label %s=%s\n", obj->labels[i].key, obj->labels[i].value);
 	for (size_t i = 0; i < obj->nannotations; i++)
-		sbuf_printf(o, " annot %s=%s\n", obj->annotations[i].key,
+		ck_sbuf_printf(o, " annot %s=%s\n", obj->annotations[i].key,
 		            obj->annotations[i].value);
 	for (size_t i = 0; i < obj->nowners; i++) {
-		const kobj_owner_t *w = &obj->owners[i];
-		sbuf_printf(o, " owner %s %s %s %s c=%d b=%d\n", w->api_version, w->kind, w->name,
+		const ck_obj_owner_t *w = &obj->owners[i];
+		ck_sbuf_printf(o, " owner %s %s %s %s c=%d b=%d\n", w->api_version, w->kind, w->name,
 		            w->uid, w->controller, w->block_owner_deletion);
 	}
 	for (size_t i = 0; i < obj->nfields; i++) {
-		const kval_t *v = &obj->fields[i];
-		sbuf_printf(o, " field %s ", obj->type->fields[i]);
+		const ck_val_t *v = &obj->fields[i];
+		ck_sbuf_printf(o, " field %s ", obj->type->fields[i]);
 		switch (v->type) {
-		case KVAL_ABSENT:
-			sbuf_puts(o, "absent");
+		case CK_VAL_ABSENT:
+			ck_sbuf_puts(o, "absent");
 			break;
-		case KVAL_NULL:
-			sbuf_puts(o, "null");
+		case CK_VAL_NULL:
+			ck_sbuf_puts(o, "null");
 			break;
-		case KVAL_BOOL:
-			sbuf_printf(o, "bool %d", v->u.b);
+		case CK_VAL_BOOL:
+			ck_sbuf_printf(o, "bool %d", v->u.b);
 			break;
-		case KVAL_INT:
-			sbuf_printf(o, "int %lld", (long long)v->u.i);
+		case CK_VAL_INT:
+			ck_sbuf_printf(o, "int %lld", (long long)v->u.i);
 			break;
-		case KVAL_DOUBLE:
-			sbuf_printf(o, "double %.17g", v->u.d);
+		case CK_VAL_DOUBLE:
+			ck_sbuf_printf(o, "double %.17g", v->u.d);
 			break;
-		case KVAL_STRING:
-			sbuf_printf(o, "string %s", v->u.s);
+		case CK_VAL_STRING:
+			ck_sbuf_printf(o, "string %s", v->u.s);
 			break;
-		case KVAL_JSON:
-			sbuf_printf(o, "json %s", v->u.s);
+		case CK_VAL_JSON:
+			ck_sbuf_printf(o, "json %s", v->u.s);
 			break;
 		}
-		sbuf_putc(o, '\n');
+		ck_sbuf_putc(o, '\n');
 	}
-	sbuf_printf(o, " size %zu\n", kobj_size(obj));
+	ck_sbuf_printf(o, " size %zu\n", ck_obj_size(obj));
 }
 
 typedef struct rec {
-	sbuf_t out;
+	ck_sbuf_t out;
 	size_t nobj, nmeta, nevents;
-	kobj_t *objs[16];
+	ck_obj_t *objs[16];
 	size_t nkept;
 	bool full_errors;
 } rec_t;
 
-static void keep(rec_t *r, kobj_t *obj)
+static void keep(rec_t *r, ck_obj_t *obj)
 {
-	if (r->nkept < CSC_ARRAY_LEN(r->objs))
+	if (r->nkept < CK_ARRAY_LEN(r->objs))
 		r->objs[r->nkept++] = obj;
 	else
-		kobj_unref(obj);
+		ck_obj_unref(obj);
 }
 
-static void on_object(void *ud, kobj_t *obj)
+static void on_object(void *ud, ck_obj_t *obj)
 {
 	rec_t *r = ud;
 	r->nobj++;
@@ -100,32 +100,32 @@ static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t rem
 {
 	rec_t *r = ud;
 	r->nmeta++;
-	sbuf_printf(&r->out, "listmeta rv=%s continue=%s remaining=%lld\n", rv, cont,
+	ck_sbuf_printf(&r->out, "listmeta rv=%s continue=%s remaining=%lld\n", rv, cont,
 	            (long long)remaining);
 }
 
-static void on_event(void *ud, kwatch_type_t type, kobj_t *obj, const kstatus_t *st)
+static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *st)
 {
 	rec_t *r = ud;
 	r->nevents++;
-	sbuf_printf(&r->out, "event %s\n", kwatch_type_name(type));
+	ck_sbuf_printf(&r->out, "event %s\n", ck_watch_type_name(type));
 	if (obj != NULL) {
 		dump_obj(&r->out, obj);
 		keep(r, obj);
 	}
 	if (st != NULL)
-		sbuf_printf(&r->out, " status code=%d status=%s reason=%s message=%s retry=%d\n",
+		ck_sbuf_printf(&r->out, " status code=%d status=%s reason=%s message=%s retry=%d\n",
 		            st->code, st->status ? st->status : "", st->reason ? st->reason : "",
 		            st->message ? st->message : "", st->retry_after_seconds);
 }
 
-static const kdec_cb_t cbs = {on_object, on_list_meta, on_event};
+static const ck_dec_cb_t cbs = {on_object, on_list_meta, on_event};
 
 static void rec_free(rec_t *r)
 {
 	for (size_t i = 0; i < r->nkept; i++)
-		kobj_unref(r->objs[i]);
-	sbuf_free(&r->out);
+		ck_obj_unref(r->objs[i]);
+	ck_sbuf_free(&r->out);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -133,57 +133,57 @@ static void rec_free(rec_t *r)
  * Decodes buf fed in chunks: split at each offset in cuts[0..ncuts). Returns 0,
  * or -1 with the error appended to r->out (so that error results compare too).
  */
-static int run(const ktype_t *t, kdec_mode_t mode, const char *buf, size_t len, const size_t *cuts,
+static int run(const ck_type_t *t, ck_dec_mode_t mode, const char *buf, size_t len, const size_t *cuts,
                size_t ncuts, size_t max, rec_t *r)
 {
-	kdec_t *d = kdec_new(t, mode, &cbs, r, max);
+	ck_dec_t *d = ck_dec_new(t, mode, &cbs, r, max);
 	char *err = NULL;
 	size_t at = 0;
 	int rc = 0;
 	for (size_t i = 0; i <= ncuts && rc == 0; i++) {
 		size_t end = i < ncuts ? cuts[i] : len;
-		rc = kdec_feed(d, buf + at, end - at, &err);
+		rc = ck_dec_feed(d, buf + at, end - at, &err);
 		at = end;
 	}
 	if (rc == 0)
-		rc = kdec_finish(d, &err);
+		rc = ck_dec_finish(d, &err);
 	if (rc != 0) {
 		/* The excerpt shows the bytes at hand where yajl noticed, which depends on
 		 * the chunking; the message and offset before it must not. */
 		char *near = strstr(err, " (near \"");
-		sbuf_printf(&r->out, "error %.*s\n", near ? (int)(near - err) : (int)strlen(err),
+		ck_sbuf_printf(&r->out, "error %.*s\n", near ? (int)(near - err) : (int)strlen(err),
 		            err);
 		if (r->full_errors)
-			sbuf_printf(&r->out, "full %s\n", err);
+			ck_sbuf_printf(&r->out, "full %s\n", err);
 	}
-	ck_assert_uint_eq(kdec_bytes(d), rc == 0 ? len : kdec_bytes(d));
+	ck_assert_uint_eq(ck_dec_bytes(d), rc == 0 ? len : ck_dec_bytes(d));
 	free(err);
-	kdec_free(d);
+	ck_dec_free(d);
 	return rc;
 }
 
 /* The whole-buffer result must equal every two-way split and the byte-wise feed. */
-static void check_all_splits(const ktype_t *t, kdec_mode_t mode, const char *buf, size_t len,
+static void check_all_splits(const ck_type_t *t, ck_dec_mode_t mode, const char *buf, size_t len,
                              const char *expect_whole)
 {
 	rec_t whole = {0};
 	run(t, mode, buf, len, NULL, 0, 0, &whole);
 	if (expect_whole != NULL)
-		ck_assert_str_eq(sbuf_cstr(&whole.out), expect_whole);
+		ck_assert_str_eq(ck_sbuf_cstr(&whole.out), expect_whole);
 	for (size_t cut = 0; cut <= len; cut++) {
 		rec_t r = {0};
 		run(t, mode, buf, len, &cut, 1, 0, &r);
-		if (strcmp(sbuf_cstr(&r.out), sbuf_cstr(&whole.out)) != 0)
+		if (strcmp(ck_sbuf_cstr(&r.out), ck_sbuf_cstr(&whole.out)) != 0)
 			ck_abort_msg("split at %zu differs:\n%s\n--- whole:\n%s", cut,
-			             sbuf_cstr(&r.out), sbuf_cstr(&whole.out));
+			             ck_sbuf_cstr(&r.out), ck_sbuf_cstr(&whole.out));
 		rec_free(&r);
 	}
-	size_t *cuts = xmalloc(len * sizeof(*cuts));
+	size_t *cuts = ck_xmalloc(len * sizeof(*cuts));
 	for (size_t i = 0; i < len; i++)
 		cuts[i] = i;
 	rec_t r = {0};
 	run(t, mode, buf, len, cuts, len, 0, &r);
-	ck_assert_str_eq(sbuf_cstr(&r.out), sbuf_cstr(&whole.out));
+	ck_assert_str_eq(ck_sbuf_cstr(&r.out), ck_sbuf_cstr(&whole.out));
 	rec_free(&r);
 	free(cuts);
 	rec_free(&whole);
@@ -194,10 +194,10 @@ START_TEST(test_single_object)
 	size_t len;
 	char *buf = fixture("deployment.json", &len);
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_OBJECT, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_OBJECT, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nobj, 1);
-	kobj_t *o = r.objs[0];
-	ck_assert_ptr_eq(o->type, &ktype_deployment);
+	ck_obj_t *o = r.objs[0];
+	ck_assert_ptr_eq(o->type, &ck_type_deployment);
 	ck_assert_str_eq(o->ns, "default");
 	ck_assert_str_eq(o->name, "example-foo");
 	ck_assert_str_eq(o->uid, "3c5e1d2a-8f4b-4c6d-9e0f-1a2b3c4d5e6f");
@@ -206,12 +206,12 @@ START_TEST(test_single_object)
 	ck_assert_str_eq(o->creation_timestamp, "2024-05-02T10:11:12Z");
 	ck_assert_ptr_null(o->deletion_timestamp);
 	ck_assert_uint_eq(o->nlabels, 2);
-	ck_assert_str_eq(kobj_label(o, "app"), "nginx");
-	ck_assert_str_eq(kobj_label(o, "controller"), "example-foo");
+	ck_assert_str_eq(ck_obj_label(o, "app"), "nginx");
+	ck_assert_str_eq(ck_obj_label(o, "controller"), "example-foo");
 	/* Deployments do not keep annotations. */
 	ck_assert_uint_eq(o->nannotations, 0);
-	ck_assert_ptr_null(kobj_annotation(o, "deployment.kubernetes.io/revision"));
-	const kobj_owner_t *c = kobj_controller_ref(o);
+	ck_assert_ptr_null(ck_obj_annotation(o, "deployment.kubernetes.io/revision"));
+	const ck_obj_owner_t *c = ck_obj_controller_ref(o);
 	ck_assert_ptr_nonnull(c);
 	ck_assert_str_eq(c->kind, "Foo");
 	ck_assert_str_eq(c->api_version, "samplecontroller.k8s.io/v1alpha1");
@@ -219,21 +219,21 @@ START_TEST(test_single_object)
 	ck_assert(c->block_owner_deletion);
 	int32_t v;
 	int64_t g;
-	ck_assert(deployment_spec_replicas(o, &v) && v == 1);
-	ck_assert(deployment_status_available_replicas(o, &v) && v == 1);
-	ck_assert(deployment_status_ready_replicas(o, &v) && v == 1);
-	ck_assert(deployment_status_replicas(o, &v) && v == 1);
-	ck_assert(deployment_status_updated_replicas(o, &v) && v == 1);
-	ck_assert(deployment_status_observed_generation(o, &g) && g == 2);
-	ck_assert_str_eq(deployment_template_containers_json(o),
+	ck_assert(ck_deployment_spec_replicas(o, &v) && v == 1);
+	ck_assert(ck_deployment_status_available_replicas(o, &v) && v == 1);
+	ck_assert(ck_deployment_status_ready_replicas(o, &v) && v == 1);
+	ck_assert(ck_deployment_status_replicas(o, &v) && v == 1);
+	ck_assert(ck_deployment_status_updated_replicas(o, &v) && v == 1);
+	ck_assert(ck_deployment_status_observed_generation(o, &g) && g == 2);
+	ck_assert_str_eq(ck_deployment_template_containers_json(o),
 	                 "[{\"name\":\"nginx\",\"image\":\"nginx:latest\",\"resources\":{},"
 	                 "\"terminationMessagePath\":\"/dev/termination-log\","
 	                 "\"terminationMessagePolicy\":\"File\",\"imagePullPolicy\":\"Always\"}]");
 	/* managedFields (most of the bytes) are not kept: the object is small. */
-	ck_assert_uint_lt(kobj_size(o), 1024);
-	ck_assert_uint_gt(kobj_size(o), 300);
+	ck_assert_uint_lt(ck_obj_size(o), 1024);
+	ck_assert_uint_gt(ck_obj_size(o), 300);
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_OBJECT, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_OBJECT, buf, len, NULL);
 	free(buf);
 }
 END_TEST
@@ -243,28 +243,28 @@ START_TEST(test_list)
 	size_t len;
 	char *buf = fixture("deployment_list.json", &len);
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nobj, 3);
 	ck_assert_uint_eq(r.nmeta, 1);
 	/* The list meta precedes the items in the API server's output, and is emitted
 	 * as soon as it closes: first in the record. */
-	ck_assert(strncmp(sbuf_cstr(&r.out),
+	ck_assert(strncmp(ck_sbuf_cstr(&r.out),
 	                  "listmeta rv=5123 continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NTEy"
 	                  "Mywic3RhcnQiOiJ0ZWFtLWEvY2FjaGVcdTAwMDAifQ remaining=2\n",
 	                  strlen("listmeta rv=5123 continue=")) == 0);
 	ck_assert_str_eq(r.objs[0]->name, "web");
 	ck_assert_str_eq(r.objs[1]->name, "api");
-	ck_assert_ptr_null(kobj_controller_ref(r.objs[1]));
+	ck_assert_ptr_null(ck_obj_controller_ref(r.objs[1]));
 	ck_assert_uint_eq(r.objs[1]->nowners, 0);
 	ck_assert_str_eq(r.objs[2]->ns, "team-a");
 	int32_t v;
-	ck_assert(deployment_spec_replicas(r.objs[2], &v) && v == 4);
-	ck_assert(deployment_status_ready_replicas(r.objs[2], &v) && v == 3);
+	ck_assert(ck_deployment_spec_replicas(r.objs[2], &v) && v == 4);
+	ck_assert(ck_deployment_status_ready_replicas(r.objs[2], &v) && v == 3);
 	char key[64];
-	ck_assert_uint_eq(kobj_key(r.objs[2], key, sizeof(key)), strlen("team-a/cache"));
+	ck_assert_uint_eq(ck_obj_key(r.objs[2], key, sizeof(key)), strlen("team-a/cache"));
 	ck_assert_str_eq(key, "team-a/cache");
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_LIST, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_LIST, buf, len, NULL);
 	free(buf);
 }
 END_TEST
@@ -274,10 +274,10 @@ START_TEST(test_watch)
 	size_t len;
 	char *buf = fixture("deployment_watch.json", &len);
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nevents, 5);
 	ck_assert_uint_eq(r.nkept, 4);
-	const char *out = sbuf_cstr(&r.out);
+	const char *out = ck_sbuf_cstr(&r.out);
 	const char *a = strstr(out, "event ADDED"), *m = strstr(out, "event MODIFIED"),
 	           *b = strstr(out, "event BOOKMARK"), *dl = strstr(out, "event DELETED"),
 	           *e = strstr(out, "event ERROR");
@@ -285,23 +285,23 @@ START_TEST(test_watch)
 	/* ADDED and MODIFIED: annotations not kept for Deployments. */
 	ck_assert_uint_eq(r.objs[0]->nannotations, 0);
 	int32_t v;
-	ck_assert(deployment_status_ready_replicas(r.objs[0], &v) && v == 0);
-	ck_assert(deployment_status_ready_replicas(r.objs[1], &v) && v == 2);
+	ck_assert(ck_deployment_status_ready_replicas(r.objs[0], &v) && v == 0);
+	ck_assert(ck_deployment_status_ready_replicas(r.objs[1], &v) && v == 2);
 	/* BOOKMARK: only metadata, annotations kept so the end of initial events shows. */
-	kobj_t *bm = r.objs[2];
+	ck_obj_t *bm = r.objs[2];
 	ck_assert_str_eq(bm->rv, "6002");
 	ck_assert_str_eq(bm->name, "");
 	ck_assert_str_eq(bm->creation_timestamp, "");
-	ck_assert_str_eq(kobj_annotation(bm, "k8s.io/initial-events-end"), "true");
-	ck_assert_int_eq(kobj_field(bm, DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS)->type, KVAL_NULL);
-	ck_assert_ptr_null(deployment_template_containers_json(bm));
-	ck_assert(!deployment_spec_replicas(bm, &v));
+	ck_assert_str_eq(ck_obj_annotation(bm, "k8s.io/initial-events-end"), "true");
+	ck_assert_int_eq(ck_obj_field(bm, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS)->type, CK_VAL_NULL);
+	ck_assert_ptr_null(ck_deployment_template_containers_json(bm));
+	ck_assert(!ck_deployment_spec_replicas(bm, &v));
 	/* DELETED carries its deletionTimestamp. */
 	ck_assert_str_eq(r.objs[3]->deletion_timestamp, "2024-05-02T11:00:00Z");
 	ck_assert_ptr_nonnull(strstr(out, "status code=410 status=Failure reason=Expired "
 	                                  "message=too old resource version: 5123 (6004)"));
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_WATCH, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL);
 	free(buf);
 }
 END_TEST
@@ -318,19 +318,19 @@ START_TEST(test_watch_type_after_object)
 	    "{\"object\":{\"metadata\":{\"resourceVersion\":\"9\",\"annotations\":"
 	    "{\"k8s.io/initial-events-end\":\"true\"}}},\"type\":\"BOOKMARK\"}\n";
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, in, strlen(in), NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, in, strlen(in), NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nevents, 3);
 	ck_assert_uint_eq(r.nkept, 2);
 	int32_t v;
 	ck_assert_str_eq(r.objs[0]->name, "a");
-	ck_assert(deployment_status_replicas(r.objs[0], &v) && v == 3);
+	ck_assert(ck_deployment_status_replicas(r.objs[0], &v) && v == 3);
 	ck_assert_uint_eq(r.objs[0]->nannotations, 0); /* dropped once the type was known */
-	ck_assert_str_eq(kobj_annotation(r.objs[1], "k8s.io/initial-events-end"), "true");
-	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), "event ERROR\n status code=410 "
+	ck_assert_str_eq(ck_obj_annotation(r.objs[1], "k8s.io/initial-events-end"), "true");
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), "event ERROR\n status code=410 "
 	                                                "status=Failure reason=Expired "
 	                                                "message=gone retry=3\n"));
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_WATCH, in, strlen(in), NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_WATCH, in, strlen(in), NULL);
 }
 END_TEST
 
@@ -349,25 +349,25 @@ START_TEST(test_watch_errors)
 	    {"{\"type\":\"ADDED\",\"object\":{}}\ntru", "malformed JSON"},
 	    {"{\"type\":\"ADDED\",\"object\":{}}\n{]", "malformed JSON after byte 30: parse error"},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
 		rec_t r = {.full_errors = true};
-		ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, cases[i].in,
+		ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, cases[i].in,
 		                     strlen(cases[i].in), NULL, 0, 0, &r),
 		                 -1);
-		if (strstr(sbuf_cstr(&r.out), cases[i].want) == NULL)
+		if (strstr(ck_sbuf_cstr(&r.out), cases[i].want) == NULL)
 			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
-			             sbuf_cstr(&r.out));
+			             ck_sbuf_cstr(&r.out));
 		rec_free(&r);
 		/* The same error, at the same byte, however the input is cut. */
-		check_all_splits(&ktype_deployment, KDEC_WATCH, cases[i].in, strlen(cases[i].in),
+		check_all_splits(&ck_type_deployment, CK_DEC_WATCH, cases[i].in, strlen(cases[i].in),
 		                 NULL);
 	}
 	/* A clean end between events, and an empty stream, are not errors. */
 	const char *ok[] = {"", "\n", "{\"type\":\"ADDED\",\"object\":{}}\n \n"};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(ok); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(ok); i++) {
 		rec_t r = {0};
 		ck_assert_int_eq(
-		    run(&ktype_deployment, KDEC_WATCH, ok[i], strlen(ok[i]), NULL, 0, 0, &r), 0);
+		    run(&ck_type_deployment, CK_DEC_WATCH, ok[i], strlen(ok[i]), NULL, 0, 0, &r), 0);
 		rec_free(&r);
 	}
 }
@@ -376,42 +376,42 @@ END_TEST
 START_TEST(test_errors)
 {
 	static const struct {
-		kdec_mode_t mode;
+		ck_dec_mode_t mode;
 		const char *in;
 		const char *want;
 	} cases[] = {
-	    {KDEC_OBJECT, "", "malformed JSON after byte 0: parse error: premature EOF"},
-	    {KDEC_OBJECT, "[]", "expected a JSON object"},
-	    {KDEC_OBJECT, "{\"metadata\":{\"name\":\"a\"}", "input truncated inside an object"},
-	    {KDEC_OBJECT, "{\"a\":1} x",
+	    {CK_DEC_OBJECT, "", "malformed JSON after byte 0: parse error: premature EOF"},
+	    {CK_DEC_OBJECT, "[]", "expected a JSON object"},
+	    {CK_DEC_OBJECT, "{\"metadata\":{\"name\":\"a\"}", "input truncated inside an object"},
+	    {CK_DEC_OBJECT, "{\"a\":1} x",
 	     "malformed JSON after byte 7: parse error: trailing garbage (near \"{\"a\":1} x\")"},
-	    {KDEC_OBJECT, "{\"a\":\"\xff\"}", "malformed JSON"},
-	    {KDEC_LIST, "{\"items\":[1]}", "list item is not a JSON object"},
-	    {KDEC_LIST, "{\"items\":[{}", "input truncated inside a list"},
+	    {CK_DEC_OBJECT, "{\"a\":\"\xff\"}", "malformed JSON"},
+	    {CK_DEC_LIST, "{\"items\":[1]}", "list item is not a JSON object"},
+	    {CK_DEC_LIST, "{\"items\":[{}", "input truncated inside a list"},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
 		rec_t r = {.full_errors = true};
-		ck_assert_int_eq(run(&ktype_deployment, cases[i].mode, cases[i].in,
+		ck_assert_int_eq(run(&ck_type_deployment, cases[i].mode, cases[i].in,
 		                     strlen(cases[i].in), NULL, 0, 0, &r),
 		                 -1);
-		if (strstr(sbuf_cstr(&r.out), cases[i].want) == NULL)
+		if (strstr(ck_sbuf_cstr(&r.out), cases[i].want) == NULL)
 			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
-			             sbuf_cstr(&r.out));
+			             ck_sbuf_cstr(&r.out));
 		rec_free(&r);
-		check_all_splits(&ktype_deployment, cases[i].mode, cases[i].in, strlen(cases[i].in),
+		check_all_splits(&ck_type_deployment, cases[i].mode, cases[i].in, strlen(cases[i].in),
 		                 NULL);
 	}
 	/* After an error the decoder stays dead. */
 	rec_t r = {0};
-	kdec_t *d = kdec_new(&ktype_deployment, KDEC_OBJECT, &cbs, &r, 0);
+	ck_dec_t *d = ck_dec_new(&ck_type_deployment, CK_DEC_OBJECT, &cbs, &r, 0);
 	char *err = NULL;
-	ck_assert_int_eq(kdec_feed(d, "]", 1, &err), -1);
+	ck_assert_int_eq(ck_dec_feed(d, "]", 1, &err), -1);
 	free(err);
 	err = NULL;
-	ck_assert_int_eq(kdec_feed(d, "{}", 2, &err), -1);
+	ck_assert_int_eq(ck_dec_feed(d, "{}", 2, &err), -1);
 	ck_assert_ptr_nonnull(err);
 	free(err);
-	kdec_free(d);
+	ck_dec_free(d);
 	ck_assert_uint_eq(r.nobj, 0);
 	rec_free(&r);
 }
@@ -422,38 +422,38 @@ START_TEST(test_max_object_bytes)
 {
 	const char *item = "{\"metadata\":{\"name\":\"0123456789\"}}"; /* 34 bytes */
 	size_t il = strlen(item);
-	sbuf_t in = SBUF_INIT;
-	sbuf_puts(&in, "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[");
+	ck_sbuf_t in = CK_SBUF_INIT;
+	ck_sbuf_puts(&in, "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[");
 	for (int i = 0; i < 50; i++) {
 		if (i)
-			sbuf_putc(&in, ',');
-		sbuf_puts(&in, item);
+			ck_sbuf_putc(&in, ',');
+		ck_sbuf_puts(&in, item);
 	}
-	sbuf_puts(&in, "]}");
+	ck_sbuf_puts(&in, "]}");
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL, 0, il, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, il, &r), 0);
 	ck_assert_uint_eq(r.nobj, 50);
 	rec_free(&r);
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL, 0, il - 1, &r),
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, il - 1, &r),
 	                 -1);
 	ck_assert_uint_eq(r.nobj, 0);
 	char want[64];
 	snprintf(want, sizeof(want), "larger than the limit of %zu bytes", il - 1);
-	ck_assert_msg(strstr(sbuf_cstr(&r.out), want) != NULL, "%s", sbuf_cstr(&r.out));
+	ck_assert_msg(strstr(ck_sbuf_cstr(&r.out), want) != NULL, "%s", ck_sbuf_cstr(&r.out));
 	rec_free(&r);
 	/* A huge string is refused before it is buffered whole. */
-	sbuf_t big = SBUF_INIT;
-	sbuf_puts(&big, "{\"metadata\":{\"name\":\"");
+	ck_sbuf_t big = CK_SBUF_INIT;
+	ck_sbuf_puts(&big, "{\"metadata\":{\"name\":\"");
 	for (int i = 0; i < 100000; i++)
-		sbuf_putc(&big, 'x');
-	kdec_t *d = kdec_new(&ktype_deployment, KDEC_OBJECT, &cbs, &r, 1000);
+		ck_sbuf_putc(&big, 'x');
+	ck_dec_t *d = ck_dec_new(&ck_type_deployment, CK_DEC_OBJECT, &cbs, &r, 1000);
 	char *err = NULL;
-	ck_assert_int_eq(kdec_feed(d, big.data, big.len, &err), -1);
-	ck_assert_uint_le(kdec_bytes(d), 1000);
+	ck_assert_int_eq(ck_dec_feed(d, big.data, big.len, &err), -1);
+	ck_assert_uint_le(ck_dec_bytes(d), 1000);
 	free(err);
-	kdec_free(d);
-	sbuf_free(&big);
-	sbuf_free(&in);
+	ck_dec_free(d);
+	ck_sbuf_free(&big);
+	ck_sbuf_free(&in);
 	rec_free(&r);
 }
 END_TEST
@@ -463,12 +463,12 @@ END_TEST
  * in three pieces, and in pieces of 1, 3 and 4096 bytes: each must fail with the
  * same error, and that error must contain want.
  */
-static void check_error_splits(const ktype_t *t, kdec_mode_t mode, const char *buf, size_t len,
+static void check_error_splits(const ck_type_t *t, ck_dec_mode_t mode, const char *buf, size_t len,
                                size_t max, const char *want)
 {
 	rec_t whole = {0};
 	ck_assert_int_eq(run(t, mode, buf, len, NULL, 0, max, &whole), -1);
-	const char *w = sbuf_cstr(&whole.out);
+	const char *w = ck_sbuf_cstr(&whole.out);
 	if (strstr(w, want) == NULL)
 		ck_abort_msg("want \"%s\" in:\n%s", want, w);
 	size_t step = len > 4096 ? len / 509 : 1;
@@ -477,23 +477,23 @@ static void check_error_splits(const ktype_t *t, kdec_mode_t mode, const char *b
 		for (size_t n = 1; n <= 2; n++) {
 			rec_t r = {0};
 			ck_assert_int_eq(run(t, mode, buf, len, cuts, n, max, &r), -1);
-			if (strcmp(sbuf_cstr(&r.out), w) != 0)
+			if (strcmp(ck_sbuf_cstr(&r.out), w) != 0)
 				ck_abort_msg("cut at %zu,%zu differs:\n%s\n--- whole:\n%s", cuts[0],
-				             n == 2 ? cuts[1] : len, sbuf_cstr(&r.out), w);
+				             n == 2 ? cuts[1] : len, ck_sbuf_cstr(&r.out), w);
 			rec_free(&r);
 		}
 	}
 	static const size_t sizes[] = {1, 3, 4096};
-	size_t *cuts = xmalloc((len + 1) * sizeof(*cuts));
-	for (size_t i = 0; i < CSC_ARRAY_LEN(sizes); i++) {
+	size_t *cuts = ck_xmalloc((len + 1) * sizeof(*cuts));
+	for (size_t i = 0; i < CK_ARRAY_LEN(sizes); i++) {
 		size_t n = 0;
 		for (size_t at = sizes[i]; at < len; at += sizes[i])
 			cuts[n++] = at;
 		rec_t r = {0};
 		ck_assert_int_eq(run(t, mode, buf, len, cuts, n, max, &r), -1);
-		if (strcmp(sbuf_cstr(&r.out), w) != 0)
+		if (strcmp(ck_sbuf_cstr(&r.out), w) != 0)
 			ck_abort_msg("pieces of %zu differ:\n%s\n--- whole:\n%s", sizes[i],
-			             sbuf_cstr(&r.out), w);
+			             ck_sbuf_cstr(&r.out), w);
 		rec_free(&r);
 	}
 	free(cuts);
@@ -501,7 +501,7 @@ static void check_error_splits(const ktype_t *t, kdec_mode_t mode, const char *b
 }
 
 /*
- * The offset just after the bracket that opens level KDEC_MAX_DEPTH + 1, where the
+ * The offset just after the bracket that opens level CK_DEC_MAX_DEPTH + 1, where the
  * decoder must refuse; strings are skipped (our inputs escape nothing but '"').
  */
 static size_t too_deep_at(const char *s, size_t len)
@@ -517,7 +517,7 @@ static size_t too_deep_at(const char *s, size_t len)
 		} else if (s[i] == '"') {
 			str = true;
 		} else if (s[i] == '[' || s[i] == '{') {
-			if (++depth > KDEC_MAX_DEPTH)
+			if (++depth > CK_DEC_MAX_DEPTH)
 				return i + 1;
 		} else if (s[i] == ']' || s[i] == '}') {
 			depth--;
@@ -528,7 +528,7 @@ static size_t too_deep_at(const char *s, size_t len)
 }
 
 /*
- * Nesting past KDEC_MAX_DEPTH is refused wherever it is: outside any item (where
+ * Nesting past CK_DEC_MAX_DEPTH is refused wherever it is: outside any item (where
  * each token used to reset the size budget, so a body of brackets grew yajl's
  * stack without bound), in skipped and in kept fields of an item, in a watch
  * event's object and in its unknown fields.
@@ -536,73 +536,73 @@ static size_t too_deep_at(const char *s, size_t len)
 START_TEST(test_max_depth)
 {
 	static const struct {
-		kdec_mode_t mode;
+		ck_dec_mode_t mode;
 		const char *prefix;
 		const char *level; /* repeated */
 	} cases[] = {
-	    {KDEC_LIST, "{\"kind\":\"DeploymentList\",\"x\":", "["},
-	    {KDEC_LIST, "{\"x\":", "{\"k\":["},
-	    {KDEC_LIST, "{\"metadata\":{\"x\":", "["},
-	    {KDEC_LIST, "{\"items\":[{\"metadata\":{\"name\":\"a\"},\"x\":", "["},
-	    {KDEC_LIST,
+	    {CK_DEC_LIST, "{\"kind\":\"DeploymentList\",\"x\":", "["},
+	    {CK_DEC_LIST, "{\"x\":", "{\"k\":["},
+	    {CK_DEC_LIST, "{\"metadata\":{\"x\":", "["},
+	    {CK_DEC_LIST, "{\"items\":[{\"metadata\":{\"name\":\"a\"},\"x\":", "["},
+	    {CK_DEC_LIST,
 	     "{\"items\":[{\"spec\":{\"template\":{\"spec\":{\"containers\":", "[{\"a\":"},
-	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"object\":{\"x\":", "["},
-	    {KDEC_WATCH,
+	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"object\":{\"x\":", "["},
+	    {CK_DEC_WATCH,
 	     "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"template\":{\"spec\":"
 	     "{\"containers\":",
 	     "["},
-	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"ADDED\",\"x\":", "["},
-	    {KDEC_WATCH, "{\"x\":", "{\"y\":"},
-	    {KDEC_OBJECT, "{\"status\":", "["},
+	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"ADDED\",\"x\":", "["},
+	    {CK_DEC_WATCH, "{\"x\":", "{\"y\":"},
+	    {CK_DEC_OBJECT, "{\"status\":", "["},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
 		/* Never closed: the refusal must come long before the end. */
-		sbuf_t in = SBUF_INIT;
-		sbuf_puts(&in, cases[i].prefix);
+		ck_sbuf_t in = CK_SBUF_INIT;
+		ck_sbuf_puts(&in, cases[i].prefix);
 		for (int l = 0; l < 300; l++)
-			sbuf_puts(&in, cases[i].level);
+			ck_sbuf_puts(&in, cases[i].level);
 		char want[96];
 		snprintf(want, sizeof(want), "JSON nested deeper than %d levels at byte %zu\n",
-		         KDEC_MAX_DEPTH, too_deep_at(in.data, in.len));
-		check_error_splits(&ktype_deployment, cases[i].mode, in.data, in.len, 0, want);
-		sbuf_free(&in);
+		         CK_DEC_MAX_DEPTH, too_deep_at(in.data, in.len));
+		check_error_splits(&ck_type_deployment, cases[i].mode, in.data, in.len, 0, want);
+		ck_sbuf_free(&in);
 	}
 	/* A million brackets outside any item: refused at the same byte, whole or cut. */
-	sbuf_t in = SBUF_INIT;
-	sbuf_puts(&in, "{\"x\":");
+	ck_sbuf_t in = CK_SBUF_INIT;
+	ck_sbuf_puts(&in, "{\"x\":");
 	for (int l = 0; l < 1000000; l++)
-		sbuf_putc(&in, '[');
+		ck_sbuf_putc(&in, '[');
 	char want[96];
-	snprintf(want, sizeof(want), "at byte %d\n", 5 + KDEC_MAX_DEPTH);
-	check_error_splits(&ktype_deployment, KDEC_LIST, in.data, in.len, 0, want);
-	sbuf_free(&in);
+	snprintf(want, sizeof(want), "at byte %d\n", 5 + CK_DEC_MAX_DEPTH);
+	check_error_splits(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, 0, want);
+	ck_sbuf_free(&in);
 
-	/* Exactly KDEC_MAX_DEPTH levels decode, skipped or kept (the list, the items
+	/* Exactly CK_DEC_MAX_DEPTH levels decode, skipped or kept (the list, the items
 	 * array, the item, spec, template, spec: 6 levels above containers). */
 	for (int kept = 0; kept < 2; kept++) {
-		sbuf_reset(&in);
+		ck_sbuf_reset(&in);
 		int above = kept ? 6 : 3;
-		sbuf_puts(&in,
+		ck_sbuf_puts(&in,
 		          kept ? "{\"items\":[{\"spec\":{\"template\":{\"spec\":{\"containers\":"
 		               : "{\"items\":[{\"x\":");
-		for (int l = 0; l < KDEC_MAX_DEPTH - above; l++)
-			sbuf_putc(&in, '[');
-		for (int l = 0; l < KDEC_MAX_DEPTH - above; l++)
-			sbuf_putc(&in, ']');
-		sbuf_puts(&in, kept ? "}}}}]}" : "}]}");
+		for (int l = 0; l < CK_DEC_MAX_DEPTH - above; l++)
+			ck_sbuf_putc(&in, '[');
+		for (int l = 0; l < CK_DEC_MAX_DEPTH - above; l++)
+			ck_sbuf_putc(&in, ']');
+		ck_sbuf_puts(&in, kept ? "}}}}]}" : "}]}");
 		rec_t r = {0};
-		ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL, 0, 0, &r),
+		ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, 0, &r),
 		                 0);
 		ck_assert_uint_eq(r.nobj, 1);
-		const char *c = deployment_template_containers_json(r.objs[0]);
+		const char *c = ck_deployment_template_containers_json(r.objs[0]);
 		if (kept)
-			ck_assert_uint_eq(strlen(c), 2 * (KDEC_MAX_DEPTH - above));
+			ck_assert_uint_eq(strlen(c), 2 * (CK_DEC_MAX_DEPTH - above));
 		else
 			ck_assert_ptr_null(c);
 		rec_free(&r);
-		check_all_splits(&ktype_deployment, KDEC_LIST, in.data, in.len, NULL);
+		check_all_splits(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL);
 	}
-	sbuf_free(&in);
+	ck_sbuf_free(&in);
 }
 END_TEST
 
@@ -614,40 +614,40 @@ END_TEST
 START_TEST(test_max_bytes_outside_items)
 {
 	static const struct {
-		kdec_mode_t mode;
+		ck_dec_mode_t mode;
 		const char *prefix; /* then 3000 bytes of fill, then suffix */
 		const char *fill;
 		const char *suffix;
 		const char *what;
 		size_t start; /* where the bounded unit starts */
 	} cases[] = {
-	    {KDEC_LIST, "{\"kind\":\"List\",\"x\":\"", "a", "\"}", "value outside any object",
+	    {CK_DEC_LIST, "{\"kind\":\"List\",\"x\":\"", "a", "\"}", "value outside any object",
 	     18 /* after the "x" key */},
-	    {KDEC_LIST, "{\"items\":[],\"x\":[", "1,", "1]}", "skipped value", 16},
-	    {KDEC_LIST, "{\"x\":{\"y\":[\"", "a", "\"]}}", "skipped value", 5},
-	    {KDEC_LIST, "{\"metadata\":{\"x\":[", "1,", "1]}}", "list metadata", 12},
-	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"x\":\"", "a", "\"}", "watch event", 0},
-	    {KDEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"x\":[", "1,", "1]}", "watch event",
+	    {CK_DEC_LIST, "{\"items\":[],\"x\":[", "1,", "1]}", "skipped value", 16},
+	    {CK_DEC_LIST, "{\"x\":{\"y\":[\"", "a", "\"]}}", "skipped value", 5},
+	    {CK_DEC_LIST, "{\"metadata\":{\"x\":[", "1,", "1]}}", "list metadata", 12},
+	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"x\":\"", "a", "\"}", "watch event", 0},
+	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"x\":[", "1,", "1]}", "watch event",
 	     29},
 	};
 	const size_t max = 1000;
-	for (size_t i = 0; i < CSC_ARRAY_LEN(cases); i++) {
-		sbuf_t in = SBUF_INIT;
-		sbuf_puts(&in, cases[i].prefix);
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
+		ck_sbuf_t in = CK_SBUF_INIT;
+		ck_sbuf_puts(&in, cases[i].prefix);
 		while (in.len < 3000)
-			sbuf_puts(&in, cases[i].fill);
-		sbuf_puts(&in, cases[i].suffix);
+			ck_sbuf_puts(&in, cases[i].fill);
+		ck_sbuf_puts(&in, cases[i].suffix);
 		char want[128];
 		snprintf(want, sizeof(want), "%s larger than the limit of %zu bytes at byte %zu\n",
 		         cases[i].what, max, cases[i].start + max);
-		check_error_splits(&ktype_deployment, cases[i].mode, in.data, in.len, max, want);
-		sbuf_free(&in);
+		check_error_splits(&ck_type_deployment, cases[i].mode, in.data, in.len, max, want);
+		ck_sbuf_free(&in);
 	}
 	/* Within the limit, the same shapes decode. */
 	const char *ok = "{\"kind\":\"List\",\"x\":[1,[2],{\"a\":\"b\"}],\"metadata\":"
 	                 "{\"resourceVersion\":\"7\",\"y\":[{}]},\"items\":[{}],\"z\":\"s\"}";
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, ok, strlen(ok), NULL, 0, 64, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, ok, strlen(ok), NULL, 0, 64, &r), 0);
 	ck_assert_uint_eq(r.nobj, 1);
 	ck_assert_uint_eq(r.nmeta, 1);
 	rec_free(&r);
@@ -660,8 +660,8 @@ START_TEST(test_capture_and_scalars)
 	static const char *const fields[] = {"spec.a", "spec.b", "spec.c", "spec.d",
 	                                     "spec.e", "spec.f", "spec.g", "metadata.finalizers",
 	                                     "x"};
-	static const ktype_t t = {"example.com",         "v1", "Thing", "things", false, fields,
-	                          CSC_ARRAY_LEN(fields), true};
+	static const ck_type_t t = {"example.com",         "v1", "Thing", "things", false, fields,
+	                          CK_ARRAY_LEN(fields), true};
 	const char *in = "{ \"metadata\" : { \"name\" : \"n\", \"namespace\": \"ignored\", "
 	                 "\"finalizers\": [\"a/b\"], \"annotations\": {\"b\":\"2\", \"a\":\"1\", "
 	                 "\"b\":\"3\"}, \"managedFields\": [{\"manager\": \"m\"}] },\n"
@@ -670,37 +670,37 @@ START_TEST(test_capture_and_scalars)
 	                 " \"b\": 9223372036854775807, \"c\": 9223372036854775808, \"d\": -1.5,"
 	                 " \"e\": \"s\", \"f\": false, \"g\": null, \"zz\": {\"a\": [1]} },"
 	                 " \"x\": {\"y\": {}} }";
-	kobj_t *o = kdec_object(&t, in, strlen(in), NULL);
+	ck_obj_t *o = ck_dec_object(&t, in, strlen(in), NULL);
 	ck_assert_ptr_nonnull(o);
-	ck_assert_int_eq(kobj_field(o, 0)->type, KVAL_JSON);
-	ck_assert_str_eq(kobj_field(o, 0)->u.s, "[1,2.5e3,-7,true,null,{\"k\\u0000\":"
+	ck_assert_int_eq(ck_obj_field(o, 0)->type, CK_VAL_JSON);
+	ck_assert_str_eq(ck_obj_field(o, 0)->u.s, "[1,2.5e3,-7,true,null,{\"k\\u0000\":"
 	                                        "\"q\\\"\\\\\\n\\u0001\xc3\xa9\"},[],{}]");
-	ck_assert_int_eq(kobj_field(o, 1)->type, KVAL_INT);
-	ck_assert(kobj_field(o, 1)->u.i == INT64_MAX);
-	ck_assert_int_eq(kobj_field(o, 2)->type, KVAL_DOUBLE);
-	ck_assert_int_eq(kobj_field(o, 3)->type, KVAL_DOUBLE);
-	ck_assert(kobj_field(o, 3)->u.d == -1.5);
-	ck_assert_int_eq(kobj_field(o, 4)->type, KVAL_STRING);
-	ck_assert_str_eq(kobj_field(o, 4)->u.s, "s");
-	ck_assert_int_eq(kobj_field(o, 5)->type, KVAL_BOOL);
-	ck_assert(!kobj_field(o, 5)->u.b);
-	ck_assert_int_eq(kobj_field(o, 6)->type, KVAL_NULL);
-	ck_assert_str_eq(kobj_field(o, 7)->u.s, "[\"a/b\"]");
-	ck_assert_str_eq(kobj_field(o, 8)->u.s, "{\"y\":{}}");
-	ck_assert_int_eq(kobj_field(o, 99)->type, KVAL_ABSENT);
+	ck_assert_int_eq(ck_obj_field(o, 1)->type, CK_VAL_INT);
+	ck_assert(ck_obj_field(o, 1)->u.i == INT64_MAX);
+	ck_assert_int_eq(ck_obj_field(o, 2)->type, CK_VAL_DOUBLE);
+	ck_assert_int_eq(ck_obj_field(o, 3)->type, CK_VAL_DOUBLE);
+	ck_assert(ck_obj_field(o, 3)->u.d == -1.5);
+	ck_assert_int_eq(ck_obj_field(o, 4)->type, CK_VAL_STRING);
+	ck_assert_str_eq(ck_obj_field(o, 4)->u.s, "s");
+	ck_assert_int_eq(ck_obj_field(o, 5)->type, CK_VAL_BOOL);
+	ck_assert(!ck_obj_field(o, 5)->u.b);
+	ck_assert_int_eq(ck_obj_field(o, 6)->type, CK_VAL_NULL);
+	ck_assert_str_eq(ck_obj_field(o, 7)->u.s, "[\"a/b\"]");
+	ck_assert_str_eq(ck_obj_field(o, 8)->u.s, "{\"y\":{}}");
+	ck_assert_int_eq(ck_obj_field(o, 99)->type, CK_VAL_ABSENT);
 	/* keep_annotations: sorted, the last of a repeated key wins. */
 	ck_assert_uint_eq(o->nannotations, 2);
 	ck_assert_str_eq(o->annotations[0].key, "a");
-	ck_assert_str_eq(kobj_annotation(o, "b"), "3");
+	ck_assert_str_eq(ck_obj_annotation(o, "b"), "3");
 	ck_assert_str_eq(o->ns, "ignored");
 	char key[8];
 	/* Cluster-scoped: the key is the name alone; a short buffer still says the size. */
-	ck_assert_uint_eq(kobj_key(o, key, 1), 1);
-	char *k = kobj_key_dup(o);
+	ck_assert_uint_eq(ck_obj_key(o, key, 1), 1);
+	char *k = ck_obj_key_dup(o);
 	ck_assert_str_eq(k, "n");
 	free(k);
-	kobj_unref(o);
-	check_all_splits(&t, KDEC_OBJECT, in, strlen(in), NULL);
+	ck_obj_unref(o);
+	check_all_splits(&t, CK_DEC_OBJECT, in, strlen(in), NULL);
 }
 END_TEST
 
@@ -709,37 +709,37 @@ START_TEST(test_event_and_lease)
 	size_t len;
 	char *buf = fixture("event.json", &len);
 	char *err = NULL;
-	kobj_t *e = kdec_object(&ktype_event, buf, len, &err);
+	ck_obj_t *e = ck_dec_object(&ck_type_event, buf, len, &err);
 	ck_assert_msg(e != NULL, "%s", err);
 	int32_t v;
-	ck_assert(event_count(e, &v) && v == 3);
-	ck_assert_str_eq(event_reason(e), "Synced");
-	ck_assert_str_eq(event_message(e), "Foo synced successfully");
-	ck_assert_str_eq(event_type(e), "Normal");
-	ck_assert_str_eq(event_first_timestamp(e), "2024-05-02T10:11:13Z");
-	ck_assert_str_eq(event_last_timestamp(e), "2024-05-02T10:15:13Z");
-	ck_assert_str_eq(event_source_json(e), "{\"component\":\"sample-controller\"}");
-	ck_assert_ptr_nonnull(strstr(event_involved_object_json(e), "\"kind\":\"Foo\""));
+	ck_assert(ck_event_count(e, &v) && v == 3);
+	ck_assert_str_eq(ck_event_reason(e), "Synced");
+	ck_assert_str_eq(ck_event_message(e), "Foo synced successfully");
+	ck_assert_str_eq(ck_event_type(e), "Normal");
+	ck_assert_str_eq(ck_event_first_timestamp(e), "2024-05-02T10:11:13Z");
+	ck_assert_str_eq(ck_event_last_timestamp(e), "2024-05-02T10:15:13Z");
+	ck_assert_str_eq(ck_event_source_json(e), "{\"component\":\"sample-controller\"}");
+	ck_assert_ptr_nonnull(strstr(ck_event_involved_object_json(e), "\"kind\":\"Foo\""));
 	/* Accessors of another kind refuse. */
-	ck_assert(!deployment_spec_replicas(e, &v));
-	ck_assert_ptr_null(lease_holder_identity(e));
-	kobj_unref(e);
+	ck_assert(!ck_deployment_spec_replicas(e, &v));
+	ck_assert_ptr_null(ck_lease_holder_identity(e));
+	ck_obj_unref(e);
 	free(buf);
 
 	buf = fixture("lease.json", &len);
-	kobj_t *l = kdec_object(&ktype_lease, buf, len, &err);
+	ck_obj_t *l = ck_dec_object(&ck_type_lease, buf, len, &err);
 	ck_assert_msg(l != NULL, "%s", err);
 	ck_assert_str_eq(l->ns, "kube-system");
-	ck_assert_str_eq(lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
-	ck_assert(lease_duration_seconds(l, &v) && v == 15);
-	ck_assert(lease_transitions(l, &v) && v == 2);
-	ck_assert_str_eq(lease_renew_time(l), "2024-05-02T10:11:12.345678Z");
+	ck_assert_str_eq(ck_lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
+	ck_assert(ck_lease_duration_seconds(l, &v) && v == 15);
+	ck_assert(ck_lease_transitions(l, &v) && v == 2);
+	ck_assert_str_eq(ck_lease_renew_time(l), "2024-05-02T10:11:12.345678Z");
 	int64_t ns;
-	ck_assert(lease_renew_time_ns(l, &ns));
-	ck_assert(ns % NS_PER_SEC == 345678000);
-	ck_assert(lease_acquire_time_ns(l, &ns));
-	ck_assert(ns % NS_PER_SEC == 0);
-	kobj_unref(l);
+	ck_assert(ck_lease_renew_time_ns(l, &ns));
+	ck_assert(ns % CK_NS_PER_SEC == 345678000);
+	ck_assert(ck_lease_acquire_time_ns(l, &ns));
+	ck_assert(ns % CK_NS_PER_SEC == 0);
+	ck_obj_unref(l);
 	free(buf);
 	ck_assert_ptr_null(err);
 }
@@ -752,38 +752,38 @@ START_TEST(test_real_object)
 	size_t len;
 	char *buf = fixture("real_deployment.json", &len);
 	char *err = NULL;
-	kobj_t *o = kdec_object(&ktype_deployment, buf, len, &err);
+	ck_obj_t *o = ck_dec_object(&ck_type_deployment, buf, len, &err);
 	ck_assert_msg(o != NULL, "%s", err);
 	ck_assert_str_eq(o->name, "web");
 	ck_assert_str_eq(o->ns, "dec-fixtures");
 	ck_assert_uint_eq(strlen(o->uid), 36);
 	ck_assert_str_ne(o->rv, "");
 	ck_assert_int_eq(o->generation, 2); /* scaled once */
-	ck_assert_str_eq(kobj_label(o, "controller"), "web");
-	const kobj_owner_t *c = kobj_controller_ref(o);
+	ck_assert_str_eq(ck_obj_label(o, "controller"), "web");
+	const ck_obj_owner_t *c = ck_obj_controller_ref(o);
 	ck_assert(c != NULL && strcmp(c->kind, "ConfigMap") == 0 && strcmp(c->name, "owner") == 0);
 	int32_t v;
 	int64_t g;
-	ck_assert(deployment_spec_replicas(o, &v) && v == 3);
-	ck_assert(deployment_status_ready_replicas(o, &v) && v == 3);
-	ck_assert(deployment_status_observed_generation(o, &g) && g == 2);
-	ck_assert_str_eq(deployment_template_containers_json(o),
+	ck_assert(ck_deployment_spec_replicas(o, &v) && v == 3);
+	ck_assert(ck_deployment_status_ready_replicas(o, &v) && v == 3);
+	ck_assert(ck_deployment_status_observed_generation(o, &g) && g == 2);
+	ck_assert_str_eq(ck_deployment_template_containers_json(o),
 	                 "[{\"name\":\"nginx\",\"image\":\"nginx:latest\",\"resources\":{},"
 	                 "\"terminationMessagePath\":\"/dev/termination-log\","
 	                 "\"terminationMessagePolicy\":\"File\",\"imagePullPolicy\":\"Always\"}]");
-	ck_assert_uint_lt(kobj_size(o), 1024);
-	kobj_unref(o);
-	check_all_splits(&ktype_deployment, KDEC_OBJECT, buf, len, NULL);
+	ck_assert_uint_lt(ck_obj_size(o), 1024);
+	ck_obj_unref(o);
+	check_all_splits(&ck_type_deployment, CK_DEC_OBJECT, buf, len, NULL);
 
 	/* With annotations kept, the server's escapes (\u003c, \t) come out decoded. */
-	static const ktype_t with_annots = {"apps", "v1", "Deployment", "deployments", true,
+	static const ck_type_t with_annots = {"apps", "v1", "Deployment", "deployments", true,
 	                                    NULL,   0,    true};
-	o = kdec_object(&with_annots, buf, len, &err);
+	o = ck_dec_object(&with_annots, buf, len, &err);
 	ck_assert_ptr_nonnull(o);
-	ck_assert_str_eq(kobj_annotation(o, "note"), "caf\xc3\xa9 \"quoted\" <tag> & tab\t");
+	ck_assert_str_eq(ck_obj_annotation(o, "note"), "caf\xc3\xa9 \"quoted\" <tag> & tab\t");
 	ck_assert_ptr_nonnull(
-	    kobj_annotation(o, "kubectl.kubernetes.io/last-applied-configuration"));
-	kobj_unref(o);
+	    ck_obj_annotation(o, "kubectl.kubernetes.io/last-applied-configuration"));
+	ck_obj_unref(o);
 	free(buf);
 }
 END_TEST
@@ -793,23 +793,23 @@ START_TEST(test_real_lists)
 	size_t len;
 	char *buf = fixture("real_deployment_list_page.json", &len);
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nmeta, 1);
 	ck_assert_uint_eq(r.nobj, 1);
-	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), " continue=eyJ"));
-	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), " remaining=1\n"));
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), " continue=eyJ"));
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), " remaining=1\n"));
 	ck_assert_str_eq(r.objs[0]->name, "cache");
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_LIST, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_LIST, buf, len, NULL);
 	free(buf);
 
 	buf = fixture("real_deployment_list.json", &len);
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_LIST, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nobj, 2);
-	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), " continue= remaining=-1\n"));
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), " continue= remaining=-1\n"));
 	ck_assert_str_eq(r.objs[1]->name, "web");
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_LIST, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_LIST, buf, len, NULL);
 	free(buf);
 }
 END_TEST
@@ -819,32 +819,32 @@ START_TEST(test_real_watch)
 	size_t len;
 	char *buf = fixture("real_deployment_watch.json", &len);
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nevents, 4);
 	ck_assert_uint_eq(r.nkept, 4);
-	const char *out = sbuf_cstr(&r.out);
+	const char *out = ck_sbuf_cstr(&r.out);
 	const char *b = strstr(out, "event BOOKMARK"), *a = strstr(out, "event ADDED"),
 	           *m = strstr(out, "event MODIFIED"), *dl = strstr(out, "event DELETED");
 	ck_assert(b && a && m && dl && b < a && a < m && m < dl);
-	ck_assert_str_eq(kobj_annotation(r.objs[0], "k8s.io/initial-events-end"), "true");
+	ck_assert_str_eq(ck_obj_annotation(r.objs[0], "k8s.io/initial-events-end"), "true");
 	ck_assert_str_ne(r.objs[0]->rv, "");
 	ck_assert_str_eq(r.objs[1]->name, "web");
 	ck_assert_uint_eq(r.objs[1]->nannotations, 0);
 	int32_t v;
-	ck_assert(deployment_status_ready_replicas(r.objs[2], &v) && v == 3);
+	ck_assert(ck_deployment_status_ready_replicas(r.objs[2], &v) && v == 3);
 	ck_assert_str_eq(r.objs[3]->name, "api");
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_WATCH, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL);
 	free(buf);
 
 	buf = fixture("real_watch_410.json", &len);
-	ck_assert_int_eq(run(&ktype_deployment, KDEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nevents, 1);
-	ck_assert_ptr_nonnull(strstr(sbuf_cstr(&r.out), "event ERROR\n status code=410 "
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), "event ERROR\n status code=410 "
 	                                                "status=Failure reason=Expired "
 	                                                "message=too old resource version: 1 ("));
 	rec_free(&r);
-	check_all_splits(&ktype_deployment, KDEC_WATCH, buf, len, NULL);
+	check_all_splits(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL);
 	free(buf);
 }
 END_TEST
@@ -854,28 +854,28 @@ START_TEST(test_real_event_and_lease)
 {
 	size_t len;
 	char *buf = fixture("real_event.json", &len);
-	kobj_t *e = kdec_object(&ktype_event, buf, len, NULL);
+	ck_obj_t *e = ck_dec_object(&ck_type_event, buf, len, NULL);
 	ck_assert_ptr_nonnull(e);
 	int32_t v;
-	ck_assert(!event_count(e, &v));
-	ck_assert_int_eq(kobj_field(e, EVENT_FIRST_TIMESTAMP)->type, KVAL_NULL);
-	ck_assert_ptr_null(event_first_timestamp(e));
-	ck_assert_str_eq(event_reason(e), "Scheduled");
-	ck_assert_str_eq(event_type(e), "Normal");
-	ck_assert_str_eq(event_source_json(e), "{}");
-	ck_assert_ptr_nonnull(strstr(event_involved_object_json(e), "\"kind\":\"Pod\""));
-	kobj_unref(e);
-	check_all_splits(&ktype_event, KDEC_OBJECT, buf, len, NULL);
+	ck_assert(!ck_event_count(e, &v));
+	ck_assert_int_eq(ck_obj_field(e, CK_EVENT_FIRST_TIMESTAMP)->type, CK_VAL_NULL);
+	ck_assert_ptr_null(ck_event_first_timestamp(e));
+	ck_assert_str_eq(ck_event_reason(e), "Scheduled");
+	ck_assert_str_eq(ck_event_type(e), "Normal");
+	ck_assert_str_eq(ck_event_source_json(e), "{}");
+	ck_assert_ptr_nonnull(strstr(ck_event_involved_object_json(e), "\"kind\":\"Pod\""));
+	ck_obj_unref(e);
+	check_all_splits(&ck_type_event, CK_DEC_OBJECT, buf, len, NULL);
 	free(buf);
 
 	buf = fixture("real_lease.json", &len);
-	kobj_t *l = kdec_object(&ktype_lease, buf, len, NULL);
+	ck_obj_t *l = ck_dec_object(&ck_type_lease, buf, len, NULL);
 	ck_assert_ptr_nonnull(l);
-	ck_assert_str_eq(lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
-	ck_assert(lease_duration_seconds(l, &v) && v == 15);
-	ck_assert(lease_transitions(l, &v) && v == 2);
-	ck_assert_str_eq(lease_acquire_time(l), "2024-05-02T10:00:00.000000Z");
-	kobj_unref(l);
+	ck_assert_str_eq(ck_lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
+	ck_assert(ck_lease_duration_seconds(l, &v) && v == 15);
+	ck_assert(ck_lease_transitions(l, &v) && v == 2);
+	ck_assert_str_eq(ck_lease_acquire_time(l), "2024-05-02T10:00:00.000000Z");
+	ck_obj_unref(l);
 	free(buf);
 }
 END_TEST

@@ -1,5 +1,5 @@
 /* Unit tests for pkg/flag: Go flag-package compatible parsing. */
-#include "pkg/flag/flag.h"
+#include <ckube/flag.h>
 
 #include <check.h>
 #include <stdlib.h>
@@ -13,26 +13,26 @@ typedef struct {
 	int64_t resync_ms;
 } opts_t;
 
-static flagset_t *mkset(opts_t *o)
+static ck_flagset_t *mkset(opts_t *o)
 {
 	o->kubeconfig = NULL;
 	o->le = false;
 	o->workers = 2;
 	o->qps = 20;
 	o->resync_ms = 30000;
-	flagset_t *fs = flagset_new("t");
-	flag_string(fs, "kubeconfig", &o->kubeconfig, "path");
-	flag_bool(fs, "leader-elect", &o->le, "elect");
-	flag_int(fs, "workers", &o->workers, 1, 1000, "workers");
-	flag_double(fs, "kube-api-qps", &o->qps, "qps");
-	flag_duration(fs, "resync-period", &o->resync_ms, "resync");
+	ck_flagset_t *fs = ck_flagset_new("t");
+	ck_flag_string(fs, "kubeconfig", &o->kubeconfig, "path");
+	ck_flag_bool(fs, "leader-elect", &o->le, "elect");
+	ck_flag_int(fs, "workers", &o->workers, 1, 1000, "workers");
+	ck_flag_double(fs, "kube-api-qps", &o->qps, "qps");
+	ck_flag_duration(fs, "resync-period", &o->resync_ms, "resync");
 	return fs;
 }
 
 START_TEST(test_forms)
 {
 	opts_t o;
-	flagset_t *fs = mkset(&o);
+	ck_flagset_t *fs = mkset(&o);
 	char *argv[] = {"t",
 	                "-kubeconfig",
 	                "/k",
@@ -46,14 +46,14 @@ START_TEST(test_forms)
 	                NULL};
 	int first = 0;
 	char *err = NULL;
-	ck_assert_int_eq(flag_parse(fs, 10, argv, stdout, &first, &err), FLAG_OK);
+	ck_assert_int_eq(ck_flag_parse(fs, 10, argv, stdout, &first, &err), CK_FLAG_OK);
 	ck_assert_str_eq(o.kubeconfig, "/k");
 	ck_assert_int_eq(o.workers, 5);
 	ck_assert(o.le);
 	ck_assert(o.qps == 50.5);
 	ck_assert_int_eq(o.resync_ms, 90000);
 	ck_assert_int_eq(first, 9);
-	flagset_free(fs);
+	ck_flagset_free(fs);
 }
 END_TEST
 
@@ -73,14 +73,14 @@ START_TEST(test_errors)
 	    {"---x", "bad flag syntax: ---x"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		flagset_t *fs = mkset(&o);
+		ck_flagset_t *fs = mkset(&o);
 		char *argv[] = {"t", (char *)cases[i].arg, NULL};
 		char *err = NULL;
-		ck_assert_int_eq(flag_parse(fs, 2, argv, stdout, NULL, &err), FLAG_ERROR);
+		ck_assert_int_eq(ck_flag_parse(fs, 2, argv, stdout, NULL, &err), CK_FLAG_ERROR);
 		ck_assert_msg(strncmp(err, cases[i].want, strlen(cases[i].want)) == 0, "%s: got %s",
 		              cases[i].arg, err);
 		free(err);
-		flagset_free(fs);
+		ck_flagset_free(fs);
 	}
 }
 END_TEST
@@ -88,24 +88,24 @@ END_TEST
 START_TEST(test_help_and_durations)
 {
 	opts_t o;
-	flagset_t *fs = mkset(&o);
+	ck_flagset_t *fs = mkset(&o);
 	char *argv[] = {"t", "--help", NULL};
 	FILE *devnull = fopen("/dev/null", "w");
-	ck_assert_int_eq(flag_parse(fs, 2, argv, devnull, NULL, NULL), FLAG_HELP);
+	ck_assert_int_eq(ck_flag_parse(fs, 2, argv, devnull, NULL, NULL), CK_FLAG_HELP);
 	fclose(devnull);
-	flagset_free(fs);
+	ck_flagset_free(fs);
 	int64_t ms;
-	ck_assert_int_eq(flag_parse_duration("2h", &ms), 0);
+	ck_assert_int_eq(ck_flag_parse_duration("2h", &ms), 0);
 	ck_assert_int_eq(ms, 7200000);
-	ck_assert_int_eq(flag_parse_duration("1.5s", &ms), 0);
+	ck_assert_int_eq(ck_flag_parse_duration("1.5s", &ms), 0);
 	ck_assert_int_eq(ms, 1500);
-	ck_assert_int_eq(flag_parse_duration("250ms", &ms), 0);
+	ck_assert_int_eq(ck_flag_parse_duration("250ms", &ms), 0);
 	ck_assert_int_eq(ms, 250);
-	ck_assert_int_eq(flag_parse_duration("0", &ms), 0);
+	ck_assert_int_eq(ck_flag_parse_duration("0", &ms), 0);
 	ck_assert_int_eq(ms, 0);
-	ck_assert_int_eq(flag_parse_duration("s", &ms), -1);
-	ck_assert_int_eq(flag_parse_duration("", &ms), -1);
-	ck_assert_int_eq(flag_parse_duration("5x", &ms), -1);
+	ck_assert_int_eq(ck_flag_parse_duration("s", &ms), -1);
+	ck_assert_int_eq(ck_flag_parse_duration("", &ms), -1);
+	ck_assert_int_eq(ck_flag_parse_duration("5x", &ms), -1);
 }
 END_TEST
 

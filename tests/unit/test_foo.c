@@ -1,6 +1,6 @@
 /* Unit tests for api/samplecontroller/v1alpha1: accessors, validation, the JSON written. */
 #include "api/samplecontroller/v1alpha1/foo.h"
-#include "pkg/kube/decode.h"
+#include <ckube/decode.h>
 
 #include <check.h>
 #include <stdio.h>
@@ -8,10 +8,10 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
-static kobj_t *foo_from(const char *json)
+static ck_obj_t *foo_from(const char *json)
 {
 	char *err = NULL;
-	kobj_t *o = kdec_object(&ktype_foo, json, strlen(json), &err);
+	ck_obj_t *o = ck_dec_object(&ktype_foo, json, strlen(json), &err);
 	ck_assert_msg(o != NULL, "decode: %s", err ? err : "?");
 	return o;
 }
@@ -32,7 +32,7 @@ static const char *str_at(yajl_val root, const char **path)
 
 START_TEST(test_accessors_and_status_equal)
 {
-	kobj_t *f = foo_from(FOO);
+	ck_obj_t *f = foo_from(FOO);
 	int64_t r = 0;
 	ck_assert_str_eq(foo_spec_deployment_name(f), "web");
 	ck_assert(foo_spec_replicas(f, &r));
@@ -52,7 +52,7 @@ START_TEST(test_accessors_and_status_equal)
 	foo_status_t newgen = same;
 	newgen.observed_generation = 4;
 	ck_assert(!foo_status_equal(f, &newgen));
-	kobj_unref(f);
+	ck_obj_unref(f);
 }
 END_TEST
 
@@ -81,7 +81,7 @@ START_TEST(test_validation)
 		snprintf(json, sizeof(json),
 		         "{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"spec\":%s}",
 		         cases[i].spec);
-		kobj_t *f = foo_from(json);
+		ck_obj_t *f = foo_from(json);
 		char *err = NULL;
 		int rc = foo_validate_spec(f, &err);
 		if (cases[i].want == NULL) {
@@ -91,7 +91,7 @@ START_TEST(test_validation)
 			              cases[i].spec, err ? err : "no error");
 		}
 		free(err);
-		kobj_unref(f);
+		ck_obj_unref(f);
 	}
 	ck_assert(dns1123_subdomain_valid("a"));
 	ck_assert(!dns1123_subdomain_valid(""));
@@ -104,12 +104,12 @@ END_TEST
 
 START_TEST(test_new_deployment_json)
 {
-	kobj_t *f = foo_from(FOO);
-	sbuf_t b = SBUF_INIT;
+	ck_obj_t *f = foo_from(FOO);
+	ck_sbuf_t b = CK_SBUF_INIT;
 	foo_new_deployment_json(f, &b);
 	char ebuf[256];
-	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
-	ck_assert_msg(root != NULL, "invalid JSON: %s: %s", ebuf, sbuf_cstr(&b));
+	yajl_val root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "invalid JSON: %s: %s", ebuf, ck_sbuf_cstr(&b));
 	const char *name[] = {"metadata", "name", NULL}, *ns[] = {"metadata", "namespace", NULL},
 	           *lc[] = {"metadata", "labels", "controller", NULL},
 	           *la[] = {"metadata", "labels", "app", NULL},
@@ -142,32 +142,32 @@ START_TEST(test_new_deployment_json)
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], img), "nginx:latest");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], cn), "nginx");
 	yajl_tree_free(root);
-	sbuf_free(&b);
-	kobj_unref(f);
+	ck_sbuf_free(&b);
+	ck_obj_unref(f);
 
 	/* Without spec.replicas the field is omitted (the API server defaults it). */
 	f = foo_from("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\"},"
 	             "\"spec\":{\"deploymentName\":\"d\\\"q\"}}");
 	foo_new_deployment_json(f, &b);
-	root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
-	ck_assert_msg(root != NULL, "escaping broke the JSON: %s", sbuf_cstr(&b));
+	root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "escaping broke the JSON: %s", ck_sbuf_cstr(&b));
 	ck_assert_ptr_null(yajl_tree_get(root, rep, yajl_t_number));
 	ck_assert_str_eq(str_at(root, name), "d\"q");
 	yajl_tree_free(root);
-	sbuf_free(&b);
-	kobj_unref(f);
+	ck_sbuf_free(&b);
+	ck_obj_unref(f);
 }
 END_TEST
 
 START_TEST(test_status_update_json)
 {
-	kobj_t *f = foo_from(FOO);
-	sbuf_t b = SBUF_INIT;
+	ck_obj_t *f = foo_from(FOO);
+	ck_sbuf_t b = CK_SBUF_INIT;
 	char ebuf[256];
 	/* Same status value: lastTransitionTime is kept. */
 	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	yajl_val root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	ck_assert_msg(root != NULL, "%s", ebuf);
 	const char *rv[] = {"metadata", "resourceVersion", NULL};
 	ck_assert_str_eq(str_at(root, rv), "42");
@@ -177,18 +177,18 @@ START_TEST(test_status_update_json)
 	const char *ltt[] = {"lastTransitionTime", NULL};
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], ltt), "2026-11-29T12:00:00Z");
 	yajl_tree_free(root);
-	sbuf_reset(&b);
+	ck_sbuf_reset(&b);
 	/* Status flips: the transition time is now. */
 	foo_status_t down = {0, 4, "False", "DeploymentProgressing", "0/1 replicas available"};
 	foo_status_update_json(f, &down, 1795000000LL * 1000000000LL, &b);
-	root = yajl_tree_parse(sbuf_cstr(&b), ebuf, sizeof(ebuf));
+	root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	cs = yajl_tree_get(root, conds, yajl_t_array);
 	char want[32];
-	time_format_rfc3339(1795000000LL * 1000000000LL, want);
+	ck_time_format_rfc3339(1795000000LL * 1000000000LL, want);
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], ltt), want);
 	yajl_tree_free(root);
-	sbuf_free(&b);
-	kobj_unref(f);
+	ck_sbuf_free(&b);
+	ck_obj_unref(f);
 }
 END_TEST
 
@@ -208,7 +208,7 @@ static char *server_answer(const char *put_body, const char *meta_spec)
 	const char *st = strstr(put_body, "\"status\":{");
 	ck_assert_ptr_nonnull(st);
 	size_t n = strlen(st) - 1; /* without the body's closing brace */
-	return xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
+	return ck_xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
 	                 "%s,%.*s}",
 	                 meta_spec, (int)n, st);
 }
@@ -226,7 +226,7 @@ static char *ready_message(const char *put_body)
 		yajl_val c = YAJL_GET_ARRAY(cs)->values[i];
 		const char *t = str_at(c, tp);
 		if (t != NULL && strcmp(t, "Ready") == 0)
-			out = xstrdup(str_at(c, mp));
+			out = ck_xstrdup(str_at(c, mp));
 	}
 	yajl_tree_free(root);
 	ck_assert_ptr_nonnull(out);
@@ -242,18 +242,18 @@ START_TEST(test_long_deployment_name_status_round_trips)
 {
 	/* 252 ASCII then two-byte characters, so that a cut at a valid name's length
 	 * (253 bytes) would fall inside one. */
-	sbuf_t name = SBUF_INIT;
+	ck_sbuf_t name = CK_SBUF_INIT;
 	for (int i = 0; i < 1000; i++)
-		sbuf_puts(&name, i < 252 ? "a" : "\xc3\xa9");
-	sbuf_t meta_spec = SBUF_INIT;
-	sbuf_puts(&meta_spec, "\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\","
+		ck_sbuf_puts(&name, i < 252 ? "a" : "\xc3\xa9");
+	ck_sbuf_t meta_spec = CK_SBUF_INIT;
+	ck_sbuf_puts(&meta_spec, "\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\","
 	                      "\"resourceVersion\":\"8\",\"generation\":5},"
 	                      "\"spec\":{\"deploymentName\":");
-	sbuf_put_json_str(&meta_spec, sbuf_cstr(&name));
-	sbuf_puts(&meta_spec, ",\"replicas\":2}");
-	char *json = xasprintf("{%s}", sbuf_cstr(&meta_spec));
-	kobj_t *f = foo_from(json);
-	ck_assert_str_eq(foo_spec_deployment_name(f), sbuf_cstr(&name));
+	ck_sbuf_put_json_str(&meta_spec, ck_sbuf_cstr(&name));
+	ck_sbuf_puts(&meta_spec, ",\"replicas\":2}");
+	char *json = ck_xasprintf("{%s}", ck_sbuf_cstr(&meta_spec));
+	ck_obj_t *f = foo_from(json);
+	ck_assert_str_eq(foo_spec_deployment_name(f), ck_sbuf_cstr(&name));
 
 	/* The desired status, as the controller's sync computes it. */
 	char *why = NULL;
@@ -265,12 +265,12 @@ START_TEST(test_long_deployment_name_status_round_trips)
 	                   why};
 	ck_assert(!foo_status_equal(f, &st));
 
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	char *msg = ready_message(sbuf_cstr(&b));
+	char *msg = ready_message(ck_sbuf_cstr(&b));
 	ck_assert_str_eq(msg, why);
-	char *answer = server_answer(sbuf_cstr(&b), sbuf_cstr(&meta_spec));
-	kobj_t *g = foo_from(answer);
+	char *answer = server_answer(ck_sbuf_cstr(&b), ck_sbuf_cstr(&meta_spec));
+	ck_obj_t *g = foo_from(answer);
 
 	/* The next sync (the watch brings g) computes the same status: no write. */
 	char *why2 = NULL;
@@ -282,15 +282,15 @@ START_TEST(test_long_deployment_name_status_round_trips)
 	ck_assert(foo_status_equal(g, &st));
 
 	free(why2);
-	kobj_unref(g);
+	ck_obj_unref(g);
 	free(answer);
 	free(msg);
-	sbuf_free(&b);
+	ck_sbuf_free(&b);
 	free(why);
-	kobj_unref(f);
+	ck_obj_unref(f);
 	free(json);
-	sbuf_free(&meta_spec);
-	sbuf_free(&name);
+	ck_sbuf_free(&meta_spec);
+	ck_sbuf_free(&name);
 }
 END_TEST
 
@@ -300,23 +300,23 @@ END_TEST
  */
 START_TEST(test_long_message_cut_at_utf8_boundary)
 {
-	sbuf_t m = SBUF_INIT;
-	sbuf_puts(&m, "xy");
+	ck_sbuf_t m = CK_SBUF_INIT;
+	ck_sbuf_puts(&m, "xy");
 	for (int i = 0; i < 600; i++)
-		sbuf_puts(&m, "\xc3\xa9"); /* byte 511 is the second of a character */
+		ck_sbuf_puts(&m, "\xc3\xa9"); /* byte 511 is the second of a character */
 	const char *meta_spec = "\"metadata\":{\"name\":\"f\",\"namespace\":\"n\","
 	                        "\"resourceVersion\":\"3\",\"generation\":2},"
 	                        "\"spec\":{\"deploymentName\":\"web\"}";
-	char *json = xasprintf("{%s}", meta_spec);
-	kobj_t *f = foo_from(json);
-	foo_status_t st = {0, 2, "False", "DeploymentProgressing", sbuf_cstr(&m)};
-	sbuf_t b = SBUF_INIT;
+	char *json = ck_xasprintf("{%s}", meta_spec);
+	ck_obj_t *f = foo_from(json);
+	foo_status_t st = {0, 2, "False", "DeploymentProgressing", ck_sbuf_cstr(&m)};
+	ck_sbuf_t b = CK_SBUF_INIT;
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	char *msg = ready_message(sbuf_cstr(&b));
+	char *msg = ready_message(ck_sbuf_cstr(&b));
 	ck_assert_uint_eq(strlen(msg), 510);
-	ck_assert(strncmp(msg, sbuf_cstr(&m), 510) == 0);
-	char *answer = server_answer(sbuf_cstr(&b), meta_spec);
-	kobj_t *g = foo_from(answer);
+	ck_assert(strncmp(msg, ck_sbuf_cstr(&m), 510) == 0);
+	char *answer = server_answer(ck_sbuf_cstr(&b), meta_spec);
+	ck_obj_t *g = foo_from(answer);
 	ck_assert(foo_status_equal(g, &st));
 	foo_condition_t c;
 	ck_assert(foo_condition_get(g, "Ready", &c));
@@ -325,13 +325,13 @@ START_TEST(test_long_message_cut_at_utf8_boundary)
 	foo_status_t other = st;
 	other.ready_message = "0/1 replicas available";
 	ck_assert(!foo_status_equal(g, &other));
-	kobj_unref(g);
+	ck_obj_unref(g);
 	free(answer);
 	free(msg);
-	sbuf_free(&b);
-	kobj_unref(f);
+	ck_sbuf_free(&b);
+	ck_obj_unref(f);
 	free(json);
-	sbuf_free(&m);
+	ck_sbuf_free(&m);
 }
 END_TEST
 
@@ -349,69 +349,69 @@ START_TEST(test_status_update_keeps_other_conditions)
 	    "\"message\":\"old\",\"lastTransitionTime\":\"2026-11-29T12:00:00Z\","
 	    "\"observedGeneration\":3}";
 	char *json =
-	    xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"resourceVersion\":\"9\","
+	    ck_xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"resourceVersion\":\"9\","
 	              "\"generation\":4},\"spec\":{\"deploymentName\":\"web\"},\"status\":{"
 	              "\"conditions\":[%s,%s,%s,%s]}}",
 	              degraded, ready, progressing, ready);
-	kobj_t *f = foo_from(json);
+	ck_obj_t *f = foo_from(json);
 	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	yajl_val root = yajl_tree_parse(sbuf_cstr(&b), NULL, 0);
-	ck_assert_msg(root != NULL, "%s", sbuf_cstr(&b));
+	yajl_val root = yajl_tree_parse(ck_sbuf_cstr(&b), NULL, 0);
+	ck_assert_msg(root != NULL, "%s", ck_sbuf_cstr(&b));
 	const char *conds[] = {"status", "conditions", NULL}, *tp[] = {"type", NULL},
 	           *mp[] = {"message", NULL}, *lp[] = {"lastTransitionTime", NULL};
 	yajl_val cs = yajl_tree_get(root, conds, yajl_t_array);
 	/* In place, the duplicate Ready dropped (the list is a map keyed by type). */
-	ck_assert_msg(cs && YAJL_GET_ARRAY(cs)->len == 3, "%s", sbuf_cstr(&b));
+	ck_assert_msg(cs && YAJL_GET_ARRAY(cs)->len == 3, "%s", ck_sbuf_cstr(&b));
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], tp), "Degraded");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], tp), "Ready");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], mp), "1/1 replicas available");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], lp), "2026-11-29T12:00:00Z");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[2], tp), "Progressing");
 	/* Byte for byte as the server returned them. */
-	ck_assert_msg(strstr(sbuf_cstr(&b), degraded) != NULL, "%s", sbuf_cstr(&b));
-	ck_assert_msg(strstr(sbuf_cstr(&b), progressing) != NULL, "%s", sbuf_cstr(&b));
+	ck_assert_msg(strstr(ck_sbuf_cstr(&b), degraded) != NULL, "%s", ck_sbuf_cstr(&b));
+	ck_assert_msg(strstr(ck_sbuf_cstr(&b), progressing) != NULL, "%s", ck_sbuf_cstr(&b));
 	yajl_tree_free(root);
-	sbuf_reset(&b);
-	kobj_unref(f);
+	ck_sbuf_reset(&b);
+	ck_obj_unref(f);
 	free(json);
 
 	/* No Ready yet: ours goes last. */
-	json = xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
+	json = ck_xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
 	                 "\"conditions\":[%s]}}",
 	                 progressing);
 	f = foo_from(json);
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	root = yajl_tree_parse(sbuf_cstr(&b), NULL, 0);
+	root = yajl_tree_parse(ck_sbuf_cstr(&b), NULL, 0);
 	cs = yajl_tree_get(root, conds, yajl_t_array);
-	ck_assert_msg(cs && YAJL_GET_ARRAY(cs)->len == 2, "%s", sbuf_cstr(&b));
+	ck_assert_msg(cs && YAJL_GET_ARRAY(cs)->len == 2, "%s", ck_sbuf_cstr(&b));
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], tp), "Progressing");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[1], tp), "Ready");
 	yajl_tree_free(root);
-	sbuf_reset(&b);
-	kobj_unref(f);
+	ck_sbuf_reset(&b);
+	ck_obj_unref(f);
 	free(json);
 
 	/* Another writer's condition with deeply nested detail (100 levels; the
-	 * decoder allows up to KDEC_MAX_DEPTH) is kept whole, never dropped. */
-	sbuf_t deep = SBUF_INIT;
-	sbuf_puts(&deep, "{\"type\":\"Deep\",\"status\":\"True\",\"detail\":");
+	 * decoder allows up to CK_DEC_MAX_DEPTH) is kept whole, never dropped. */
+	ck_sbuf_t deep = CK_SBUF_INIT;
+	ck_sbuf_puts(&deep, "{\"type\":\"Deep\",\"status\":\"True\",\"detail\":");
 	for (int i = 0; i < 100; i++)
-		sbuf_puts(&deep, "[");
-	sbuf_puts(&deep, "1");
+		ck_sbuf_puts(&deep, "[");
+	ck_sbuf_puts(&deep, "1");
 	for (int i = 0; i < 100; i++)
-		sbuf_puts(&deep, "]");
-	sbuf_puts(&deep, "}");
-	json = xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
+		ck_sbuf_puts(&deep, "]");
+	ck_sbuf_puts(&deep, "}");
+	json = ck_xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
 	                 "\"conditions\":[%s]}}",
-	                 sbuf_cstr(&deep));
+	                 ck_sbuf_cstr(&deep));
 	f = foo_from(json);
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	ck_assert_msg(strstr(sbuf_cstr(&b), sbuf_cstr(&deep)) != NULL, "%s", sbuf_cstr(&b));
-	sbuf_free(&deep);
-	sbuf_free(&b);
-	kobj_unref(f);
+	ck_assert_msg(strstr(ck_sbuf_cstr(&b), ck_sbuf_cstr(&deep)) != NULL, "%s", ck_sbuf_cstr(&b));
+	ck_sbuf_free(&deep);
+	ck_sbuf_free(&b);
+	ck_obj_unref(f);
 	free(json);
 }
 END_TEST

@@ -3,9 +3,9 @@
  * fake clock (no sleeping), then the elector thread on the in-memory lock with real
  * but short timings (assertions wait for outcomes; none bounds how fast they come).
  */
-#include "pkg/base/base.h"
+#include <ckube/base.h>
 #include "pkg/leaderelection/le_internal.h"
-#include "pkg/leaderelection/leaderelection.h"
+#include <ckube/leaderelection.h>
 
 #include <check.h>
 #include <pthread.h>
@@ -29,7 +29,7 @@ typedef struct fake_store {
 	void (*before_update)(void *ud);
 	void *before_update_ud;
 	/* Advanced inside every call, to model request latency. */
-	clk_fake_t *clock;
+	ck_clk_fake_t *clock;
 	uint64_t latency_ns;
 } fake_store_t;
 
@@ -60,9 +60,9 @@ static void store_put(fake_store_t *s, const char *holder, int64_t dur, const ch
 	pthread_mutex_lock(&s->mu);
 	s->exists = true;
 	free(s->rec.holder);
-	s->rec.holder = xstrdup(holder);
+	s->rec.holder = ck_xstrdup(holder);
 	free(s->rec.renew_time);
-	s->rec.renew_time = xstrdup(renew);
+	s->rec.renew_time = ck_xstrdup(renew);
 	s->rec.lease_duration_s = dur;
 	s->rec.transitions = transitions;
 	s->version++;
@@ -95,7 +95,7 @@ static int store_updates(fake_store_t *s)
 static char *store_holder(fake_store_t *s)
 {
 	pthread_mutex_lock(&s->mu);
-	char *h = xstrdup(s->rec.holder);
+	char *h = ck_xstrdup(s->rec.holder);
 	pthread_mutex_unlock(&s->mu);
 	return h;
 }
@@ -103,7 +103,7 @@ static char *store_holder(fake_store_t *s)
 static void latency(fake_store_t *s)
 {
 	if (s->clock != NULL && s->latency_ns > 0)
-		clk_fake_advance(s->clock, s->latency_ns);
+		ck_clk_fake_advance(s->clock, s->latency_ns);
 }
 
 static int fake_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, char **err)
@@ -112,7 +112,7 @@ static int fake_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, char
 	fake_store_t *s = l->store;
 	ck_assert_uint_gt(timeout_ms, 0);
 	if (atomic_load(&l->down))
-		return err_set(err, "connection refused"), LE_LOCK_ERROR;
+		return ck_err_set(err, "connection refused"), LE_LOCK_ERROR;
 	latency(s);
 	pthread_mutex_lock(&s->mu);
 	s->gets++;
@@ -123,7 +123,7 @@ static int fake_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, char
 		l->seen = s->version;
 		rc = LE_LOCK_OK;
 	} else {
-		err_set(err, "leases \"x\" not found");
+		ck_err_set(err, "leases \"x\" not found");
 	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
@@ -135,7 +135,7 @@ static int fake_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t *
 	fake_store_t *s = l->store;
 	ck_assert_uint_gt(timeout_ms, 0);
 	if (atomic_load(&l->down))
-		return err_set(err, "connection refused"), LE_LOCK_ERROR;
+		return ck_err_set(err, "connection refused"), LE_LOCK_ERROR;
 	latency(s);
 	pthread_mutex_lock(&s->mu);
 	s->creates++;
@@ -146,7 +146,7 @@ static int fake_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t *
 		l->seen = ++s->version;
 		rc = LE_LOCK_OK;
 	} else {
-		err_set(err, "already exists");
+		ck_err_set(err, "already exists");
 	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
@@ -158,7 +158,7 @@ static int fake_update(le_lock_t *base, uint32_t timeout_ms, const le_record_t *
 	fake_store_t *s = l->store;
 	ck_assert_uint_gt(timeout_ms, 0);
 	if (atomic_load(&l->down))
-		return err_set(err, "connection refused"), LE_LOCK_ERROR;
+		return ck_err_set(err, "connection refused"), LE_LOCK_ERROR;
 	latency(s);
 	void (*hook)(void *) = s->before_update;
 	s->before_update = NULL;
@@ -169,10 +169,10 @@ static int fake_update(le_lock_t *base, uint32_t timeout_ms, const le_record_t *
 	int rc;
 	if (!s->exists) {
 		rc = LE_LOCK_NOT_FOUND;
-		err_set(err, "not found");
+		ck_err_set(err, "not found");
 	} else if (l->seen != s->version) {
 		rc = LE_LOCK_CONFLICT;
-		err_set(err, "the object has been modified");
+		ck_err_set(err, "the object has been modified");
 	} else {
 		le_record_copy(&s->rec, rec);
 		l->seen = ++s->version;
@@ -192,9 +192,9 @@ static const le_lock_ops_t fake_ops = {fake_get, fake_create, fake_update, fake_
 
 static le_lock_t *fake_lock_new(fake_store_t *s)
 {
-	fake_lock_t *l = xcalloc(1, sizeof(*l));
+	fake_lock_t *l = ck_xcalloc(1, sizeof(*l));
 	l->base.ops = &fake_ops;
-	l->base.desc = xstrdup("ns/lease");
+	l->base.desc = ck_xstrdup("ns/lease");
 	l->store = s;
 	atomic_init(&l->down, false);
 	return &l->base;
@@ -202,11 +202,11 @@ static le_lock_t *fake_lock_new(fake_store_t *s)
 
 /* ---------- the decision core, fake clock ---------- */
 
-#define SEC     NS_PER_SEC
-#define T0_WALL ((int64_t)1795953600 * (int64_t)NS_PER_SEC) /* 2026-11-29T12:00:00Z */
+#define SEC     CK_NS_PER_SEC
+#define T0_WALL ((int64_t)1795953600 * (int64_t)CK_NS_PER_SEC) /* 2026-11-29T12:00:00Z */
 
 typedef struct fixture {
-	clk_fake_t clk;
+	ck_clk_fake_t clk;
 	fake_store_t store;
 	le_lock_t *la, *lb;
 	le_core_t a, b;
@@ -214,7 +214,7 @@ typedef struct fixture {
 
 static void fx_init(fixture_t *f)
 {
-	clk_fake_init(&f->clk, 1000 * SEC, T0_WALL);
+	ck_clk_fake_init(&f->clk, 1000 * SEC, T0_WALL);
 	store_init(&f->store);
 	f->la = fake_lock_new(&f->store);
 	f->lb = fake_lock_new(&f->store);
@@ -233,7 +233,7 @@ static void fx_free(fixture_t *f)
 
 static uint64_t fx_deadline(fixture_t *f)
 {
-	return clk_mono_ns(&f->clk.base) + 10 * SEC;
+	return ck_clk_mono_ns(&f->clk.base) + 10 * SEC;
 }
 
 static bool fx_try(fixture_t *f, le_core_t *c, char **err)
@@ -276,12 +276,12 @@ START_TEST(test_held_lease_valid_from_local_observation)
 	ck_assert(!le_core_is_leader(&f.b));
 	ck_assert_str_eq(le_core_take_transition(&f.b), "c");
 
-	clk_fake_advance(&f.clk, 14 * SEC);
+	ck_clk_fake_advance(&f.clk, 14 * SEC);
 	ck_assert(!fx_try(&f, &f.b, &err));
 	ck_assert_ptr_null(err);
 	ck_assert_int_eq(f.store.updates, 0);
 
-	clk_fake_advance(&f.clk, 1 * SEC + 1); /* observed + 15 s is now in the past */
+	ck_clk_fake_advance(&f.clk, 1 * SEC + 1); /* observed + 15 s is now in the past */
 	ck_assert(fx_try(&f, &f.b, &err));
 	ck_assert_ptr_null(err);
 	ck_assert_str_eq(f.store.rec.holder, "b");
@@ -302,14 +302,14 @@ START_TEST(test_renewals_keep_standby_waiting)
 	ck_assert(fx_try(&f, &f.a, &err)); /* a creates, lease 15 s */
 
 	ck_assert(!fx_try(&f, &f.b, &err)); /* b observes at t=0 */
-	clk_fake_advance(&f.clk, 10 * SEC);
+	ck_clk_fake_advance(&f.clk, 10 * SEC);
 	ck_assert(fx_try(&f, &f.a, &err)); /* a renews at t=10 */
-	clk_fake_advance(&f.clk, 2 * SEC);
+	ck_clk_fake_advance(&f.clk, 2 * SEC);
 	ck_assert(!fx_try(&f, &f.b, &err)); /* b sees the change at t=12 */
-	clk_fake_advance(&f.clk, 14 * SEC);
+	ck_clk_fake_advance(&f.clk, 14 * SEC);
 	ck_assert(!fx_try(&f, &f.b, &err)); /* t=26 < 12 + 15 */
 	ck_assert_ptr_null(err);
-	clk_fake_advance(&f.clk, 1 * SEC + 1);
+	ck_clk_fake_advance(&f.clk, 1 * SEC + 1);
 	ck_assert(fx_try(&f, &f.b, &err)); /* t=27+ */
 	ck_assert_str_eq(f.store.rec.holder, "b");
 	ck_assert_int_eq(f.store.rec.transitions, 1);
@@ -334,7 +334,7 @@ START_TEST(test_renew_fast_path)
 	ck_assert_int_eq(f.store.rec.transitions, 8);
 	int gets = f.store.gets;
 
-	clk_fake_advance(&f.clk, 2 * SEC);
+	ck_clk_fake_advance(&f.clk, 2 * SEC);
 	ck_assert(fx_try(&f, &f.a, &err));
 	ck_assert_ptr_null(err);
 	ck_assert_int_eq(f.store.gets, gets); /* no read */
@@ -345,7 +345,7 @@ START_TEST(test_renew_fast_path)
 	/* Someone else wrote something that does not change the holder: the fast
 	 * write conflicts, the careful path reads and renews. */
 	store_touch(&f.store);
-	clk_fake_advance(&f.clk, 2 * SEC);
+	ck_clk_fake_advance(&f.clk, 2 * SEC);
 	ck_assert(fx_try(&f, &f.a, &err));
 	ck_assert_ptr_null(err);
 	ck_assert_int_eq(f.store.gets, gets + 1);
@@ -365,7 +365,7 @@ START_TEST(test_expired_leader_reads_first)
 	fx_init(&f);
 	ck_assert(fx_try(&f, &f.a, &err));
 	int gets = f.store.gets;
-	clk_fake_advance(&f.clk, 16 * SEC);
+	ck_clk_fake_advance(&f.clk, 16 * SEC);
 	ck_assert(fx_try(&f, &f.a, &err));
 	ck_assert_int_eq(f.store.gets, gets + 1);
 	ck_assert_int_eq(f.store.rec.transitions, 0); /* still ours: not a transition */
@@ -390,7 +390,7 @@ START_TEST(test_takeover_race_one_winner)
 	store_put(&f.store, "c", 15, "", 2);
 	ck_assert(!fx_try(&f, &f.a, &err));
 	ck_assert(!fx_try(&f, &f.b, &err));
-	clk_fake_advance(&f.clk, 16 * SEC);
+	ck_clk_fake_advance(&f.clk, 16 * SEC);
 	/* b reads the expired lease; before its write lands, a takes over. */
 	f.store.before_update = hook_a_takes_over;
 	f.store.before_update_ud = &f;
@@ -419,7 +419,7 @@ START_TEST(test_release_and_immediate_takeover)
 	fx_init(&f);
 	ck_assert(fx_try(&f, &f.a, &err));
 	ck_assert(!fx_try(&f, &f.b, &err)); /* b observes a's fresh lease */
-	clk_fake_advance(&f.clk, 3 * SEC);
+	ck_clk_fake_advance(&f.clk, 3 * SEC);
 	ck_assert_int_eq(le_core_release(&f.a, fx_deadline(&f), &err), 0);
 	ck_assert_ptr_null(err);
 	ck_assert_str_eq(f.store.rec.holder, "");
@@ -478,7 +478,7 @@ START_TEST(test_lock_errors)
 	fx_init(&f);
 	ck_assert(fx_try(&f, &f.a, &err));
 	atomic_store(&((fake_lock_t *)f.la)->down, true);
-	clk_fake_advance(&f.clk, 2 * SEC);
+	ck_clk_fake_advance(&f.clk, 2 * SEC);
 	ck_assert(!fx_try(&f, &f.a, &err));
 	ck_assert_ptr_nonnull(err);
 	ck_assert_str_eq(err, "getting lease ns/lease: connection refused");
@@ -494,7 +494,7 @@ START_TEST(test_lock_errors)
 
 	/* No time left: no call at all. */
 	int calls = f.store.gets + f.store.updates + f.store.creates;
-	ck_assert(!le_core_try_acquire_or_renew(&f.b, clk_mono_ns(&f.clk.base), &err));
+	ck_assert(!le_core_try_acquire_or_renew(&f.b, ck_clk_mono_ns(&f.clk.base), &err));
 	ck_assert_ptr_nonnull(strstr(err, "deadline"));
 	ck_assert_int_eq(f.store.gets + f.store.updates + f.store.creates, calls);
 	free(err);
@@ -511,7 +511,7 @@ START_TEST(test_renew_deadline_from_send_time)
 	fx_init(&f);
 	f.store.clock = &f.clk;
 	f.store.latency_ns = 3 * SEC;
-	uint64_t t0 = clk_mono_ns(&f.clk.base);
+	uint64_t t0 = ck_clk_mono_ns(&f.clk.base);
 	ck_assert(fx_try(&f, &f.a, &err)); /* get (+3 s) then create (+3 s) */
 	ck_assert_uint_eq(f.a.last_write_sent, t0 + 3 * SEC);
 	ck_assert_uint_eq(f.a.observed_mono, t0 + 6 * SEC);
@@ -532,7 +532,7 @@ START_TEST(test_transition_reports)
 	fx_try(&f, &f.b, &err);
 	ck_assert_ptr_null(le_core_take_transition(&f.b));
 	store_put(&f.store, "", 1, "", 0);
-	clk_fake_advance(&f.clk, SEC);
+	ck_clk_fake_advance(&f.clk, SEC);
 	store_touch(&f.store);
 	ck_assert(fx_try(&f, &f.b, &err)); /* free: b takes it */
 	ck_assert_str_eq(le_core_take_transition(&f.b), "b");
@@ -544,11 +544,11 @@ END_TEST
 START_TEST(test_jitter)
 {
 	ck_assert_uint_eq(le_jitter(2 * SEC, 0), 2 * SEC);
-	ck_assert_uint_eq(le_jitter(2 * SEC, 0.5), 2 * SEC + 1200 * NS_PER_MS);
-	ck_assert_uint_lt(le_jitter(2 * SEC, 1.0), 2 * SEC + 2400 * NS_PER_MS);
-	ck_assert_uint_ge(le_jitter(2 * SEC, 0.999), 2 * SEC + 2397 * NS_PER_MS);
+	ck_assert_uint_eq(le_jitter(2 * SEC, 0.5), 2 * SEC + 1200 * CK_NS_PER_MS);
+	ck_assert_uint_lt(le_jitter(2 * SEC, 1.0), 2 * SEC + 2400 * CK_NS_PER_MS);
+	ck_assert_uint_ge(le_jitter(2 * SEC, 0.999), 2 * SEC + 2397 * CK_NS_PER_MS);
 	for (int i = 0; i < 1000; i++) {
-		uint64_t j = le_jitter(1000, rand_unit());
+		uint64_t j = le_jitter(1000, ck_rand_unit());
 		ck_assert(j >= 1000 && j < 2200);
 	}
 }
@@ -556,9 +556,9 @@ END_TEST
 
 /* ---------- configuration helpers ---------- */
 
-static le_config_t good_config(void)
+static ck_le_config_t good_config(void)
 {
-	le_config_t c;
+	ck_le_config_t c;
 	memset(&c, 0, sizeof(c));
 	c.lease_namespace = "kube-system";
 	c.lease_name = "sample-controller";
@@ -566,10 +566,10 @@ static le_config_t good_config(void)
 	return c;
 }
 
-static void expect_invalid(const le_config_t *c, const char *needle)
+static void expect_invalid(const ck_le_config_t *c, const char *needle)
 {
 	char *err = NULL;
-	ck_assert_int_eq(le_validate(c, &err), -1);
+	ck_assert_int_eq(ck_le_validate(c, &err), -1);
 	ck_assert_ptr_nonnull(err);
 	if (strstr(err, needle) == NULL)
 		ck_abort_msg("error \"%s\" lacks \"%s\"", err, needle);
@@ -579,12 +579,12 @@ static void expect_invalid(const le_config_t *c, const char *needle)
 START_TEST(test_validate)
 {
 	char *err = NULL;
-	le_config_t c = good_config();
-	ck_assert_int_eq(le_validate(&c, &err), 0); /* defaults 15 / 10 / 2 */
+	ck_le_config_t c = good_config();
+	ck_assert_int_eq(ck_le_validate(&c, &err), 0); /* defaults 15 / 10 / 2 */
 	c.lease_duration_ms = 3000;
 	c.renew_deadline_ms = 2000;
 	c.retry_period_ms = 500;
-	ck_assert_int_eq(le_validate(&c, &err), 0);
+	ck_assert_int_eq(ck_le_validate(&c, &err), 0);
 	ck_assert_ptr_null(err);
 
 	c.renew_deadline_ms = 3000;
@@ -596,14 +596,14 @@ START_TEST(test_validate)
 	               "--leader-elect-lease-duration=2.5s must be greater than "
 	               "--leader-elect-renew-deadline=2.2s (the Lease records whole seconds: 2s)");
 	c.renew_deadline_ms = 1900;
-	ck_assert_int_eq(le_validate(&c, &err), 0);
+	ck_assert_int_eq(ck_le_validate(&c, &err), 0);
 	c.lease_duration_ms = 15000;
 	c.renew_deadline_ms = 2400;
 	c.retry_period_ms = 2000; /* 2.4 s is exactly 1.2 x 2 s: not greater */
 	expect_invalid(&c, "--leader-elect-renew-deadline=2.4s must be greater than 1.2 x "
 	                   "--leader-elect-retry-period=2s");
 	c.renew_deadline_ms = 2401;
-	ck_assert_int_eq(le_validate(&c, &err), 0);
+	ck_assert_int_eq(ck_le_validate(&c, &err), 0);
 	c.renew_deadline_ms = 0; /* default 10 s */
 	c.retry_period_ms = 9000;
 	expect_invalid(&c, "1.2 x --leader-elect-retry-period=9s");
@@ -626,7 +626,7 @@ START_TEST(test_validate)
 	c.lease_name = "a..b";
 	expect_invalid(&c, "not a valid object name");
 	c.lease_name = "sample-controller.k8s.io";
-	ck_assert_int_eq(le_validate(&c, &err), 0);
+	ck_assert_int_eq(ck_le_validate(&c, &err), 0);
 	c.identity = "";
 	expect_invalid(&c, "identity");
 }
@@ -636,7 +636,7 @@ START_TEST(test_default_identity)
 {
 	char host[256] = "";
 	gethostname(host, sizeof(host));
-	char *a = le_default_identity(), *b = le_default_identity();
+	char *a = ck_le_default_identity(), *b = ck_le_default_identity();
 	size_t hl = strlen(host);
 	ck_assert_int_eq(strncmp(a, host, hl), 0);
 	ck_assert_int_eq(a[hl], '_');
@@ -660,9 +660,9 @@ START_TEST(test_default_namespace)
 {
 	char dir[] = "/tmp/le-sa-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char *path = xasprintf("%s/namespace", dir), *err = NULL;
+	char *path = ck_xasprintf("%s/namespace", dir), *err = NULL;
 
-	char *ns = le_default_namespace(dir, &err);
+	char *ns = ck_le_default_namespace(dir, &err);
 	ck_assert_ptr_null(ns);
 	ck_assert_ptr_nonnull(strstr(err, path));
 	ck_assert_ptr_nonnull(strstr(err, "set --leader-elect-resource-namespace"));
@@ -670,19 +670,19 @@ START_TEST(test_default_namespace)
 	err = NULL;
 
 	write_file(path, "  \n");
-	ck_assert_ptr_null(le_default_namespace(dir, &err));
+	ck_assert_ptr_null(ck_le_default_namespace(dir, &err));
 	ck_assert_ptr_nonnull(strstr(err, "is empty"));
 	free(err);
 	err = NULL;
 
 	write_file(path, "team-a\n");
-	ns = le_default_namespace(dir, &err);
+	ns = ck_le_default_namespace(dir, &err);
 	ck_assert_str_eq(ns, "team-a");
 	free(ns);
 
 	/* NULL: $CSC_SERVICEACCOUNT_DIR. */
 	setenv("CSC_SERVICEACCOUNT_DIR", dir, 1);
-	ns = le_default_namespace(NULL, &err);
+	ns = ck_le_default_namespace(NULL, &err);
 	unsetenv("CSC_SERVICEACCOUNT_DIR");
 	ck_assert_ptr_null(err);
 	ck_assert_str_eq(ns, "team-a");
@@ -712,8 +712,8 @@ typedef struct cb_state {
 	shared_log_t *log;
 	_Atomic int started, stopped, new_leader;
 	_Atomic int started_seq, stopped_seq;
-	_Atomic bool leader_at_start; /* le_is_leader() seen true inside the callback */
-	le_t *_Atomic self;
+	_Atomic bool leader_at_start; /* ck_le_is_leader() seen true inside the callback */
+	ck_le_t *_Atomic self;
 	char events[1024];
 	pthread_mutex_t mu;
 } cb_state_t;
@@ -745,13 +745,13 @@ static void cb_started(void *ud)
 	atomic_store(&s->started_seq, atomic_fetch_add(&s->log->seq, 1) + 1);
 	/* The elector may win before start_elector() stored its handle (a loaded
 	 * machine): wait for it rather than skip the check. */
-	le_t *self = atomic_load(&s->self);
+	ck_le_t *self = atomic_load(&s->self);
 	for (int i = 0; self == NULL && i < 500; i++) {
 		sleep_ms(2);
 		self = atomic_load(&s->self);
 	}
 	if (self != NULL)
-		atomic_store(&s->leader_at_start, le_is_leader(self));
+		atomic_store(&s->leader_at_start, ck_le_is_leader(self));
 	atomic_fetch_add(&s->started, 1);
 	log_add(s->log, s->name, '+');
 }
@@ -789,9 +789,9 @@ static void cb_init(cb_state_t *s, const char *name, shared_log_t *log)
 	pthread_mutex_init(&s->mu, NULL);
 }
 
-static le_t *start_elector(fake_store_t *store, le_lock_t **lockp, cb_state_t *s, bool release)
+static ck_le_t *start_elector(fake_store_t *store, le_lock_t **lockp, cb_state_t *s, bool release)
 {
-	le_config_t c;
+	ck_le_config_t c;
 	memset(&c, 0, sizeof(c));
 	c.lease_namespace = "ns";
 	c.lease_name = "lease";
@@ -809,7 +809,7 @@ static le_t *start_elector(fake_store_t *store, le_lock_t **lockp, cb_state_t *s
 	le_lock_t *lock = fake_lock_new(store);
 	if (lockp != NULL)
 		*lockp = lock;
-	le_t *e = le_start_with_lock(lock, &c, &err);
+	ck_le_t *e = le_start_with_lock(lock, &c, &err);
 	ck_assert_msg(e != NULL, "le_start: %s", err);
 	atomic_store(&s->self, e);
 	return e;
@@ -855,23 +855,23 @@ START_TEST(test_thread_one_leader_then_release)
 	cb_init(&sa, "a", &log);
 	cb_init(&sb, "b", &log);
 
-	le_t *a = start_elector(&store, NULL, &sa, true);
+	ck_le_t *a = start_elector(&store, NULL, &sa, true);
 	ck_assert(wait_for(&sa.started, 1));
-	le_t *b = start_elector(&store, NULL, &sb, true);
+	ck_le_t *b = start_elector(&store, NULL, &sb, true);
 	ck_assert(wait_for(&sb.new_leader, 1)); /* b saw a */
 	sleep_ms(3 * LEASE_MS);                 /* a keeps renewing: b never leads */
-	ck_assert(le_is_leader(a));
-	ck_assert(!le_is_leader(b));
+	ck_assert(ck_le_is_leader(a));
+	ck_assert(!ck_le_is_leader(b));
 	ck_assert(atomic_load(&sa.leader_at_start));
 	ck_assert_int_eq(atomic_load(&sb.started), 0);
-	char *h = le_leader(b);
+	char *h = ck_le_leader(b);
 	ck_assert_str_eq(h, "a");
 	free(h);
 
-	le_stop(a); /* release */
+	ck_le_stop(a); /* release */
 	ck_assert_int_eq(atomic_load(&sa.stopped), 1);
 	ck_assert(wait_for(&sb.started, 1));
-	ck_assert(le_is_leader(b));
+	ck_assert(ck_le_is_leader(b));
 	le_record_t r;
 	le_record_init(&r);
 	store_snapshot(&store, &r);
@@ -881,7 +881,7 @@ START_TEST(test_thread_one_leader_then_release)
 	ck_assert_str_eq(sa.events, "a became leader|a stopped leading|");
 	ck_assert(log_is(&log, "a+ a- b+ "));
 
-	le_stop(b);
+	ck_le_stop(b);
 	ck_assert_int_eq(atomic_load(&sb.stopped), 1);
 	ck_assert_str_eq(sb.events, "b became leader|b stopped leading|");
 	store_free(&store);
@@ -899,12 +899,12 @@ START_TEST(test_thread_takeover_after_lease)
 	cb_init(&sa, "a", &log);
 	cb_init(&sb, "b", &log);
 
-	le_t *a = start_elector(&store, NULL, &sa, false);
+	ck_le_t *a = start_elector(&store, NULL, &sa, false);
 	ck_assert(wait_for(&sa.started, 1));
-	le_t *b = start_elector(&store, NULL, &sb, false);
+	ck_le_t *b = start_elector(&store, NULL, &sb, false);
 	ck_assert(wait_for(&sb.new_leader, 1));
 	uint64_t stop_ms = now_ms();
-	le_stop(a);
+	ck_le_stop(a);
 	char *h = store_holder(&store);
 	ck_assert_str_eq(h, "a"); /* not released */
 	free(h);
@@ -913,7 +913,7 @@ START_TEST(test_thread_takeover_after_lease)
 	 * retry period before the stop, more on a loaded machine) plus the lease
 	 * duration; half a lease leaves room for scheduling delays. */
 	ck_assert_uint_ge(now_ms() - stop_ms, LEASE_MS / 2);
-	le_stop(b);
+	ck_le_stop(b);
 	store_free(&store);
 }
 END_TEST
@@ -931,25 +931,25 @@ START_TEST(test_thread_network_cut)
 	cb_init(&sa, "a", &log);
 	cb_init(&sb, "b", &log);
 
-	le_t *a = start_elector(&store, &la, &sa, true);
+	ck_le_t *a = start_elector(&store, &la, &sa, true);
 	ck_assert(wait_for(&sa.started, 1));
-	le_t *b = start_elector(&store, NULL, &sb, true);
+	ck_le_t *b = start_elector(&store, NULL, &sb, true);
 	ck_assert(wait_for(&sb.new_leader, 1));
 
 	atomic_store(&((fake_lock_t *)la)->down, true);
 	ck_assert(wait_for(&sa.stopped, 1));
-	ck_assert(!le_is_leader(a));
+	ck_assert(!ck_le_is_leader(a));
 	ck_assert(wait_for(&sb.started, 1));
 	ck_assert_int_lt(atomic_load(&sa.stopped_seq), atomic_load(&sb.started_seq));
 	ck_assert(log_is(&log, "a+ a- b+ "));
 
 	atomic_store(&((fake_lock_t *)la)->down, false);
 	sleep_ms(3 * LEASE_MS);
-	le_stop(b); /* releases */
+	ck_le_stop(b); /* releases */
 	sleep_ms(3 * LEASE_MS);
 	ck_assert_int_eq(atomic_load(&sa.started), 1); /* no re-acquire */
-	ck_assert(!le_is_leader(a));
-	le_stop(a);
+	ck_assert(!ck_le_is_leader(a));
+	ck_le_stop(a);
 	ck_assert_int_eq(atomic_load(&sa.stopped), 1); /* not twice */
 	ck_assert_str_eq(sa.events, "a became leader|a stopped leading|");
 	store_free(&store);
@@ -966,10 +966,10 @@ START_TEST(test_thread_stop_standby)
 	log_init(&log);
 	cb_init(&sb, "b", &log);
 	store_put(&store, "c", 3600, "", 0);
-	le_t *b = start_elector(&store, NULL, &sb, true);
+	ck_le_t *b = start_elector(&store, NULL, &sb, true);
 	ck_assert(wait_for(&sb.new_leader, 1));
 	int updates = store_updates(&store);
-	le_stop(b);
+	ck_le_stop(b);
 	ck_assert_int_eq(store_updates(&store), updates);
 	ck_assert_int_eq(atomic_load(&sb.started), 0);
 	ck_assert_int_eq(atomic_load(&sb.stopped), 0);
@@ -982,13 +982,13 @@ START_TEST(test_start_invalid)
 {
 	fake_store_t store;
 	store_init(&store);
-	le_config_t c = good_config();
+	ck_le_config_t c = good_config();
 	c.renew_deadline_ms = 20000;
 	char *err = NULL;
 	ck_assert_ptr_null(le_start_with_lock(fake_lock_new(&store), &c, &err));
 	ck_assert_ptr_nonnull(strstr(err, "must be greater than"));
 	free(err);
-	le_stop(NULL);
+	ck_le_stop(NULL);
 	store_free(&store);
 }
 END_TEST

@@ -12,13 +12,13 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
-#include "pkg/base/base.h"
-#include "pkg/log/log.h"
+#include <ckube/base.h>
+#include <ckube/log.h>
 
 /* 2022-11-29T12:00:00.000123Z */
-#define T0 (1669723200LL * (int64_t)NS_PER_SEC + 123000)
+#define T0 (1669723200LL * (int64_t)CK_NS_PER_SEC + 123000)
 
-static clk_fake_t fake;
+static ck_clk_fake_t fake;
 static int out_fd = -1;
 
 static void setup(void)
@@ -27,21 +27,21 @@ static void setup(void)
 	out_fd = mkstemp(path);
 	ck_assert_int_ge(out_fd, 0);
 	unlink(path);
-	clk_fake_init(&fake, 0, T0);
-	log_set_clock(&fake.base);
-	log_set_fd(out_fd);
-	log_set_utc(1);
-	log_set_format(LOG_FORMAT_TEXT);
-	log_set_verbosity(0);
+	ck_clk_fake_init(&fake, 0, T0);
+	ck_log_set_clock(&fake.base);
+	ck_log_set_fd(out_fd);
+	ck_log_set_utc(1);
+	ck_log_set_format(CK_LOG_FORMAT_TEXT);
+	ck_log_set_verbosity(0);
 }
 
 static void teardown(void)
 {
-	log_set_fd(2);
-	log_set_clock(NULL);
-	log_set_utc(0);
-	log_set_format(LOG_FORMAT_TEXT);
-	log_set_verbosity(0);
+	ck_log_set_fd(2);
+	ck_log_set_clock(NULL);
+	ck_log_set_utc(0);
+	ck_log_set_format(CK_LOG_FORMAT_TEXT);
+	ck_log_set_verbosity(0);
 	close(out_fd);
 	out_fd = -1;
 }
@@ -49,15 +49,15 @@ static void teardown(void)
 /* Returns everything written so far (new string) and empties the file. */
 static char *take_output(void)
 {
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	char chunk[4096];
 	ssize_t n;
 	lseek(out_fd, 0, SEEK_SET);
 	while ((n = read(out_fd, chunk, sizeof(chunk))) > 0)
-		sbuf_append(&b, chunk, (size_t)n);
+		ck_sbuf_append(&b, chunk, (size_t)n);
 	ck_assert_int_eq(ftruncate(out_fd, 0), 0);
 	lseek(out_fd, 0, SEEK_SET);
-	return sbuf_steal(&b);
+	return ck_sbuf_steal(&b);
 }
 
 static int my_tid(void)
@@ -65,11 +65,11 @@ static int my_tid(void)
 	return (int)syscall(SYS_gettid);
 }
 
-/* Logs through log_emit with a fixed caller and compares the one line written. */
+/* Logs through ck_log_emit with a fixed caller and compares the one line written. */
 #define EXPECT_LINE(expected_fmt, ...)                                                             \
 	do {                                                                                       \
 		char *got_ = take_output();                                                        \
-		char *want_ = xasprintf(expected_fmt, __VA_ARGS__);                                \
+		char *want_ = ck_xasprintf(expected_fmt, __VA_ARGS__);                                \
 		ck_assert_str_eq(got_, want_);                                                     \
 		free(got_);                                                                        \
 		free(want_);                                                                       \
@@ -77,36 +77,36 @@ static int my_tid(void)
 
 START_TEST(text_klog_line)
 {
-	log_emit(LOG_SEV_INFO, 0, "pkg/controller/controller.c", 120, NULL, "Synced",
-	         (const log_kv_t[]){KV_OBJ("foo", "default", "example-foo"), LOG_KV_END_});
+	ck_log_emit(CK_LOG_SEV_INFO, 0, "pkg/controller/controller.c", 120, NULL, "Synced",
+	         (const ck_log_kv_t[]){CK_KV_OBJ("foo", "default", "example-foo"), CK_LOG_KV_END_});
 	EXPECT_LINE("I1129 12:00:00.000123 %7d controller.c:120] \"Synced\" "
 	            "foo=\"default/example-foo\"\n",
 	            my_tid());
 
 	/* The sample line of the brief, with a 4-digit thread id right-aligned to 7. */
-	sbuf_t b = SBUF_INIT;
-	sbuf_printf(&b, "%7d", 1234);
-	ck_assert_str_eq(sbuf_cstr(&b), "   1234");
-	sbuf_free(&b);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_printf(&b, "%7d", 1234);
+	ck_assert_str_eq(ck_sbuf_cstr(&b), "   1234");
+	ck_sbuf_free(&b);
 
-	clk_fake_advance(&fake, 3 * NS_PER_SEC + 500000);
-	log_emit(LOG_SEV_WARNING, 0, "x.c", 7, NULL, "Many kinds",
-	         (const log_kv_t[]){KV_STR("s", "v"), KV_INT("n", -5),
-	                            KV_UINT("u", 18446744073709551615ULL), KV_BOOL("ok", 1),
-	                            KV_OBJ("node", NULL, "n1"), KV_OBJ("e", "", "c"),
-	                            KV_STR("nil", NULL), LOG_KV_END_});
+	ck_clk_fake_advance(&fake, 3 * CK_NS_PER_SEC + 500000);
+	ck_log_emit(CK_LOG_SEV_WARNING, 0, "x.c", 7, NULL, "Many kinds",
+	         (const ck_log_kv_t[]){CK_KV_STR("s", "v"), CK_KV_INT("n", -5),
+	                            CK_KV_UINT("u", 18446744073709551615ULL), CK_KV_BOOL("ok", 1),
+	                            CK_KV_OBJ("node", NULL, "n1"), CK_KV_OBJ("e", "", "c"),
+	                            CK_KV_STR("nil", NULL), CK_LOG_KV_END_});
 	EXPECT_LINE("W1129 12:00:03.000623 %7d x.c:7] \"Many kinds\" s=\"v\" n=-5 "
 	            "u=18446744073709551615 ok=true node=\"n1\" e=\"c\" nil=<nil>\n",
 	            my_tid());
 
-	log_emit(LOG_SEV_ERROR, 0, "y.c", 1, "connection refused", "Sync failed",
-	         (const log_kv_t[]){KV_STR("key", "ns/a"), LOG_KV_END_});
+	ck_log_emit(CK_LOG_SEV_ERROR, 0, "y.c", 1, "connection refused", "Sync failed",
+	         (const ck_log_kv_t[]){CK_KV_STR("key", "ns/a"), CK_LOG_KV_END_});
 	EXPECT_LINE("E1129 12:00:03.000623 %7d y.c:1] \"Sync failed\" err=\"connection refused\" "
 	            "key=\"ns/a\"\n",
 	            my_tid());
 
 	/* No list at all, and a NULL error: no err key (klog's ErrorS(nil, ...)). */
-	log_emit(LOG_SEV_ERROR, 0, "y.c", 2, NULL, "Bare", NULL);
+	ck_log_emit(CK_LOG_SEV_ERROR, 0, "y.c", 2, NULL, "Bare", NULL);
 	EXPECT_LINE("E1129 12:00:03.000623 %7d y.c:2] \"Bare\"\n", my_tid());
 }
 END_TEST
@@ -114,22 +114,22 @@ END_TEST
 START_TEST(text_macros_capture_caller)
 {
 	int line = __LINE__ + 1;
-	LOG_INFO("Hello");
+	CK_LOG_INFO("Hello");
 	EXPECT_LINE("I1129 12:00:00.000123 %7d test_log.c:%d] \"Hello\"\n", my_tid(), line);
 
 	line = __LINE__ + 1;
-	LOG_WARN("Careful", KV_INT("n", 3));
+	CK_LOG_WARN("Careful", CK_KV_INT("n", 3));
 	EXPECT_LINE("W1129 12:00:00.000123 %7d test_log.c:%d] \"Careful\" n=3\n", my_tid(), line);
 
 	line = __LINE__ + 1;
-	LOG_ERROR("boom", "Failed", KV_STR("k", "v"), KV_ERR("inner"));
+	CK_LOG_ERROR("boom", "Failed", CK_KV_STR("k", "v"), CK_KV_ERR("inner"));
 	EXPECT_LINE("E1129 12:00:00.000123 %7d test_log.c:%d] \"Failed\" err=\"boom\" k=\"v\" "
 	            "err=\"inner\"\n",
 	            my_tid(), line);
 
-	log_set_verbosity(3);
+	ck_log_set_verbosity(3);
 	line = __LINE__ + 1;
-	LOG_V(3, "Verbose", KV_BOOL("b", 0));
+	CK_LOG_V(3, "Verbose", CK_KV_BOOL("b", 0));
 	EXPECT_LINE("I1129 12:00:00.000123 %7d test_log.c:%d] \"Verbose\" b=false\n", my_tid(),
 	            line);
 }
@@ -137,9 +137,9 @@ END_TEST
 
 static char *quoted(const char *s)
 {
-	sbuf_t b = SBUF_INIT;
-	log_quote(&b, s);
-	return sbuf_steal(&b);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_log_quote(&b, s);
+	return ck_sbuf_steal(&b);
 }
 
 #define EXPECT_QUOTE(in, want)                                                                     \
@@ -180,11 +180,11 @@ END_TEST
 
 START_TEST(text_message_and_values_escaped)
 {
-	log_emit(LOG_SEV_INFO, 0, "a.c", 1, "bad \"thing\"\n", "two\nlines",
-	         (const log_kv_t[]){KV_STR("path", "C:\\x"), KV_STR("bin", "\x01\xff"),
-	                            KV_STR("utf8", "gr\xc3\xbc\xc3\x9f"), LOG_KV_END_});
+	ck_log_emit(CK_LOG_SEV_INFO, 0, "a.c", 1, "bad \"thing\"\n", "two\nlines",
+	         (const ck_log_kv_t[]){CK_KV_STR("path", "C:\\x"), CK_KV_STR("bin", "\x01\xff"),
+	                            CK_KV_STR("utf8", "gr\xc3\xbc\xc3\x9f"), CK_LOG_KV_END_});
 	char *got = take_output();
-	char *want = xasprintf("I1129 12:00:00.000123 %7d a.c:1] \"two\\nlines\" "
+	char *want = ck_xasprintf("I1129 12:00:00.000123 %7d a.c:1] \"two\\nlines\" "
 	                       "err=\"bad \\\"thing\\\"\\n\" path=\"C:\\\\x\" bin=\"\\x01\\xff\" "
 	                       "utf8=\"gr\xc3\xbc\xc3\x9f\"\n",
 	                       my_tid());
@@ -213,13 +213,13 @@ static yajl_val field(yajl_val obj, const char *name)
 
 START_TEST(json_lines)
 {
-	log_set_format(LOG_FORMAT_JSON);
-	log_set_verbosity(2);
-	log_emit(LOG_SEV_INFO, 2, "pkg/controller.c", 120, NULL, "Synced",
-	         (const log_kv_t[]){KV_OBJ("foo", "default", "example-foo"), KV_INT("n", 5),
-	                            KV_OBJ("node", NULL, "n1"),
-	                            KV_STR("s", "q\"\\\n\x01\xff\xc3\xa9"), KV_BOOL("b", 1),
-	                            KV_STR("nil", NULL), LOG_KV_END_});
+	ck_log_set_format(CK_LOG_FORMAT_JSON);
+	ck_log_set_verbosity(2);
+	ck_log_emit(CK_LOG_SEV_INFO, 2, "pkg/controller.c", 120, NULL, "Synced",
+	         (const ck_log_kv_t[]){CK_KV_OBJ("foo", "default", "example-foo"), CK_KV_INT("n", 5),
+	                            CK_KV_OBJ("node", NULL, "n1"),
+	                            CK_KV_STR("s", "q\"\\\n\x01\xff\xc3\xa9"), CK_KV_BOOL("b", 1),
+	                            CK_KV_STR("nil", NULL), CK_LOG_KV_END_});
 	char *line = take_output();
 	/* The exact bytes too, so that field order and number formats are pinned. */
 	ck_assert_str_eq(
@@ -242,8 +242,8 @@ START_TEST(json_lines)
 	free(line);
 
 	/* Errors: "err" present, no "v"; a whole second gives an integral ts. */
-	clk_fake_init(&fake, 0, 1669723201LL * (int64_t)NS_PER_SEC);
-	log_emit(LOG_SEV_ERROR, 0, "c.c", 9, "it broke", "Failed", NULL);
+	ck_clk_fake_init(&fake, 0, 1669723201LL * (int64_t)CK_NS_PER_SEC);
+	ck_log_emit(CK_LOG_SEV_ERROR, 0, "c.c", 9, "it broke", "Failed", NULL);
 	line = take_output();
 	ck_assert_str_eq(line, "{\"ts\":1669723201,\"caller\":\"c.c:9\",\"msg\":\"Failed\","
 	                       "\"err\":\"it broke\"}\n");
@@ -254,8 +254,8 @@ START_TEST(json_lines)
 	free(line);
 
 	/* Trailing zeros of the fraction are dropped. */
-	clk_fake_init(&fake, 0, 1669723201LL * (int64_t)NS_PER_SEC + 500000000);
-	LOG_INFO("Half");
+	ck_clk_fake_init(&fake, 0, 1669723201LL * (int64_t)CK_NS_PER_SEC + 500000000);
+	CK_LOG_INFO("Half");
 	line = take_output();
 	ck_assert_msg(strncmp(line, "{\"ts\":1669723201.5,\"caller\":\"test_log.c:", 40) == 0, "%s",
 	              line);
@@ -266,13 +266,13 @@ END_TEST
 
 START_TEST(format_parse)
 {
-	log_format_t f = LOG_FORMAT_TEXT;
+	ck_log_format_t f = CK_LOG_FORMAT_TEXT;
 	char *err = NULL;
-	ck_assert_int_eq(log_format_parse("json", &f, &err), 0);
-	ck_assert_int_eq(f, LOG_FORMAT_JSON);
-	ck_assert_int_eq(log_format_parse("text", &f, &err), 0);
-	ck_assert_int_eq(f, LOG_FORMAT_TEXT);
-	ck_assert_int_eq(log_format_parse("yaml", &f, &err), -1);
+	ck_assert_int_eq(ck_log_format_parse("json", &f, &err), 0);
+	ck_assert_int_eq(f, CK_LOG_FORMAT_JSON);
+	ck_assert_int_eq(ck_log_format_parse("text", &f, &err), 0);
+	ck_assert_int_eq(f, CK_LOG_FORMAT_TEXT);
+	ck_assert_int_eq(ck_log_format_parse("yaml", &f, &err), -1);
 	ck_assert_str_eq(err, "--log-format \"yaml\": unknown format (want \"text\" or \"json\")");
 	free(err);
 }
@@ -286,47 +286,47 @@ static int count_eval(void)
 
 START_TEST(verbosity_gating)
 {
-	log_set_verbosity(1);
-	ck_assert(log_v_enabled(0));
-	ck_assert(log_v_enabled(1));
-	ck_assert(!log_v_enabled(2));
+	ck_log_set_verbosity(1);
+	ck_assert(ck_log_v_enabled(0));
+	ck_assert(ck_log_v_enabled(1));
+	ck_assert(!ck_log_v_enabled(2));
 	evaluated = 0;
-	LOG_V(2, "Hidden", KV_INT("n", count_eval()));
+	CK_LOG_V(2, "Hidden", CK_KV_INT("n", count_eval()));
 	char *got = take_output();
 	ck_assert_str_eq(got, "");
 	free(got);
 	/* Off means not even the arguments are evaluated. */
 	ck_assert_int_eq(evaluated, 0);
 
-	LOG_V(1, "Shown", KV_INT("n", count_eval()));
+	CK_LOG_V(1, "Shown", CK_KV_INT("n", count_eval()));
 	got = take_output();
 	ck_assert_ptr_nonnull(strstr(got, "] \"Shown\" n=1\n"));
 	free(got);
 	ck_assert_int_eq(evaluated, 1);
 
 	/* Warnings and errors print at any verbosity. */
-	log_set_verbosity(0);
-	LOG_V(1, "Hidden");
-	LOG_WARN("W");
-	LOG_ERROR(NULL, "E");
+	ck_log_set_verbosity(0);
+	CK_LOG_V(1, "Hidden");
+	CK_LOG_WARN("W");
+	CK_LOG_ERROR(NULL, "E");
 	got = take_output();
 	ck_assert_ptr_null(strstr(got, "Hidden"));
 	ck_assert_ptr_nonnull(strstr(got, "\"W\""));
 	ck_assert_ptr_nonnull(strstr(got, "\"E\""));
 	free(got);
-	ck_assert_int_eq(log_verbosity(), 0);
+	ck_assert_int_eq(ck_log_verbosity(), 0);
 }
 END_TEST
 
 START_TEST(redaction)
 {
-	log_emit(LOG_SEV_INFO, 0, "r.c", 1, NULL, "Creds",
-	         (const log_kv_t[]){
-	             KV_STR("token", "s3cr3t-a"), KV_STR("Authorization", "Bearer s3cr3t-b"),
-	             KV_STR("PASSWORD", "s3cr3t-c"), KV_STR("client-key", "s3cr3t-d"),
-	             KV_INT("token", 12345), KV_STR("user", "alice"), LOG_KV_END_});
+	ck_log_emit(CK_LOG_SEV_INFO, 0, "r.c", 1, NULL, "Creds",
+	         (const ck_log_kv_t[]){
+	             CK_KV_STR("token", "s3cr3t-a"), CK_KV_STR("Authorization", "Bearer s3cr3t-b"),
+	             CK_KV_STR("PASSWORD", "s3cr3t-c"), CK_KV_STR("client-key", "s3cr3t-d"),
+	             CK_KV_INT("token", 12345), CK_KV_STR("user", "alice"), CK_LOG_KV_END_});
 	char *got = take_output();
-	char *want = xasprintf("I1129 12:00:00.000123 %7d r.c:1] \"Creds\" token=\"<redacted>\" "
+	char *want = ck_xasprintf("I1129 12:00:00.000123 %7d r.c:1] \"Creds\" token=\"<redacted>\" "
 	                       "Authorization=\"<redacted>\" PASSWORD=\"<redacted>\" "
 	                       "client-key=\"<redacted>\" token=\"<redacted>\" user=\"alice\"\n",
 	                       my_tid());
@@ -334,10 +334,10 @@ START_TEST(redaction)
 	free(got);
 	free(want);
 
-	log_set_format(LOG_FORMAT_JSON);
-	log_emit(LOG_SEV_INFO, 0, "r.c", 2, NULL, "Creds",
-	         (const log_kv_t[]){KV_STR("Token", "s3cr3t-a"),
-	                            KV_OBJ("password", "x", "s3cr3t-e"), LOG_KV_END_});
+	ck_log_set_format(CK_LOG_FORMAT_JSON);
+	ck_log_emit(CK_LOG_SEV_INFO, 0, "r.c", 2, NULL, "Creds",
+	         (const ck_log_kv_t[]){CK_KV_STR("Token", "s3cr3t-a"),
+	                            CK_KV_OBJ("password", "x", "s3cr3t-e"), CK_LOG_KV_END_});
 	got = take_output();
 	ck_assert_ptr_null(strstr(got, "s3cr3t"));
 	yajl_val v = parse_json_line(got);
@@ -356,7 +356,7 @@ END_TEST
 
 struct reader {
 	int fd;
-	sbuf_t data;
+	ck_sbuf_t data;
 };
 
 static void *read_all(void *arg)
@@ -365,7 +365,7 @@ static void *read_all(void *arg)
 	char chunk[65536];
 	ssize_t n;
 	while ((n = read(r->fd, chunk, sizeof(chunk))) > 0)
-		sbuf_append(&r->data, chunk, (size_t)n);
+		ck_sbuf_append(&r->data, chunk, (size_t)n);
 	return NULL;
 }
 
@@ -376,7 +376,7 @@ static void *write_lines(void *arg)
 	int id = (int)(intptr_t)arg;
 	for (int i = 0; i < LINES_PER_WRITER; i++) {
 		const char *pad = (i % 100 == 0) ? big_value : "";
-		LOG_INFO("Line", KV_INT("w", id), KV_INT("i", i), KV_STR("pad", pad));
+		CK_LOG_INFO("Line", CK_KV_INT("w", id), CK_KV_INT("i", i), CK_KV_STR("pad", pad));
 	}
 	return NULL;
 }
@@ -387,15 +387,15 @@ START_TEST(no_interleaving)
 	ck_assert_int_eq(pipe(p), 0);
 	memset(big_value, 'x', BIG);
 	big_value[BIG] = '\0';
-	struct reader r = {p[0], SBUF_INIT};
+	struct reader r = {p[0], CK_SBUF_INIT};
 	pthread_t rt, wt[WRITERS];
 	ck_assert_int_eq(pthread_create(&rt, NULL, read_all, &r), 0);
-	log_set_fd(p[1]);
+	ck_log_set_fd(p[1]);
 	for (int w = 0; w < WRITERS; w++)
 		ck_assert_int_eq(pthread_create(&wt[w], NULL, write_lines, (void *)(intptr_t)w), 0);
 	for (int w = 0; w < WRITERS; w++)
 		pthread_join(wt[w], NULL);
-	log_set_fd(out_fd);
+	ck_log_set_fd(out_fd);
 	close(p[1]);
 	pthread_join(rt, NULL);
 	close(p[0]);
@@ -423,7 +423,7 @@ START_TEST(no_interleaving)
 	ck_assert_int_eq(lines, WRITERS * LINES_PER_WRITER);
 	for (int w = 0; w < WRITERS; w++)
 		ck_assert_int_eq(next[w], LINES_PER_WRITER);
-	sbuf_free(&r.data);
+	ck_sbuf_free(&r.data);
 }
 END_TEST
 

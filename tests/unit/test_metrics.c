@@ -19,60 +19,60 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "pkg/base/base.h"
-#include "pkg/metrics/metrics.h"
+#include <ckube/base.h>
+#include <ckube/metrics.h>
 
-static char *render(metrics_registry_t *reg)
+static char *render(ck_metrics_registry_t *reg)
 {
-	sbuf_t b = SBUF_INIT;
-	metrics_registry_render(reg, &b);
-	return sbuf_steal(&b);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_metrics_registry_render(reg, &b);
+	return ck_sbuf_steal(&b);
 }
 
 START_TEST(render_exact)
 {
 	char *err = NULL;
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_counter_t *c = metrics_counter_new(reg, "c_total", "Counts things.", &err);
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_counter_t *c = ck_metrics_counter_new(reg, "c_total", "Counts things.", &err);
 	ck_assert_ptr_nonnull(c);
-	metrics_gauge_vec_t *g =
-	    metrics_gauge_vec_new(reg, "g", "A gauge with \\ backslash\nand newline.",
-	                          METRICS_LABELS("kind", "ns"), &err);
+	ck_metrics_gauge_vec_t *g =
+	    ck_metrics_gauge_vec_new(reg, "g", "A gauge with \\ backslash\nand newline.",
+	                          CK_METRICS_LABELS("kind", "ns"), &err);
 	ck_assert_ptr_nonnull(g);
 	static const double b[] = {0.1, 1, 10};
-	metrics_histogram_vec_t *h = metrics_histogram_vec_new(
-	    reg, "h_seconds", "Latency.", METRICS_LABELS("op"), b, CSC_ARRAY_LEN(b), &err);
+	ck_metrics_histogram_vec_t *h = ck_metrics_histogram_vec_new(
+	    reg, "h_seconds", "Latency.", CK_METRICS_LABELS("op"), b, CK_ARRAY_LEN(b), &err);
 	ck_assert_ptr_nonnull(h);
 	/* A vec without children prints nothing at all. */
 	ck_assert_ptr_nonnull(
-	    metrics_counter_vec_new(reg, "e_total", "Empty.", METRICS_LABELS("x"), &err));
+	    ck_metrics_counter_vec_new(reg, "e_total", "Empty.", CK_METRICS_LABELS("x"), &err));
 	static const double one[] = {1, INFINITY};
-	metrics_histogram_t *z = metrics_histogram_new(reg, "z", "Zero.", one, 2, &err);
+	ck_metrics_histogram_t *z = ck_metrics_histogram_new(reg, "z", "Zero.", one, 2, &err);
 	ck_assert_ptr_nonnull(z);
 	ck_assert_ptr_null(err);
 
-	metrics_counter_inc(c);
-	metrics_counter_inc(c);
-	metrics_counter_add(c, 1.5);
-	metrics_counter_add(c, -4);  /* ignored */
-	metrics_counter_add(c, NAN); /* ignored */
-	ck_assert(metrics_counter_value(c) == 3.5);
-	metrics_gauge_set(metrics_gauge_vec_get(g, METRICS_LABELS("b", "x")), 2);
-	metrics_gauge_set(metrics_gauge_vec_get(g, METRICS_LABELS("a", "y")), -1.5e-7);
-	metrics_gauge_t *ax = metrics_gauge_vec_get(g, METRICS_LABELS("a", "x"));
-	metrics_gauge_set(ax, 999999);
-	metrics_gauge_inc(ax);
-	metrics_gauge_inc(ax);
-	metrics_gauge_dec(ax);
-	ck_assert_ptr_eq(metrics_gauge_vec_get(g, METRICS_LABELS("a", "x")), ax);
-	ck_assert(metrics_gauge_value(ax) == 1e6);
-	metrics_histogram_t *get = metrics_histogram_vec_get(h, METRICS_LABELS("get"));
-	metrics_histogram_observe(get, 0.0625);
-	metrics_histogram_observe(get, 0.5);
-	metrics_histogram_observe(get, 4);
-	metrics_histogram_observe(get, 64);
-	metrics_histogram_vec_get(h, METRICS_LABELS("put"));
-	ck_assert_uint_eq(metrics_histogram_count(get), 4);
+	ck_metrics_counter_inc(c);
+	ck_metrics_counter_inc(c);
+	ck_metrics_counter_add(c, 1.5);
+	ck_metrics_counter_add(c, -4);  /* ignored */
+	ck_metrics_counter_add(c, NAN); /* ignored */
+	ck_assert(ck_metrics_counter_value(c) == 3.5);
+	ck_metrics_gauge_set(ck_metrics_gauge_vec_get(g, CK_METRICS_LABELS("b", "x")), 2);
+	ck_metrics_gauge_set(ck_metrics_gauge_vec_get(g, CK_METRICS_LABELS("a", "y")), -1.5e-7);
+	ck_metrics_gauge_t *ax = ck_metrics_gauge_vec_get(g, CK_METRICS_LABELS("a", "x"));
+	ck_metrics_gauge_set(ax, 999999);
+	ck_metrics_gauge_inc(ax);
+	ck_metrics_gauge_inc(ax);
+	ck_metrics_gauge_dec(ax);
+	ck_assert_ptr_eq(ck_metrics_gauge_vec_get(g, CK_METRICS_LABELS("a", "x")), ax);
+	ck_assert(ck_metrics_gauge_value(ax) == 1e6);
+	ck_metrics_histogram_t *get = ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("get"));
+	ck_metrics_histogram_observe(get, 0.0625);
+	ck_metrics_histogram_observe(get, 0.5);
+	ck_metrics_histogram_observe(get, 4);
+	ck_metrics_histogram_observe(get, 64);
+	ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("put"));
+	ck_assert_uint_eq(ck_metrics_histogram_count(get), 4);
 
 	char *text = render(reg);
 	ck_assert_str_eq(text, "# HELP c_total Counts things.\n"
@@ -104,20 +104,20 @@ START_TEST(render_exact)
 	                       "z_sum 0\n"
 	                       "z_count 0\n");
 	free(text);
-	metrics_registry_free(reg);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
 START_TEST(label_escaping)
 {
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_counter_vec_t *v =
-	    metrics_counter_vec_new(reg, "esc_total", "Escapes.", METRICS_LABELS("v"), NULL);
-	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("a\"b\\c\nd")));
-	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("bad\xff utf8")));
-	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("bad\xff utf8")));
-	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS("caf\xc3\xa9")));
-	metrics_counter_inc(metrics_counter_vec_get(v, METRICS_LABELS(NULL)));
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_counter_vec_t *v =
+	    ck_metrics_counter_vec_new(reg, "esc_total", "Escapes.", CK_METRICS_LABELS("v"), NULL);
+	ck_metrics_counter_inc(ck_metrics_counter_vec_get(v, CK_METRICS_LABELS("a\"b\\c\nd")));
+	ck_metrics_counter_inc(ck_metrics_counter_vec_get(v, CK_METRICS_LABELS("bad\xff utf8")));
+	ck_metrics_counter_inc(ck_metrics_counter_vec_get(v, CK_METRICS_LABELS("bad\xff utf8")));
+	ck_metrics_counter_inc(ck_metrics_counter_vec_get(v, CK_METRICS_LABELS("caf\xc3\xa9")));
+	ck_metrics_counter_inc(ck_metrics_counter_vec_get(v, CK_METRICS_LABELS(NULL)));
 	char *text = render(reg);
 	ck_assert_str_eq(text, "# HELP esc_total Escapes.\n"
 	                       "# TYPE esc_total counter\n"
@@ -128,24 +128,24 @@ START_TEST(label_escaping)
 	free(text);
 
 	/* The helpers for collectors escape the same way. */
-	sbuf_t b = SBUF_INIT;
-	metrics_label_t l[] = {{"name", "q\"1"}, {"le", "+Inf"}};
-	metrics_write_header(&b, "x_bucket", "h\\", METRICS_UNTYPED);
-	metrics_write_sample(&b, "x_bucket", l, 2, 7);
-	ck_assert_str_eq(sbuf_cstr(&b), "# HELP x_bucket h\\\\\n# TYPE x_bucket untyped\n"
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_metrics_label_t l[] = {{"name", "q\"1"}, {"le", "+Inf"}};
+	ck_metrics_write_header(&b, "x_bucket", "h\\", CK_METRICS_UNTYPED);
+	ck_metrics_write_sample(&b, "x_bucket", l, 2, 7);
+	ck_assert_str_eq(ck_sbuf_cstr(&b), "# HELP x_bucket h\\\\\n# TYPE x_bucket untyped\n"
 	                                "x_bucket{name=\"q\\\"1\",le=\"+Inf\"} 7\n");
-	sbuf_free(&b);
-	metrics_registry_free(reg);
+	ck_sbuf_free(&b);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
 static void expect_value(double v, const char *want)
 {
-	sbuf_t b = SBUF_INIT;
-	metrics_write_value(&b, v);
-	ck_assert_msg(strcmp(sbuf_cstr(&b), want) == 0, "%.17g printed as %s, want %s", v,
-	              sbuf_cstr(&b), want);
-	sbuf_free(&b);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_metrics_write_value(&b, v);
+	ck_assert_msg(strcmp(ck_sbuf_cstr(&b), want) == 0, "%.17g printed as %s, want %s", v,
+	              ck_sbuf_cstr(&b), want);
+	ck_sbuf_free(&b);
 }
 
 START_TEST(value_format_like_go)
@@ -175,7 +175,7 @@ END_TEST
 
 START_TEST(registration_errors)
 {
-	metrics_registry_t *reg = metrics_registry_new();
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
 	char *err = NULL;
 #define EXPECT_ERR(call, msg)                                                                      \
 	do {                                                                                       \
@@ -185,32 +185,32 @@ START_TEST(registration_errors)
 		free(err);                                                                         \
 		err = NULL;                                                                        \
 	} while (0)
-	EXPECT_ERR(metrics_counter_new(reg, "9bad", "h", &err),
+	EXPECT_ERR(ck_metrics_counter_new(reg, "9bad", "h", &err),
 	           "metric \"9bad\": invalid metric name");
-	EXPECT_ERR(metrics_gauge_new(reg, "with-dash", "h", &err),
+	EXPECT_ERR(ck_metrics_gauge_new(reg, "with-dash", "h", &err),
 	           "metric \"with-dash\": invalid metric name");
-	EXPECT_ERR(metrics_counter_vec_new(reg, "ok_total", "h", METRICS_LABELS("__x"), &err),
+	EXPECT_ERR(ck_metrics_counter_vec_new(reg, "ok_total", "h", CK_METRICS_LABELS("__x"), &err),
 	           "metric ok_total: invalid label name \"__x\"");
-	EXPECT_ERR(metrics_counter_vec_new(reg, "ok_total", "h", METRICS_LABELS("a", "a"), &err),
+	EXPECT_ERR(ck_metrics_counter_vec_new(reg, "ok_total", "h", CK_METRICS_LABELS("a", "a"), &err),
 	           "metric ok_total: duplicate label name \"a\"");
-	EXPECT_ERR(metrics_histogram_vec_new(reg, "hh", "h", METRICS_LABELS("le"), NULL, 0, &err),
+	EXPECT_ERR(ck_metrics_histogram_vec_new(reg, "hh", "h", CK_METRICS_LABELS("le"), NULL, 0, &err),
 	           "metric hh: label \"le\" is reserved in histograms");
 	static const double bad[] = {1, 1};
-	EXPECT_ERR(metrics_histogram_new(reg, "hh", "h", bad, 2, &err),
+	EXPECT_ERR(ck_metrics_histogram_new(reg, "hh", "h", bad, 2, &err),
 	           "metric hh: buckets must be finite and strictly increasing (bucket 1)");
-	ck_assert_ptr_nonnull(metrics_counter_new(reg, "ok_total", "h", &err));
-	EXPECT_ERR(metrics_gauge_new(reg, "ok_total", "h", &err),
+	ck_assert_ptr_nonnull(ck_metrics_counter_new(reg, "ok_total", "h", &err));
+	EXPECT_ERR(ck_metrics_gauge_new(reg, "ok_total", "h", &err),
 	           "metric ok_total: already registered");
 	/* Default buckets when none are given. */
-	metrics_histogram_t *d = metrics_histogram_new(reg, "d", "h", NULL, 0, &err);
+	ck_metrics_histogram_t *d = ck_metrics_histogram_new(reg, "d", "h", NULL, 0, &err);
 	ck_assert_ptr_nonnull(d);
-	metrics_histogram_observe(d, 0.3);
+	ck_metrics_histogram_observe(d, 0.3);
 	char *text = render(reg);
 	ck_assert_ptr_nonnull(strstr(text, "d_bucket{le=\"0.005\"} 0\n"));
 	ck_assert_ptr_nonnull(strstr(text, "d_bucket{le=\"0.25\"} 0\nd_bucket{le=\"0.5\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(text, "d_bucket{le=\"10\"} 1\nd_bucket{le=\"+Inf\"} 1\n"));
 	free(text);
-	metrics_registry_free(reg);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -220,9 +220,9 @@ END_TEST
 #define ITERS   100000
 
 struct worker {
-	metrics_counter_vec_t *cv;
-	metrics_gauge_t *g;
-	metrics_histogram_t *h;
+	ck_metrics_counter_vec_t *cv;
+	ck_metrics_gauge_t *g;
+	ck_metrics_histogram_t *h;
 	int id;
 };
 
@@ -233,29 +233,29 @@ static void *hammer(void *arg)
 	snprintf(own, sizeof(own), "t%d", w->id);
 	for (int i = 0; i < ITERS; i++) {
 		/* The lookup is on the hot path on purpose: it must be lock-free and right. */
-		metrics_counter_inc(metrics_counter_vec_get(w->cv, METRICS_LABELS("shared")));
-		metrics_counter_add(metrics_counter_vec_get(w->cv, METRICS_LABELS(own)), 0.5);
+		ck_metrics_counter_inc(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS("shared")));
+		ck_metrics_counter_add(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS(own)), 0.5);
 		if (i % 1000 == 0) {
 			/* Every thread races to create the same 100 children. */
 			snprintf(key, sizeof(key), "k%02d", (i / 1000) % 100);
-			metrics_counter_inc(metrics_counter_vec_get(w->cv, METRICS_LABELS(key)));
+			ck_metrics_counter_inc(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS(key)));
 		}
-		metrics_gauge_add(w->g, 1);
-		metrics_histogram_observe(w->h, (i % 4) * 0.25);
+		ck_metrics_gauge_add(w->g, 1);
+		ck_metrics_histogram_observe(w->h, (i % 4) * 0.25);
 	}
 	return NULL;
 }
 
 START_TEST(concurrent_updates_add_up)
 {
-	metrics_registry_t *reg = metrics_registry_new();
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
-	metrics_counter_vec_t *cv =
-	    metrics_counter_vec_new(reg, "ops_total", "Ops.", METRICS_LABELS("who"), NULL);
-	metrics_gauge_t *g = metrics_gauge_new(reg, "level", "Level.", NULL);
+	ck_metrics_counter_vec_t *cv =
+	    ck_metrics_counter_vec_new(reg, "ops_total", "Ops.", CK_METRICS_LABELS("who"), NULL);
+	ck_metrics_gauge_t *g = ck_metrics_gauge_new(reg, "level", "Level.", NULL);
 	static const double b[] = {0.3, 0.6};
-	metrics_histogram_t *h = metrics_histogram_new(reg, "sizes", "Sizes.", b, 2, NULL);
+	ck_metrics_histogram_t *h = ck_metrics_histogram_new(reg, "sizes", "Sizes.", b, 2, NULL);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){cv, g, h, i};
 		ck_assert_int_eq(pthread_create(&t[i], NULL, hammer, &w[i]), 0);
@@ -266,16 +266,16 @@ START_TEST(concurrent_updates_add_up)
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 
-	ck_assert(metrics_counter_value(metrics_counter_vec_get(cv, METRICS_LABELS("shared"))) ==
+	ck_assert(ck_metrics_counter_value(ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS("shared"))) ==
 	          THREADS * ITERS);
 	for (int i = 0; i < THREADS; i++) {
 		char own[16];
 		snprintf(own, sizeof(own), "t%d", i);
-		ck_assert(metrics_counter_value(metrics_counter_vec_get(cv, METRICS_LABELS(own))) ==
+		ck_assert(ck_metrics_counter_value(ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS(own))) ==
 		          ITERS * 0.5);
 	}
-	ck_assert(metrics_gauge_value(g) == THREADS * ITERS);
-	ck_assert_uint_eq(metrics_histogram_count(h), THREADS * ITERS);
+	ck_assert(ck_metrics_gauge_value(g) == THREADS * ITERS);
+	ck_assert_uint_eq(ck_metrics_histogram_count(h), THREADS * ITERS);
 	char *text = render(reg);
 	/* Each of the 100 racing keys exists once, counted once per thread. */
 	for (int k = 0; k < 100; k++) {
@@ -291,7 +291,7 @@ START_TEST(concurrent_updates_add_up)
 	ck_assert_ptr_nonnull(strstr(text, "sizes_bucket{le=\"0.6\"} 300000\n"));
 	ck_assert_ptr_nonnull(strstr(text, "sizes_count 400000\n"));
 	free(text);
-	metrics_registry_free(reg);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -299,7 +299,7 @@ END_TEST
 
 static void write_file(const char *dir, const char *rel, const char *text)
 {
-	char *path = xasprintf("%s/%s", dir, rel);
+	char *path = ck_xasprintf("%s/%s", dir, rel);
 	FILE *f = fopen(path, "w");
 	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
 	fputs(text, f);
@@ -311,7 +311,7 @@ START_TEST(process_collector_fixture)
 {
 	char dir[] = "/tmp/test_metrics_proc_XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char *self = xasprintf("%s/self", dir), *fd = xasprintf("%s/self/fd", dir);
+	char *self = ck_xasprintf("%s/self", dir), *fd = ck_xasprintf("%s/self/fd", dir);
 	ck_assert_int_eq(mkdir(self, 0700), 0);
 	ck_assert_int_eq(mkdir(fd, 0700), 0);
 	/* A command name with spaces and parentheses must not shift the fields. */
@@ -327,32 +327,32 @@ START_TEST(process_collector_fixture)
 	write_file(dir, "self/fd/1", "");
 	write_file(dir, "self/fd/2", "");
 
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_registry_add_process_collector(reg, dir);
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_registry_add_process_collector(reg, dir);
 	char *text = render(reg);
 	double ticks = (double)sysconf(_SC_CLK_TCK), page = (double)sysconf(_SC_PAGESIZE);
-	sbuf_t want = SBUF_INIT;
-	metrics_write_header(&want, "process_cpu_seconds_total",
-	                     "Total user and system CPU time spent in seconds.", METRICS_COUNTER);
-	metrics_write_sample(&want, "process_cpu_seconds_total", NULL, 0, 400 / ticks);
-	sbuf_puts(&want, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+	ck_sbuf_t want = CK_SBUF_INIT;
+	ck_metrics_write_header(&want, "process_cpu_seconds_total",
+	                     "Total user and system CPU time spent in seconds.", CK_METRICS_COUNTER);
+	ck_metrics_write_sample(&want, "process_cpu_seconds_total", NULL, 0, 400 / ticks);
+	ck_sbuf_puts(&want, "# HELP process_max_fds Maximum number of open file descriptors.\n"
 	                 "# TYPE process_max_fds gauge\nprocess_max_fds 1024\n"
 	                 "# HELP process_open_fds Number of open file descriptors.\n"
 	                 "# TYPE process_open_fds gauge\nprocess_open_fds 3\n");
-	metrics_write_header(&want, "process_resident_memory_bytes",
-	                     "Resident memory size in bytes.", METRICS_GAUGE);
-	metrics_write_sample(&want, "process_resident_memory_bytes", NULL, 0, 2560 * page);
-	metrics_write_header(&want, "process_start_time_seconds",
+	ck_metrics_write_header(&want, "process_resident_memory_bytes",
+	                     "Resident memory size in bytes.", CK_METRICS_GAUGE);
+	ck_metrics_write_sample(&want, "process_resident_memory_bytes", NULL, 0, 2560 * page);
+	ck_metrics_write_header(&want, "process_start_time_seconds",
 	                     "Start time of the process since unix epoch in seconds.",
-	                     METRICS_GAUGE);
-	metrics_write_sample(&want, "process_start_time_seconds", NULL, 0,
+	                     CK_METRICS_GAUGE);
+	ck_metrics_write_sample(&want, "process_start_time_seconds", NULL, 0,
 	                     1669723200 + 5025 / ticks);
-	sbuf_puts(&want, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+	ck_sbuf_puts(&want, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
 	                 "# TYPE process_virtual_memory_bytes gauge\n"
 	                 "process_virtual_memory_bytes 1.048576e+08\n");
-	ck_assert_str_eq(text, sbuf_cstr(&want));
+	ck_assert_str_eq(text, ck_sbuf_cstr(&want));
 	free(text);
-	sbuf_free(&want);
+	ck_sbuf_free(&want);
 
 	/* Broken files drop their figures, nothing else. */
 	write_file(dir, "self/stat", "1234 (truncated");
@@ -361,12 +361,12 @@ START_TEST(process_collector_fixture)
 	ck_assert_str_eq(text, "# HELP process_open_fds Number of open file descriptors.\n"
 	                       "# TYPE process_open_fds gauge\nprocess_open_fds 3\n");
 	free(text);
-	metrics_registry_free(reg);
+	ck_metrics_registry_free(reg);
 
 	const char *rels[] = {"self/fd/0", "self/fd/1",   "self/fd/2",
 	                      "self/stat", "self/limits", "stat"};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(rels); i++) {
-		char *p = xasprintf("%s/%s", dir, rels[i]);
+	for (size_t i = 0; i < CK_ARRAY_LEN(rels); i++) {
+		char *p = ck_xasprintf("%s/%s", dir, rels[i]);
 		unlink(p);
 		free(p);
 	}
@@ -380,7 +380,7 @@ END_TEST
 
 static double sample_value(const char *text, const char *name)
 {
-	char *key = xasprintf("\n%s ", name);
+	char *key = ck_xasprintf("\n%s ", name);
 	const char *p = strstr(text, key);
 	ck_assert_msg(p != NULL, "no sample %s", name);
 	double v = strtod(p + strlen(key), NULL);
@@ -390,8 +390,8 @@ static double sample_value(const char *text, const char *name)
 
 START_TEST(process_collector_real)
 {
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_registry_add_process_collector(reg, NULL);
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_registry_add_process_collector(reg, NULL);
 	char *text = render(reg);
 	struct timeval now;
 	gettimeofday(&now, NULL);
@@ -404,7 +404,7 @@ START_TEST(process_collector_real)
 	double start = sample_value(text, "process_start_time_seconds");
 	ck_assert(start > 1.6e9 && start <= (double)now.tv_sec + 1);
 	free(text);
-	metrics_registry_free(reg);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -412,20 +412,20 @@ END_TEST
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
-	sbuf_append(ud, p, size * n);
+	ck_sbuf_append(ud, p, size * n);
 	return size * n;
 }
 
 static const char *http_host = "127.0.0.1"; /* "[::1]" for IPv6 requests */
 
 /* Performs one request on http_host:port; returns the status, the body in *body. */
-static long http(const char *method, int port, const char *path, sbuf_t *body, char *ctype,
+static long http(const char *method, int port, const char *path, ck_sbuf_t *body, char *ctype,
                  size_t ctlen)
 {
 	CURL *c = curl_easy_init();
 	ck_assert_ptr_nonnull(c);
-	char *url = xasprintf("http://%s:%d%s", http_host, port, path);
-	sbuf_reset(body);
+	char *url = ck_xasprintf("http://%s:%d%s", http_host, port, path);
+	ck_sbuf_reset(body);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
@@ -446,7 +446,7 @@ static long http(const char *method, int port, const char *path, sbuf_t *body, c
 		curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
 		snprintf(ctype, ctlen, "%s", ct ? ct : "");
 	}
-	sbuf_cstr(body);
+	ck_sbuf_cstr(body);
 	curl_easy_cleanup(c);
 	free(url);
 	return status;
@@ -457,7 +457,7 @@ static long http(const char *method, int port, const char *path, sbuf_t *body, c
 		long st_ = http(method, port, path, &body, NULL, 0);                               \
 		ck_assert_msg(st_ == (want_status), "%s %s: status %ld, want %d", method, path,    \
 		              st_, (int)(want_status));                                            \
-		ck_assert_str_eq(sbuf_cstr(&body), want_body);                                     \
+		ck_assert_str_eq(ck_sbuf_cstr(&body), want_body);                                     \
 	} while (0)
 
 static const char *python(void)
@@ -474,7 +474,7 @@ static int prom_check(const char *text, const char *args)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	char *cmd = xasprintf("%s prom_parse_check.py %s < %s", python(), args, path);
+	char *cmd = ck_xasprintf("%s prom_parse_check.py %s < %s", python(), args, path);
 	int rc = system(cmd);
 	free(cmd);
 	unlink(path);
@@ -482,11 +482,11 @@ static int prom_check(const char *text, const char *args)
 	return WEXITSTATUS(rc);
 }
 
-static void custom_collector(void *ud, sbuf_t *out)
+static void custom_collector(void *ud, ck_sbuf_t *out)
 {
-	metrics_label_t l[] = {{"name", ud}};
-	metrics_write_header(out, "custom_queue_depth", "Depth of a queue.", METRICS_GAUGE);
-	metrics_write_sample(out, "custom_queue_depth", l, 1, 3);
+	ck_metrics_label_t l[] = {{"name", ud}};
+	ck_metrics_write_header(out, "custom_queue_depth", "Depth of a queue.", CK_METRICS_GAUGE);
+	ck_metrics_write_sample(out, "custom_queue_depth", l, 1, 3);
 }
 
 START_TEST(prom_checker_rejects_bad_text)
@@ -505,34 +505,34 @@ END_TEST
 START_TEST(server_metrics_parse)
 {
 	char *err = NULL;
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_counter_vec_t *cv = metrics_counter_vec_new(reg, "c_total", "Counts \"things\".",
-	                                                    METRICS_LABELS("k"), &err);
-	metrics_counter_inc(metrics_counter_vec_get(cv, METRICS_LABELS("odd \"v\" \\ \n x")));
-	metrics_gauge_set(metrics_gauge_new(reg, "g", "Gauge.", &err), 1e-9);
-	metrics_histogram_vec_t *h = metrics_histogram_vec_new(reg, "h_seconds", "Latency.",
-	                                                       METRICS_LABELS("op"), NULL, 0, &err);
-	metrics_histogram_observe(metrics_histogram_vec_get(h, METRICS_LABELS("get")), 0.2);
-	metrics_histogram_observe(metrics_histogram_vec_get(h, METRICS_LABELS("get")), 20);
-	metrics_registry_add_process_collector(reg, NULL);
-	metrics_registry_add_collector(reg, custom_collector, "workqueue");
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_counter_vec_t *cv = ck_metrics_counter_vec_new(reg, "c_total", "Counts \"things\".",
+	                                                    CK_METRICS_LABELS("k"), &err);
+	ck_metrics_counter_inc(ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS("odd \"v\" \\ \n x")));
+	ck_metrics_gauge_set(ck_metrics_gauge_new(reg, "g", "Gauge.", &err), 1e-9);
+	ck_metrics_histogram_vec_t *h = ck_metrics_histogram_vec_new(reg, "h_seconds", "Latency.",
+	                                                       CK_METRICS_LABELS("op"), NULL, 0, &err);
+	ck_metrics_histogram_observe(ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("get")), 0.2);
+	ck_metrics_histogram_observe(ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("get")), 20);
+	ck_metrics_registry_add_process_collector(reg, NULL);
+	ck_metrics_registry_add_collector(reg, custom_collector, "workqueue");
 	ck_assert_ptr_null(err);
 
-	metrics_server_t *srv = NULL;
+	ck_metrics_server_t *srv = NULL;
 	ck_assert_int_eq(
-	    metrics_server_start("127.0.0.1:0", "--metrics-bind-address", reg, 0, &srv, &err), 0);
+	    ck_metrics_server_start("127.0.0.1:0", "--metrics-bind-address", reg, 0, &srv, &err), 0);
 	ck_assert_ptr_nonnull(srv);
-	int port = metrics_server_port(srv);
+	int port = ck_metrics_server_port(srv);
 	ck_assert_int_gt(port, 0);
 
-	sbuf_t body = SBUF_INIT;
+	ck_sbuf_t body = CK_SBUF_INIT;
 	char ctype[128];
 	ck_assert_int_eq(http("GET", port, "/metrics", &body, ctype, sizeof(ctype)), 200);
 	ck_assert_str_eq(ctype, "text/plain; version=0.0.4; charset=utf-8");
 	ck_assert_ptr_nonnull(
-	    strstr(sbuf_cstr(&body), "custom_queue_depth{name=\"workqueue\"} 3\n"));
+	    strstr(ck_sbuf_cstr(&body), "custom_queue_depth{name=\"workqueue\"} 3\n"));
 	ck_assert_int_eq(
-	    prom_check(sbuf_cstr(&body),
+	    prom_check(ck_sbuf_cstr(&body),
 	               "c:counter g:gauge h_seconds:histogram process_cpu_seconds:counter "
 	               "process_open_fds:gauge process_max_fds:gauge "
 	               "process_resident_memory_bytes:gauge "
@@ -541,9 +541,9 @@ START_TEST(server_metrics_parse)
 	    0);
 	/* Metrics only: no probes here. */
 	EXPECT_HTTP("GET", "/healthz", 404, "404 page not found\n");
-	sbuf_free(&body);
-	metrics_server_stop(srv);
-	metrics_registry_free(reg);
+	ck_sbuf_free(&body);
+	ck_metrics_server_stop(srv);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -557,19 +557,19 @@ static int check_flag(void *ud, char **reason)
 	struct flag *f = ud;
 	if (atomic_load(&f->ok))
 		return 0;
-	*reason = xstrdup(f->why);
+	*reason = ck_xstrdup(f->why);
 	return 1;
 }
 
 START_TEST(server_probes)
 {
 	char *err = NULL;
-	metrics_server_t *srv = NULL;
+	ck_metrics_server_t *srv = NULL;
 	ck_assert_int_eq(
-	    metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL, 1, &srv, &err),
+	    ck_metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL, 1, &srv, &err),
 	    0);
-	int port = metrics_server_port(srv);
-	sbuf_t body = SBUF_INIT;
+	int port = ck_metrics_server_port(srv);
+	ck_sbuf_t body = CK_SBUF_INIT;
 
 	/* No checks: kube's implicit ping. */
 	EXPECT_HTTP("GET", "/healthz", 200, "ok");
@@ -578,10 +578,10 @@ START_TEST(server_probes)
 
 	struct flag synced = {0, "caches not synced"}, leader = {1, NULL};
 	ck_assert_int_eq(
-	    metrics_probe_add_check(srv, "readyz", "informer-sync", check_flag, &synced, &err), 0);
+	    ck_metrics_probe_add_check(srv, "readyz", "informer-sync", check_flag, &synced, &err), 0);
 	ck_assert_int_eq(
-	    metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), 0);
-	ck_assert_int_eq(metrics_probe_add_check(srv, "healthz", "loop", check_flag, &leader, &err),
+	    ck_metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), 0);
+	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "healthz", "loop", check_flag, &leader, &err),
 	                 0);
 
 	EXPECT_HTTP(
@@ -620,21 +620,21 @@ START_TEST(server_probes)
 	EXPECT_HTTP("GET", "/metrics", 404, "404 page not found\n");
 
 	/* Bad checks. */
-	ck_assert_int_eq(metrics_probe_add_check(srv, "livez", "x", check_flag, &leader, &err), -1);
+	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "livez", "x", check_flag, &leader, &err), -1);
 	ck_assert_str_eq(err,
 	                 "probe check \"x\": unknown endpoint \"livez\" (want healthz or readyz)");
 	free(err);
 	err = NULL;
 	ck_assert_int_eq(
-	    metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), -1);
+	    ck_metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), -1);
 	ck_assert_str_eq(err, "readyz check \"leader\": already added");
 	free(err);
 	err = NULL;
-	ck_assert_int_eq(metrics_probe_add_check(srv, "readyz", "a/b", check_flag, &leader, &err),
+	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "readyz", "a/b", check_flag, &leader, &err),
 	                 -1);
 	free(err);
-	sbuf_free(&body);
-	metrics_server_stop(srv);
+	ck_sbuf_free(&body);
+	ck_metrics_server_stop(srv);
 }
 END_TEST
 
@@ -652,14 +652,14 @@ static int have_ipv6_loopback(void)
 START_TEST(server_one_address_both)
 {
 	char *err = NULL;
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_gauge_set(metrics_gauge_new(reg, "up_gauge", "Up.", &err), 1);
-	metrics_server_t *srv = NULL;
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_gauge_set(ck_metrics_gauge_new(reg, "up_gauge", "Up.", &err), 1);
+	ck_metrics_server_t *srv = NULL;
 	/* ":0" listens on every address, dual stack when the host has IPv6. */
-	ck_assert_int_eq(metrics_server_start(":0", "--metrics-bind-address", reg, 1, &srv, &err),
+	ck_assert_int_eq(ck_metrics_server_start(":0", "--metrics-bind-address", reg, 1, &srv, &err),
 	                 0);
-	int port = metrics_server_port(srv);
-	sbuf_t body = SBUF_INIT;
+	int port = ck_metrics_server_port(srv);
+	ck_sbuf_t body = CK_SBUF_INIT;
 	EXPECT_HTTP("GET", "/metrics", 200,
 	            "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n");
 	EXPECT_HTTP("GET", "/readyz", 200, "ok");
@@ -670,20 +670,20 @@ START_TEST(server_one_address_both)
 		EXPECT_HTTP("GET", "/readyz", 200, "ok");
 		http_host = "127.0.0.1";
 	}
-	metrics_server_stop(srv);
+	ck_metrics_server_stop(srv);
 
 	/* localhost resolves without DNS; and IPv6 loopback where the host has it. */
-	ck_assert_int_eq(metrics_server_start("localhost:0", "--x", reg, 0, &srv, &err), 0);
-	ck_assert_int_gt(metrics_server_port(srv), 0);
-	metrics_server_stop(srv);
-	if (metrics_server_start("[::1]:0", "--x", reg, 0, &srv, &err) == 0) {
-		port = metrics_server_port(srv);
+	ck_assert_int_eq(ck_metrics_server_start("localhost:0", "--x", reg, 0, &srv, &err), 0);
+	ck_assert_int_gt(ck_metrics_server_port(srv), 0);
+	ck_metrics_server_stop(srv);
+	if (ck_metrics_server_start("[::1]:0", "--x", reg, 0, &srv, &err) == 0) {
+		port = ck_metrics_server_port(srv);
 		ck_assert_int_gt(port, 0);
 		http_host = "[::1]";
 		EXPECT_HTTP("GET", "/metrics", 200,
 		            "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n");
 		http_host = "127.0.0.1";
-		metrics_server_stop(srv);
+		ck_metrics_server_stop(srv);
 	} else {
 		/* No IPv6 here: the error must still name the address. */
 		ck_assert(!have_ipv6_loopback());
@@ -691,25 +691,25 @@ START_TEST(server_one_address_both)
 		free(err);
 		err = NULL;
 	}
-	sbuf_free(&body);
-	metrics_registry_free(reg);
+	ck_sbuf_free(&body);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 
 START_TEST(server_disabled_and_bad_addresses)
 {
 	char *err = NULL;
-	metrics_server_t *srv = (metrics_server_t *)&err; /* must be overwritten */
-	ck_assert_int_eq(metrics_server_start("0", "--metrics-bind-address", NULL, 1, &srv, &err),
+	ck_metrics_server_t *srv = (ck_metrics_server_t *)&err; /* must be overwritten */
+	ck_assert_int_eq(ck_metrics_server_start("0", "--metrics-bind-address", NULL, 1, &srv, &err),
 	                 0);
 	ck_assert_ptr_null(srv);
 	ck_assert_ptr_null(err);
-	ck_assert_int_eq(metrics_server_start("", "--metrics-bind-address", NULL, 1, &srv, &err),
+	ck_assert_int_eq(ck_metrics_server_start("", "--metrics-bind-address", NULL, 1, &srv, &err),
 	                 0);
 	ck_assert_ptr_null(srv);
-	ck_assert_int_eq(metrics_server_port(NULL), 0);
-	ck_assert_int_eq(metrics_probe_add_check(NULL, "readyz", "x", check_flag, NULL, &err), 0);
-	metrics_server_stop(NULL);
+	ck_assert_int_eq(ck_metrics_server_port(NULL), 0);
+	ck_assert_int_eq(ck_metrics_probe_add_check(NULL, "readyz", "x", check_flag, NULL, &err), 0);
+	ck_metrics_server_stop(NULL);
 
 	static const struct {
 		const char *addr, *msg;
@@ -725,8 +725,8 @@ START_TEST(server_disabled_and_bad_addresses)
 	    {"[::1", "--metrics-bind-address \"[::1\": missing ']' in address"},
 	    {"[::1]8080", "--metrics-bind-address \"[::1]8080\": missing port in address"},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(bad); i++) {
-		ck_assert_int_eq(metrics_server_start(bad[i].addr, "--metrics-bind-address", NULL,
+	for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
+		ck_assert_int_eq(ck_metrics_server_start(bad[i].addr, "--metrics-bind-address", NULL,
 		                                      1, &srv, &err),
 		                 -1);
 		ck_assert_ptr_null(srv);
@@ -736,18 +736,18 @@ START_TEST(server_disabled_and_bad_addresses)
 	}
 
 	/* A port in use. */
-	metrics_server_t *first = NULL;
-	ck_assert_int_eq(metrics_server_start("127.0.0.1:0", "--a", NULL, 1, &first, &err), 0);
-	char *addr = xasprintf("127.0.0.1:%d", metrics_server_port(first));
+	ck_metrics_server_t *first = NULL;
+	ck_assert_int_eq(ck_metrics_server_start("127.0.0.1:0", "--a", NULL, 1, &first, &err), 0);
+	char *addr = ck_xasprintf("127.0.0.1:%d", ck_metrics_server_port(first));
 	ck_assert_int_eq(
-	    metrics_server_start(addr, "--health-probe-bind-address", NULL, 1, &srv, &err), -1);
+	    ck_metrics_server_start(addr, "--health-probe-bind-address", NULL, 1, &srv, &err), -1);
 	char *want =
-	    xasprintf("--health-probe-bind-address \"%s\": bind: Address already in use", addr);
+	    ck_xasprintf("--health-probe-bind-address \"%s\": bind: Address already in use", addr);
 	ck_assert_str_eq(err, want);
 	free(want);
 	free(err);
 	free(addr);
-	metrics_server_stop(first);
+	ck_metrics_server_stop(first);
 }
 END_TEST
 
@@ -781,13 +781,13 @@ static char *raw_request(int port, const char *data, size_t len)
 		off += (size_t)n;
 	}
 	shutdown(fd, SHUT_WR);
-	sbuf_t b = SBUF_INIT;
+	ck_sbuf_t b = CK_SBUF_INIT;
 	char chunk[4096];
 	ssize_t n;
 	while ((n = recv(fd, chunk, sizeof(chunk), 0)) > 0)
-		sbuf_append(&b, chunk, (size_t)n);
+		ck_sbuf_append(&b, chunk, (size_t)n);
 	close(fd);
-	char *all = sbuf_steal(&b);
+	char *all = ck_sbuf_steal(&b);
 	char *eol = strstr(all, "\r\n");
 	if (eol != NULL)
 		*eol = '\0';
@@ -797,15 +797,15 @@ static char *raw_request(int port, const char *data, size_t len)
 START_TEST(server_survives_odd_requests)
 {
 	char *err = NULL;
-	metrics_registry_t *reg = metrics_registry_new();
-	metrics_counter_inc(metrics_counter_new(reg, "alive_total", "Alive.", &err));
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_counter_inc(ck_metrics_counter_new(reg, "alive_total", "Alive.", &err));
 	int fds_before = count_open_fds();
-	metrics_server_t *srv = NULL;
-	ck_assert_int_eq(metrics_server_start("127.0.0.1:0", "--m", reg, 1, &srv, &err), 0);
-	int port = metrics_server_port(srv);
+	ck_metrics_server_t *srv = NULL;
+	ck_assert_int_eq(ck_metrics_server_start("127.0.0.1:0", "--m", reg, 1, &srv, &err), 0);
+	int port = ck_metrics_server_port(srv);
 
-	sbuf_t body = SBUF_INIT;
-	char *longurl = xmalloc(20100);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	char *longurl = ck_xmalloc(20100);
 	memcpy(longurl, "GET /", 5);
 	memset(longurl + 5, 'a', 20000);
 	memcpy(longurl + 20005, " HTTP/1.0\r\n\r\n", 14);
@@ -829,7 +829,7 @@ START_TEST(server_survives_odd_requests)
 	    {S("GET /metrics HTTP/1.0\r\nX: \x01\x02\r\n\r\n"), NULL},
 	    {"", 0, NULL},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(reqs); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(reqs); i++) {
 		char *line = raw_request(port, reqs[i].data, reqs[i].len);
 		/* Whatever it was, no crash: the server still answers a proper request. */
 		ck_assert_int_eq(http("GET", port, "/healthz", &body, NULL, 0), 200);
@@ -844,11 +844,11 @@ START_TEST(server_survives_odd_requests)
 	/* Still serving. */
 	EXPECT_HTTP("GET", "/metrics", 200,
 	            "# HELP alive_total Alive.\n# TYPE alive_total counter\nalive_total 1\n");
-	sbuf_free(&body);
-	metrics_server_stop(srv);
+	ck_sbuf_free(&body);
+	ck_metrics_server_stop(srv);
 	/* The listening socket and the daemon's own descriptors are all closed. */
 	ck_assert_int_eq(count_open_fds(), fds_before);
-	metrics_registry_free(reg);
+	ck_metrics_registry_free(reg);
 }
 END_TEST
 

@@ -2,9 +2,9 @@
  * Objects: the builder packs one allocation, sorts labels, keeps the last of a
  * repeated key; lookups, keys, reference counting across threads.
  */
-#include "pkg/base/base.h"
-#include "pkg/kube/obj.h"
-#include "pkg/kube/types.h"
+#include <ckube/base.h>
+#include <ckube/obj.h>
+#include <ckube/types.h>
 
 #include <check.h>
 #include <pthread.h>
@@ -13,47 +13,47 @@
 #include <string.h>
 
 static const char *const thing_fields[] = {"spec.size", "spec.name", "status.tags"};
-static const ktype_t thing = {"example.com", "v1", "Thing", "things", true, thing_fields, 3, true};
-static const ktype_t core_thing = {"", "v1", "Node", "nodes", false, NULL, 0, false};
+static const ck_type_t thing = {"example.com", "v1", "Thing", "things", true, thing_fields, 3, true};
+static const ck_type_t core_thing = {"", "v1", "Node", "nodes", false, NULL, 0, false};
 
-static void set(kobj_builder_t *b, const char *f, const char *v)
+static void set(ck_obj_builder_t *b, const char *f, const char *v)
 {
-	kobj_builder_set_meta(b, f, v, strlen(v));
+	ck_obj_builder_set_meta(b, f, v, strlen(v));
 }
 
-static kobj_t *build_sample(kobj_builder_t *b)
+static ck_obj_t *build_sample(ck_obj_builder_t *b)
 {
 	set(b, "namespace", "ns1");
 	set(b, "name", "obj1");
 	set(b, "uid", "u-1");
 	set(b, "resourceVersion", "42");
 	set(b, "creationTimestamp", "2024-01-01T00:00:00Z");
-	kobj_builder_set_generation(b, 7);
-	kobj_builder_add_label(b, "zeta", 4, "z", 1);
-	kobj_builder_add_label(b, "alpha", 5, "a", 1);
-	kobj_builder_add_label(b, "mid", 3, "m1", 2);
-	kobj_builder_add_label(b, "mid", 3, "m2", 2);
-	kobj_builder_add_annotation(b, "note", 4, "hello", 5);
-	kobj_builder_add_owner(b);
-	kobj_builder_set_owner(b, "apiVersion", "v1", 2);
-	kobj_builder_set_owner(b, "kind", "A", 1);
-	kobj_builder_set_owner(b, "name", "a", 1);
-	kobj_builder_set_owner(b, "uid", "ua", 2);
-	kobj_builder_add_owner(b);
-	kobj_builder_set_owner(b, "kind", "Foo", 3);
-	kobj_builder_set_owner(b, "uid", "uf", 2);
-	kobj_builder_set_owner_bool(b, "controller", true);
-	kobj_builder_set_owner_bool(b, "blockOwnerDeletion", true);
-	kobj_builder_set_field(b, 0, KVAL_INT, false, 12, 0, NULL, 0);
-	kobj_builder_set_field(b, 1, KVAL_STRING, false, 0, 0, "big", 3);
-	kobj_builder_set_field(b, 2, KVAL_JSON, false, 0, 0, "[\"x\"]", 5);
-	return kobj_builder_finish(b);
+	ck_obj_builder_set_generation(b, 7);
+	ck_obj_builder_add_label(b, "zeta", 4, "z", 1);
+	ck_obj_builder_add_label(b, "alpha", 5, "a", 1);
+	ck_obj_builder_add_label(b, "mid", 3, "m1", 2);
+	ck_obj_builder_add_label(b, "mid", 3, "m2", 2);
+	ck_obj_builder_add_annotation(b, "note", 4, "hello", 5);
+	ck_obj_builder_add_owner(b);
+	ck_obj_builder_set_owner(b, "apiVersion", "v1", 2);
+	ck_obj_builder_set_owner(b, "kind", "A", 1);
+	ck_obj_builder_set_owner(b, "name", "a", 1);
+	ck_obj_builder_set_owner(b, "uid", "ua", 2);
+	ck_obj_builder_add_owner(b);
+	ck_obj_builder_set_owner(b, "kind", "Foo", 3);
+	ck_obj_builder_set_owner(b, "uid", "uf", 2);
+	ck_obj_builder_set_owner_bool(b, "controller", true);
+	ck_obj_builder_set_owner_bool(b, "blockOwnerDeletion", true);
+	ck_obj_builder_set_field(b, 0, CK_VAL_INT, false, 12, 0, NULL, 0);
+	ck_obj_builder_set_field(b, 1, CK_VAL_STRING, false, 0, 0, "big", 3);
+	ck_obj_builder_set_field(b, 2, CK_VAL_JSON, false, 0, 0, "[\"x\"]", 5);
+	return ck_obj_builder_finish(b);
 }
 
 START_TEST(test_builder)
 {
-	kobj_builder_t *b = kobj_builder_new(&thing);
-	kobj_t *o = build_sample(b);
+	ck_obj_builder_t *b = ck_obj_builder_new(&thing);
+	ck_obj_t *o = build_sample(b);
 	ck_assert_uint_eq(atomic_load(&o->refs), 1);
 	ck_assert_ptr_eq(o->type, &thing);
 	ck_assert_str_eq(o->ns, "ns1");
@@ -66,169 +66,169 @@ START_TEST(test_builder)
 	ck_assert_str_eq(o->labels[0].key, "alpha");
 	ck_assert_str_eq(o->labels[1].key, "mid");
 	ck_assert_str_eq(o->labels[2].key, "zeta");
-	ck_assert_str_eq(kobj_label(o, "mid"), "m2");
-	ck_assert_str_eq(kobj_label(o, "zeta"), "z");
-	ck_assert_ptr_null(kobj_label(o, "nope"));
-	ck_assert_ptr_null(kobj_label(o, "a"));
-	ck_assert_str_eq(kobj_annotation(o, "note"), "hello");
+	ck_assert_str_eq(ck_obj_label(o, "mid"), "m2");
+	ck_assert_str_eq(ck_obj_label(o, "zeta"), "z");
+	ck_assert_ptr_null(ck_obj_label(o, "nope"));
+	ck_assert_ptr_null(ck_obj_label(o, "a"));
+	ck_assert_str_eq(ck_obj_annotation(o, "note"), "hello");
 	ck_assert_uint_eq(o->nowners, 2);
-	const kobj_owner_t *c = kobj_controller_ref(o);
+	const ck_obj_owner_t *c = ck_obj_controller_ref(o);
 	ck_assert_ptr_eq(c, &o->owners[1]);
 	ck_assert_str_eq(c->kind, "Foo");
 	ck_assert_str_eq(c->api_version, ""); /* absent strings are "", never NULL */
 	ck_assert(c->block_owner_deletion);
 	ck_assert(!o->owners[0].controller);
 	ck_assert_uint_eq(o->nfields, 3);
-	ck_assert_int_eq(kobj_field(o, 0)->u.i, 12);
-	ck_assert_str_eq(kobj_field(o, 1)->u.s, "big");
-	ck_assert_int_eq(kobj_field(o, 2)->type, KVAL_JSON);
-	ck_assert_int_eq(kobj_field(o, 3)->type, KVAL_ABSENT);
-	ck_assert_int_eq(ktype_field_index(&thing, "spec.name"), 1);
-	ck_assert_int_eq(ktype_field_index(&thing, "spec"), -1);
+	ck_assert_int_eq(ck_obj_field(o, 0)->u.i, 12);
+	ck_assert_str_eq(ck_obj_field(o, 1)->u.s, "big");
+	ck_assert_int_eq(ck_obj_field(o, 2)->type, CK_VAL_JSON);
+	ck_assert_int_eq(ck_obj_field(o, 3)->type, CK_VAL_ABSENT);
+	ck_assert_int_eq(ck_type_field_index(&thing, "spec.name"), 1);
+	ck_assert_int_eq(ck_type_field_index(&thing, "spec"), -1);
 
 	/* Every string lives inside the object's one block. */
-	const char *lo = (const char *)o, *hi = lo + kobj_size(o);
+	const char *lo = (const char *)o, *hi = lo + ck_obj_size(o);
 	const char *strs[] = {o->ns,
 	                      o->name,
 	                      o->uid,
 	                      o->rv,
 	                      o->labels[2].value,
 	                      o->owners[1].uid,
-	                      kobj_field(o, 2)->u.s};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(strs); i++)
+	                      ck_obj_field(o, 2)->u.s};
+	for (size_t i = 0; i < CK_ARRAY_LEN(strs); i++)
 		ck_assert(strs[i] >= lo && strs[i] + strlen(strs[i]) < hi);
 
 	/* The builder was reset by finish: the next object starts empty. */
-	kobj_t *e = kobj_builder_finish(b);
+	ck_obj_t *e = ck_obj_builder_finish(b);
 	ck_assert_str_eq(e->name, "");
 	ck_assert_uint_eq(e->nlabels, 0);
 	ck_assert_uint_eq(e->nowners, 0);
-	ck_assert_int_eq(kobj_field(e, 0)->type, KVAL_ABSENT);
-	ck_assert_uint_eq(kobj_size(e), kobj_size(e));
+	ck_assert_int_eq(ck_obj_field(e, 0)->type, CK_VAL_ABSENT);
+	ck_assert_uint_eq(ck_obj_size(e), ck_obj_size(e));
 	/* An empty object costs the struct plus its field array only. */
-	ck_assert_uint_le(kobj_size(e), sizeof(kobj_t) + 8 + 3 * sizeof(kval_t));
+	ck_assert_uint_le(ck_obj_size(e), sizeof(ck_obj_t) + 8 + 3 * sizeof(ck_val_t));
 
 	/* Setting a string twice, clearing annotations, deletionTimestamp. */
 	set(b, "name", "first");
 	set(b, "name", "second");
 	set(b, "deletionTimestamp", "2024-01-02T00:00:00Z");
-	kobj_builder_add_annotation(b, "k", 1, "v", 1);
-	kobj_builder_clear_annotations(b);
-	kobj_t *x = kobj_builder_finish(b);
+	ck_obj_builder_add_annotation(b, "k", 1, "v", 1);
+	ck_obj_builder_clear_annotations(b);
+	ck_obj_t *x = ck_obj_builder_finish(b);
 	ck_assert_str_eq(x->name, "second");
 	ck_assert_str_eq(x->deletion_timestamp, "2024-01-02T00:00:00Z");
 	ck_assert_uint_eq(x->nannotations, 0);
-	ck_assert_uint_eq(kobj_size(x),
-	                  kobj_size(e) + strlen("second") + 1 + strlen("2024-01-02T00:00:00Z") + 1);
+	ck_assert_uint_eq(ck_obj_size(x),
+	                  ck_obj_size(e) + strlen("second") + 1 + strlen("2024-01-02T00:00:00Z") + 1);
 
-	kobj_unref(x);
-	kobj_unref(e);
-	kobj_unref(o);
-	kobj_builder_free(b);
-	kobj_builder_free(NULL);
-	kobj_unref(NULL);
-	ck_assert_ptr_null(kobj_ref(NULL));
+	ck_obj_unref(x);
+	ck_obj_unref(e);
+	ck_obj_unref(o);
+	ck_obj_builder_free(b);
+	ck_obj_builder_free(NULL);
+	ck_obj_unref(NULL);
+	ck_assert_ptr_null(ck_obj_ref(NULL));
 }
 END_TEST
 
 START_TEST(test_keys)
 {
-	kobj_builder_t *b = kobj_builder_new(&thing);
-	kobj_t *o = build_sample(b);
+	ck_obj_builder_t *b = ck_obj_builder_new(&thing);
+	ck_obj_t *o = build_sample(b);
 	char buf[32];
-	ck_assert_uint_eq(kobj_key(o, buf, sizeof(buf)), 8);
+	ck_assert_uint_eq(ck_obj_key(o, buf, sizeof(buf)), 8);
 	ck_assert_str_eq(buf, "ns1/obj1");
-	ck_assert_uint_eq(kobj_key(o, buf, 4), 8);
+	ck_assert_uint_eq(ck_obj_key(o, buf, 4), 8);
 	ck_assert_str_eq(buf, "ns1");
-	char *k = kobj_key_dup(o);
+	char *k = ck_obj_key_dup(o);
 	ck_assert_str_eq(k, "ns1/obj1");
 	free(k);
-	kobj_unref(o);
-	kobj_builder_reset(b);
+	ck_obj_unref(o);
+	ck_obj_builder_reset(b);
 	set(b, "name", "only");
-	o = kobj_builder_finish(b); /* namespaced kind, no namespace: the name alone */
-	k = kobj_key_dup(o);
+	o = ck_obj_builder_finish(b); /* namespaced kind, no namespace: the name alone */
+	k = ck_obj_key_dup(o);
 	ck_assert_str_eq(k, "only");
 	free(k);
-	kobj_unref(o);
-	kobj_builder_free(b);
+	ck_obj_unref(o);
+	ck_obj_builder_free(b);
 
 	char *ns, *name;
-	ck_assert_int_eq(kobj_key_split("a/b", &ns, &name), 0);
+	ck_assert_int_eq(ck_obj_key_split("a/b", &ns, &name), 0);
 	ck_assert_str_eq(ns, "a");
 	ck_assert_str_eq(name, "b");
 	free(ns);
 	free(name);
-	ck_assert_int_eq(kobj_key_split("b", &ns, &name), 0);
+	ck_assert_int_eq(ck_obj_key_split("b", &ns, &name), 0);
 	ck_assert_str_eq(ns, "");
 	ck_assert_str_eq(name, "b");
 	free(ns);
 	free(name);
-	ck_assert_int_eq(kobj_key_split("a/b/c", &ns, &name), -1);
+	ck_assert_int_eq(ck_obj_key_split("a/b/c", &ns, &name), -1);
 	ck_assert_ptr_null(ns);
 	ck_assert_ptr_null(name);
 
-	ck_assert_uint_eq(ktype_api_version(&ktype_deployment, buf, sizeof(buf)), 7);
+	ck_assert_uint_eq(ck_type_api_version(&ck_type_deployment, buf, sizeof(buf)), 7);
 	ck_assert_str_eq(buf, "apps/v1");
-	ktype_api_version(&core_thing, buf, sizeof(buf));
+	ck_type_api_version(&core_thing, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "v1");
-	ktype_api_version(&ktype_lease, buf, sizeof(buf));
+	ck_type_api_version(&ck_type_lease, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "coordination.k8s.io/v1");
-	ck_assert_int_eq(ktype_field_index(&ktype_deployment, "spec.template.spec.containers"),
-	                 DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
+	ck_assert_int_eq(ck_type_field_index(&ck_type_deployment, "spec.template.spec.containers"),
+	                 CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
 }
 END_TEST
 
 /* Labels in reverse order (not what the server sends) still sort; many keys. */
 START_TEST(test_many_labels)
 {
-	kobj_builder_t *b = kobj_builder_new(&core_thing);
+	ck_obj_builder_t *b = ck_obj_builder_new(&core_thing);
 	char k[16], v[16];
 	for (int i = 999; i >= 0; i--) {
 		int kl = snprintf(k, sizeof(k), "k%04d", i);
 		int vl = snprintf(v, sizeof(v), "v%d", i);
-		kobj_builder_add_label(b, k, (size_t)kl, v, (size_t)vl);
+		ck_obj_builder_add_label(b, k, (size_t)kl, v, (size_t)vl);
 	}
-	kobj_builder_add_label(b, "k0500", 5, "last", 4);
-	kobj_t *o = kobj_builder_finish(b);
+	ck_obj_builder_add_label(b, "k0500", 5, "last", 4);
+	ck_obj_t *o = ck_obj_builder_finish(b);
 	ck_assert_uint_eq(o->nlabels, 1000);
 	for (size_t i = 1; i < o->nlabels; i++)
 		ck_assert_int_lt(strcmp(o->labels[i - 1].key, o->labels[i].key), 0);
-	ck_assert_str_eq(kobj_label(o, "k0000"), "v0");
-	ck_assert_str_eq(kobj_label(o, "k0999"), "v999");
-	ck_assert_str_eq(kobj_label(o, "k0500"), "last");
-	kobj_unref(o);
-	kobj_builder_free(b);
+	ck_assert_str_eq(ck_obj_label(o, "k0000"), "v0");
+	ck_assert_str_eq(ck_obj_label(o, "k0999"), "v999");
+	ck_assert_str_eq(ck_obj_label(o, "k0500"), "last");
+	ck_obj_unref(o);
+	ck_obj_builder_free(b);
 }
 END_TEST
 
 static void *ref_worker(void *arg)
 {
-	kobj_t *o = arg;
+	ck_obj_t *o = arg;
 	for (int i = 0; i < 100000; i++) {
-		kobj_t *r = kobj_ref(o);
+		ck_obj_t *r = ck_obj_ref(o);
 		if (strcmp(r->name, "obj1") != 0)
 			abort();
-		kobj_unref(r);
+		ck_obj_unref(r);
 	}
-	kobj_unref(o);
+	ck_obj_unref(o);
 	return NULL;
 }
 
 START_TEST(test_refcount_threads)
 {
-	kobj_builder_t *b = kobj_builder_new(&thing);
-	kobj_t *o = build_sample(b);
+	ck_obj_builder_t *b = ck_obj_builder_new(&thing);
+	ck_obj_t *o = build_sample(b);
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++) {
-		kobj_ref(o);
+		ck_obj_ref(o);
 		pthread_create(&th[i], NULL, ref_worker, o);
 	}
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	ck_assert_uint_eq(atomic_load(&o->refs), 1);
-	kobj_unref(o); /* the last reference frees; ASan reports a leak otherwise */
-	kobj_builder_free(b);
+	ck_obj_unref(o); /* the last reference frees; ASan reports a leak otherwise */
+	ck_obj_builder_free(b);
 }
 END_TEST
 

@@ -4,10 +4,10 @@
  * from a script, so correlation, aggregation, the spam filter and retries are seen
  * exactly as the API server would see them.
  */
-#include "pkg/base/base.h"
-#include "pkg/log/log.h"
+#include <ckube/base.h>
+#include <ckube/log.h>
 #include "pkg/record/rec_internal.h"
-#include "pkg/record/record.h"
+#include <ckube/record.h>
 
 #include <check.h>
 #include <pthread.h>
@@ -32,7 +32,7 @@ typedef struct fake {
 	call_t *calls;
 	size_t n;
 	size_t cap;
-	record_sink_result_t script[64]; /* answers in call order; then OK */
+	ck_record_sink_result_t script[64]; /* answers in call order; then OK */
 	size_t nscript;
 	size_t pos;
 	bool gate_closed; /* calls wait while closed */
@@ -40,9 +40,9 @@ typedef struct fake {
 } fake_t;
 
 static fake_t F;
-static clk_fake_t CLK;
+static ck_clk_fake_t CLK;
 
-#define WALL0 (1700000000LL * (int64_t)NS_PER_SEC)
+#define WALL0 (1700000000LL * (int64_t)CK_NS_PER_SEC)
 
 static char *body_str(const char *body, const char *const *path)
 {
@@ -50,15 +50,15 @@ static char *body_str(const char *body, const char *const *path)
 	yajl_val v = yajl_tree_parse(body, eb, sizeof(eb));
 	ck_assert_msg(v != NULL, "bad JSON %s: %s", body, eb);
 	yajl_val s = yajl_tree_get(v, (const char **)path, yajl_t_string);
-	char *out = s ? xstrdup(YAJL_GET_STRING(s)) : NULL;
+	char *out = s ? ck_xstrdup(YAJL_GET_STRING(s)) : NULL;
 	yajl_tree_free(v);
 	return out;
 }
 
-static record_sink_result_t fake_call(char op, const char *ns, const char *name, const char *body,
+static ck_record_sink_result_t fake_call(char op, const char *ns, const char *name, const char *body,
                                       char **err)
 {
-	record_sink_result_t result = RECORD_SINK_OK;
+	ck_record_sink_result_t result = CK_RECORD_SINK_OK;
 
 	pthread_mutex_lock(&F.mu);
 	F.entered++;
@@ -67,45 +67,45 @@ static record_sink_result_t fake_call(char op, const char *ns, const char *name,
 		pthread_cond_wait(&F.cv, &F.mu);
 	if (F.n == F.cap) {
 		F.cap = F.cap ? F.cap * 2 : 64;
-		F.calls = xrealloc(F.calls, F.cap * sizeof(*F.calls));
+		F.calls = ck_xrealloc(F.calls, F.cap * sizeof(*F.calls));
 	}
 	call_t *c = &F.calls[F.n++];
 	c->op = op;
-	c->ns = xstrdup(ns);
+	c->ns = ck_xstrdup(ns);
 	if (name) {
-		c->name = xstrdup(name);
+		c->name = ck_xstrdup(name);
 	} else {
 		static const char *const p[] = {"metadata", "name", NULL};
 		c->name = body_str(body, p);
 	}
-	c->body = xstrdup(body);
+	c->body = ck_xstrdup(body);
 	if (F.pos < F.nscript)
 		result = F.script[F.pos++];
 	pthread_mutex_unlock(&F.mu);
-	if (result != RECORD_SINK_OK)
-		*err = xasprintf("fake answer %d", (int)result);
+	if (result != CK_RECORD_SINK_OK)
+		*err = ck_xasprintf("fake answer %d", (int)result);
 	return result;
 }
 
-static record_sink_result_t fake_create(void *ud, const char *ns, const char *body, char **err)
+static ck_record_sink_result_t fake_create(void *ud, const char *ns, const char *body, char **err)
 {
 	return fake_call('C', ns, NULL, body, err);
 }
 
-static record_sink_result_t fake_patch(void *ud, const char *ns, const char *name, const char *body,
+static ck_record_sink_result_t fake_patch(void *ud, const char *ns, const char *name, const char *body,
                                        char **err)
 {
 	return fake_call('P', ns, name, body, err);
 }
 
-static const record_sink_t FAKE_SINK = {fake_create, fake_patch, NULL};
+static const ck_record_sink_t FAKE_SINK = {fake_create, fake_patch, NULL};
 
 static void fake_setup(void)
 {
 	memset(&F, 0, sizeof(F));
 	pthread_mutex_init(&F.mu, NULL);
 	pthread_cond_init(&F.cv, NULL);
-	clk_fake_init(&CLK, 1000 * NS_PER_SEC, WALL0);
+	ck_clk_fake_init(&CLK, 1000 * CK_NS_PER_SEC, WALL0);
 }
 
 static void fake_teardown(void)
@@ -118,10 +118,10 @@ static void fake_teardown(void)
 	free(F.calls);
 	pthread_mutex_destroy(&F.mu);
 	pthread_cond_destroy(&F.cv);
-	log_set_fd(2);
+	ck_log_set_fd(2);
 }
 
-static void script(size_t n, const record_sink_result_t *r)
+static void script(size_t n, const ck_record_sink_result_t *r)
 {
 	pthread_mutex_lock(&F.mu);
 	memcpy(F.script, r, n * sizeof(*r));
@@ -138,11 +138,11 @@ static size_t ncalls(void)
 	return n;
 }
 
-static record_opts_t base_opts(void)
+static ck_record_opts_t base_opts(void)
 {
-	return (record_opts_t){
+	return (ck_record_opts_t){
 	    .component = "sample-controller",
-	    .reporting_controller = RECORD_SAMPLE_CONTROLLER,
+	    .reporting_controller = "samplecontroller.k8s.io/sample-controller",
 	    .reporting_instance = "test-instance",
 	    .retry_interval_ms = 1,
 	    .clock = &CLK.base,
@@ -150,22 +150,22 @@ static record_opts_t base_opts(void)
 	};
 }
 
-static record_t *new_rec(const record_opts_t *o)
+static ck_record_t *new_rec(const ck_record_opts_t *o)
 {
 	char *err = NULL;
-	record_t *r = record_new(NULL, o, &err);
+	ck_record_t *r = ck_record_new(NULL, o, &err);
 	ck_assert_msg(r != NULL, "record_new: %s", err ? err : "?");
 	return r;
 }
 
-static const record_ref_t FOO = {
+static const ck_record_ref_t FOO = {
     "samplecontroller.k8s.io/v1alpha1", "Foo", "ns1", "example-foo", "uid-1", "42"};
-static const record_ref_t BAR = {
+static const ck_record_ref_t BAR = {
     "samplecontroller.k8s.io/v1alpha1", "Foo", "ns1", "other-foo", "uid-2", "7"};
 
-static void flush(record_t *r)
+static void flush(ck_record_t *r)
 {
-	ck_assert_int_eq(record_flush(r, 10000), 0);
+	ck_assert_int_eq(ck_record_flush(r, 10000), 0);
 }
 
 static const char *const P_NS[] = {"metadata", "namespace", NULL};
@@ -198,11 +198,11 @@ static long long body_int(const char *body, const char *key)
 
 START_TEST(test_create_body)
 {
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.host = "node-1";
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 
-	record_event_ref(r, &FOO, RECORD_WARNING, "ErrResourceExists",
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "ErrResourceExists",
 	                 "Resource %s already exists and is not managed by Foo", "\"dep\"");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 1);
@@ -237,10 +237,10 @@ START_TEST(test_create_body)
 	    {{"firstTimestamp"}, "2023-11-14T22:13:20Z"},
 	    {{"lastTimestamp"}, "2023-11-14T22:13:20Z"},
 	    {{"type"}, "Warning"},
-	    {{"reportingComponent"}, RECORD_SAMPLE_CONTROLLER},
+	    {{"reportingComponent"}, "samplecontroller.k8s.io/sample-controller"},
 	    {{"reportingInstance"}, "test-instance"},
 	};
-	for (size_t i = 0; i < CSC_ARRAY_LEN(fields); i++) {
+	for (size_t i = 0; i < CK_ARRAY_LEN(fields); i++) {
 		yajl_val s = yajl_tree_get(v, fields[i].path, yajl_t_string);
 		ck_assert_msg(s != NULL, "missing %s", fields[i].path[0]);
 		ck_assert_str_eq(YAJL_GET_STRING(s), fields[i].want);
@@ -251,25 +251,25 @@ START_TEST(test_create_body)
 	ck_assert(et != NULL && YAJL_IS_NULL(et));
 	yajl_tree_free(v);
 
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 1);
 	ck_assert_uint_eq(st.patched, 0);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_cluster_scoped_and_kobj)
 {
-	static const ktype_t node_type = {.group = "", .version = "v1", .kind = "Node"};
-	static const ktype_t dep_type = {.group = "apps", .version = "v1", .kind = "Deployment"};
-	kobj_t node = {.type = &node_type, .ns = "", .name = "n1", .uid = "u", .rv = "1"};
-	kobj_t dep = {.type = &dep_type, .ns = "ns2", .name = "d1", .uid = "u2", .rv = "9"};
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
+	static const ck_type_t node_type = {.group = "", .version = "v1", .kind = "Node"};
+	static const ck_type_t dep_type = {.group = "apps", .version = "v1", .kind = "Deployment"};
+	ck_obj_t node = {.type = &node_type, .ns = "", .name = "n1", .uid = "u", .rv = "1"};
+	ck_obj_t dep = {.type = &dep_type, .ns = "ns2", .name = "d1", .uid = "u2", .rv = "9"};
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
 
-	record_event(r, &node, RECORD_NORMAL, "Ready", "node %s ready", "n1");
-	record_event(r, &dep, RECORD_NORMAL, "Synced", "ok");
+	ck_record_event(r, &node, CK_RECORD_NORMAL, "Ready", "node %s ready", "n1");
+	ck_record_event(r, &dep, CK_RECORD_NORMAL, "Synced", "ok");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 2);
 	/* Cluster-scoped: the event goes to "default", involvedObject has no namespace. */
@@ -284,19 +284,19 @@ START_TEST(test_cluster_scoped_and_kobj)
 	ck_body(F.calls[1].body, p_ioav, "apps/v1");
 	/* Two events on a frozen clock still get distinct names. */
 	ck_assert_str_ne(strchr(F.calls[0].name, '.'), strchr(F.calls[1].name, '.'));
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_identical_events_patch_count)
 {
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
 
 	for (int i = 0; i < 5; i++) {
-		record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "boom");
+		ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "boom");
 		flush(r);
-		clk_fake_advance(&CLK, NS_PER_SEC);
+		ck_clk_fake_advance(&CLK, CK_NS_PER_SEC);
 	}
 	ck_assert_uint_eq(ncalls(), 5);
 	ck_assert_int_eq(F.calls[0].op, 'C');
@@ -308,7 +308,7 @@ START_TEST(test_identical_events_patch_count)
 		ck_assert_int_eq(body_int(c->body, "count"), i + 1);
 		ck_body(c->body, P_MSG, "boom");
 		char ts[32];
-		time_format_rfc3339(WALL0 + i * (int64_t)NS_PER_SEC, ts);
+		ck_time_format_rfc3339(WALL0 + i * (int64_t)CK_NS_PER_SEC, ts);
 		ck_body(c->body, P_LAST, ts);
 		/* The patch carries exactly count, lastTimestamp and message. */
 		char eb[128];
@@ -316,34 +316,34 @@ START_TEST(test_identical_events_patch_count)
 		ck_assert_uint_eq(YAJL_GET_OBJECT(v)->len, 3);
 		yajl_tree_free(v);
 	}
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 1);
 	ck_assert_uint_eq(st.patched, 4);
 
 	/* A different message (or reason, or object) is a different event. */
-	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "bang");
-	record_event_ref(r, &FOO, RECORD_NORMAL, "SyncFailed", "boom");
-	record_event_ref(r, &BAR, RECORD_WARNING, "SyncFailed", "boom");
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "bang");
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "SyncFailed", "boom");
+	ck_record_event_ref(r, &BAR, CK_RECORD_WARNING, "SyncFailed", "boom");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 8);
 	for (int i = 5; i < 8; i++)
 		ck_assert_int_eq(F.calls[i].op, 'C');
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_aggregation)
 {
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.spam_burst = -1; /* look at aggregation alone */
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 	char first_agg[300] = "";
 
 	for (int i = 1; i <= 12; i++) {
-		record_event_ref(r, &FOO, RECORD_WARNING, "Failed", "failure number %d", i);
+		ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "Failed", "failure number %d", i);
 		flush(r);
-		clk_fake_advance(&CLK, NS_PER_SEC);
+		ck_clk_fake_advance(&CLK, CK_NS_PER_SEC);
 	}
 	ck_assert_uint_eq(ncalls(), 12);
 	/* The first 9 distinct messages have their own events. */
@@ -367,40 +367,40 @@ START_TEST(test_aggregation)
 		ck_assert_int_eq(body_int(F.calls[i].body, "count"), i - 8);
 	}
 	/* A message seen before keeps counting on its own event. */
-	record_event_ref(r, &FOO, RECORD_WARNING, "Failed", "failure number 3");
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "Failed", "failure number 3");
 	flush(r);
 	ck_assert_int_eq(F.calls[12].op, 'P');
 	ck_assert_str_eq(F.calls[12].name, F.calls[2].name);
 	ck_assert_int_eq(body_int(F.calls[12].body, "count"), 2);
 
 	/* After 10 quiet minutes the similar-message set starts over. */
-	clk_fake_advance(&CLK, 601 * NS_PER_SEC);
-	record_event_ref(r, &FOO, RECORD_WARNING, "Failed", "failure number 99");
+	ck_clk_fake_advance(&CLK, 601 * CK_NS_PER_SEC);
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "Failed", "failure number 99");
 	flush(r);
 	ck_assert_int_eq(F.calls[13].op, 'C');
 	ck_body(F.calls[13].body, P_MSG, "failure number 99");
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 /* Distinct reasons: neither dedup nor aggregation apply, only the spam filter. */
-static void distinct_events(record_t *r, const record_ref_t *ref, int from, int n)
+static void distinct_events(ck_record_t *r, const ck_record_ref_t *ref, int from, int n)
 {
 	for (int i = from; i < from + n; i++)
-		record_event_ref(r, ref, RECORD_NORMAL, "Reason", "message %d", i);
+		ck_record_event_ref(r, ref, CK_RECORD_NORMAL, "Reason", "message %d", i);
 }
 
 START_TEST(test_spam_filter_burst_refill)
 {
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.aggregate_max_events = 1000;
-	record_t *r = new_rec(&o);
-	record_stats_t st;
+	ck_record_t *r = new_rec(&o);
+	ck_record_stats_t st;
 
 	distinct_events(r, &FOO, 0, 30);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 25);
-	record_stats(r, &st);
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 25);
 	ck_assert_uint_eq(st.dropped_spam, 5);
 
@@ -410,24 +410,24 @@ START_TEST(test_spam_filter_burst_refill)
 	ck_assert_uint_eq(ncalls(), 28);
 
 	/* Not yet five minutes: still nothing. */
-	clk_fake_advance(&CLK, 299 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 299 * CK_NS_PER_SEC);
 	distinct_events(r, &FOO, 100, 1);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 28);
 	/* One token back after five minutes, and only one. */
-	clk_fake_advance(&CLK, 1 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 1 * CK_NS_PER_SEC);
 	distinct_events(r, &FOO, 200, 2);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 29);
 	ck_body(F.calls[28].body, P_MSG, "message 200");
 	/* Ten minutes: two tokens. */
-	clk_fake_advance(&CLK, 600 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 600 * CK_NS_PER_SEC);
 	distinct_events(r, &FOO, 300, 3);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 31);
-	record_stats(r, &st);
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.dropped_spam, 5 + 1 + 1 + 1);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
@@ -435,7 +435,7 @@ static size_t count_lines_with(const char *path, const char *needle)
 {
 	char *text = NULL;
 	size_t n = 0;
-	ck_assert_int_eq(file_read_all(path, &text, NULL, NULL), 0);
+	ck_assert_int_eq(ck_file_read_all(path, &text, NULL, NULL), 0);
 	for (char *p = text; (p = strstr(p, needle)) != NULL; p++)
 		n++;
 	free(text);
@@ -447,11 +447,11 @@ START_TEST(test_spam_drops_logged_rate_limited)
 	char path[] = "/tmp/test_record_log_XXXXXX";
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
-	log_set_fd(fd);
+	ck_log_set_fd(fd);
 
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.aggregate_max_events = 1000;
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 
 	distinct_events(r, &FOO, 0, 40); /* 15 dropped */
 	distinct_events(r, &BAR, 0, 26); /* 1 dropped */
@@ -461,23 +461,23 @@ START_TEST(test_spam_drops_logged_rate_limited)
 	ck_assert_uint_eq(count_lines_with(path, "object=\"ns1/other-foo\""), 1);
 
 	/* Within the interval: counted, not logged again. */
-	clk_fake_advance(&CLK, 60 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 60 * CK_NS_PER_SEC);
 	distinct_events(r, &FOO, 100, 5);
 	flush(r);
 	ck_assert_uint_eq(count_lines_with(path, "spam filter held back"), 2);
 
 	/* After it: one more line, with what was held back meanwhile. */
-	clk_fake_advance(&CLK, 300 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 300 * CK_NS_PER_SEC);
 	distinct_events(r, &FOO, 200, 3); /* one token back, two dropped */
 	flush(r);
 	ck_assert_uint_eq(count_lines_with(path, "spam filter held back"), 3);
 	/* 14 + 5 held back since the first line, and the one that triggered this one. */
 	ck_assert_uint_eq(count_lines_with(path, "dropped=20"), 1);
 
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.dropped_spam, 15 + 1 + 5 + 2);
-	record_free(r);
+	ck_record_free(r);
 	close(fd);
 	unlink(path);
 }
@@ -485,44 +485,44 @@ END_TEST
 
 START_TEST(test_spam_defers_increments)
 {
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
-	record_stats_t st;
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
+	ck_record_stats_t st;
 
 	for (int i = 0; i < 30; i++)
-		record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "same");
+		ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "same");
 	flush(r);
 	/* 25 writes (1 create + 24 patches), the other 5 increments held back. */
 	ck_assert_uint_eq(ncalls(), 25);
 	ck_assert_int_eq(body_int(F.calls[24].body, "count"), 25);
-	record_stats(r, &st);
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.deferred_spam, 5);
 	ck_assert_uint_eq(st.dropped_spam, 0);
 
 	/* Not before a token is back... */
-	clk_fake_advance(&CLK, 299 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 299 * CK_NS_PER_SEC);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 25);
 	/* ...then the held-back count is written in one patch. */
-	clk_fake_advance(&CLK, 1 * NS_PER_SEC);
+	ck_clk_fake_advance(&CLK, 1 * CK_NS_PER_SEC);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 26);
 	ck_assert_int_eq(F.calls[25].op, 'P');
 	ck_assert_int_eq(body_int(F.calls[25].body, "count"), 30);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_hundred_identical_one_event)
 {
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
 
 	for (int i = 0; i < 100; i++)
-		record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "same failure");
+		ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "same failure");
 	flush(r);
 	/* Freeing writes the count the spam filter held back. */
-	record_free(r);
+	ck_record_free(r);
 	size_t n = ncalls();
 	ck_assert_uint_eq(n, 26);
 	size_t creates = 0;
@@ -537,11 +537,11 @@ END_TEST
 
 START_TEST(test_queue_full_never_blocks)
 {
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.queue_size = 10;
 	o.aggregate_max_events = 1000;
 	o.spam_burst = -1;
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 
 	/* The poster blocks inside the first write; the queue then fills up. */
 	pthread_mutex_lock(&F.mu);
@@ -554,8 +554,8 @@ START_TEST(test_queue_full_never_blocks)
 	pthread_mutex_unlock(&F.mu);
 
 	distinct_events(r, &FOO, 1, 60); /* returns although nothing moves */
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.dropped_queue_full, 50);
 
 	pthread_mutex_lock(&F.mu);
@@ -564,109 +564,109 @@ START_TEST(test_queue_full_never_blocks)
 	pthread_mutex_unlock(&F.mu);
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 11);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_retry_then_success)
 {
-	static const record_sink_result_t s[] = {RECORD_SINK_RETRY, RECORD_SINK_RETRY,
-	                                         RECORD_SINK_RETRY};
+	static const ck_record_sink_result_t s[] = {CK_RECORD_SINK_RETRY, CK_RECORD_SINK_RETRY,
+	                                         CK_RECORD_SINK_RETRY};
 	script(3, s);
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Synced", "ok");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 4);
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(F.calls[i].op, 'C');
 		ck_assert_str_eq(F.calls[i].body, F.calls[0].body);
 	}
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 1);
 	ck_assert_uint_eq(st.retries, 3);
 	ck_assert_uint_eq(st.failed, 0);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_retry_gives_up)
 {
-	record_sink_result_t s[12];
-	for (size_t i = 0; i < CSC_ARRAY_LEN(s); i++)
-		s[i] = RECORD_SINK_RETRY;
-	script(CSC_ARRAY_LEN(s), s);
-	record_opts_t o = base_opts();
+	ck_record_sink_result_t s[12];
+	for (size_t i = 0; i < CK_ARRAY_LEN(s); i++)
+		s[i] = CK_RECORD_SINK_RETRY;
+	script(CK_ARRAY_LEN(s), s);
+	ck_record_opts_t o = base_opts();
 	o.max_tries = 12;
-	record_t *r = new_rec(&o);
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	ck_record_t *r = new_rec(&o);
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Synced", "ok");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 12);
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 0);
 	ck_assert_uint_eq(st.failed, 1);
 	ck_assert_uint_eq(st.retries, 11);
 
 	/* The failed Event was never created: the next occurrence creates it, counted. */
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Synced", "ok");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 13);
 	ck_assert_int_eq(F.calls[12].op, 'C');
 	ck_assert_int_eq(body_int(F.calls[12].body, "count"), 2);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_not_retried)
 {
-	static const record_sink_result_t s[] = {RECORD_SINK_ALREADY_EXISTS,
-	                                         RECORD_SINK_NS_TERMINATING, RECORD_SINK_REJECTED};
+	static const ck_record_sink_result_t s[] = {CK_RECORD_SINK_ALREADY_EXISTS,
+	                                         CK_RECORD_SINK_NS_TERMINATING, CK_RECORD_SINK_REJECTED};
 	script(3, s);
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.aggregate_max_events = 1000;
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 	for (int i = 0; i < 3; i++) {
 		distinct_events(r, &FOO, i, 1);
 		flush(r);
 		ck_assert_uint_eq(ncalls(), (size_t)i + 1);
 	}
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.failed, 3);
 	ck_assert_uint_eq(st.retries, 0);
 	ck_assert_uint_eq(st.posted, 0);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_already_exists_then_patch)
 {
 	/* A create that answers AlreadyExists means the Event is there: count on it. */
-	static const record_sink_result_t s[] = {RECORD_SINK_ALREADY_EXISTS};
+	static const ck_record_sink_result_t s[] = {CK_RECORD_SINK_ALREADY_EXISTS};
 	script(1, s);
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Synced", "ok");
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Synced", "ok");
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Synced", "ok");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 2);
 	ck_assert_int_eq(F.calls[1].op, 'P');
 	ck_assert_int_eq(body_int(F.calls[1].body, "count"), 2);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_patch_not_found_creates)
 {
-	static const record_sink_result_t s[] = {RECORD_SINK_OK, RECORD_SINK_NOT_FOUND};
+	static const ck_record_sink_result_t s[] = {CK_RECORD_SINK_OK, CK_RECORD_SINK_NOT_FOUND};
 	script(2, s);
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
-	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "x");
-	clk_fake_advance(&CLK, 5 * NS_PER_SEC);
-	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "x");
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "x");
+	ck_clk_fake_advance(&CLK, 5 * CK_NS_PER_SEC);
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "x");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 3);
 	ck_assert_int_eq(F.calls[0].op, 'C');
@@ -675,35 +675,35 @@ START_TEST(test_patch_not_found_creates)
 	/* The new Event keeps the name and carries the whole count. */
 	ck_assert_str_eq(F.calls[2].name, F.calls[0].name);
 	ck_assert_int_eq(body_int(F.calls[2].body, "count"), 2);
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 2);
 	ck_assert_uint_eq(st.failed, 0);
 
 	/* From then on, patches again. */
-	record_event_ref(r, &FOO, RECORD_WARNING, "SyncFailed", "x");
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "x");
 	flush(r);
 	ck_assert_int_eq(F.calls[3].op, 'P');
 	ck_assert_int_eq(body_int(F.calls[3].body, "count"), 3);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_message_utf8_cut)
 {
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
 	char msg[1100];
 	memset(msg, 'a', 1023);
 	memcpy(msg + 1023, "\xc3\xa9zzz", 6); /* "é" straddles byte 1024 */
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Long", "%s", msg);
-	record_event_ref(r, &FOO, RECORD_NORMAL, "Bad", "x\xff\xc3y");
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Long", "%s", msg);
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "Bad", "x\xff\xc3y");
 	flush(r);
 	char *m = body_str(F.calls[0].body, P_MSG);
 	ck_assert_uint_eq(strlen(m), 1023);
 	free(m);
 	ck_body(F.calls[1].body, P_MSG, "x\xef\xbf\xbd\xef\xbf\xbdy");
-	record_free(r);
+	ck_record_free(r);
 
 	char *c = rec_message_clean("ab\xe2\x82\xac", 4); /* the euro sign does not fit */
 	ck_assert_str_eq(c, "ab");
@@ -716,29 +716,29 @@ END_TEST
 
 START_TEST(test_invalid_dropped)
 {
-	record_opts_t o = base_opts();
-	record_t *r = new_rec(&o);
-	record_event_ref(r, &FOO, "Error", "Reason", "x");
-	record_event_ref(r, &FOO, RECORD_NORMAL, "", "x");
-	record_event_ref(r, NULL, RECORD_NORMAL, "Reason", "x");
-	record_event(r, NULL, RECORD_NORMAL, "Reason", "x");
-	record_event(NULL, NULL, RECORD_NORMAL, "Reason", "x"); /* no-op */
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
+	ck_record_event_ref(r, &FOO, "Error", "Reason", "x");
+	ck_record_event_ref(r, &FOO, CK_RECORD_NORMAL, "", "x");
+	ck_record_event_ref(r, NULL, CK_RECORD_NORMAL, "Reason", "x");
+	ck_record_event(r, NULL, CK_RECORD_NORMAL, "Reason", "x");
+	ck_record_event(NULL, NULL, CK_RECORD_NORMAL, "Reason", "x"); /* no-op */
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 0);
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.dropped_invalid, 4);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 
 START_TEST(test_free_drains_queue)
 {
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.aggregate_max_events = 1000;
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 	distinct_events(r, &FOO, 0, 20);
-	record_free(r);
+	ck_record_free(r);
 	ck_assert_uint_eq(ncalls(), 20);
 }
 END_TEST
@@ -746,18 +746,18 @@ END_TEST
 START_TEST(test_new_errors)
 {
 	char *err = NULL;
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.component = NULL;
-	ck_assert_ptr_null(record_new(NULL, &o, &err));
+	ck_assert_ptr_null(ck_record_new(NULL, &o, &err));
 	ck_assert_ptr_nonnull(strstr(err, "component"));
 	free(err);
 	err = NULL;
 	o = base_opts();
 	o.sink = NULL;
-	ck_assert_ptr_null(record_new(NULL, &o, &err));
+	ck_assert_ptr_null(ck_record_new(NULL, &o, &err));
 	ck_assert_ptr_nonnull(err);
 	free(err);
-	record_free(NULL);
+	ck_record_free(NULL);
 }
 END_TEST
 
@@ -787,17 +787,17 @@ static void count_free(void *ud, void *val)
 START_TEST(test_lru)
 {
 	rec_lru_t *l = rec_lru_new(3, count_free, NULL);
-	rec_lru_put(l, "a", xstrdup("A"));
-	rec_lru_put(l, "b", xstrdup("B"));
-	rec_lru_put(l, "c", xstrdup("C"));
+	rec_lru_put(l, "a", ck_xstrdup("A"));
+	rec_lru_put(l, "b", ck_xstrdup("B"));
+	rec_lru_put(l, "c", ck_xstrdup("C"));
 	ck_assert_str_eq(rec_lru_get(l, "a"), "A"); /* a is now the most recent */
-	rec_lru_put(l, "d", xstrdup("D"));          /* evicts b */
+	rec_lru_put(l, "d", ck_xstrdup("D"));          /* evicts b */
 	ck_assert_ptr_null(rec_lru_get(l, "b"));
 	ck_assert_int_eq(lru_frees, 1);
 	ck_assert_str_eq(rec_lru_peek(l, "c"), "C"); /* peek does not refresh c */
-	rec_lru_put(l, "e", xstrdup("E"));           /* evicts c */
+	rec_lru_put(l, "e", ck_xstrdup("E"));           /* evicts c */
 	ck_assert_ptr_null(rec_lru_get(l, "c"));
-	rec_lru_put(l, "a", xstrdup("A2")); /* replaces, frees the old value */
+	rec_lru_put(l, "a", ck_xstrdup("A2")); /* replaces, frees the old value */
 	ck_assert_int_eq(lru_frees, 3);
 	ck_assert_str_eq(rec_lru_get(l, "a"), "A2");
 	ck_assert_uint_eq(rec_lru_len(l), 3);
@@ -807,28 +807,28 @@ START_TEST(test_lru)
 END_TEST
 
 typedef struct thr_arg {
-	record_t *r;
+	ck_record_t *r;
 	int id;
 } thr_arg_t;
 
 static void *thr_main(void *p)
 {
 	thr_arg_t *a = p;
-	record_ref_t ref = FOO;
+	ck_record_ref_t ref = FOO;
 	char name[32];
 	snprintf(name, sizeof(name), "obj-%d", a->id);
 	ref.name = name;
 	for (int i = 0; i < 200; i++)
-		record_event_ref(a->r, &ref, RECORD_NORMAL, "Tick", "tick");
+		ck_record_event_ref(a->r, &ref, CK_RECORD_NORMAL, "Tick", "tick");
 	return NULL;
 }
 
 START_TEST(test_concurrent_callers)
 {
-	record_opts_t o = base_opts();
+	ck_record_opts_t o = base_opts();
 	o.queue_size = 10000;
 	o.spam_burst = -1;
-	record_t *r = new_rec(&o);
+	ck_record_t *r = new_rec(&o);
 	pthread_t t[4];
 	thr_arg_t a[4];
 	for (int i = 0; i < 4; i++) {
@@ -838,12 +838,12 @@ START_TEST(test_concurrent_callers)
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	flush(r);
-	record_stats_t st;
-	record_stats(r, &st);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
 	ck_assert_uint_eq(st.posted, 4);
 	ck_assert_uint_eq(st.patched, 4 * 199);
 	ck_assert_uint_eq(ncalls(), 800);
-	record_free(r);
+	ck_record_free(r);
 }
 END_TEST
 

@@ -16,7 +16,7 @@ static const char *const foo_fields[FOO_NFIELDS] = {
     [FOO_STATUS_CONDITIONS] = "status.conditions",
 };
 
-const ktype_t ktype_foo = {
+const ck_type_t ktype_foo = {
     .group = FOO_GROUP,
     .version = FOO_VERSION,
     .kind = FOO_KIND,
@@ -27,33 +27,33 @@ const ktype_t ktype_foo = {
     .keep_annotations = false,
 };
 
-const char *foo_spec_deployment_name(const kobj_t *foo)
+const char *foo_spec_deployment_name(const ck_obj_t *foo)
 {
-	const kval_t *v = kobj_field(foo, FOO_SPEC_DEPLOYMENT_NAME);
-	return v->type == KVAL_STRING ? v->u.s : "";
+	const ck_val_t *v = ck_obj_field(foo, FOO_SPEC_DEPLOYMENT_NAME);
+	return v->type == CK_VAL_STRING ? v->u.s : "";
 }
 
-bool foo_spec_replicas(const kobj_t *foo, int64_t *out)
+bool foo_spec_replicas(const ck_obj_t *foo, int64_t *out)
 {
-	const kval_t *v = kobj_field(foo, FOO_SPEC_REPLICAS);
-	if (v->type != KVAL_INT)
+	const ck_val_t *v = ck_obj_field(foo, FOO_SPEC_REPLICAS);
+	if (v->type != CK_VAL_INT)
 		return false;
 	*out = v->u.i;
 	return true;
 }
 
-static int64_t int_field(const kobj_t *o, size_t i)
+static int64_t int_field(const ck_obj_t *o, size_t i)
 {
-	const kval_t *v = kobj_field(o, i);
-	return v->type == KVAL_INT ? v->u.i : 0;
+	const ck_val_t *v = ck_obj_field(o, i);
+	return v->type == CK_VAL_INT ? v->u.i : 0;
 }
 
-int64_t foo_status_available_replicas(const kobj_t *foo)
+int64_t foo_status_available_replicas(const ck_obj_t *foo)
 {
 	return int_field(foo, FOO_STATUS_AVAILABLE_REPLICAS);
 }
 
-int64_t foo_status_observed_generation(const kobj_t *foo)
+int64_t foo_status_observed_generation(const ck_obj_t *foo)
 {
 	return int_field(foo, FOO_STATUS_OBSERVED_GENERATION);
 }
@@ -91,11 +91,11 @@ static bool cut_equal(const char *got, const char *want, size_t max)
 	return strlen(got) == n && memcmp(got, want, n) == 0;
 }
 
-bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out)
+bool foo_condition_get(const ck_obj_t *foo, const char *type, foo_condition_t *out)
 {
 	memset(out, 0, sizeof(*out));
-	const kval_t *v = kobj_field(foo, FOO_STATUS_CONDITIONS);
-	if (v->type != KVAL_JSON)
+	const ck_val_t *v = ck_obj_field(foo, FOO_STATUS_CONDITIONS);
+	if (v->type != CK_VAL_JSON)
 		return false;
 	bool found = false;
 	yajl_val root = yajl_tree_parse(v->u.s, NULL, 0);
@@ -152,12 +152,12 @@ bool dns1123_subdomain_valid(const char *s)
 	return s[n - 1] != '-' && s[n - 1] != '.';
 }
 
-int foo_validate_spec(const kobj_t *foo, char **err)
+int foo_validate_spec(const ck_obj_t *foo, char **err)
 {
-	const kval_t *name = kobj_field(foo, FOO_SPEC_DEPLOYMENT_NAME);
-	if (name->type != KVAL_ABSENT && name->type != KVAL_NULL && name->type != KVAL_STRING)
-		return err_set(err, "spec.deploymentName: must be a string");
-	if (name->type == KVAL_STRING && name->u.s[0] != '\0' &&
+	const ck_val_t *name = ck_obj_field(foo, FOO_SPEC_DEPLOYMENT_NAME);
+	if (name->type != CK_VAL_ABSENT && name->type != CK_VAL_NULL && name->type != CK_VAL_STRING)
+		return ck_err_set(err, "spec.deploymentName: must be a string");
+	if (name->type == CK_VAL_STRING && name->u.s[0] != '\0' &&
 	    !dns1123_subdomain_valid(name->u.s)) {
 		/* The message becomes the Ready condition's: quote at most a valid name's
 		 * length so that it always fits FOO_CONDITION_MESSAGE_MAX, whole. */
@@ -167,53 +167,53 @@ int foo_validate_spec(const kobj_t *foo, char **err)
 			snprintf(more, sizeof(more), "...\" (%zu bytes)", strlen(name->u.s));
 		else
 			snprintf(more, sizeof(more), "\"");
-		return err_set(err,
+		return ck_err_set(err,
 		               "spec.deploymentName: \"%.*s%s is not a valid DNS-1123 subdomain "
 		               "(lower case alphanumerics, '-' and '.', at most 253 characters)",
 		               (int)n, name->u.s, more);
 	}
-	const kval_t *rep = kobj_field(foo, FOO_SPEC_REPLICAS);
-	if (rep->type == KVAL_ABSENT || rep->type == KVAL_NULL)
+	const ck_val_t *rep = ck_obj_field(foo, FOO_SPEC_REPLICAS);
+	if (rep->type == CK_VAL_ABSENT || rep->type == CK_VAL_NULL)
 		return 0;
-	if (rep->type != KVAL_INT)
-		return err_set(err, "spec.replicas: must be an integer");
+	if (rep->type != CK_VAL_INT)
+		return ck_err_set(err, "spec.replicas: must be an integer");
 	if (rep->u.i < 1 || rep->u.i > 10)
-		return err_set(err, "spec.replicas: %lld is not in 1..10", (long long)rep->u.i);
+		return ck_err_set(err, "spec.replicas: %lld is not in 1..10", (long long)rep->u.i);
 	return 0;
 }
 
-void foo_new_deployment_json(const kobj_t *foo, sbuf_t *out)
+void foo_new_deployment_json(const ck_obj_t *foo, ck_sbuf_t *out)
 {
 	const char *dname = foo_spec_deployment_name(foo);
 	int64_t replicas = 0;
 	bool has_replicas = foo_spec_replicas(foo, &replicas);
 
-	sbuf_puts(out,
+	ck_sbuf_puts(out,
 	          "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":");
-	sbuf_put_json_str(out, dname);
-	sbuf_puts(out, ",\"namespace\":");
-	sbuf_put_json_str(out, foo->ns);
-	sbuf_puts(out, ",\"labels\":{\"app\":\"nginx\",\"controller\":");
-	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(out, "},\"ownerReferences\":[{\"apiVersion\":\"" FOO_API_VERSION
+	ck_sbuf_put_json_str(out, dname);
+	ck_sbuf_puts(out, ",\"namespace\":");
+	ck_sbuf_put_json_str(out, foo->ns);
+	ck_sbuf_puts(out, ",\"labels\":{\"app\":\"nginx\",\"controller\":");
+	ck_sbuf_put_json_str(out, foo->name);
+	ck_sbuf_puts(out, "},\"ownerReferences\":[{\"apiVersion\":\"" FOO_API_VERSION
 	               "\",\"kind\":\"" FOO_KIND "\",\"name\":");
-	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(out, ",\"uid\":");
-	sbuf_put_json_str(out, foo->uid);
-	sbuf_puts(out, ",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{");
+	ck_sbuf_put_json_str(out, foo->name);
+	ck_sbuf_puts(out, ",\"uid\":");
+	ck_sbuf_put_json_str(out, foo->uid);
+	ck_sbuf_puts(out, ",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{");
 	if (has_replicas)
-		sbuf_printf(out, "\"replicas\":%lld,", (long long)replicas);
-	sbuf_puts(out, "\"selector\":{\"matchLabels\":{\"app\":\"nginx\",\"controller\":");
-	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(out,
+		ck_sbuf_printf(out, "\"replicas\":%lld,", (long long)replicas);
+	ck_sbuf_puts(out, "\"selector\":{\"matchLabels\":{\"app\":\"nginx\",\"controller\":");
+	ck_sbuf_put_json_str(out, foo->name);
+	ck_sbuf_puts(out,
 	          "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\"controller\":");
-	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(
+	ck_sbuf_put_json_str(out, foo->name);
+	ck_sbuf_puts(
 	    out,
 	    "}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]}}}}");
 }
 
-bool foo_status_equal(const kobj_t *foo, const foo_status_t *st)
+bool foo_status_equal(const ck_obj_t *foo, const foo_status_t *st)
 {
 	if (foo_status_available_replicas(foo) != st->available_replicas)
 		return false;
@@ -231,59 +231,59 @@ bool foo_status_equal(const kobj_t *foo, const foo_status_t *st)
 /*
  * Appends v as JSON. Numbers keep their original text, so nothing is rounded.
  * Recursive: v comes from a kept field, which the decoder refused to nest deeper
- * than KDEC_MAX_DEPTH, so the depth (and the stack) is bounded.
+ * than CK_DEC_MAX_DEPTH, so the depth (and the stack) is bounded.
  */
-static void put_json(sbuf_t *out, yajl_val v)
+static void put_json(ck_sbuf_t *out, yajl_val v)
 {
 	if (YAJL_IS_STRING(v)) {
-		sbuf_put_json_str(out, YAJL_GET_STRING(v));
+		ck_sbuf_put_json_str(out, YAJL_GET_STRING(v));
 	} else if (YAJL_IS_NUMBER(v)) {
-		sbuf_puts(out, YAJL_GET_NUMBER(v));
+		ck_sbuf_puts(out, YAJL_GET_NUMBER(v));
 	} else if (YAJL_IS_OBJECT(v)) {
-		sbuf_putc(out, '{');
+		ck_sbuf_putc(out, '{');
 		for (size_t i = 0; i < YAJL_GET_OBJECT(v)->len; i++) {
 			if (i > 0)
-				sbuf_putc(out, ',');
-			sbuf_put_json_str(out, YAJL_GET_OBJECT(v)->keys[i]);
-			sbuf_putc(out, ':');
+				ck_sbuf_putc(out, ',');
+			ck_sbuf_put_json_str(out, YAJL_GET_OBJECT(v)->keys[i]);
+			ck_sbuf_putc(out, ':');
 			put_json(out, YAJL_GET_OBJECT(v)->values[i]);
 		}
-		sbuf_putc(out, '}');
+		ck_sbuf_putc(out, '}');
 	} else if (YAJL_IS_ARRAY(v)) {
-		sbuf_putc(out, '[');
+		ck_sbuf_putc(out, '[');
 		for (size_t i = 0; i < YAJL_GET_ARRAY(v)->len; i++) {
 			if (i > 0)
-				sbuf_putc(out, ',');
+				ck_sbuf_putc(out, ',');
 			put_json(out, YAJL_GET_ARRAY(v)->values[i]);
 		}
-		sbuf_putc(out, ']');
+		ck_sbuf_putc(out, ']');
 	} else if (YAJL_IS_TRUE(v)) {
-		sbuf_puts(out, "true");
+		ck_sbuf_puts(out, "true");
 	} else if (YAJL_IS_FALSE(v)) {
-		sbuf_puts(out, "false");
+		ck_sbuf_puts(out, "false");
 	} else {
-		sbuf_puts(out, "null");
+		ck_sbuf_puts(out, "null");
 	}
 }
 
 /* Appends our Ready condition, reason and message cut as foo.h says. */
-static void put_ready(sbuf_t *out, const foo_status_t *st, const char *ltt)
+static void put_ready(ck_sbuf_t *out, const foo_status_t *st, const char *ltt)
 {
-	sbuf_puts(out, "{\"type\":\"Ready\",\"status\":");
-	sbuf_put_json_str(out, st->ready_status);
-	sbuf_puts(out, ",\"reason\":");
-	sbuf_put_json_strn(out, st->ready_reason,
+	ck_sbuf_puts(out, "{\"type\":\"Ready\",\"status\":");
+	ck_sbuf_put_json_str(out, st->ready_status);
+	ck_sbuf_puts(out, ",\"reason\":");
+	ck_sbuf_put_json_strn(out, st->ready_reason,
 	                   utf8_cut_len(st->ready_reason, FOO_CONDITION_REASON_MAX));
-	sbuf_puts(out, ",\"message\":");
-	sbuf_put_json_strn(out, st->ready_message,
+	ck_sbuf_puts(out, ",\"message\":");
+	ck_sbuf_put_json_strn(out, st->ready_message,
 	                   utf8_cut_len(st->ready_message, FOO_CONDITION_MESSAGE_MAX));
-	sbuf_puts(out, ",\"lastTransitionTime\":");
-	sbuf_put_json_str(out, ltt);
-	sbuf_printf(out, ",\"observedGeneration\":%lld}", (long long)st->observed_generation);
+	ck_sbuf_puts(out, ",\"lastTransitionTime\":");
+	ck_sbuf_put_json_str(out, ltt);
+	ck_sbuf_printf(out, ",\"observedGeneration\":%lld}", (long long)st->observed_generation);
 }
 
-void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
-                            sbuf_t *out)
+void foo_status_update_json(const ck_obj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
+                            ck_sbuf_t *out)
 {
 	foo_condition_t cur;
 	char ltt[40];
@@ -291,24 +291,24 @@ void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t n
 	    cur.last_transition_time[0] != '\0') {
 		snprintf(ltt, sizeof(ltt), "%s", cur.last_transition_time);
 	} else {
-		time_format_rfc3339(now_wall_ns, ltt);
+		ck_time_format_rfc3339(now_wall_ns, ltt);
 	}
-	sbuf_puts(out, "{\"apiVersion\":\"" FOO_API_VERSION "\",\"kind\":\"" FOO_KIND
+	ck_sbuf_puts(out, "{\"apiVersion\":\"" FOO_API_VERSION "\",\"kind\":\"" FOO_KIND
 	               "\",\"metadata\":{\"name\":");
-	sbuf_put_json_str(out, foo->name);
-	sbuf_puts(out, ",\"namespace\":");
-	sbuf_put_json_str(out, foo->ns);
-	sbuf_puts(out, ",\"resourceVersion\":");
-	sbuf_put_json_str(out, foo->rv);
-	sbuf_printf(out, "},\"status\":{\"availableReplicas\":%lld,\"observedGeneration\":%lld,",
+	ck_sbuf_put_json_str(out, foo->name);
+	ck_sbuf_puts(out, ",\"namespace\":");
+	ck_sbuf_put_json_str(out, foo->ns);
+	ck_sbuf_puts(out, ",\"resourceVersion\":");
+	ck_sbuf_put_json_str(out, foo->rv);
+	ck_sbuf_printf(out, "},\"status\":{\"availableReplicas\":%lld,\"observedGeneration\":%lld,",
 	            (long long)st->available_replicas, (long long)st->observed_generation);
-	sbuf_puts(out, "\"conditions\":[");
+	ck_sbuf_puts(out, "\"conditions\":[");
 
 	/* The PUT replaces status.conditions whole: re-emit what other writers set,
 	 * unchanged and in place, and replace only Ready (its duplicates dropped: the
 	 * list is a map keyed by type). The kept field holds the whole array. */
-	const kval_t *v = kobj_field(foo, FOO_STATUS_CONDITIONS);
-	yajl_val root = v->type == KVAL_JSON ? yajl_tree_parse(v->u.s, NULL, 0) : NULL;
+	const ck_val_t *v = ck_obj_field(foo, FOO_STATUS_CONDITIONS);
+	yajl_val root = v->type == CK_VAL_JSON ? yajl_tree_parse(v->u.s, NULL, 0) : NULL;
 	size_t n = YAJL_IS_ARRAY(root) ? YAJL_GET_ARRAY(root)->len : 0;
 	bool ready_done = false, first = true;
 	for (size_t i = 0; i < n; i++) {
@@ -320,7 +320,7 @@ void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t n
 		if (is_ready && ready_done)
 			continue;
 		if (!first)
-			sbuf_putc(out, ',');
+			ck_sbuf_putc(out, ',');
 		first = false;
 		if (is_ready) {
 			put_ready(out, st, ltt);
@@ -331,9 +331,9 @@ void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t n
 	}
 	if (!ready_done) {
 		if (!first)
-			sbuf_putc(out, ',');
+			ck_sbuf_putc(out, ',');
 		put_ready(out, st, ltt);
 	}
-	sbuf_puts(out, "]}}");
+	ck_sbuf_puts(out, "]}}");
 	yajl_tree_free(root);
 }

@@ -5,8 +5,8 @@
 #ifndef CSC_API_FOO_H
 #define CSC_API_FOO_H
 
-#include "pkg/base/base.h"
-#include "pkg/kube/obj.h"
+#include <ckube/base.h>
+#include <ckube/obj.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
 #define FOO_API_VERSION FOO_GROUP "/" FOO_VERSION
 #define FOO_KIND        "Foo"
 
-extern const ktype_t ktype_foo;
+extern const ck_type_t ktype_foo;
 
 /* Indexes into ktype_foo.fields, in this order. */
 enum {
@@ -29,13 +29,13 @@ enum {
 };
 
 /* Returns spec.deploymentName (borrowed from foo) or "" when unset. */
-const char *foo_spec_deployment_name(const kobj_t *foo);
+const char *foo_spec_deployment_name(const ck_obj_t *foo);
 /* Sets *out and returns true if spec.replicas is set (and an integer). */
-bool foo_spec_replicas(const kobj_t *foo, int64_t *out);
+bool foo_spec_replicas(const ck_obj_t *foo, int64_t *out);
 /* status.availableReplicas, 0 when unset. */
-int64_t foo_status_available_replicas(const kobj_t *foo);
+int64_t foo_status_available_replicas(const ck_obj_t *foo);
 /* status.observedGeneration, 0 when unset. */
-int64_t foo_status_observed_generation(const kobj_t *foo);
+int64_t foo_status_observed_generation(const ck_obj_t *foo);
 
 /*
  * The longest condition reason and message, in bytes, that we write and read back.
@@ -60,7 +60,7 @@ typedef struct foo_condition {
  * Finds the condition of the given type; returns false if absent or unparsable.
  * Longer reason/message are cut as FOO_CONDITION_*_MAX says.
  */
-bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out);
+bool foo_condition_get(const ck_obj_t *foo, const char *type, foo_condition_t *out);
 
 /*
  * Checks a Foo's spec the way the CRD's schema would (the CRD installed on a
@@ -68,7 +68,7 @@ bool foo_condition_get(const kobj_t *foo, const char *type, foo_condition_t *out
  * new message in *err naming the field ("spec.replicas: 11 is not in 1..10").
  * An empty deploymentName is reported separately by the controller (as upstream).
  */
-int foo_validate_spec(const kobj_t *foo, char **err);
+int foo_validate_spec(const ck_obj_t *foo, char **err);
 /* true if s is a DNS-1123 subdomain (what a Deployment name must be). */
 bool dns1123_subdomain_valid(const char *s);
 
@@ -78,7 +78,7 @@ bool dns1123_subdomain_valid(const char *s);
  * {app: nginx, controller: <foo name>}, one nginx:latest container, replicas
  * from spec (omitted when unset), controller ownerReference to the Foo.
  */
-void foo_new_deployment_json(const kobj_t *foo, sbuf_t *out);
+void foo_new_deployment_json(const ck_obj_t *foo, ck_sbuf_t *out);
 
 /* The status to write, compared with the current one to skip no-op writes. */
 typedef struct foo_status {
@@ -94,7 +94,7 @@ typedef struct foo_status {
  * compared as written, i.e. cut). Borrows both. Conditions other than Ready are
  * not ours and do not count.
  */
-bool foo_status_equal(const kobj_t *foo, const foo_status_t *st);
+bool foo_status_equal(const ck_obj_t *foo, const foo_status_t *st);
 /*
  * Appends the body of PUT .../foos/<name>/status: the Foo's identity with its
  * resourceVersion (optimistic concurrency: a stale cache yields 409) and the new
@@ -103,7 +103,7 @@ bool foo_status_equal(const kobj_t *foo, const foo_status_t *st);
  * conditions other writers set are re-emitted unchanged, in their order; only
  * Ready is replaced (appended when absent). Borrows foo and st.
  */
-void foo_status_update_json(const kobj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
-                            sbuf_t *out);
+void foo_status_update_json(const ck_obj_t *foo, const foo_status_t *st, int64_t now_wall_ns,
+                            ck_sbuf_t *out);
 
 #endif

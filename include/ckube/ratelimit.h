@@ -7,26 +7,28 @@
  * it, first come first served, without a queue. Time is passed in (monotonic
  * nanoseconds) so that a fake clock can drive it in tests.
  */
-#ifndef CSC_KUBE_RATELIMIT_H
-#define CSC_KUBE_RATELIMIT_H
+#ifndef CKUBE_KUBE_RATELIMIT_H
+#define CKUBE_KUBE_RATELIMIT_H
+
+#include <ckube/export.h>
 
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct ktb {
+typedef struct ck_tb {
 	double qps;    /* tokens per second; <= 0 disables the bucket */
 	double burst;  /* capacity */
 	double tokens; /* may be negative: tokens promised to waiters */
 	uint64_t last_ns;
-} ktb_t;
+} ck_tb_t;
 
 /* A full bucket at now_ns. qps < 0 disables limiting (every reservation is free). */
-void ktb_init(ktb_t *b, double qps, int burst, uint64_t now_ns);
+CKUBE_API void ck_tb_init(ck_tb_t *b, double qps, int burst, uint64_t now_ns);
 /* True when the bucket limits anything. */
-bool ktb_enabled(const ktb_t *b);
+CKUBE_API bool ck_tb_enabled(const ck_tb_t *b);
 /* Takes one token; returns the nanoseconds to wait before using it (0 = now). */
-uint64_t ktb_reserve(ktb_t *b, uint64_t now_ns);
+CKUBE_API uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns);
 /* Gives back a token reserved but not used (a cancelled waiter). */
-void ktb_unreserve(ktb_t *b, uint64_t now_ns);
+CKUBE_API void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns);
 
 #endif

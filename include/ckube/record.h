@@ -1,7 +1,7 @@
 /*
  * record: the Kubernetes event recorder (client-go tools/record semantics).
  *
- * A controller calls record_event() from any thread; the call formats the message,
+ * A controller calls ck_record_event() from any thread; the call formats the message,
  * copies what it needs from the involved object and puts the event on a bounded
  * queue (default 1000; when full the event is dropped, counted and logged). It
  * never waits for the network. One poster thread per recorder takes events off
@@ -41,71 +41,70 @@
  * namespace ("default" for cluster-scoped objects). Messages are cut to 1024 bytes
  * on a UTF-8 boundary; invalid UTF-8 is replaced by U+FFFD.
  *
- * Threads: record_event(), record_stats() and record_flush() may be called from any
+ * Threads: ck_record_event(), ck_record_stats() and ck_record_flush() may be called from any
  * thread. With the kclient sink, the recorder must be freed while the client's loop
  * is still running (its poster thread uses the client's *_sync calls).
  */
-#ifndef CSC_RECORD_H
-#define CSC_RECORD_H
+#ifndef CKUBE_RECORD_H
+#define CKUBE_RECORD_H
 
-#include "pkg/base/base.h"
-#include "pkg/kube/client.h"
-#include "pkg/kube/obj.h"
+#include <ckube/export.h>
+
+#include <ckube/base.h>
+#include <ckube/client.h>
+#include <ckube/obj.h>
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RECORD_NORMAL  "Normal"
-#define RECORD_WARNING "Warning"
+#define CK_RECORD_NORMAL  "Normal"
+#define CK_RECORD_WARNING "Warning"
 
-/* The reportingController sample-controller uses (pass it in record_opts_t). */
-#define RECORD_SAMPLE_CONTROLLER "samplecontroller.k8s.io/sample-controller"
-
-typedef struct record record_t;
+typedef struct ck_record ck_record_t;
 
 /*
- * The involved object, when the caller has no kobj_t. Every string is borrowed for
+ * The involved object, when the caller has no ck_obj_t. Every string is borrowed for
  * the call (copied); NULL is the same as "".
  */
-typedef struct record_ref {
+typedef struct ck_record_ref {
 	const char *api_version; /* "apps/v1" */
 	const char *kind;        /* "Deployment" */
 	const char *ns;          /* "" for cluster-scoped objects */
 	const char *name;
 	const char *uid;
 	const char *resource_version;
-} record_ref_t;
+} ck_record_ref_t;
 
 /*
  * What a sink call did. The recorder decides from it whether to retry; a sink
  * built on something other than the REST client maps its own errors to these.
  */
-typedef enum record_sink_result {
-	RECORD_SINK_OK = 0,
-	RECORD_SINK_NOT_FOUND,      /* 404: for a patch, the Event is gone (create it) */
-	RECORD_SINK_ALREADY_EXISTS, /* 409 AlreadyExists: not retried */
-	RECORD_SINK_NS_TERMINATING, /* the namespace is being deleted: not retried */
-	RECORD_SINK_RETRY,          /* transport error, 429, 5xx: retried */
-	RECORD_SINK_REJECTED,       /* any other answer (403, 422, ...): not retried */
-} record_sink_result_t;
+typedef enum ck_record_sink_result {
+	CK_RECORD_SINK_OK = 0,
+	CK_RECORD_SINK_NOT_FOUND,      /* 404: for a patch, the Event is gone (create it) */
+	CK_RECORD_SINK_ALREADY_EXISTS, /* 409 AlreadyExists: not retried */
+	CK_RECORD_SINK_NS_TERMINATING, /* the namespace is being deleted: not retried */
+	CK_RECORD_SINK_RETRY,          /* transport error, 429, 5xx: retried */
+	CK_RECORD_SINK_REJECTED,       /* any other answer (403, 422, ...): not retried */
+} ck_record_sink_result_t;
 
 /*
  * Where events are written. Both calls run on the poster thread, one at a time,
  * and may block. body is a complete JSON document (borrowed for the call). On
  * failure they may set *err to a new message (freed by the recorder).
  */
-typedef struct record_sink {
+typedef struct ck_record_sink {
 	/* POST namespaces/<ns>/events */
-	record_sink_result_t (*create)(void *ud, const char *ns, const char *body, char **err);
+	ck_record_sink_result_t (*create)(void *ud, const char *ns, const char *body, char **err);
 	/* PATCH namespaces/<ns>/events/<name>, strategic merge patch */
-	record_sink_result_t (*patch)(void *ud, const char *ns, const char *name, const char *body,
+	ck_record_sink_result_t (*patch)(void *ud, const char *ns, const char *name, const char *body,
 	                              char **err);
 	void *ud;
-} record_sink_t;
+} ck_record_sink_t;
 
 /* Zero means "the default" for every field. */
-typedef struct record_opts {
+typedef struct ck_record_opts {
 	const char *component;            /* source.component; required */
 	const char *host;                 /* source.host; default: omitted */
 	const char *reporting_controller; /* reportingComponent; default: component */
@@ -113,46 +112,46 @@ typedef struct record_opts {
 	size_t queue_size;                /* default 1000 */
 	int max_tries;                    /* per event; default 12 */
 	uint32_t retry_interval_ms;       /* default 10000 */
-	uint32_t shutdown_timeout_ms;     /* record_free's bound; default 10000 */
+	uint32_t shutdown_timeout_ms;     /* ck_record_free's bound; default 10000 */
 	size_t cache_size;                /* entries per LRU cache; default 4096 */
 	int aggregate_max_events;         /* default 10 */
 	uint32_t aggregate_interval_ms;   /* default 600000 (10 min) */
 	int spam_burst;                   /* default 25; negative disables the filter */
 	uint32_t spam_refill_ms;          /* one token back per; default 300000 (5 min) */
 	uint32_t spam_log_interval_ms;    /* per-object drop log; default 300000 */
-	const clk_t *clock;               /* timestamps and windows; NULL = real */
-	const record_sink_t *sink;        /* borrowed, outlives the recorder; NULL = client */
-} record_opts_t;
+	const ck_clk_t *clock;               /* timestamps and windows; NULL = real */
+	const ck_record_sink_t *sink;        /* borrowed, outlives the recorder; NULL = client */
+} ck_record_opts_t;
 
 /*
  * Borrows c (must outlive the recorder; may be NULL when opts->sink is given) and
  * opts (copied). Starts the poster thread. Returns a new recorder, free with
- * record_free(); or NULL with *err.
+ * ck_record_free(); or NULL with *err.
  */
-record_t *record_new(kclient_t *c, const record_opts_t *opts, char **err);
+CKUBE_API ck_record_t *ck_record_new(ck_client_t *c, const ck_record_opts_t *opts, char **err);
 
 /*
  * Stops the recorder: the poster thread goes on writing what is queued, and the
  * counts the spam filter held back, for at most shutdown_timeout_ms; what is left
- * then is counted as failed. Frees r. NULL is a no-op. Do not call record_event()
+ * then is counted as failed. Frees r. NULL is a no-op. Do not call ck_record_event()
  * concurrently with it.
  */
-void record_free(record_t *r);
+CKUBE_API void ck_record_free(ck_record_t *r);
 
 /*
  * Records an event about obj (borrowed; kind and apiVersion come from its type).
- * type is RECORD_NORMAL or RECORD_WARNING (anything else is dropped and counted
+ * type is CK_RECORD_NORMAL or CK_RECORD_WARNING (anything else is dropped and counted
  * as invalid); reason is a short CamelCase word; the message is printf-formatted.
  * Never blocks on I/O; thread-safe. r may be NULL (no-op).
  */
-void record_event(record_t *r, const kobj_t *obj, const char *type, const char *reason,
-                  const char *fmt, ...) CSC_PRINTF(5, 6);
-/* The same, the involved object given as a record_ref_t (borrowed). */
-void record_event_ref(record_t *r, const record_ref_t *ref, const char *type, const char *reason,
-                      const char *fmt, ...) CSC_PRINTF(5, 6);
+CKUBE_API void ck_record_event(ck_record_t *r, const ck_obj_t *obj, const char *type, const char *reason,
+                  const char *fmt, ...) CK_PRINTF(5, 6);
+/* The same, the involved object given as a ck_record_ref_t (borrowed). */
+CKUBE_API void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
+                      const char *fmt, ...) CK_PRINTF(5, 6);
 /* The same with a va_list. Borrows everything. */
-void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const char *reason,
-                   const char *fmt, va_list ap) CSC_PRINTF(5, 0);
+CKUBE_API void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
+                   const char *fmt, va_list ap) CK_PRINTF(5, 0);
 
 /*
  * Waits until every event queued before the call has been handled (written, given
@@ -160,21 +159,21 @@ void record_eventv(record_t *r, const record_ref_t *ref, const char *type, const
  * have been written. Returns 0, or -1 if timeout_ms passed first. For tests and
  * orderly shutdown.
  */
-int record_flush(record_t *r, uint32_t timeout_ms);
+CKUBE_API int ck_record_flush(ck_record_t *r, uint32_t timeout_ms);
 
-/* Counters since record_new, for metrics (a consistent-enough snapshot). */
-typedef struct record_stats {
+/* Counters since ck_record_new, for metrics (a consistent-enough snapshot). */
+typedef struct ck_record_stats {
 	uint64_t posted;             /* Events created */
 	uint64_t patched;            /* count increments written by PATCH */
-	uint64_t dropped_queue_full; /* record_event() calls dropped: queue full */
+	uint64_t dropped_queue_full; /* ck_record_event() calls dropped: queue full */
 	uint64_t dropped_spam;       /* new Events the spam filter refused */
 	uint64_t deferred_spam;      /* increments the spam filter postponed */
 	uint64_t dropped_invalid;    /* bad type, no object, no reason */
 	uint64_t failed;             /* rejected by the server, or retries exhausted */
 	uint64_t retries;            /* attempts repeated after a retryable failure */
-} record_stats_t;
+} ck_record_stats_t;
 
 /* Borrows r; fills *out. */
-void record_stats(const record_t *r, record_stats_t *out);
+CKUBE_API void ck_record_stats(const ck_record_t *r, ck_record_stats_t *out);
 
 #endif

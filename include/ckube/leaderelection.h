@@ -16,96 +16,98 @@
  * does not matter (only clock rate does). A Lease with an empty holderIdentity is
  * free at once. A takeover increments leaseTransitions.
  *
- * On le_stop() a leader with release_on_cancel gives the Lease up (holderIdentity
+ * On ck_le_stop() a leader with release_on_cancel gives the Lease up (holderIdentity
  * "", leaseDurationSeconds 1, acquireTime/renewTime now) so that a standby takes
  * over at its next retry instead of a full lease duration later. The caller must
  * have stopped everything the Lease guards before the release: before calling
- * le_stop(), or inside on_stopped_leading, which runs before the release.
+ * ck_le_stop(), or inside on_stopped_leading, which runs before the release.
  *
- * Threads: le_start() runs the elector on its own thread; it makes blocking client
+ * Threads: ck_le_start() runs the elector on its own thread; it makes blocking client
  * calls (kclient_*_sync) bounded by the renew deadline. Callbacks run on that
- * thread, one at a time; they must not call le_stop(), and all but
+ * thread, one at a time; they must not call ck_le_stop(), and all but
  * on_stopped_leading must return quickly (while one runs, the lease is not renewed).
- * le_is_leader() and le_leader() may be called from any thread.
+ * ck_le_is_leader() and ck_le_leader() may be called from any thread.
  */
-#ifndef CSC_LEADERELECTION_H
-#define CSC_LEADERELECTION_H
+#ifndef CKUBE_LEADERELECTION_H
+#define CKUBE_LEADERELECTION_H
 
-#include "pkg/base/base.h"
+#include <ckube/export.h>
+
+#include <ckube/base.h>
 
 #include <stdbool.h>
 #include <stdint.h>
 
-struct kclient;
+struct ck_client;
 
 /* Defaults of the --leader-elect-* flags (client-go's "core clients" values). */
-#define LE_DEFAULT_LEASE_DURATION_MS 15000u
-#define LE_DEFAULT_RENEW_DEADLINE_MS 10000u
-#define LE_DEFAULT_RETRY_PERIOD_MS   2000u
+#define CK_LE_DEFAULT_LEASE_DURATION_MS 15000u
+#define CK_LE_DEFAULT_RENEW_DEADLINE_MS 10000u
+#define CK_LE_DEFAULT_RETRY_PERIOD_MS   2000u
 /* wait.JitterUntil's factor in client-go: a retry waits retry * [1, 1 + 1.2). */
-#define LE_JITTER_FACTOR 1.2
+#define CK_LE_JITTER_FACTOR 1.2
 /* Event reason of the events this module asks to be recorded. */
-#define LE_EVENT_REASON "LeaderElection"
+#define CK_LE_EVENT_REASON "LeaderElection"
 
-typedef enum le_log_level {
-	LE_LOG_INFO = 0,
-	LE_LOG_WARNING,
-	LE_LOG_ERROR,
-} le_log_level_t;
+typedef enum ck_le_log_level {
+	CK_LE_LOG_INFO = 0,
+	CK_LE_LOG_WARNING,
+	CK_LE_LOG_ERROR,
+} ck_le_log_level_t;
 
-typedef struct le_config {
+typedef struct ck_le_config {
 	const char *lease_namespace; /* required */
 	const char *lease_name;      /* required */
-	const char *identity;        /* required; see le_default_identity() */
+	const char *identity;        /* required; see ck_le_default_identity() */
 	/* 0 = the default above. The Lease records whole seconds, so the lease
 	 * duration must be at least 1000 ms. */
 	uint32_t lease_duration_ms;
 	uint32_t renew_deadline_ms;
 	uint32_t retry_period_ms;
-	/* Give the Lease up on le_stop() (holder emptied). */
+	/* Give the Lease up on ck_le_stop() (holder emptied). */
 	bool release_on_cancel;
 	/* Clock for the election's decisions and the Lease's timestamps; NULL = real.
 	 * The elector's waits between tries always use real time. */
-	const clk_t *clock;
+	const ck_clk_t *clock;
 
 	/* All callbacks are optional, run on the elector's thread, and get ud. */
 	/* This process became the leader: start the workers. */
 	void (*on_started_leading)(void *ud);
 	/* This process stopped leading: called once, only after on_started_leading,
 	 * both when the Lease was lost (renew deadline passed, or another holder seen)
-	 * and on le_stop(). le_is_leader() is already false. It may block until the
-	 * workers have stopped: on le_stop() the Lease is released only after it
+	 * and on ck_le_stop(). ck_le_is_leader() is already false. It may block until the
+	 * workers have stopped: on ck_le_stop() the Lease is released only after it
 	 * returns, so a standby never runs alongside them. The daemon exits on a loss;
-	 * it knows a stop is one because it called le_stop(). */
+	 * it knows a stop is one because it called ck_le_stop(). */
 	void (*on_stopped_leading)(void *ud);
 	/* A different holder was observed (including this process); identity is
 	 * borrowed for the call; never called for an empty holder. */
 	void (*on_new_leader)(void *ud, const char *identity);
-	/* An Event to record on the Lease (type Normal, reason LE_EVENT_REASON):
+	/* An Event to record on the Lease (type Normal, reason CK_LE_EVENT_REASON):
 	 * "<identity> became leader", "<identity> stopped leading". Strings borrowed. */
 	void (*on_event)(void *ud, const char *reason, const char *message);
 	/* A log line (attempting to acquire, acquired, failed to renew, ...);
 	 * msg borrowed. NULL = silent. */
-	void (*on_log)(void *ud, le_log_level_t level, const char *msg);
+	void (*on_log)(void *ud, ck_le_log_level_t level, const char *msg);
 	void *ud;
-} le_config_t;
+} ck_le_config_t;
 
-typedef struct le le_t;
+typedef struct ck_le ck_le_t;
 
 /*
  * Borrows cfg. Checks that the names and identity are set and that
  * lease duration > renew deadline > 1.2 x retry period (client-go's rule) after
  * defaults are applied. Returns 0, or -1 with *err naming the flag at fault.
  */
-int le_validate(const le_config_t *cfg, char **err);
+CKUBE_API int ck_le_validate(const ck_le_config_t *cfg, char **err);
 
 /*
  * Borrows c (must outlive the elector) and cfg (strings are copied). Validates cfg,
  * then starts the elector thread, which first tries to acquire at once. Returns a
- * new elector, stop and free it with le_stop(); or NULL with *err (and then no
+ * new elector, stop and free it with ck_le_stop(); or NULL with *err (and then no
  * callback is ever called).
  */
-le_t *le_start(struct kclient *c, const le_config_t *cfg, char **err);
+CKUBE_API ck_le_t *ck_le_start(struct ck_client *c, const ck_le_config_t *cfg, char **err);
 
 /*
  * Takes e. Cancels the election: wakes the thread; if this process leads, calls
@@ -113,16 +115,16 @@ le_t *le_start(struct kclient *c, const le_config_t *cfg, char **err);
  * the thread and frees e. May block up to the renew deadline when the API
  * server does not answer. NULL is a no-op. Never call it from a callback.
  */
-void le_stop(le_t *e);
+CKUBE_API void ck_le_stop(ck_le_t *e);
 
 /* Whether this process leads right now (atomic; for the leader metric, readyz). */
-bool le_is_leader(const le_t *e);
+CKUBE_API bool ck_le_is_leader(const ck_le_t *e);
 
 /* Returns a new string (free with free()): the last observed holder, "" if none. */
-char *le_leader(le_t *e);
+CKUBE_API char *ck_le_leader(ck_le_t *e);
 
 /* Returns a new string (free with free()): "<hostname>_<16 random hex digits>". */
-char *le_default_identity(void);
+CKUBE_API char *ck_le_default_identity(void);
 
 /*
  * Borrows sa_dir (NULL = $CSC_SERVICEACCOUNT_DIR, else
@@ -130,6 +132,6 @@ char *le_default_identity(void);
  * free()): the pod's namespace read from <sa_dir>/namespace; or NULL with *err
  * saying to set --leader-elect-resource-namespace.
  */
-char *le_default_namespace(const char *sa_dir, char **err);
+CKUBE_API char *ck_le_default_namespace(const char *sa_dir, char **err);
 
 #endif

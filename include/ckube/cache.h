@@ -9,31 +9,33 @@
  * Threads. Everything runs on the one libev loop thread -- requests, timers,
  * delta processing, store writes and handler calls -- except reads of a store
  * (store, lister and index lookups), which any thread may make: they take a read
- * lock and hand back *references* to immutable objects (kobj_unref when done),
+ * lock and hand back *references* to immutable objects (ck_obj_unref when done),
  * never copies, so no lock is held while the caller works.
  * Functions marked "loop thread" may also be called by any one thread before
  * the loop runs (set-up).
  *
  * A typical controller:
  *
- *   cache_factory_t *f = cache_factory_new(loop, client, &(cache_factory_opts_t){
+ *   ck_cache_factory_t *f = ck_cache_factory_new(loop, client, &(ck_cache_factory_opts_t){
  *           .default_resync_ms = 30000});
- *   cache_informer_t *foos = cache_factory_informer(f, &ktype_foo);
- *   cache_informer_add_handler(foos, &(cache_handler_t){on_add, on_update, NULL}, ctl);
- *   cache_factory_start(f, &err);                  // before or on the loop thread
+ *   ck_cache_informer_t *foos = ck_cache_factory_informer(f, &ktype_foo);
+ *   ck_cache_informer_add_handler(foos, &(ck_cache_handler_t){on_add, on_update, NULL}, ctl);
+ *   ck_cache_factory_start(f, &err);                  // before or on the loop thread
  *   ... run the loop in its thread ...
- *   if (cache_factory_wait_synced(f, 60000, &reason) != 0)   // from main/worker
+ *   if (ck_cache_factory_wait_synced(f, 60000, &reason) != 0)   // from main/worker
  *           fail("cannot sync: %s", reason);
- *   kobj_t *foo = cache_lister_get(cache_informer_lister(foos), ns, name);
+ *   ck_obj_t *foo = ck_cache_lister_get(ck_cache_informer_lister(foos), ns, name);
  */
-#ifndef CSC_CACHE_H
-#define CSC_CACHE_H
+#ifndef CKUBE_CACHE_H
+#define CKUBE_CACHE_H
 
-#include "pkg/base/base.h"
-#include "pkg/kube/client.h"
-#include "pkg/kube/decode.h"
-#include "pkg/kube/obj.h"
-#include "pkg/kube/status.h"
+#include <ckube/export.h>
+
+#include <ckube/base.h>
+#include <ckube/client.h>
+#include <ckube/decode.h>
+#include <ckube/obj.h>
+#include <ckube/status.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,20 +45,20 @@ struct ev_loop;
 
 /* ================================================================ results */
 
-/* Objects returned by a read: n new references. Free with cache_objs_free. */
-typedef struct cache_objs {
-	kobj_t **items;
+/* Objects returned by a read: n new references. Free with ck_cache_objs_free. */
+typedef struct ck_cache_objs {
+	ck_obj_t **items;
 	size_t n;
-} cache_objs_t;
+} ck_cache_objs_t;
 /* Drops every reference, frees the array and zeroes l. */
-void cache_objs_free(cache_objs_t *l);
+CKUBE_API void ck_cache_objs_free(ck_cache_objs_t *l);
 
-/* Strings returned by a read: n new strings. Free with cache_strs_free. */
-typedef struct cache_strs {
+/* Strings returned by a read: n new strings. Free with ck_cache_strs_free. */
+typedef struct ck_cache_strs {
 	char **items;
 	size_t n;
-} cache_strs_t;
-void cache_strs_free(cache_strs_t *l);
+} ck_cache_strs_t;
+CKUBE_API void ck_cache_strs_free(ck_cache_strs_t *l);
 
 /* ================================================================ store and indexer */
 
@@ -64,80 +66,80 @@ void cache_strs_free(cache_strs_t *l);
  * A thread-safe store of objects keyed by "namespace/name" ("name" for
  * cluster-scoped kinds), with named indexes. An index function maps an object
  * to zero or more values; by-index lookups return the objects with a value.
- * The namespace index (CACHE_INDEX_NAMESPACE, value = the object's namespace)
+ * The namespace index (CK_CACHE_INDEX_NAMESPACE, value = the object's namespace)
  * is always there. Writes and reads lock (a writer-preferring rwlock); an
  * informer's store is written only by its loop thread.
  */
-typedef struct cache_store cache_store_t;
+typedef struct ck_cache_store ck_cache_store_t;
 
-#define CACHE_INDEX_NAMESPACE "namespace"
+#define CK_CACHE_INDEX_NAMESPACE "namespace"
 
-/* The values an index function emits; add with cache_index_values_add. */
-typedef struct cache_index_values cache_index_values_t;
+/* The values an index function emits; add with ck_cache_index_values_add. */
+typedef struct ck_cache_index_values ck_cache_index_values_t;
 /* Borrows value (copied). Emitting the same value twice counts once. */
-void cache_index_values_add(cache_index_values_t *v, const char *value);
+CKUBE_API void ck_cache_index_values_add(ck_cache_index_values_t *v, const char *value);
 
 /*
  * An index function: borrows obj, adds its values to out. Must be a pure
  * function of the object (it is called again on the old object to unindex it).
  * Called with the store's write lock held: it must not touch the store.
  */
-typedef void (*cache_index_fn)(void *ud, const kobj_t *obj, cache_index_values_t *out);
+typedef void (*ck_cache_index_fn)(void *ud, const ck_obj_t *obj, ck_cache_index_values_t *out);
 
-/* Returns a new empty store (with the namespace index), free with cache_store_free. */
-cache_store_t *cache_store_new(void);
+/* Returns a new empty store (with the namespace index), free with ck_cache_store_free. */
+CKUBE_API ck_cache_store_t *ck_cache_store_new(void);
 /* Drops every object reference and frees s. NULL is a no-op. */
-void cache_store_free(cache_store_t *s);
+CKUBE_API void ck_cache_store_free(ck_cache_store_t *s);
 
 /*
  * Adds an index named name (borrowed, copied); ud is borrowed. Objects already
  * stored are indexed at once. Returns 0, or -1 with *err if the name is taken.
  */
-int cache_store_add_index(cache_store_t *s, const char *name, cache_index_fn fn, void *ud,
+CKUBE_API int ck_cache_store_add_index(ck_cache_store_t *s, const char *name, ck_cache_index_fn fn, void *ud,
                           char **err);
 
 /*
  * Inserts or replaces the object with obj's key. Borrows obj (the store takes
  * its own reference). Returns the object it replaced (a reference the caller
- * now owns: kobj_unref it) or NULL if the key was new.
+ * now owns: ck_obj_unref it) or NULL if the key was new.
  */
-kobj_t *cache_store_upsert(cache_store_t *s, kobj_t *obj);
+CKUBE_API ck_obj_t *ck_cache_store_upsert(ck_cache_store_t *s, ck_obj_t *obj);
 /* Removes key (borrowed). Returns the removed object (caller unrefs) or NULL. */
-kobj_t *cache_store_delete(cache_store_t *s, const char *key);
+CKUBE_API ck_obj_t *ck_cache_store_delete(ck_cache_store_t *s, const char *key);
 
 /* Returns a new reference to the object stored under key, or NULL if none. Any thread. */
-kobj_t *cache_store_get(cache_store_t *s, const char *key);
+CKUBE_API ck_obj_t *ck_cache_store_get(ck_cache_store_t *s, const char *key);
 /* Same with the key's parts (ns "" or NULL for cluster-scoped). Any thread. */
-kobj_t *cache_store_get_ns_name(cache_store_t *s, const char *ns, const char *name);
+CKUBE_API ck_obj_t *ck_cache_store_get_ns_name(ck_cache_store_t *s, const char *ns, const char *name);
 /* Number of objects. Any thread. */
-size_t cache_store_len(cache_store_t *s);
+CKUBE_API size_t ck_cache_store_len(ck_cache_store_t *s);
 /* Every object (new references, in no order) into *out. Any thread. */
-void cache_store_list(cache_store_t *s, cache_objs_t *out);
+CKUBE_API void ck_cache_store_list(ck_cache_store_t *s, ck_cache_objs_t *out);
 /* Every key (new strings) into *out. Any thread. */
-void cache_store_list_keys(cache_store_t *s, cache_strs_t *out);
+CKUBE_API void ck_cache_store_list_keys(ck_cache_store_t *s, ck_cache_strs_t *out);
 /*
  * The objects whose index `index` has value `value` (new references) into *out.
  * Returns 0 (an unknown value yields none), or -1 with *err if there is no such
  * index. Any thread.
  */
-int cache_store_by_index(cache_store_t *s, const char *index, const char *value, cache_objs_t *out,
+CKUBE_API int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value, ck_cache_objs_t *out,
                          char **err);
 /* Same, as keys (new strings). */
-int cache_store_index_keys(cache_store_t *s, const char *index, const char *value,
-                           cache_strs_t *out, char **err);
+CKUBE_API int ck_cache_store_index_keys(ck_cache_store_t *s, const char *index, const char *value,
+                           ck_cache_strs_t *out, char **err);
 /* The values index `index` currently has (new strings). -1 with *err if no such index. */
-int cache_store_index_values(cache_store_t *s, const char *index, cache_strs_t *out, char **err);
+CKUBE_API int ck_cache_store_index_values(ck_cache_store_t *s, const char *index, ck_cache_strs_t *out, char **err);
 /*
  * Calls fn(ud, obj) for every object of a snapshot taken under the read lock,
  * until fn returns false. The lock is not held while fn runs, so fn may call
  * back into this store (changes made meanwhile are not in the snapshot). obj is
- * borrowed for the call (kobj_ref to keep it). Any thread.
+ * borrowed for the call (ck_obj_ref to keep it). Any thread.
  */
-void cache_store_foreach(cache_store_t *s, bool (*fn)(void *ud, kobj_t *obj), void *ud);
+CKUBE_API void ck_cache_store_foreach(ck_cache_store_t *s, bool (*fn)(void *ud, ck_obj_t *obj), void *ud);
 
 /* Memory held, for the figures: bytes of the tables and indexes; *obj_bytes (if not
- * NULL) receives the bytes of the objects themselves (kobj_size). Any thread. */
-size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes);
+ * NULL) receives the bytes of the objects themselves (ck_obj_size). Any thread. */
+CKUBE_API size_t ck_cache_store_mem_bytes(ck_cache_store_t *s, size_t *obj_bytes);
 
 /* ================================================================ label selectors */
 
@@ -146,58 +148,58 @@ size_t cache_store_mem_bytes(cache_store_t *s, size_t *obj_bytes);
  * `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>n`, `k<n`.
  * The empty selector matches everything. Immutable; any thread.
  */
-typedef struct cache_selector cache_selector_t;
-/* Borrows s. Returns a new selector (free with cache_selector_free) or NULL with *err. */
-cache_selector_t *cache_selector_parse(const char *s, char **err);
-bool cache_selector_matches(const cache_selector_t *sel, const kobj_t *obj);
-void cache_selector_free(cache_selector_t *sel);
+typedef struct ck_cache_selector ck_cache_selector_t;
+/* Borrows s. Returns a new selector (free with ck_cache_selector_free) or NULL with *err. */
+CKUBE_API ck_cache_selector_t *ck_cache_selector_parse(const char *s, char **err);
+CKUBE_API bool ck_cache_selector_matches(const ck_cache_selector_t *sel, const ck_obj_t *obj);
+CKUBE_API void ck_cache_selector_free(ck_cache_selector_t *sel);
 
 /* ================================================================ list/watch source */
 
 /*
  * Where a reflector gets its data: a small vtable so the reflector can run
- * against the API server (cache_lw_kube_new) or an in-process fake (fake.h).
- * An implementation embeds cache_lw_t as its first member.
+ * against the API server (ck_cache_lw_kube_new) or an in-process fake (fake.h).
+ * An implementation embeds ck_cache_lw_t as its first member.
  *
- * list and watch start one request (loop thread), like kclient_list/_watch:
+ * list and watch start one request (loop thread), like ck_client_list/_watch:
  * items (list), list metadata and watch events go to cb as they arrive; done is
  * called exactly once at the end unless cancel was called first. They return a
  * handle, or NULL with *err -- and then no callback ever runs.
  */
-typedef struct cache_lw cache_lw_t;
-typedef struct cache_lw_req cache_lw_req_t;
+typedef struct ck_cache_lw ck_cache_lw_t;
+typedef struct ck_cache_lw_req ck_cache_lw_req_t;
 
-typedef struct cache_lw_ops {
-	cache_lw_req_t *(*list)(cache_lw_t *lw, const klist_opts_t *o, const kdec_cb_t *cb,
-	                        kreq_done_cb done, void *ud, char **err);
-	cache_lw_req_t *(*watch)(cache_lw_t *lw, const klist_opts_t *o, const kdec_cb_t *cb,
-	                         kreq_done_cb done, void *ud, char **err);
+typedef struct ck_cache_lw_ops {
+	ck_cache_lw_req_t *(*list)(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
+	                        ck_req_done_cb done, void *ud, char **err);
+	ck_cache_lw_req_t *(*watch)(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
+	                         ck_req_done_cb done, void *ud, char **err);
 	/* Cancels an in-flight request: none of its callbacks runs afterwards. */
-	void (*cancel)(cache_lw_t *lw, cache_lw_req_t *req);
-	void (*free)(cache_lw_t *lw);
-} cache_lw_ops_t;
+	void (*cancel)(ck_cache_lw_t *lw, ck_cache_lw_req_t *req);
+	void (*free)(ck_cache_lw_t *lw);
+} ck_cache_lw_ops_t;
 
-struct cache_lw {
-	const cache_lw_ops_t *ops;
+struct ck_cache_lw {
+	const ck_cache_lw_ops_t *ops;
 };
 
 /*
  * Borrows c and t (must outlive it); ns (borrowed, copied) restricts to one
- * namespace, NULL or "" for all. Returns a new source, free with cache_lw_free.
- * Free its informer (or factory) before the client: kclient_free drops the
+ * namespace, NULL or "" for all. Returns a new source, free with ck_cache_lw_free.
+ * Free its informer (or factory) before the client: ck_client_free drops the
  * requests still outstanding.
  */
-cache_lw_t *cache_lw_kube_new(kclient_t *c, const ktype_t *t, const char *ns);
+CKUBE_API ck_cache_lw_t *ck_cache_lw_kube_new(ck_client_t *c, const ck_type_t *t, const char *ns);
 /* NULL is a no-op. */
-void cache_lw_free(cache_lw_t *lw);
+CKUBE_API void ck_cache_lw_free(ck_cache_lw_t *lw);
 
 /* ================================================================ informer */
 
-typedef struct cache_informer cache_informer_t;
+typedef struct ck_cache_informer ck_cache_informer_t;
 
 /*
  * Handler callbacks, on the loop thread. Any may be NULL. Objects are borrowed
- * for the call: kobj_ref one to keep it. Handlers must not block (enqueue a key
+ * for the call: ck_obj_ref one to keep it. Handlers must not block (enqueue a key
  * on a workqueue and return).
  *
  * on_add: a new object; in_initial_list is true for the objects of the first
@@ -210,14 +212,14 @@ typedef struct cache_informer cache_informer_t;
  *   down and was only noticed by a relist (client-go's DeletedFinalStateUnknown
  *   tombstone). Either way, no delete is ever lost.
  */
-typedef struct cache_handler {
-	void (*on_add)(void *ud, kobj_t *obj, bool in_initial_list);
-	void (*on_update)(void *ud, kobj_t *old_obj, kobj_t *new_obj);
-	void (*on_delete)(void *ud, const char *key, kobj_t *obj, bool final_state_unknown);
-} cache_handler_t;
+typedef struct ck_cache_handler {
+	void (*on_add)(void *ud, ck_obj_t *obj, bool in_initial_list);
+	void (*on_update)(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj);
+	void (*on_delete)(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown);
+} ck_cache_handler_t;
 
 /* A registered handler (owned by the informer; valid until removed or freed). */
-typedef struct cache_handler_reg cache_handler_reg_t;
+typedef struct ck_cache_handler_reg ck_cache_handler_reg_t;
 
 /*
  * Called on every failed list/watch attempt (loop thread). msg (borrowed) says
@@ -227,24 +229,24 @@ typedef struct cache_handler_reg cache_handler_reg_t;
  * (401, 403, 404) -- report those. The informer itself logs each distinct message
  * once, not every retry.
  */
-typedef void (*cache_watch_error_fn)(void *ud, cache_informer_t *inf, const char *msg,
-                                     const kresult_t *res, bool healing);
+typedef void (*ck_cache_watch_error_fn)(void *ud, ck_cache_informer_t *inf, const char *msg,
+                                     const ck_result_t *res, bool healing);
 
 /* Returns a new reference to the object to store instead of obj (which it borrows);
- * kobj_ref(obj) keeps it as is. NULL keeps obj. Runs before the object is queued. */
-typedef kobj_t *(*cache_transform_fn)(void *ud, kobj_t *obj);
+ * ck_obj_ref(obj) keeps it as is. NULL keeps obj. Runs before the object is queued. */
+typedef ck_obj_t *(*ck_cache_transform_fn)(void *ud, ck_obj_t *obj);
 
-typedef struct cache_informer_opts {
+typedef struct ck_cache_informer_opts {
 	const char *label_selector; /* server-side filter, or NULL */
 	const char *field_selector; /* server-side filter, or NULL */
-	uint64_t default_resync_ms; /* for cache_informer_add_handler; 0 = never */
+	uint64_t default_resync_ms; /* for ck_cache_informer_add_handler; 0 = never */
 	bool streaming_list;        /* sendInitialEvents, falling back to list+watch */
 	uint32_t page_size;         /* list limit; default 500 */
-	cache_transform_fn transform;
+	ck_cache_transform_fn transform;
 	void *transform_ud;
-	cache_watch_error_fn on_watch_error;
+	ck_cache_watch_error_fn on_watch_error;
 	void *watch_error_ud;
-	const clk_t *clock; /* NULL = real; a fake clock makes timers manual (tests) */
+	const ck_clk_t *clock; /* NULL = real; a fake clock makes timers manual (tests) */
 	/* Tuning; 0 = default. */
 	uint32_t backoff_initial_ms;  /* 800 */
 	uint32_t backoff_max_ms;      /* 30000 */
@@ -253,22 +255,22 @@ typedef struct cache_informer_opts {
 	uint32_t watch_timeout_max_s; /* 600 */
 	uint32_t stall_margin_ms;     /* 30000: silent for timeout + this = dead watch */
 	uint32_t batch;               /* deltas processed per loop iteration; 1024 */
-} cache_informer_opts_t;
+} ck_cache_informer_opts_t;
 
 /*
  * Borrows loop, t (must outlive it) and o (copied); takes lw (freed with the
- * informer). Returns a new informer, not started, free with cache_informer_free.
+ * informer). Returns a new informer, not started, free with ck_cache_informer_free.
  * Loop thread.
  */
-cache_informer_t *cache_informer_new(struct ev_loop *loop, const ktype_t *t, cache_lw_t *lw,
-                                     const cache_informer_opts_t *o);
-/* Stops (as cache_informer_shutdown) and frees. NULL is a no-op. Loop thread. */
-void cache_informer_free(cache_informer_t *inf);
+CKUBE_API ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t *t, ck_cache_lw_t *lw,
+                                     const ck_cache_informer_opts_t *o);
+/* Stops (as ck_cache_informer_shutdown) and frees. NULL is a no-op. Loop thread. */
+CKUBE_API void ck_cache_informer_free(ck_cache_informer_t *inf);
 
 /* Sets the transform (before start). Loop thread. */
-void cache_informer_set_transform(cache_informer_t *inf, cache_transform_fn fn, void *ud);
-/* Adds an index to the store (see cache_store_add_index). Loop thread. */
-int cache_informer_add_index(cache_informer_t *inf, const char *name, cache_index_fn fn, void *ud,
+CKUBE_API void ck_cache_informer_set_transform(ck_cache_informer_t *inf, ck_cache_transform_fn fn, void *ud);
+/* Adds an index to the store (see ck_cache_store_add_index). Loop thread. */
+CKUBE_API int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name, ck_cache_index_fn fn, void *ud,
                              char **err);
 
 /*
@@ -280,28 +282,28 @@ int cache_informer_add_index(cache_informer_t *inf, const char *name, cache_inde
  * processed: its view always follows the store exactly. Returns the
  * registration (owned by the informer). Loop thread.
  */
-cache_handler_reg_t *cache_informer_add_handler(cache_informer_t *inf, const cache_handler_t *h,
+CKUBE_API ck_cache_handler_reg_t *ck_cache_informer_add_handler(ck_cache_informer_t *inf, const ck_cache_handler_t *h,
                                                 void *ud);
 /* Same with its own resync period: 0 = never, else at least 1000 ms. */
-cache_handler_reg_t *cache_informer_add_handler_resync(cache_informer_t *inf,
-                                                       const cache_handler_t *h, void *ud,
+CKUBE_API ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t *inf,
+                                                       const ck_cache_handler_t *h, void *ud,
                                                        uint64_t resync_ms);
 /* Unregisters (no call afterwards, even from within one of its callbacks). Loop thread. */
-void cache_informer_remove_handler(cache_informer_t *inf, cache_handler_reg_t *reg);
+CKUBE_API void ck_cache_informer_remove_handler(ck_cache_informer_t *inf, ck_cache_handler_reg_t *reg);
 /* true once this handler received the initial list. Any thread. */
-bool cache_handler_has_synced(const cache_handler_reg_t *reg);
+CKUBE_API bool ck_cache_handler_has_synced(const ck_cache_handler_reg_t *reg);
 
 /* Starts list+watch (idempotent). Returns 0 or -1 with *err. Loop thread. */
-int cache_informer_start(cache_informer_t *inf, char **err);
+CKUBE_API int ck_cache_informer_start(ck_cache_informer_t *inf, char **err);
 /*
  * Stops the watches and timers and drops what is queued: no handler call after
  * it returns, waiters wake up with a failure. The store stays readable until
- * cache_informer_free. Loop thread (or after the loop stopped).
+ * ck_cache_informer_free. Loop thread (or after the loop stopped).
  */
-void cache_informer_shutdown(cache_informer_t *inf);
+CKUBE_API void ck_cache_informer_shutdown(ck_cache_informer_t *inf);
 
 /* true once the first list has been fully processed. Any thread. */
-bool cache_informer_has_synced(cache_informer_t *inf);
+CKUBE_API bool ck_cache_informer_has_synced(ck_cache_informer_t *inf);
 /*
  * Blocks until synced, timeout_ms elapsed (< 0: no limit), or shutdown. Returns
  * 0 when synced; else -1 and, if reason is not NULL, a new string (free with
@@ -309,18 +311,18 @@ bool cache_informer_has_synced(cache_informer_t *inf);
  * ... is forbidden: ...") or the state. Any thread except the loop thread
  * (which it would block: it fails at once there).
  */
-int cache_informer_wait_synced(cache_informer_t *inf, int64_t timeout_ms, char **reason);
+CKUBE_API int ck_cache_informer_wait_synced(ck_cache_informer_t *inf, int64_t timeout_ms, char **reason);
 /* NULL when synced; else a new string (free()) saying what blocks the sync. Any thread. */
-char *cache_informer_sync_reason(cache_informer_t *inf);
+CKUBE_API char *ck_cache_informer_sync_reason(ck_cache_informer_t *inf);
 
 /* Borrowed: the informer's store (reads from any thread). */
-cache_store_t *cache_informer_store(cache_informer_t *inf);
-const ktype_t *cache_informer_type(const cache_informer_t *inf);
+CKUBE_API ck_cache_store_t *ck_cache_informer_store(ck_cache_informer_t *inf);
+CKUBE_API const ck_type_t *ck_cache_informer_type(const ck_cache_informer_t *inf);
 /* Borrowed: "deployments.apps", "pods", "foos.samplecontroller.k8s.io". */
-const char *cache_informer_name(const cache_informer_t *inf);
+CKUBE_API const char *ck_cache_informer_name(const ck_cache_informer_t *inf);
 
 /* Figures for metrics. Any thread. */
-typedef struct cache_stats {
+typedef struct ck_cache_stats {
 	uint64_t objects;           /* in the store */
 	uint64_t lists;             /* lists started (all pages of one list count once) */
 	uint64_t relists;           /* lists after the first */
@@ -331,26 +333,26 @@ typedef struct cache_stats {
 	uint64_t deltas;            /* deltas processed */
 	int64_t last_event_wall_ns; /* wall time of the last watch event or list; 0 = never */
 	bool synced;
-} cache_stats_t;
-void cache_informer_stats(cache_informer_t *inf, cache_stats_t *out);
+} ck_cache_stats_t;
+CKUBE_API void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out);
 
 /* ================================================================ listers */
 
 /*
  * A read-only view of an informer's store for sync functions (any thread).
- * Every returned object is a new reference (kobj_unref when done).
+ * Every returned object is a new reference (ck_obj_unref when done).
  */
-typedef struct cache_lister cache_lister_t;
+typedef struct ck_cache_lister ck_cache_lister_t;
 
 /* Borrowed, valid as long as the informer. */
-const cache_lister_t *cache_informer_lister(cache_informer_t *inf);
+CKUBE_API const ck_cache_lister_t *ck_cache_informer_lister(ck_cache_informer_t *inf);
 /* A new reference, or NULL when not found (the only failure). ns "" or NULL if cluster-scoped. */
-kobj_t *cache_lister_get(const cache_lister_t *l, const char *ns, const char *name);
+CKUBE_API ck_obj_t *ck_cache_lister_get(const ck_cache_lister_t *l, const char *ns, const char *name);
 /* Every object matching sel (NULL = all) into *out. */
-void cache_lister_list(const cache_lister_t *l, const cache_selector_t *sel, cache_objs_t *out);
+CKUBE_API void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel, ck_cache_objs_t *out);
 /* The objects of namespace ns matching sel (NULL = all), via the namespace index. */
-void cache_lister_list_ns(const cache_lister_t *l, const char *ns, const cache_selector_t *sel,
-                          cache_objs_t *out);
+CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns, const ck_cache_selector_t *sel,
+                          ck_cache_objs_t *out);
 
 /* ================================================================ factory */
 
@@ -358,50 +360,50 @@ void cache_lister_list_ns(const cache_lister_t *l, const char *ns, const cache_s
  * One informer per kind (descriptor), shared by every handler that asks for it,
  * all with the same options.
  */
-typedef struct cache_factory cache_factory_t;
+typedef struct ck_cache_factory ck_cache_factory_t;
 
-typedef struct cache_factory_opts {
+typedef struct ck_cache_factory_opts {
 	uint64_t default_resync_ms; /* the daemon uses 30000; 0 = no resync */
 	const char *ns;             /* restrict every informer to one namespace; NULL = all */
 	const char *label_selector;
 	const char *field_selector;
 	bool streaming_list;
-	cache_watch_error_fn on_watch_error;
+	ck_cache_watch_error_fn on_watch_error;
 	void *watch_error_ud;
-	const clk_t *clock;
+	const ck_clk_t *clock;
 	/* Builds the list/watch source instead of the client (tests): returns a new source. */
-	cache_lw_t *(*lw_new)(void *ud, const ktype_t *t, const char *ns);
+	ck_cache_lw_t *(*lw_new)(void *ud, const ck_type_t *t, const char *ns);
 	void *lw_ud;
-	/* Tuning passed to every informer (see cache_informer_opts_t); 0 = default. */
+	/* Tuning passed to every informer (see ck_cache_informer_opts_t); 0 = default. */
 	uint32_t backoff_initial_ms, backoff_max_ms, stall_margin_ms;
-} cache_factory_opts_t;
+} ck_cache_factory_opts_t;
 
 /*
  * Borrows loop, c (may be NULL when o->lw_new is set) and o (copied, strings
- * too). Returns a new factory, free with cache_factory_free. Loop thread.
+ * too). Returns a new factory, free with ck_cache_factory_free. Loop thread.
  */
-cache_factory_t *cache_factory_new(struct ev_loop *loop, kclient_t *c,
-                                   const cache_factory_opts_t *o);
+CKUBE_API ck_cache_factory_t *ck_cache_factory_new(struct ev_loop *loop, ck_client_t *c,
+                                   const ck_cache_factory_opts_t *o);
 /* Shuts down and frees every informer, then f. NULL is a no-op. Loop thread; before
- * kclient_free. */
-void cache_factory_free(cache_factory_t *f);
+ * ck_client_free. */
+CKUBE_API void ck_cache_factory_free(ck_cache_factory_t *f);
 /*
  * The informer for t (borrowed, owned by the factory), created on first use.
  * Borrows t (must outlive f). NULL only if there is neither a client nor lw_new.
  * Loop thread.
  */
-cache_informer_t *cache_factory_informer(cache_factory_t *f, const ktype_t *t);
+CKUBE_API ck_cache_informer_t *ck_cache_factory_informer(ck_cache_factory_t *f, const ck_type_t *t);
 /* Starts every informer not yet started (call again after adding informers). Loop thread. */
-int cache_factory_start(cache_factory_t *f, char **err);
+CKUBE_API int ck_cache_factory_start(ck_cache_factory_t *f, char **err);
 /*
  * Waits until every informer has synced (timeout_ms overall, < 0 no limit).
  * Returns 0, or -1 with *reason (new string) listing each informer that did not
  * sync and why. Any thread except the loop thread.
  */
-int cache_factory_wait_synced(cache_factory_t *f, int64_t timeout_ms, char **reason);
+CKUBE_API int ck_cache_factory_wait_synced(ck_cache_factory_t *f, int64_t timeout_ms, char **reason);
 /* NULL when all synced, else a new string naming what blocks. Any thread. */
-char *cache_factory_sync_reason(cache_factory_t *f);
-/* Shuts every informer down (see cache_informer_shutdown). Loop thread. */
-void cache_factory_shutdown(cache_factory_t *f);
+CKUBE_API char *ck_cache_factory_sync_reason(ck_cache_factory_t *f);
+/* Shuts every informer down (see ck_cache_informer_shutdown). Loop thread. */
+CKUBE_API void ck_cache_factory_shutdown(ck_cache_factory_t *f);
 
 #endif

@@ -11,7 +11,7 @@
  *     from the loop thread (it would deadlock; it fails with an error instead).
  *
  * Bodies are decoded as they arrive (decode.h). Non-2xx answers carry the decoded
- * metav1.Status in kresult_t (status.h).
+ * metav1.Status in ck_result_t (status.h).
  *
  * At -v=5 (pkg/log) every finished attempt is logged: method, path and query,
  * status, milliseconds, body bytes, attempt number; and so is each retry with its
@@ -21,28 +21,30 @@
  * when no request is in flight and nothing else holds the loop, so a process that
  * makes *_sync calls must keep its loop running (signal watchers, informers, ...).
  * The thread that runs the loop is recorded each time the loop iterates (and at
- * kclient_new), which is how *_sync calls detect being called on it.
+ * ck_client_new), which is how *_sync calls detect being called on it.
  */
-#ifndef CSC_KUBE_CLIENT_H
-#define CSC_KUBE_CLIENT_H
+#ifndef CKUBE_KUBE_CLIENT_H
+#define CKUBE_KUBE_CLIENT_H
 
-#include "pkg/base/base.h"
-#include "pkg/kube/config.h"
-#include "pkg/kube/decode.h"
-#include "pkg/kube/obj.h"
-#include "pkg/kube/status.h"
+#include <ckube/export.h>
+
+#include <ckube/base.h>
+#include <ckube/config.h>
+#include <ckube/decode.h>
+#include <ckube/obj.h>
+#include <ckube/status.h>
 
 #include <stdbool.h>
 #include <stdint.h>
 
 struct ev_loop;
 
-typedef struct kclient kclient_t;
+typedef struct ck_client ck_client_t;
 
-typedef struct kclient_opts {
+typedef struct ck_client_opts {
 	double qps;                  /* default 20; negative disables client-side limiting */
 	int burst;                   /* default 30 */
-	const char *user_agent;      /* default "sample-controller/<version> (linux) c" */
+	const char *user_agent;      /* default "<program name> (linux) libckube/<version>" */
 	uint32_t connect_timeout_ms; /* default 10000 */
 	/* Total time allowed for a request that is neither a list nor a watch; default
 	 * 60000. Lists have no total limit (a big list on a slow cluster may take longer,
@@ -53,33 +55,33 @@ typedef struct kclient_opts {
 	 * rounded up); default 60000. Watches may be quiet for long: not for them. */
 	uint32_t stall_timeout_ms;
 	int max_retries;         /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
-	size_t max_object_bytes; /* default KDEC_DEFAULT_MAX_OBJECT */
-	const clk_t *clock;      /* NULL = real */
-} kclient_opts_t;
+	size_t max_object_bytes; /* default CK_DEC_DEFAULT_MAX_OBJECT */
+	const ck_clk_t *clock;      /* NULL = real */
+} ck_client_opts_t;
 
 /*
  * Borrows loop (must outlive the client) and opts; takes cfg (freed with the
  * client, also on error). Call it on the thread that will run the loop. Returns a
- * new client, free with kclient_free(); or NULL with *err.
+ * new client, free with ck_client_free(); or NULL with *err.
  */
-kclient_t *kclient_new(struct ev_loop *loop, kconfig_t *cfg, const kclient_opts_t *opts,
+CKUBE_API ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_client_opts_t *opts,
                        char **err);
 /*
  * Loop thread only, never from inside one of the client's callbacks. Pending and
  * in-flight *_sync calls complete with the error "client shutting down" (workers
- * blocked in them return; kclient_free waits until they have all left); async
+ * blocked in them return; ck_client_free waits until they have all left); async
  * requests still outstanding are dropped without their callbacks. NULL is a no-op.
  */
-void kclient_free(kclient_t *c);
+CKUBE_API void ck_client_free(ck_client_t *c);
 /* Borrowed; the client's configuration. */
-kconfig_t *kclient_config(kclient_t *c);
+CKUBE_API ck_config_t *ck_client_config(ck_client_t *c);
 /* Host part of the server URL, for metrics labels (borrowed). */
-const char *kclient_host(const kclient_t *c);
+CKUBE_API const char *ck_client_host(const ck_client_t *c);
 
 /* One request, described generically; any kind with a descriptor. */
-typedef struct kreq_spec {
+typedef struct ck_req_spec {
 	const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
-	const ktype_t *type;      /* builds the path; decodes the answer */
+	const ck_type_t *type;      /* builds the path; decodes the answer */
 	const char *ns;           /* NULL/"" = cluster-scoped or all namespaces */
 	const char *name;         /* NULL = the collection */
 	const char *subresource;  /* "status", or NULL */
@@ -87,45 +89,45 @@ typedef struct kreq_spec {
 	const char *content_type; /* default application/json */
 	const char *body;         /* borrowed until the call returns (copied) */
 	size_t body_len;
-	kdec_mode_t decode; /* how to decode a 2xx body */
+	ck_dec_mode_t decode; /* how to decode a 2xx body */
 	bool keep_body;     /* also return the raw 2xx body in kresult.body */
 	/* Total time limit; 0 = the client's default: request_timeout_ms, but for a
-	 * KDEC_LIST only the stall guard, and for a watch none. */
+	 * CK_DEC_LIST only the stall guard, and for a watch none. */
 	uint32_t timeout_ms;
 	/* Long-running: no default request timeout, not in the latency histogram. Like
 	 * any GET it is retried only before the first event reached dcb. */
 	bool is_watch;
 	bool no_decode; /* do not decode a 2xx body (DELETE answers: object or Status) */
-} kreq_spec_t;
+} ck_req_spec_t;
 
-typedef struct kreq kreq_t;
+typedef struct ck_req ck_req_t;
 
 /*
  * Completion for an async request: result is borrowed for the call (take
  * result->obj or result->body by setting it to NULL if you keep it). For
- * KDEC_OBJECT the decoded object is result->obj (dcb is not used).
+ * CK_DEC_OBJECT the decoded object is result->obj (dcb is not used).
  */
-typedef void (*kreq_done_cb)(void *ud, kresult_t *result);
+typedef void (*ck_req_done_cb)(void *ud, ck_result_t *result);
 
 /*
  * Starts an async request on the loop thread. Borrows spec (copied). For
- * KDEC_LIST/KDEC_WATCH, items/events go to dcb as they decode (may be NULL for
- * OBJECT). done is called exactly once, unless kreq_cancel() was called first.
+ * CK_DEC_LIST/CK_DEC_WATCH, items/events go to dcb as they decode (may be NULL for
+ * OBJECT). done is called exactly once, unless ck_req_cancel() was called first.
  * Returns a handle (owned by the client, valid until done runs or cancel) or
  * NULL with *err (and then no callback ever runs).
  */
-kreq_t *kclient_request(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb,
-                        kreq_done_cb done, void *ud, char **err);
+CKUBE_API ck_req_t *ck_client_request(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb,
+                        ck_req_done_cb done, void *ud, char **err);
 /*
  * Cancels a request that has not completed (waiting for a token or a retry, or in
  * flight); none of its callbacks runs afterwards. Allowed inside any of the
  * client's callbacks, including the request's own decoder callbacks; a no-op
  * inside its own done callback. Loop thread only.
  */
-void kreq_cancel(kreq_t *r);
+CKUBE_API void ck_req_cancel(ck_req_t *r);
 
 /* --- List/watch options (query strings built and escaped by the client) --- */
-typedef struct klist_opts {
+typedef struct ck_list_opts {
 	const char *label_selector;
 	const char *field_selector;
 	const char *resource_version;       /* NULL = unset, "" = most recent, "0" = any */
@@ -136,7 +138,7 @@ typedef struct klist_opts {
 	bool allow_watch_bookmarks;
 	int64_t timeout_seconds; /* 0 = unset */
 	bool send_initial_events;
-} klist_opts_t;
+} ck_list_opts_t;
 
 /*
  * Borrows o (may be NULL); returns a new encoded query string without '?' ("" when
@@ -144,11 +146,11 @@ typedef struct klist_opts {
  * With a continue token, resourceVersion(Match) are left out (the server rejects
  * them together).
  */
-char *klist_opts_query(const klist_opts_t *o, bool watch);
+CKUBE_API char *ck_list_opts_query(const ck_list_opts_t *o, bool watch);
 
 /* Async list (one page): items to dcb->on_object, list meta to dcb->on_list_meta. */
-kreq_t *kclient_list(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-                     const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err);
+CKUBE_API ck_req_t *ck_client_list(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
+                     const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud, char **err);
 /*
  * Async watch: events to dcb->on_event; done when the stream ends (clean or not; a
  * refused watch, e.g. 403, ends at once with the Status in the result). With
@@ -157,110 +159,111 @@ kreq_t *kclient_list(kclient_t *c, const ktype_t *t, const char *ns, const klist
  * the API server gzips a watch as one gzip member per event, which curl 7.88
  * cannot read.
  */
-kreq_t *kclient_watch(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-                      const kdec_cb_t *dcb, kreq_done_cb done, void *ud, char **err);
+CKUBE_API ck_req_t *ck_client_watch(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
+                      const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud, char **err);
 
 /* --- Blocking verbs for worker threads. Fill *res; return 0 if 2xx, else -1. --- */
 
-typedef enum kpatch_type {
-	KPATCH_MERGE,     /* application/merge-patch+json */
-	KPATCH_STRATEGIC, /* application/strategic-merge-patch+json */
-	KPATCH_JSON,      /* application/json-patch+json */
-	KPATCH_APPLY,     /* application/apply-patch+yaml (server-side apply) */
-} kpatch_type_t;
+typedef enum ck_patch_type {
+	CK_PATCH_MERGE,     /* application/merge-patch+json */
+	CK_PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
+	CK_PATCH_JSON,      /* application/json-patch+json */
+	CK_PATCH_APPLY,     /* application/apply-patch+yaml (server-side apply) */
+} ck_patch_type_t;
 
-typedef struct kwrite_opts {
-	const char *field_manager; /* default "sample-controller" */
+typedef struct ck_write_opts {
+	const char *field_manager; /* NULL: none sent (the server derives one from the
+	                              user agent; server-side apply requires one) */
 	bool force;                /* server-side apply only */
 	bool dry_run;
-} kwrite_opts_t;
+} ck_write_opts_t;
 
-typedef struct kdelete_opts {
+typedef struct ck_delete_opts {
 	const char *propagation_policy; /* "Foreground", "Background", "Orphan" or NULL */
 	const char *precondition_uid;   /* or NULL */
 	const char *precondition_rv;    /* or NULL */
 	int64_t grace_period_seconds;   /* -1 = unset */
-} kdelete_opts_t;
+} ck_delete_opts_t;
 
 /*
- * Helpers for building a kreq_spec_t by hand (async writes on the loop thread).
- * Borrows o (may be NULL: field manager "sample-controller"); returns a new query
- * string "fieldManager=...[&dryRun=All][&force=true]" (force only when apply),
+ * Helpers for building a ck_req_spec_t by hand (async writes on the loop thread).
+ * Borrows o (may be NULL: no field manager); returns a new query string
+ * "[fieldManager=...][&dryRun=All][&force=true]" (force only when apply; "" if none),
  * free with free().
  */
-char *kwrite_opts_query(const kwrite_opts_t *o, bool apply);
+CKUBE_API char *ck_write_opts_query(const ck_write_opts_t *o, bool apply);
 /* Returns the Content-Type of a patch type (static string). */
-const char *kpatch_content_type(kpatch_type_t pt);
+CKUBE_API const char *ck_patch_content_type(ck_patch_type_t pt);
 /* Borrows o; returns a new DeleteOptions JSON body, free with free(). */
-char *kdelete_opts_body(const kdelete_opts_t *o);
+CKUBE_API char *ck_delete_opts_body(const ck_delete_opts_t *o);
 
 /*
  * Runs spec on the loop and waits. Borrows spec. Any thread but the loop's (there
  * it fails at once with an error instead of deadlocking). res must be zeroed.
- * For KDEC_LIST/KDEC_WATCH use kclient_do_sync_stream.
+ * For CK_DEC_LIST/CK_DEC_WATCH use ck_client_do_sync_stream.
  */
-int kclient_do_sync(kclient_t *c, const kreq_spec_t *spec, kresult_t *res);
+CKUBE_API int ck_client_do_sync(ck_client_t *c, const ck_req_spec_t *spec, ck_result_t *res);
 /* Same, with dcb (borrowed) called on the LOOP thread with ud while this thread waits. */
-int kclient_do_sync_stream(kclient_t *c, const kreq_spec_t *spec, const kdec_cb_t *dcb, void *ud,
-                           kresult_t *res);
+CKUBE_API int ck_client_do_sync_stream(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb, void *ud,
+                           ck_result_t *res);
 
-int kclient_get_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                     kresult_t *res);
+CKUBE_API int ck_client_get_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                     ck_result_t *res);
 /* body: a complete JSON object (borrowed). */
-int kclient_create_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *body,
-                        const kwrite_opts_t *o, kresult_t *res);
-int kclient_update_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                        const char *body, const kwrite_opts_t *o, kresult_t *res);
-int kclient_update_status_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                               const char *body, const kwrite_opts_t *o, kresult_t *res);
-int kclient_patch_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                       kpatch_type_t pt, const char *body, const kwrite_opts_t *o, kresult_t *res);
+CKUBE_API int ck_client_create_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *body,
+                        const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_update_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                        const char *body, const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_update_status_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                               const char *body, const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                       ck_patch_type_t pt, const char *body, const ck_write_opts_t *o, ck_result_t *res);
 /* o may be NULL (server defaults). The answer is not decoded (res->obj stays NULL). */
-int kclient_delete_sync(kclient_t *c, const ktype_t *t, const char *ns, const char *name,
-                        const kdelete_opts_t *o, kresult_t *res);
+CKUBE_API int ck_client_delete_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                        const ck_delete_opts_t *o, ck_result_t *res);
 /*
  * A whole list, all pages (o->limit per page); objects appended to *items (new refs,
  * free each and the array); *list_rv (may be NULL) gets a new string, free with
  * free(). An expired continue token restarts once as a single unpaged list.
  */
-int kclient_list_sync(kclient_t *c, const ktype_t *t, const char *ns, const klist_opts_t *o,
-                      kobj_t ***items, size_t *nitems, char **list_rv, kresult_t *res);
+CKUBE_API int ck_client_list_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
+                      ck_obj_t ***items, size_t *nitems, char **list_rv, ck_result_t *res);
 
 /* --- Figures for pkg/metrics (thread-safe snapshot). --- */
-typedef void (*kclient_request_stat_cb)(void *ud, const char *method, int code, uint64_t count);
+typedef void (*ck_client_request_stat_cb)(void *ud, const char *method, int code, uint64_t count);
 /*
  * Calls cb once per (method, code) pair seen, counting every attempt (retries
  * too); code 0 = transport error. Thread-safe; cb runs on a copy, no lock held.
  */
-void kclient_stats_foreach(kclient_t *c, kclient_request_stat_cb cb, void *ud);
+CKUBE_API void ck_client_stats_foreach(ck_client_t *c, ck_client_request_stat_cb cb, void *ud);
 /*
  * Latency histogram of non-watch request attempts (Prometheus histogram shape), per
  * verb: the HTTP method, as client-go's rest_client_request_duration_seconds{verb}.
  */
-#define KCLIENT_LATENCY_NBUCKETS 13
-typedef struct kclient_latency {
+#define CK_CLIENT_LATENCY_NBUCKETS 13
+typedef struct ck_client_latency {
 	const char *verb; /* "GET", "POST", ... (static string); NULL = all verbs together */
-	double bounds[KCLIENT_LATENCY_NBUCKETS];   /* upper bounds in seconds, ascending */
-	uint64_t counts[KCLIENT_LATENCY_NBUCKETS]; /* cumulative: attempts <= bounds[i] */
+	double bounds[CK_CLIENT_LATENCY_NBUCKETS];   /* upper bounds in seconds, ascending */
+	uint64_t counts[CK_CLIENT_LATENCY_NBUCKETS]; /* cumulative: attempts <= bounds[i] */
 	double sum;                                /* seconds */
 	uint64_t count;                            /* all attempts (the +Inf bucket) */
-} kclient_latency_t;
+} ck_client_latency_t;
 /* Fills *out (caller's storage) with a consistent copy, all verbs summed. Thread-safe. */
-void kclient_latency_snapshot(kclient_t *c, kclient_latency_t *out);
+CKUBE_API void ck_client_latency_snapshot(ck_client_t *c, ck_client_latency_t *out);
 /* lat is borrowed for the call. */
-typedef void (*kclient_latency_cb)(void *ud, const kclient_latency_t *lat);
+typedef void (*ck_client_latency_cb)(void *ud, const ck_client_latency_t *lat);
 /*
  * Calls cb once per verb that has had at least one timed attempt, always in the
  * same order (GET, POST, PUT, PATCH, DELETE, HEAD), so a series once exposed never
  * vanishes. Thread-safe; cb runs on a consistent copy, no lock held.
  */
-void kclient_latency_foreach(kclient_t *c, kclient_latency_cb cb, void *ud);
+CKUBE_API void ck_client_latency_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud);
 
 /*
  * Connection figures: whether the one multi handle really keeps one connection for
  * every watch and call (HTTP/2 multiplexing) or opens more.
  */
-typedef struct kclient_conn_stats {
+typedef struct ck_client_conn_stats {
 	/* New connections curl opened (CURLINFO_NUM_CONNECTS summed over attempts),
 	 * counted as soon as an attempt's response head arrives, so a watch that is
 	 * still streaming is already in; an attempt without a response is counted
@@ -273,11 +276,11 @@ typedef struct kclient_conn_stats {
 	uint64_t responses_http3;
 	/* Version of the latest response head: 10, 11, 20, 30; 0 = none yet. */
 	int last_http_version;
-} kclient_conn_stats_t;
+} ck_client_conn_stats_t;
 /* Fills *out (caller's storage) with a consistent copy. Thread-safe. */
-void kclient_conn_stats_snapshot(kclient_t *c, kclient_conn_stats_t *out);
+CKUBE_API void ck_client_conn_stats_snapshot(ck_client_t *c, ck_client_conn_stats_t *out);
 
 /* The loop the client runs on (borrowed). */
-struct ev_loop *kclient_loop(kclient_t *c);
+CKUBE_API struct ev_loop *ck_client_loop(ck_client_t *c);
 
 #endif
