@@ -357,8 +357,21 @@ CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *n
 /* ================================================================ factory */
 
 /*
- * One informer per kind (descriptor), shared by every handler that asks for it,
- * all with the same options.
+ * One informer per resource -- group, version and resource (plural) -- shared by
+ * every handler that asks for it, all with the factory's options (namespace,
+ * selectors, resync). Sharing goes by what the descriptor names, not by its
+ * address: two modules with their own, equal descriptors of a kind (ck_type_equal,
+ * types.h) get the same informer, one list/watch, one cache. The informer (and its
+ * objects' ->type) keeps the first descriptor asked for; the accessors and field
+ * indexes of any equal one read those objects alike.
+ *
+ * A descriptor of a resource the factory already serves but with a different
+ * field list (or a different kind, scope or keep_annotations) is refused: its
+ * reader would find its fields absent in every object. ck_cache_factory_informer_err
+ * then returns NULL and says why in *err, naming the resource and the first
+ * difference; ck_cache_factory_informer returns NULL and logs that as the error
+ * line "Shared informer refused" (resource=..., group=...). Use one descriptor
+ * per resource in a process, or a second factory (with its own watch) for the other.
  */
 typedef struct ck_cache_factory ck_cache_factory_t;
 
@@ -383,15 +396,20 @@ typedef struct ck_cache_factory_opts {
  * too). Returns a new factory, free with ck_cache_factory_free. Loop thread.
  */
 CKUBE_API ck_cache_factory_t *ck_cache_factory_new(struct ev_loop *loop, ck_client_t *c,
-                                   const ck_cache_factory_opts_t *o);
+                                                   const ck_cache_factory_opts_t *o);
 /* Shuts down and frees every informer, then f. NULL is a no-op. Loop thread; before
  * ck_client_free. */
 CKUBE_API void ck_cache_factory_free(ck_cache_factory_t *f);
 /*
- * The informer for t (borrowed, owned by the factory), created on first use.
- * Borrows t (must outlive f). NULL only if there is neither a client nor lw_new.
- * Loop thread.
+ * The informer for t's resource (borrowed, owned by the factory), created on
+ * first use. Borrows t (must outlive f when it creates the informer). Returns
+ * NULL with *err (a new string, free with free(); err may be NULL) when t keeps
+ * other fields than the descriptor the informer was made with (see above), when
+ * there is neither a client nor lw_new, or when lw_new returns NULL. Loop thread.
  */
+CKUBE_API ck_cache_informer_t *ck_cache_factory_informer_err(ck_cache_factory_t *f,
+                                                             const ck_type_t *t, char **err);
+/* The same, logging the reason for a NULL (the "Shared informer refused" line). */
 CKUBE_API ck_cache_informer_t *ck_cache_factory_informer(ck_cache_factory_t *f, const ck_type_t *t);
 /* Starts every informer not yet started (call again after adding informers). Loop thread. */
 CKUBE_API int ck_cache_factory_start(ck_cache_factory_t *f, char **err);
@@ -400,7 +418,8 @@ CKUBE_API int ck_cache_factory_start(ck_cache_factory_t *f, char **err);
  * Returns 0, or -1 with *reason (new string) listing each informer that did not
  * sync and why. Any thread except the loop thread.
  */
-CKUBE_API int ck_cache_factory_wait_synced(ck_cache_factory_t *f, int64_t timeout_ms, char **reason);
+CKUBE_API int ck_cache_factory_wait_synced(ck_cache_factory_t *f, int64_t timeout_ms,
+                                           char **reason);
 /* NULL when all synced, else a new string naming what blocks. Any thread. */
 CKUBE_API char *ck_cache_factory_sync_reason(ck_cache_factory_t *f);
 /* Shuts every informer down (see ck_cache_informer_shutdown). Loop thread. */

@@ -8,8 +8,10 @@
  *
  * Accessors borrow the object and return false / NULL when the field is absent,
  * null, of another JSON type, or out of range, or when the object is of another
- * kind. Returned strings are borrowed from the object (valid while you hold a
- * reference).
+ * kind (one whose descriptor is not ck_type_equal to the accessor's). Returned
+ * strings are borrowed from the object (valid while you hold a reference).
+ *
+ * More kinds (Pod, Service, ConfigMap, ...) and how to describe your own: kinds.h.
  */
 #ifndef CKUBE_KUBE_TYPES_H
 #define CKUBE_KUBE_TYPES_H
@@ -22,6 +24,17 @@
 #include <stdint.h>
 
 CKUBE_API extern const ck_type_t ck_type_deployment, ck_type_event, ck_type_lease;
+
+/*
+ * true when a and b (borrowed) describe the same thing, whatever their
+ * addresses: the same group, version, resource, kind and scope, the same kept
+ * fields in the same order, and the same keep_annotations. Objects decoded with
+ * one then read the same through the other's field indexes, which is why the
+ * accessors here and in kinds.h accept an object of any equal descriptor, and why
+ * a cache factory may share one informer between them. NULL equals only NULL.
+ * Any thread.
+ */
+CKUBE_API bool ck_type_equal(const ck_type_t *a, const ck_type_t *b);
 
 /* Indexes into ck_type_deployment.fields (and ck_obj_t.fields). */
 enum {

@@ -1,12 +1,21 @@
 /*
- * factory: one shared informer per kind, all with the factory's options, and
- * the start / wait-for-sync / shutdown of the lot.
+ * factory: one shared informer per resource (group/version/plural), all with
+ * the factory's options, and the start / wait-for-sync / shutdown of the lot.
+ *
+ * Sharing goes by what a descriptor names, not by its address: two modules that
+ * each describe Pods get one watch and one cache. Two descriptors of one resource
+ * that keep different fields cannot share (the cache would lack the other's
+ * fields), and a second watch would double the API server's load unnoticed, so
+ * the factory refuses the second one and says why.
  *
  * The informer list is only appended to (on the loop thread) and read by
  * waiters on other threads, so a mutex guards the array and waiters copy it
  * before blocking.
  */
 #include <ckube/cache.h>
+
+#include <ckube/log.h>
+#include <ckube/types.h>
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,7 +37,7 @@ static char *dup_or_null(const char *s)
 }
 
 ck_cache_factory_t *ck_cache_factory_new(struct ev_loop *loop, ck_client_t *c,
-                                   const ck_cache_factory_opts_t *o)
+                                         const ck_cache_factory_opts_t *o)
 {
 	ck_cache_factory_t *f = ck_xcalloc(1, sizeof(*f));
 	f->loop = loop;
@@ -57,23 +66,81 @@ void ck_cache_factory_free(ck_cache_factory_t *f)
 	free(f);
 }
 
-ck_cache_informer_t *ck_cache_factory_informer(ck_cache_factory_t *f, const ck_type_t *t)
+static bool same_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* The key informers are shared by: the factory's own options are the rest of it. */
+static bool same_resource(const ck_type_t *a, const ck_type_t *b)
+{
+	return same_str(a->group, b->group) && same_str(a->version, b->version) &&
+	       same_str(a->resource, b->resource);
+}
+
+/* Why t cannot share have's informer (ck_type_equal(have, t) is false): a new string
+ * naming the resource and the first difference, so the author finds which
+ * descriptor to change. */
+static char *mismatch(const ck_cache_informer_t *inf, const ck_type_t *t)
+{
+	const ck_type_t *have = ck_cache_informer_type(inf);
+	const char *name = ck_cache_informer_name(inf);
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_printf(
+	    &b, "%s: this factory already has an informer for it whose descriptor (kind %s) ", name,
+	    have->kind);
+	size_t n = have->nfields < t->nfields ? have->nfields : t->nfields;
+	size_t i = 0;
+	while (i < n && same_str(have->fields[i], t->fields[i]))
+		i++;
+	if (i < n)
+		ck_sbuf_printf(&b,
+		               "keeps \"%s\" as field %zu where this one (kind %s) keeps \"%s\"",
+		               have->fields[i], i, t->kind, t->fields[i]);
+	else if (have->nfields != t->nfields)
+		ck_sbuf_printf(&b, "keeps %zu field%s where this one (kind %s) keeps %zu",
+		               have->nfields, have->nfields == 1 ? "" : "s", t->kind, t->nfields);
+	else if (have->keep_annotations != t->keep_annotations)
+		ck_sbuf_printf(&b, "%s annotations where this one (kind %s) %s",
+		               have->keep_annotations ? "keeps" : "drops", t->kind,
+		               t->keep_annotations ? "keeps them" : "drops them");
+	else
+		ck_sbuf_printf(&b, "says %s (%s) where this one says %s (%s)",
+		               have->namespaced ? "namespaced" : "cluster-scoped", have->kind,
+		               t->namespaced ? "namespaced" : "cluster-scoped", t->kind);
+	ck_sbuf_puts(&b, "; one cache cannot serve both: use one descriptor, or another factory");
+	return ck_sbuf_steal(&b);
+}
+
+ck_cache_informer_t *ck_cache_factory_informer_err(ck_cache_factory_t *f, const ck_type_t *t,
+                                                   char **err)
 {
 	ck_cache_informer_t *inf = NULL;
+	char *why = NULL;
 	pthread_mutex_lock(&f->mu);
 	for (size_t i = 0; i < f->n; i++) {
-		if (ck_cache_informer_type(f->infs[i]) == t) {
+		const ck_type_t *have = ck_cache_informer_type(f->infs[i]);
+		if (have != t && !same_resource(have, t))
+			continue;
+		/* Sharing a cache whose objects lack fields this caller reads would make
+		 * them look absent: refuse rather than hand out a quietly wrong cache. */
+		if (ck_type_equal(have, t))
 			inf = f->infs[i];
-			goto out;
-		}
+		else
+			why = mismatch(f->infs[i], t);
+		goto out;
 	}
 	ck_cache_lw_t *lw = NULL;
 	if (f->o.lw_new != NULL)
 		lw = f->o.lw_new(f->o.lw_ud, t, f->o.ns);
 	else if (f->c != NULL)
 		lw = ck_cache_lw_kube_new(f->c, t, f->o.ns);
-	if (lw == NULL)
+	if (lw == NULL) {
+		why = ck_xasprintf("%s: %s", t->resource,
+		                   f->o.lw_new != NULL ? "lw_new returned no list/watch source"
+		                                       : "the factory has no client");
 		goto out;
+	}
 	ck_cache_informer_opts_t io = {
 	    .label_selector = f->o.label_selector,
 	    .field_selector = f->o.field_selector,
@@ -91,6 +158,23 @@ ck_cache_informer_t *ck_cache_factory_informer(ck_cache_factory_t *f, const ck_t
 	f->infs[f->n++] = inf;
 out:
 	pthread_mutex_unlock(&f->mu);
+	if (why != NULL) {
+		if (err != NULL)
+			*err = why;
+		else
+			free(why);
+	}
+	return inf;
+}
+
+ck_cache_informer_t *ck_cache_factory_informer(ck_cache_factory_t *f, const ck_type_t *t)
+{
+	char *err = NULL;
+	ck_cache_informer_t *inf = ck_cache_factory_informer_err(f, t, &err);
+	if (inf == NULL)
+		CK_LOG_ERROR(err, "Shared informer refused", CK_KV_STR("resource", t->resource),
+		             CK_KV_STR("group", t->group ? t->group : ""));
+	free(err);
 	return inf;
 }
 
@@ -150,7 +234,7 @@ int ck_cache_factory_wait_synced(ck_cache_factory_t *f, int64_t timeout_ms, char
 	free(a);
 	if (result != 0 && reason != NULL)
 		*reason = ck_xasprintf("caches not synced after %lld ms: %s", (long long)timeout_ms,
-		                    ck_sbuf_cstr(&why));
+		                       ck_sbuf_cstr(&why));
 	ck_sbuf_free(&why);
 	return result;
 }

@@ -10,6 +10,7 @@
 #include <ckube/base.h>
 
 #include <stddef.h>
+#include <string.h>
 
 static const char *const deployment_fields[] = {
     [CK_DEPLOYMENT_SPEC_REPLICAS] = "spec.replicas",
@@ -76,10 +77,35 @@ const ck_type_t ck_type_lease = {
     .keep_annotations = false,
 };
 
-/* The field, or NULL when obj is not of kind t. */
+static bool str_eq(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+bool ck_type_equal(const ck_type_t *a, const ck_type_t *b)
+{
+	if (a == b)
+		return true;
+	if (a == NULL || b == NULL)
+		return false;
+	if (!str_eq(a->group, b->group) || !str_eq(a->version, b->version) ||
+	    !str_eq(a->resource, b->resource) || !str_eq(a->kind, b->kind) ||
+	    a->namespaced != b->namespaced || a->keep_annotations != b->keep_annotations ||
+	    a->nfields != b->nfields)
+		return false;
+	for (size_t i = 0; i < a->nfields; i++)
+		if (!str_eq(a->fields[i], b->fields[i]))
+			return false;
+	return true;
+}
+
+/* The field, or NULL when obj is not of kind t. A shared informer may have
+ * decoded obj with another descriptor equal to t, hence no pointer test. */
 static const ck_val_t *field_of(const ck_obj_t *obj, const ck_type_t *t, size_t i)
 {
-	if (obj == NULL || obj->type != t)
+	if (obj == NULL || !ck_type_equal(obj->type, t))
 		return NULL;
 	return ck_obj_field(obj, i);
 }
