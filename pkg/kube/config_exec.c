@@ -1,0 +1,471 @@
+/*
+ * config_exec: the exec credential plugin runner: spawning the plugin with its
+ * environment and KUBERNETES_EXEC_INFO, bounding its time and output, parsing its
+ * ExecCredential into the cache, and the backoff after a failure. Separate because
+ * it is the one part of the loader that runs another program and may take seconds;
+ * everything else answers at once.
+ *
+ * Design note. A plugin run may take seconds, so it is split from the cache for the
+ * client's loop thread, which must never wait: ck_config_credentials_peek() answers
+ * from the cache (or says a run is needed), ck_config_exec_run() runs the plugin on
+ * whatever thread calls it. Two locks: mu guards the cache and is held only
+ * briefly; exec_mu is held for a whole run, so that runs never overlap while peeks
+ * go on. A failed run starts a backoff during which peeks fail with its error
+ * instead of asking for yet another run: a broken plugin is not run once per
+ * request.
+ */
+#include "pkg/kube/config_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+
+/* After a failed plugin run: no new run for 1 s, doubling per failure up to 30 s. */
+#define EXEC_BACKOFF_MIN_NS (1 * CK_NS_PER_SEC)
+#define EXEC_BACKOFF_MAX_NS (30 * CK_NS_PER_SEC)
+/* How often a plugin run looks at the cancel flag. */
+#define EXEC_CANCEL_POLL_MS 50
+/* A credential is a few KiB; anything much larger is a broken plugin. */
+#define EXEC_STDOUT_MAX      (1024 * 1024)
+#define EXEC_STDERR_KEEP     4096
+#define EXEC_STDERR_LINE_MAX 200
+
+static bool mem_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Exec credential plugins                                                                    */
+
+/* The first line of the plugin's stderr, shortened and stripped of control characters. */
+static char *first_line(const ck_sbuf_t *b)
+{
+	size_t n = 0;
+	while (n < b->len && n < EXEC_STDERR_LINE_MAX && b->data[n] != '\n' && b->data[n] != '\r')
+		n++;
+	char *s = ck_xstrndup(b->data ? b->data : "", n);
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
+/* The child's environment: ours, minus what the plugin config and KUBERNETES_EXEC_INFO
+ * set, plus those. Pointers are borrowed; free only the array. */
+static char **exec_envp(const ck_config_t *c)
+{
+	size_t n = 0, ne = 0;
+	while (environ && environ[n])
+		n++;
+	while (c->exec.env[ne])
+		ne++;
+	char **v = ck_xcalloc(n + ne + 2, sizeof(char *));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t len = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		bool shadowed = len == strlen("KUBERNETES_EXEC_INFO") &&
+		                memcmp(environ[i], "KUBERNETES_EXEC_INFO", len) == 0;
+		for (size_t j = 0; j < ne && !shadowed; j++)
+			shadowed = strncmp(c->exec.env[j], environ[i], len) == 0 &&
+			           c->exec.env[j][len] == '=';
+		if (!shadowed)
+			v[k++] = environ[i];
+	}
+	for (size_t j = 0; j < ne; j++)
+		v[k++] = c->exec.env[j];
+	v[k++] = c->exec_info;
+	return v;
+}
+
+static uint64_t mono_now(void)
+{
+	return ck_clk_mono_ns(ck_clk_real());
+}
+
+/*
+ * Runs the plugin with an argv array (no shell), stdin from /dev/null, stdout and
+ * stderr captured, in its own process group so that a timeout or a cancel kills
+ * whatever it started. Touches only what never changes after load (and the atomic
+ * cancel flag), so it runs without c->mu. Returns 0 with its stdout in *out, or -1
+ * with *err (never the output).
+ */
+static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
+{
+	int result = -1;
+	int po[2] = {-1, -1}, pe[2] = {-1, -1};
+	char **argv = NULL, **envp = NULL;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	bool fa_ok = false, attr_ok = false, timed_out = false, too_big = false, failed = false;
+	bool cancelled = false;
+	pid_t pid = -1;
+	int status = 0;
+	bool status_known = false;
+	ck_sbuf_t eb = CK_SBUF_INIT;
+	const char *cmd = c->exec.command;
+	const char *hint = c->exec.install_hint;
+
+	size_t na = 0;
+	while (c->exec.args[na])
+		na++;
+	argv = ck_xcalloc(na + 2, sizeof(char *));
+	argv[0] = c->exec.command;
+	for (size_t i = 0; i < na; i++)
+		argv[i + 1] = c->exec.args[i];
+	envp = exec_envp(c);
+
+	if (atomic_load(&c->exec_cancelled)) {
+		ck_err_set(err, "exec plugin \"%s\": cancelled", cmd);
+		goto out;
+	}
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+		ck_err_set(err, "exec plugin \"%s\": pipe: %s", cmd, strerror(errno));
+		goto out;
+	}
+	posix_spawn_file_actions_init(&fa);
+	fa_ok = true;
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	/* Whatever else we have open (sockets, files) is none of the plugin's business. */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	posix_spawnattr_init(&attr);
+	attr_ok = true;
+	sigset_t none, def;
+	sigemptyset(&none);
+	sigemptyset(&def);
+	int defsigs[] = {SIGPIPE, SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
+	                 SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < CK_ARRAY_LEN(defsigs); i++)
+		sigaddset(&def, defsigs[i]);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+	                                    POSIX_SPAWN_SETSIGDEF);
+
+	int r = posix_spawnp(&pid, cmd, &fa, &attr, argv, envp);
+	if (r != 0) {
+		pid = -1;
+		if (r == ENOENT)
+			ck_err_set(err, "exec plugin \"%s\": executable not found%s%s", cmd,
+			           hint ? ": " : "", hint ? hint : "");
+		else
+			ck_err_set(err, "exec plugin \"%s\": cannot run it: %s%s%s", cmd,
+			           strerror(r), hint ? ": " : "", hint ? hint : "");
+		goto out;
+	}
+	close(po[1]);
+	close(pe[1]);
+	po[1] = pe[1] = -1;
+
+	uint64_t deadline = mono_now() + (uint64_t)c->exec_timeout_ms * CK_NS_PER_MS;
+	while (po[0] >= 0 || pe[0] >= 0) {
+		uint64_t now = mono_now();
+		if (now >= deadline) {
+			timed_out = true;
+			break;
+		}
+		if (atomic_load(&c->exec_cancelled)) {
+			cancelled = true;
+			break;
+		}
+		struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+		int ms = (int)((deadline - now) / CK_NS_PER_MS) + 1;
+		if (ms > EXEC_CANCEL_POLL_MS)
+			ms = EXEC_CANCEL_POLL_MS;
+		int n = poll(fds, 2, ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ck_err_set(err, "exec plugin \"%s\": poll: %s", cmd, strerror(errno));
+			failed = true;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			int *fd = i == 0 ? &po[0] : &pe[0];
+			if (*fd < 0 || fds[i].revents == 0)
+				continue;
+			char buf[16384];
+			ssize_t got = read(*fd, buf, sizeof(buf));
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (got <= 0) {
+				close(*fd);
+				*fd = -1;
+				continue;
+			}
+			if (i == 0) {
+				if (out->len + (size_t)got > EXEC_STDOUT_MAX) {
+					too_big = true;
+					break;
+				}
+				ck_sbuf_append(out, buf, (size_t)got);
+			} else if (eb.len < EXEC_STDERR_KEEP) {
+				ck_sbuf_append(&eb, buf, (size_t)got);
+			}
+		}
+		if (too_big)
+			break;
+	}
+
+	/* Reap it; a plugin that closed its output but lingers still gets the deadline. */
+	if (timed_out || too_big || failed || cancelled)
+		kill(-pid, SIGKILL);
+	for (;;) {
+		bool block = timed_out || too_big || failed || cancelled;
+		pid_t w = waitpid(pid, &status, block ? 0 : WNOHANG);
+		if (w == pid) {
+			status_known = true;
+			break;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) /* ECHILD: someone else reaped it (SIGCHLD ignored); judge the output */
+			break;
+		if (mono_now() >= deadline) {
+			timed_out = true;
+			kill(-pid, SIGKILL);
+			continue;
+		}
+		if (atomic_load(&c->exec_cancelled)) {
+			cancelled = true;
+			kill(-pid, SIGKILL);
+			continue;
+		}
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	pid = -1;
+
+	if (failed)
+		goto out;
+	if (cancelled) {
+		ck_err_set(err, "exec plugin \"%s\": cancelled", cmd);
+		goto out;
+	}
+	if (timed_out) {
+		ck_err_set(err, "exec plugin \"%s\": timed out after %u ms and was killed", cmd,
+		           c->exec_timeout_ms);
+		goto out;
+	}
+	if (too_big) {
+		ck_err_set(err, "exec plugin \"%s\": output larger than %d bytes", cmd,
+		           EXEC_STDOUT_MAX);
+		goto out;
+	}
+	if (status_known && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		char *line = first_line(&eb);
+		char how[48];
+		if (WIFEXITED(status))
+			snprintf(how, sizeof(how), "exit code %d", WEXITSTATUS(status));
+		else
+			snprintf(how, sizeof(how), "signal %d",
+			         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		ck_err_set(err, "exec plugin \"%s\": failed with %s%s%s%s%s", cmd, how,
+		           *line ? ": " : "", line, hint ? "; " : "", hint ? hint : "");
+		free(line);
+		goto out;
+	}
+	result = 0;
+out:
+	if (pid > 0) {
+		kill(-pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (po[i] >= 0)
+			close(po[i]);
+		if (pe[i] >= 0)
+			close(pe[i]);
+	}
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (attr_ok)
+		posix_spawnattr_destroy(&attr);
+	free(argv);
+	free(envp);
+	ck_sbuf_free(&eb);
+	return result;
+}
+
+/* Reads a string member of a yajl object; NULL when absent or not a string. */
+static const char *jstr(yajl_val obj, const char *key)
+{
+	const char *path[] = {key, NULL};
+	yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
+	return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+/* Parses an ExecCredential into the cache. Messages never quote the output. */
+static int exec_parse(ck_config_t *c, const char *text, char **err)
+{
+	int result = -1;
+	const char *cmd = c->exec.command;
+	char ebuf[256];
+	yajl_val root = yajl_tree_parse(text, ebuf, sizeof(ebuf));
+	explicit_bzero(ebuf, sizeof(ebuf)); /* yajl quotes the input in its message */
+	if (root == NULL || !YAJL_IS_OBJECT(root)) {
+		ck_err_set(err, "exec plugin \"%s\": output is not a JSON object", cmd);
+		goto out;
+	}
+	const char *api = jstr(root, "apiVersion");
+	if (api == NULL || strcmp(api, c->exec.api_version) != 0) {
+		ck_err_set(err,
+		           "exec plugin \"%s\": returned apiVersion \"%.100s\", configured \"%s\"",
+		           cmd, api ? api : "", c->exec.api_version);
+		goto out;
+	}
+	const char *kind = jstr(root, "kind");
+	if (kind && strcmp(kind, "ExecCredential") != 0) {
+		ck_err_set(err, "exec plugin \"%s\": returned kind \"%.100s\", not ExecCredential",
+		           cmd, kind);
+		goto out;
+	}
+	const char *spath[] = {"status", NULL};
+	yajl_val st = yajl_tree_get(root, spath, yajl_t_object);
+	if (st == NULL) {
+		ck_err_set(err, "exec plugin \"%s\": no status in its output", cmd);
+		goto out;
+	}
+	const char *tok = jstr(st, "token");
+	const char *cert = jstr(st, "clientCertificateData");
+	const char *key = jstr(st, "clientKeyData");
+	const char *exp = jstr(st, "expirationTimestamp");
+	if (tok && *tok == '\0')
+		tok = NULL;
+	if (cert && *cert == '\0')
+		cert = NULL;
+	if (key && *key == '\0')
+		key = NULL;
+	if (!tok && !cert && !key) {
+		ck_err_set(err,
+		           "exec plugin \"%s\": status has neither a token nor a client "
+		           "certificate and key",
+		           cmd);
+		goto out;
+	}
+	if (!cert != !key) {
+		ck_err_set(err,
+		           "exec plugin \"%s\": status has only one of clientCertificateData and "
+		           "clientKeyData",
+		           cmd);
+		goto out;
+	}
+	if (tok && !ck_config_i_token_ok(tok)) {
+		ck_err_set(err, "exec plugin \"%s\": status.token contains control characters",
+		           cmd);
+		goto out;
+	}
+	int64_t expiry = 0;
+	if (exp && *exp && ck_time_parse_rfc3339(exp, &expiry) < 0) {
+		ck_err_set(
+		    err, "exec plugin \"%s\": status.expirationTimestamp \"%.64s\" is not RFC 3339",
+		    cmd, exp);
+		goto out;
+	}
+	/* Only a credential that differs from the cached one is a new generation. */
+	bool same = c->exec_cached && ck_config_i_str_eq(tok, c->exec_token) &&
+	            mem_eq(cert, cert ? strlen(cert) : 0, c->exec_cert, c->exec_cert_len) &&
+	            mem_eq(key, key ? strlen(key) : 0, c->exec_key, c->exec_key_len);
+	if (!same) {
+		ck_config_i_secret_free(c->exec_token, 0);
+		free(c->exec_cert);
+		ck_config_i_secret_free(c->exec_key, c->exec_key_len);
+		c->exec_token = ck_xstrdup(tok);
+		c->exec_cert = ck_xstrdup(cert);
+		c->exec_cert_len = cert ? strlen(cert) : 0;
+		c->exec_key = ck_xstrdup(key);
+		c->exec_key_len = key ? strlen(key) : 0;
+		if (c->exec_cached)
+			c->generation = ck_config_i_generation_next(c->generation);
+	}
+	c->exec_cached = true;
+	c->exec_expiry_wall = expiry;
+	result = 0;
+out:
+	if (root) {
+		/* The tree holds the secret strings; wipe them before yajl frees them. */
+		const char *sp[] = {"status", NULL};
+		yajl_val st2 = yajl_tree_get(root, sp, yajl_t_object);
+		for (size_t i = 0; st2 && i < st2->u.object.len; i++) {
+			yajl_val v = st2->u.object.values[i];
+			if (YAJL_IS_STRING(v))
+				explicit_bzero(v->u.string, strlen(v->u.string));
+		}
+		yajl_tree_free(root);
+	}
+	return result;
+}
+
+/*
+ * Runs the plugin and records the outcome: the new credential, or the error and the
+ * next step of the backoff. Call with exec_mu held and mu not held. Returns 0, or -1
+ * with *err.
+ */
+int ck_config_i_exec_refresh(ck_config_t *c, char **err)
+{
+	ck_sbuf_t out = CK_SBUF_INIT;
+	char *e = NULL;
+	int r = exec_run(c, &out, &e);
+	pthread_mutex_lock(&c->mu);
+	if (r == 0)
+		r = exec_parse(c, ck_sbuf_cstr(&out), &e);
+	if (r == 0) {
+		c->exec_failed = false;
+		c->exec_backoff_ns = 0;
+		free(c->exec_last_err);
+		c->exec_last_err = NULL;
+	} else {
+		if (e == NULL)
+			e = ck_xstrdup("exec plugin failed");
+		ck_err_wrap(&e, "%s", c->where);
+		c->exec_backoff_ns =
+		    c->exec_backoff_ns == 0 ? EXEC_BACKOFF_MIN_NS : c->exec_backoff_ns * 2;
+		if (c->exec_backoff_ns > EXEC_BACKOFF_MAX_NS)
+			c->exec_backoff_ns = EXEC_BACKOFF_MAX_NS;
+		c->exec_failed = true;
+		c->exec_retry_mono = ck_clk_mono_ns(c->clock) + c->exec_backoff_ns;
+		free(c->exec_last_err);
+		c->exec_last_err = ck_xstrdup(e);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (out.data)
+		explicit_bzero(out.data, out.cap);
+	ck_sbuf_free(&out);
+	if (e != NULL) {
+		ck_err_set(err, "%s", e);
+		free(e);
+	}
+	return r;
+}
+
+int ck_config_exec_run(ck_config_t *c, char **err)
+{
+	if (!c->has_exec)
+		return ck_err_set(err, "%s: no exec plugin configured",
+		                  c->where ? c->where : "config");
+	pthread_mutex_lock(&c->exec_mu);
+	int r = ck_config_i_exec_refresh(c, err);
+	pthread_mutex_unlock(&c->exec_mu);
+	return r;
+}
+
+void ck_config_exec_cancel(ck_config_t *c)
+{
+	atomic_store(&c->exec_cancelled, true);
+}
