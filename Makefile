@@ -5,6 +5,7 @@
 #                   the threaded modules), e2e tests on a real local control plane
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
+#   make libcheck   the installed library: symbols, headers, pkg-config builds, examples
 #   make unit       unit tests only;  make e2e  e2e tests only
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make bench      benchmarks (print figures)
@@ -47,7 +48,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps image install test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install libcheck test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -98,15 +99,18 @@ lib/libckube.so.$(VERSION): $(REL_OBJS)
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
-PC_DEPS    := libcurl yajl yaml-0.1 libmicrohttpd
+# The public headers need none of the dependencies' headers, so the dependencies
+# are plain -l flags: `--static` then links libckube.a against the system's shared
+# libcurl etc. without asking for their own static archives.
+PC_LIBS    := -lcurl -lyajl -lyaml -lmicrohttpd -lev -lm -pthread
 $(B)/ckube.pc $(B)/ckube-static.pc: VERSION Makefile
 	@mkdir -p $(B)
 	@{ echo "prefix=$(PREFIX)"; echo "libdir=$(LIBDIR)"; echo "includedir=$(INCLUDEDIR)"; echo; \
 	   echo "Name: ckube"; \
 	   echo "Description: client-go's controller machinery in C: config, REST client, informers, listers, workqueue, events, leader election"; \
-	   echo "Version: $(VERSION)"; echo "Requires.private: $(PC_DEPS)"; \
+	   echo "Version: $(VERSION)"; \
 	   if [ $(@F) = ckube.pc ]; then echo 'Libs: -L$${libdir} -lckube'; else echo 'Libs: $${libdir}/libckube.a'; fi; \
-	   echo "Libs.private: -lev -lm -pthread"; echo 'Cflags: -I$${includedir} -pthread'; } >$@
+	   echo "Libs.private: $(PC_LIBS)"; echo 'Cflags: -I$${includedir} -pthread'; } >$@
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]
 install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc
@@ -180,7 +184,14 @@ unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests
 
-e2e: deps all $(B)/asan/sample-controller
+# The examples/ controllers: each examples/<name>/main.c, ASan build for the e2e
+# tests (tests/lib/run.sh builds them again from the installed library).
+EXAMPLES := $(patsubst examples/%/main.c,%,$(wildcard examples/*/main.c))
+$(B)/asan/bin/%: $(B)/asan/examples/%/main.o $(ASAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+e2e: deps all $(B)/asan/sample-controller $(EXAMPLES:%=$(B)/asan/bin/%)
 	bash tests/e2e/run.sh
 
 # TSan build of the daemon, for the soak test.
@@ -193,9 +204,14 @@ soak: deps all $(B)/tsan/sample-controller
 
 test: deps
 	$(MAKE) all
+	$(MAKE) libcheck
 	$(MAKE) unit
 	$(MAKE) unit-tsan
 	$(MAKE) e2e
+
+# The library as installed: symbols, install layout, pkg-config builds, examples.
+libcheck: all
+	B=$(B) bash tests/lib/run.sh
 
 run: deps all
 	bash hack/run.sh

@@ -2,6 +2,7 @@
  * base: allocation, error strings, buffers, clocks, time formats, randomness.
  */
 #include <ckube/base.h>
+#include <ckube/version.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -414,4 +415,16 @@ out:
 		close(fd);
 	ck_sbuf_free(&b);
 	return result;
+}
+
+/* ---- Version ------------------------------------------------------------------------ */
+
+const char *ck_version(void)
+{
+	return CKUBE_VERSION_STRING;
+}
+
+unsigned ck_version_number(void)
+{
+	return CKUBE_VERSION_NUM;
 }

@@ -1,0 +1,171 @@
+/*
+ * manager: a controller is its reconcile function plus a few lines of wiring.
+ *
+ * The manager does what every controller built on libckube needs, in the right
+ * order, the way controller-runtime's manager and sample-controller's main do:
+ *
+ *   ck_manager_new   the standard flags (--kubeconfig, --master, --context,
+ *                    --namespace, --workers, --resync-period, --kube-api-qps/-burst,
+ *                    -v, --log-format, --version, --metrics-bind-address,
+ *                    --health-probe-bind-address, --graceful-shutdown-timeout,
+ *                    --leader-elect and its durations) plus the program's own;
+ *                    configuration (kubeconfig / in-cluster); the libev loop; the
+ *                    client; the event recorder; the shared informer factory; the
+ *                    metrics registry with process, REST client, informer and event
+ *                    figures; /metrics, /healthz, /readyz.
+ *   ck_manager_add_controller / ck_manager_add_runnable    what runs once synced.
+ *   ck_manager_run   starts the informers, waits for them to sync (saying why not,
+ *                    every 10 s), elects a leader if asked, starts the controllers,
+ *                    waits for SIGINT/SIGTERM and shuts down: controllers drain
+ *                    (within --graceful-shutdown-timeout), the Lease is released,
+ *                    events are flushed, the loop stops, everything is freed. A
+ *                    second signal exits 1 at once.
+ *
+ * Threads: the caller's thread runs the loop inside ck_manager_run; a control
+ * thread does the sync wait, leader election and shutdown; each controller has its
+ * workers. Reconcile functions run on worker threads: they read through listers
+ * and write with the client's blocking (_sync) calls, never on the loop thread.
+ *
+ * Ownership: the manager owns the client, the factory and its informers, the
+ * recorder, the registry and the controllers it made; accessors return borrowed
+ * pointers valid until ck_manager_free.
+ */
+#ifndef CKUBE_MANAGER_H
+#define CKUBE_MANAGER_H
+
+#include <ckube/export.h>
+
+#include <ckube/cache.h>
+#include <ckube/client.h>
+#include <ckube/flag.h>
+#include <ckube/metrics.h>
+#include <ckube/obj.h>
+#include <ckube/record.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ck_manager ck_manager_t;
+typedef struct ck_controller ck_controller_t;
+
+typedef struct ck_manager_opts {
+	/* Required: usage and --version, the user agent, the events' component, the
+	 * default Lease name. Borrowed for the manager's life. */
+	const char *name;
+	const char *version;              /* --version and user agent; NULL: libckube's */
+	const char *reporting_controller; /* events' reportingController; NULL: name */
+	/* Defaults of the standard flags; 0 / NULL keep the library's (2 workers, 30 s
+	 * resync, 20 qps / 30 burst, :8080 and :8081, 30 s graceful shutdown). */
+	int workers;
+	int64_t resync_ms;
+	double qps;
+	int burst;
+	const char *metrics_addr;
+	const char *probe_addr;
+	int64_t shutdown_grace_ms;
+	/* The program's own flags: called once with the flag set before parsing. */
+	void (*define_flags)(void *ud, ck_flagset_t *fs);
+	void *ud;
+} ck_manager_opts_t;
+
+/*
+ * Borrows o, argc/argv. Parses the flags, loads the configuration, makes the loop,
+ * client, recorder, factory and metrics servers. Returns a new manager (free with
+ * ck_manager_free), or NULL with *exit_code set: 0 after --help or --version, 2 for
+ * a bad flag or configuration (one line on stderr naming what is wrong), 1 for any
+ * other failure (logged). Blocks SIGINT/SIGTERM in the calling thread, so call it
+ * before starting threads of your own. Main thread.
+ */
+CKUBE_API ck_manager_t *ck_manager_new(const ck_manager_opts_t *o, int argc, char **argv,
+                                       int *exit_code);
+
+/*
+ * Takes m (may be NULL). Frees what ck_manager_run did not (after a failed setup).
+ */
+CKUBE_API void ck_manager_free(ck_manager_t *m);
+
+/* Borrowed parts, valid until ck_manager_free. Any thread. */
+CKUBE_API ck_client_t *ck_manager_client(ck_manager_t *m);
+CKUBE_API ck_cache_factory_t *ck_manager_factory(ck_manager_t *m);
+CKUBE_API ck_record_t *ck_manager_recorder(ck_manager_t *m);
+CKUBE_API ck_metrics_registry_t *ck_manager_metrics(ck_manager_t *m);
+/* --namespace ("" or NULL: all), --workers. */
+CKUBE_API const char *ck_manager_namespace(ck_manager_t *m);
+CKUBE_API int ck_manager_workers(ck_manager_t *m);
+
+/*
+ * The shared informer of t (one per resource, see ck_cache_factory_informer),
+ * reported in the manager's metrics and its sync wait. Borrows t (must outlive the
+ * manager). Returns a borrowed informer. Before ck_manager_run, main thread.
+ */
+CKUBE_API ck_cache_informer_t *ck_manager_informer(ck_manager_t *m, const ck_type_t *t);
+
+/*
+ * Something that runs while the caches are synced (and this process leads, with
+ * --leader-elect): start is called once on the control thread, stop once at
+ * shutdown with the time it may take; stop returns 0 when all its work finished,
+ * -1 when it did not (the manager then keeps the Lease and exits 1 without freeing
+ * what the work may still use). sample-controller's controller is one.
+ */
+typedef struct ck_runnable {
+	int (*start)(void *ud, char **err);
+	int (*stop)(void *ud, int64_t grace_ms);
+	void *ud;
+} ck_runnable_t;
+
+/* Borrows r (copied). Before ck_manager_run, main thread. */
+CKUBE_API void ck_manager_add_runnable(ck_manager_t *m, const ck_runnable_t *r);
+
+/*
+ * The reconcile function: brings the object named key ("ns/name" or "name") to
+ * what it should be. Return 0 when done (the key's backoff is forgotten), -1 with
+ * *err set to a new message (free()d by the caller) to retry it with exponential
+ * backoff, or a positive number of milliseconds to look at it again after that long.
+ * Worker threads; several keys at once, never the same key twice at once.
+ */
+typedef int (*ck_reconcile_fn)(void *ud, const char *key, char **err);
+
+/*
+ * A controller: a rate-limited workqueue (client-go's default controller rate
+ * limiter) named name (its metrics label, borrowed for the manager's life) and
+ * --workers worker threads calling fn(ud, key, &err). Reconcile counts and
+ * durations appear as controller_runtime_reconcile_total{controller=name,result}
+ * and controller_runtime_reconcile_time_seconds, the queue as workqueue_*.
+ * Returns a borrowed controller. Before ck_manager_run, main thread.
+ */
+CKUBE_API ck_controller_t *ck_manager_add_controller(ck_manager_t *m, const char *name,
+                                                     ck_reconcile_fn fn, void *ud);
+
+/* Queues key (borrowed, copied). Any thread. */
+CKUBE_API void ck_controller_enqueue(ck_controller_t *c, const char *key);
+/* Queues the key of obj (borrowed). Any thread. */
+CKUBE_API void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj);
+
+/*
+ * Watches t and queues each added, updated or deleted object's own key (For() in
+ * controller-runtime). Returns the borrowed informer. Before ck_manager_run.
+ */
+CKUBE_API ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t);
+
+/*
+ * Watches t and calls map(ud, c, obj) for each added, updated (the new object) or
+ * deleted (the last known state, also for tombstones) object, so that it queues the
+ * keys it relates to (Watches()/Owns() in controller-runtime). Loop thread: map must
+ * be quick and must not block. Returns the borrowed informer. Before ck_manager_run.
+ */
+typedef void (*ck_map_fn)(void *ud, ck_controller_t *c, const ck_obj_t *obj);
+CKUBE_API ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t *t,
+                                                       ck_map_fn map, void *ud);
+
+/* Queues the owner named by obj's controller ownerReference when its kind is kind
+ * (borrowed). A ready-made map for ck_controller_watch_map (ud = the kind). */
+CKUBE_API void ck_controller_enqueue_owner(void *kind, ck_controller_t *c, const ck_obj_t *obj);
+
+/*
+ * Runs until SIGINT/SIGTERM (see the top of this header) and frees everything.
+ * Takes m. Returns the exit code: 0 after a clean shutdown, 1 otherwise. Main
+ * thread (the one that called ck_manager_new).
+ */
+CKUBE_API int ck_manager_run(ck_manager_t *m);
+
+#endif

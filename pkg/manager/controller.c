@@ -1,0 +1,320 @@
+/*
+ * controller: one rate-limited workqueue, N workers calling the user's reconcile
+ * function, and the event handlers that fill the queue (see <ckube/manager.h>).
+ *
+ * The queue de-duplicates keys and never hands the same key to two workers at once
+ * (client-go's workqueue semantics, pkg/workqueue), so a reconcile function only has
+ * to be correct for one key at a time. Shutdown drains on its own thread so that
+ * the manager can bound how long it waits for running reconciles.
+ */
+#include "pkg/manager/manager_internal.h"
+
+#include <ckube/base.h>
+#include <ckube/log.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct ck_controller {
+	ck_manager_t *m;
+	const char *name;
+	ck_reconcile_fn fn;
+	void *ud;
+	ck_wq_t *queue;
+	ck_metrics_counter_t *m_success, *m_error, *m_requeue_after;
+	ck_metrics_histogram_t *m_duration;
+	int nworkers;
+	pthread_t *workers;
+	atomic_bool stopping;
+	pthread_mutex_t drain_mu;
+	pthread_cond_t drain_cv;
+	bool started, drain_started, drained;
+	pthread_t drain_thread;
+	/* Handlers registered through ck_controller_watch_map. */
+	struct map_reg {
+		ck_controller_t *c;
+		ck_map_fn map;
+		void *ud;
+	} maps[MGR_MAX_INFORMERS];
+	size_t nmaps;
+};
+
+/* ---- Queueing (any thread) ---- */
+
+void ck_controller_enqueue(ck_controller_t *c, const char *key)
+{
+	ck_wq_add(c->queue, key);
+}
+
+void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj)
+{
+	char key[512];
+	if (ck_obj_key(obj, key, sizeof(key)) < sizeof(key)) {
+		ck_wq_add(c->queue, key);
+		return;
+	}
+	char *k = ck_obj_key_dup(obj); /* a key longer than the stack buffer */
+	ck_wq_add(c->queue, k);
+	free(k);
+}
+
+void ck_controller_enqueue_owner(void *kind, ck_controller_t *c, const ck_obj_t *obj)
+{
+	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
+	if (ref == NULL || ref->kind == NULL || strcmp(ref->kind, (const char *)kind) != 0)
+		return;
+	char *key = obj->ns && obj->ns[0] ? ck_xasprintf("%s/%s", obj->ns, ref->name)
+	                                  : ck_xstrdup(ref->name);
+	ck_wq_add(c->queue, key);
+	free(key);
+}
+
+/* ---- Handlers (loop thread) ---- */
+
+static void own_add(void *ud, ck_obj_t *obj, bool initial)
+{
+	ck_controller_enqueue_obj(ud, obj);
+}
+
+static void own_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
+{
+	ck_controller_enqueue_obj(ud, new_obj);
+}
+
+static void own_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
+{
+	ck_controller_t *c = ud;
+	ck_wq_add(c->queue, key);
+}
+
+ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t)
+{
+	ck_cache_informer_t *inf = ck_manager_informer(c->m, t);
+	if (inf == NULL)
+		return NULL;
+	ck_cache_handler_t h = {.on_add = own_add, .on_update = own_update, .on_delete = own_delete};
+	ck_cache_informer_add_handler(inf, &h, c);
+	return inf;
+}
+
+static void map_add(void *ud, ck_obj_t *obj, bool initial)
+{
+	struct map_reg *r = ud;
+	r->map(r->ud, r->c, obj);
+}
+
+static void map_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
+{
+	struct map_reg *r = ud;
+	r->map(r->ud, r->c, new_obj);
+}
+
+static void map_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
+{
+	struct map_reg *r = ud;
+	if (obj != NULL) /* the last state known, also inside a tombstone */
+		r->map(r->ud, r->c, obj);
+}
+
+ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t *t, ck_map_fn map,
+                                             void *ud)
+{
+	ck_cache_informer_t *inf = ck_manager_informer(c->m, t);
+	if (inf == NULL)
+		return NULL;
+	if (c->nmaps == MGR_MAX_INFORMERS)
+		ck_fatal("controller %s: more than %d watches", c->name, MGR_MAX_INFORMERS);
+	struct map_reg *r = &c->maps[c->nmaps++];
+	*r = (struct map_reg){.c = c, .map = map, .ud = ud};
+	ck_cache_handler_t h = {.on_add = map_add, .on_update = map_update, .on_delete = map_delete};
+	ck_cache_informer_add_handler(inf, &h, r);
+	return inf;
+}
+
+/* ---- Workers ---- */
+
+static void *worker_main(void *arg)
+{
+	ck_controller_t *c = arg;
+	const char *key;
+	while ((key = ck_wq_get(c->queue)) != NULL) {
+		/* Shutting down: finish what runs, take nothing new (the queue would still
+		 * hand out every key it holds). The key stays unprocessed, not forgotten. */
+		if (atomic_load(&c->stopping)) {
+			ck_wq_done(c->queue, key);
+			break;
+		}
+		char *err = NULL;
+		uint64_t t0 = ck_clk_mono_ns(ck_clk_real());
+		int r = c->fn(c->ud, key, &err);
+		double secs = (double)(ck_clk_mono_ns(ck_clk_real()) - t0) / 1e9;
+		if (c->m_duration)
+			ck_metrics_histogram_observe(c->m_duration, secs);
+		if (r == 0) {
+			ck_wq_forget(c->queue, key);
+			if (c->m_success)
+				ck_metrics_counter_inc(c->m_success);
+			CK_LOG_V(4, "Successfully synced", CK_KV_STR("controller", c->name),
+			         CK_KV_STR("key", key));
+		} else if (r > 0) {
+			ck_wq_forget(c->queue, key);
+			ck_wq_add_after(c->queue, key, (int64_t)r * (int64_t)CK_NS_PER_MS);
+			if (c->m_requeue_after)
+				ck_metrics_counter_inc(c->m_requeue_after);
+		} else {
+			ck_wq_add_rate_limited(c->queue, key);
+			if (c->m_error)
+				ck_metrics_counter_inc(c->m_error);
+			CK_LOG_ERROR(err ? err : "failed", "Error syncing; requeuing",
+			             CK_KV_STR("controller", c->name), CK_KV_STR("key", key),
+			             CK_KV_UINT("retries", ck_wq_num_requeues(c->queue, key)));
+		}
+		free(err);
+		ck_wq_done(c->queue, key);
+	}
+	return NULL;
+}
+
+ck_controller_t *mgr_controller_new(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
+                                    void *ud)
+{
+	ck_controller_t *c = ck_xcalloc(1, sizeof(*c));
+	c->m = m;
+	c->name = name;
+	c->fn = fn;
+	c->ud = ud;
+	c->nworkers = ck_manager_workers(m);
+	pthread_mutex_init(&c->drain_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->drain_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	ck_wq_options_t qo = {.name = name};
+	c->queue = ck_wq_new(&qo);
+
+	/* One family for all controllers, one series per controller. */
+	ck_metrics_registry_t *reg = ck_manager_metrics(m);
+	if (m->m_reconcile_total == NULL) {
+		m->m_reconcile_total = ck_metrics_counter_vec_new(
+		    reg, "controller_runtime_reconcile_total",
+		    "Total number of reconciliations per controller",
+		    CK_METRICS_LABELS("controller", "result"), NULL);
+		m->m_reconcile_time = ck_metrics_histogram_vec_new(
+		    reg, "controller_runtime_reconcile_time_seconds",
+		    "Length of time per reconciliation per controller", CK_METRICS_LABELS("controller"),
+		    (const double[]){0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, 11, NULL);
+	}
+	if (m->m_reconcile_total) {
+		c->m_success = ck_metrics_counter_vec_get(m->m_reconcile_total,
+		                                          CK_METRICS_LABELS(name, "success"));
+		c->m_error =
+		    ck_metrics_counter_vec_get(m->m_reconcile_total, CK_METRICS_LABELS(name, "error"));
+		c->m_requeue_after = ck_metrics_counter_vec_get(m->m_reconcile_total,
+		                                                CK_METRICS_LABELS(name, "requeue_after"));
+	}
+	if (m->m_reconcile_time)
+		c->m_duration = ck_metrics_histogram_vec_get(m->m_reconcile_time, CK_METRICS_LABELS(name));
+	return c;
+}
+
+ck_wq_t *mgr_controller_queue(ck_controller_t *c)
+{
+	return c->queue;
+}
+
+int mgr_controller_start(void *arg, char **err)
+{
+	ck_controller_t *c = arg;
+	int result = 0;
+	pthread_mutex_lock(&c->drain_mu);
+	if (c->started || atomic_load(&c->stopping))
+		goto out;
+	c->workers = ck_xcalloc((size_t)c->nworkers, sizeof(pthread_t));
+	for (int i = 0; i < c->nworkers; i++) {
+		int rc = pthread_create(&c->workers[i], NULL, worker_main, c);
+		if (rc != 0) {
+			c->nworkers = i;
+			c->started = true;
+			result = ck_err_set(err, "controller %s: start worker %d: %s", c->name, i,
+			                    strerror(rc));
+			goto out;
+		}
+	}
+	c->started = true;
+	CK_LOG_INFO("Started workers", CK_KV_STR("controller", c->name),
+	            CK_KV_INT("count", c->nworkers));
+out:
+	pthread_mutex_unlock(&c->drain_mu);
+	return result;
+}
+
+/* The drain runs once on its own thread so that callers can bound their wait. */
+static void *drain_main(void *arg)
+{
+	ck_controller_t *c = arg;
+	ck_wq_shutdown(c->queue);
+	pthread_mutex_lock(&c->drain_mu);
+	int n = c->started ? c->nworkers : 0;
+	pthread_mutex_unlock(&c->drain_mu);
+	for (int i = 0; i < n; i++)
+		pthread_join(c->workers[i], NULL);
+	pthread_mutex_lock(&c->drain_mu);
+	c->drained = true;
+	pthread_cond_broadcast(&c->drain_cv);
+	pthread_mutex_unlock(&c->drain_mu);
+	return NULL;
+}
+
+int mgr_controller_stop(void *arg, int64_t timeout_ms)
+{
+	ck_controller_t *c = arg;
+	atomic_store(&c->stopping, true);
+	pthread_mutex_lock(&c->drain_mu);
+	if (!c->drain_started) {
+		c->drain_started = true;
+		if (pthread_create(&c->drain_thread, NULL, drain_main, c) != 0) {
+			c->drain_started = false;
+			pthread_mutex_unlock(&c->drain_mu);
+			ck_wq_shutdown(c->queue);
+			return -1;
+		}
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t t = timeout_ms < 0 ? 0 : timeout_ms;
+	ts.tv_sec += t / 1000;
+	ts.tv_nsec += (t % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (!c->drained)
+		if (pthread_cond_timedwait(&c->drain_cv, &c->drain_mu, &ts) != 0)
+			break;
+	bool done = c->drained;
+	pthread_mutex_unlock(&c->drain_mu);
+	return done ? 0 : -1;
+}
+
+void mgr_controller_free(ck_controller_t *c)
+{
+	if (c == NULL)
+		return;
+	atomic_store(&c->stopping, true);
+	ck_wq_shutdown(c->queue);
+	if (c->drain_started)
+		pthread_join(c->drain_thread, NULL); /* it joins the workers */
+	else
+		for (int i = 0; c->started && i < c->nworkers; i++)
+			pthread_join(c->workers[i], NULL);
+	free(c->workers);
+	pthread_mutex_destroy(&c->drain_mu);
+	pthread_cond_destroy(&c->drain_cv);
+	ck_wq_free(c->queue);
+	free(c);
+}

@@ -1,0 +1,862 @@
+/*
+ * manager: flags, configuration, loop, client, recorder, factory, metrics and
+ * probes, leader election and the shutdown order, for any controller (see
+ * <ckube/manager.h>). This is sample-controller's former main(), made general.
+ *
+ * Threads:
+ *   caller   runs the libev loop (network, informers, timers) in ck_manager_run.
+ *   control  waits for the caches to sync, starts leader election or the
+ *            runnables, then waits for SIGINT/SIGTERM (sigtimedwait: the signals are
+ *            blocked in every thread, so no handler runs in signal context) and
+ *            shuts down in order: runnables drain, Lease released, events flushed,
+ *            loop stopped.
+ *   workers, the elector, the recorder, the metrics server: their own.
+ */
+#include "pkg/manager/manager_internal.h"
+
+#include <ckube/base.h>
+#include <ckube/config.h>
+#include <ckube/leaderelection.h>
+#include <ckube/log.h>
+#include <ckube/version.h>
+
+#include <errno.h> /* program_invocation_short_name */
+#include <ev.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+/* ---- Loop thread ---- */
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ck_manager_t *d = w->data;
+	atomic_store(&d->last_tick_ns, ck_clk_mono_ns(ck_clk_real()));
+}
+
+static void on_stop_async(struct ev_loop *loop, ev_async *w, int revents)
+{
+	ck_manager_t *d = w->data;
+	ck_cache_factory_shutdown(d->factory);
+	ev_timer_stop(loop, &d->tick);
+	ev_async_stop(loop, &d->stop_async);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_watch_error(void *ud, ck_cache_informer_t *inf, const char *msg,
+                           const ck_result_t *res, bool healing)
+{
+	ck_manager_t *d = ud;
+	/* Errors retrying will not heal (403, 404 for a missing CRD) need a person:
+	 * say so at ERROR, once per distinct message; the informer already logs every
+	 * failure at a lower level. Loop thread only, so no lock. */
+	char **last = NULL;
+	for (size_t i = 0; i < d->ninformers; i++)
+		if (d->informers[i] == inf)
+			last = &d->last_watch_error[i];
+	if (last == NULL)
+		return;
+	if (healing) {
+		free(*last);
+		*last = NULL;
+		return;
+	}
+	if (*last != NULL && strcmp(*last, msg) == 0)
+		return;
+	free(*last);
+	*last = ck_xstrdup(msg);
+	CK_LOG_ERROR(msg, "Cannot list/watch; the cache will not sync until this is fixed",
+	             CK_KV_STR("resource", ck_cache_informer_name(inf)));
+}
+
+/* ---- Probes (metrics server thread) ---- */
+
+static int check_loop(void *ud, char **reason)
+{
+	ck_manager_t *d = ud;
+	uint64_t age = ck_clk_mono_ns(ck_clk_real()) - atomic_load(&d->last_tick_ns);
+	if (age > 10 * CK_NS_PER_SEC) {
+		*reason = ck_xasprintf("event loop has not turned for %llus",
+		                    (unsigned long long)(age / CK_NS_PER_SEC));
+		return -1;
+	}
+	return 0;
+}
+
+static int check_synced(void *ud, char **reason)
+{
+	ck_manager_t *d = ud;
+	if (atomic_load(&d->synced))
+		return 0;
+	char *why = ck_cache_factory_sync_reason(d->factory);
+	*reason = why ? why : ck_xstrdup("caches not synced yet");
+	return -1;
+}
+
+static int check_leader(void *ud, char **reason)
+{
+	ck_manager_t *d = ud;
+	if (atomic_load(&d->lost_lease)) {
+		*reason = ck_xstrdup("leader election lost");
+		return -1;
+	}
+	return 0; /* leading, or a warm standby */
+}
+
+/* ---- Metrics collectors (metrics server thread) ---- */
+
+struct rest_ctx {
+	ck_sbuf_t *out;
+	const char *host;
+};
+
+static void rest_stat(void *ud, const char *method, int code, uint64_t count)
+{
+	struct rest_ctx *r = ud;
+	char codebuf[16];
+	if (code == 0)
+		snprintf(codebuf, sizeof(codebuf), "<error>");
+	else
+		snprintf(codebuf, sizeof(codebuf), "%d", code);
+	ck_metrics_label_t l[] = {{"code", codebuf}, {"host", r->host}, {"method", method}};
+	ck_metrics_write_sample(r->out, "rest_client_requests_total", l, 3, (double)count);
+}
+
+/* One histogram series per verb, labelled as client-go's: verb and host. */
+static void rest_latency(void *ud, const ck_client_latency_t *lat)
+{
+	struct rest_ctx *r = ud;
+	for (size_t i = 0; i < CK_CLIENT_LATENCY_NBUCKETS; i++) {
+		char le[32];
+		snprintf(le, sizeof(le), "%g", lat->bounds[i]);
+		ck_metrics_label_t l[] = {{"host", r->host}, {"le", le}, {"verb", lat->verb}};
+		ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", l, 3,
+		                     (double)lat->counts[i]);
+	}
+	ck_metrics_label_t inf[] = {{"host", r->host}, {"le", "+Inf"}, {"verb", lat->verb}};
+	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", inf, 3,
+	                     (double)lat->count);
+	ck_metrics_label_t h[] = {{"host", r->host}, {"verb", lat->verb}};
+	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_sum", h, 2, lat->sum);
+	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_count", h, 2,
+	                     (double)lat->count);
+}
+
+static void collect_client(void *ud, ck_sbuf_t *out)
+{
+	ck_manager_t *d = ud;
+	struct rest_ctx r = {out, ck_client_host(d->client)};
+	ck_metrics_write_header(
+	    out, "rest_client_requests_total",
+	    "Number of HTTP requests, partitioned by status code, method, and host.",
+	    CK_METRICS_COUNTER);
+	ck_client_stats_foreach(d->client, rest_stat, &r);
+
+	ck_metrics_write_header(out, "rest_client_request_duration_seconds",
+	                     "Request latency in seconds (non-watch requests), partitioned by "
+	                     "verb and host.",
+	                     CK_METRICS_HISTOGRAM);
+	ck_client_latency_foreach(d->client, rest_latency, &r);
+}
+
+static void collect_informers(void *ud, ck_sbuf_t *out)
+{
+	ck_manager_t *d = ud;
+	size_t n = d->ninformers;
+	ck_cache_informer_t **infs = d->informers;
+	ck_cache_stats_t *st = ck_xcalloc(n ? n : 1, sizeof(*st));
+	for (size_t i = 0; i < n; i++)
+		ck_cache_informer_stats(infs[i], &st[i]);
+	int64_t now = ck_clk_wall_ns(ck_clk_real());
+	struct {
+		const char *name, *help;
+		ck_metrics_type_t type;
+	} fam[] = {
+	    {"informer_objects", "Objects in the informer's cache.", CK_METRICS_GAUGE},
+	    {"informer_lists_total", "Lists started (all pages of one list count once).",
+	     CK_METRICS_COUNTER},
+	    {"informer_relists_total", "Lists after the first (after 410 Gone, errors).",
+	     CK_METRICS_COUNTER},
+	    {"informer_watch_restarts_total", "Watch requests after the first.", CK_METRICS_COUNTER},
+	    {"informer_watch_stalls_total", "Watches replaced because they delivered nothing.",
+	     CK_METRICS_COUNTER},
+	    {"informer_errors_total", "Failed list/watch attempts.", CK_METRICS_COUNTER},
+	    {"informer_events_total", "Watch events received.", CK_METRICS_COUNTER},
+	    {"informer_last_event_age_seconds", "Seconds since the last watch event or list.",
+	     CK_METRICS_GAUGE},
+	    {"informer_synced", "1 once the informer's first list has been processed.",
+	     CK_METRICS_GAUGE},
+	};
+	for (size_t f = 0; f < CK_ARRAY_LEN(fam); f++) {
+		ck_metrics_write_header(out, fam[f].name, fam[f].help, fam[f].type);
+		for (size_t i = 0; i < n; i++) {
+			double v = 0;
+			switch (f) {
+			case 0:
+				v = (double)st[i].objects;
+				break;
+			case 1:
+				v = (double)st[i].lists;
+				break;
+			case 2:
+				v = (double)st[i].relists;
+				break;
+			case 3:
+				v = (double)st[i].watch_restarts;
+				break;
+			case 4:
+				v = (double)st[i].watch_stalls;
+				break;
+			case 5:
+				v = (double)st[i].errors;
+				break;
+			case 6:
+				v = (double)st[i].events;
+				break;
+			case 7:
+				v = st[i].last_event_wall_ns
+				        ? (double)(now - st[i].last_event_wall_ns) / 1e9
+				        : -1;
+				break;
+			case 8:
+				v = st[i].synced ? 1 : 0;
+				break;
+			}
+			ck_metrics_label_t l[] = {{"resource", ck_cache_informer_name(infs[i])}};
+			ck_metrics_write_sample(out, fam[f].name, l, 1, v);
+		}
+	}
+	free(st);
+}
+
+static void collect_events(void *ud, ck_sbuf_t *out)
+{
+	ck_manager_t *d = ud;
+	if (d->recorder == NULL)
+		return;
+	ck_record_stats_t s;
+	ck_record_stats(d->recorder, &s);
+	ck_metrics_write_header(out, "events_total", "Kubernetes Events by outcome.", CK_METRICS_COUNTER);
+	struct {
+		const char *k;
+		uint64_t v;
+	} rows[] = {{"posted", s.posted},
+	            {"patched", s.patched},
+	            {"dropped_queue_full", s.dropped_queue_full},
+	            {"dropped_spam", s.dropped_spam},
+	            {"failed", s.failed}};
+	for (size_t i = 0; i < CK_ARRAY_LEN(rows); i++) {
+		ck_metrics_label_t l[] = {{"outcome", rows[i].k}};
+		ck_metrics_write_sample(out, "events_total", l, 1, (double)rows[i].v);
+	}
+}
+
+static void collect_queues(void *ud, ck_sbuf_t *out)
+{
+	ck_manager_t *d = ud;
+	ck_wq_t *qs[MGR_MAX_CONTROLLERS];
+	for (size_t i = 0; i < d->ncontrollers; i++)
+		qs[i] = mgr_controller_queue(d->controllers[i]);
+	if (d->ncontrollers > 0)
+		ck_wq_metrics_write_all(qs, d->ncontrollers, out);
+}
+
+/* ---- Runnables ---- */
+
+static void start_runnables(ck_manager_t *d)
+{
+	/* Never after a shutdown began (the elector may win the lease late), never twice. */
+	if (atomic_load(&d->stopping) || atomic_exchange(&d->started, true))
+		return;
+	for (size_t i = 0; i < d->nrunnables; i++) {
+		char *err = NULL;
+		if (d->runnables[i].start(d->runnables[i].ud, &err) != 0) {
+			CK_LOG_ERROR(err, "Cannot start");
+			free(err);
+		}
+	}
+}
+
+/* Stops every runnable within grace_ms in all; 0 when all of them drained. */
+static int stop_runnables(ck_manager_t *d, int64_t grace_ms)
+{
+	int rc = 0;
+	uint64_t end = ck_clk_mono_ns(ck_clk_real()) + (uint64_t)(grace_ms < 0 ? 0 : grace_ms) * CK_NS_PER_MS;
+	for (size_t i = 0; i < d->nrunnables; i++) {
+		uint64_t now = ck_clk_mono_ns(ck_clk_real());
+		int64_t left = now >= end ? 0 : (int64_t)((end - now) / CK_NS_PER_MS);
+		if (d->runnables[i].stop(d->runnables[i].ud, left) != 0)
+			rc = -1;
+	}
+	return rc;
+}
+
+/* ---- Leader election callbacks (elector thread) ---- */
+
+static void le_started(void *ud)
+{
+	ck_manager_t *d = ud;
+	CK_LOG_INFO("Started leading", CK_KV_STR("identity", d->identity));
+	if (d->m_leader)
+		ck_metrics_gauge_set(d->m_leader, 1);
+	start_runnables(d);
+}
+
+static void le_stopped(void *ud)
+{
+	ck_manager_t *d = ud;
+	if (d->m_leader)
+		ck_metrics_gauge_set(d->m_leader, 0);
+	if (atomic_load(&d->stopping))
+		return; /* our own release on shutdown */
+	/* Lost the lease: stop writing at once; a restart re-joins as a candidate. */
+	atomic_store(&d->lost_lease, true);
+	stop_runnables(d, 0);
+	CK_LOG_ERROR("leader election lost", "Stopping", CK_KV_STR("identity", d->identity));
+	kill(getpid(), SIGTERM);
+}
+
+static void le_new_leader(void *ud, const char *identity)
+{
+	ck_manager_t *d = ud;
+	if (strcmp(identity, d->identity) != 0)
+		CK_LOG_INFO("New leader elected", CK_KV_STR("identity", identity));
+}
+
+static void le_event(void *ud, const char *reason, const char *message)
+{
+	ck_manager_t *d = ud;
+	if (d->recorder == NULL)
+		return;
+	ck_record_ref_t ref = {.api_version = "coordination.k8s.io/v1",
+	                       .kind = "Lease",
+	                       .ns = d->le_ns,
+	                       .name = d->opt.le_name,
+	                       .uid = "",
+	                       .resource_version = ""};
+	ck_record_event_ref(d->recorder, &ref, CK_RECORD_NORMAL, reason, "%s", message);
+}
+
+static void le_log(void *ud, ck_le_log_level_t level, const char *msg)
+{
+	if (level == CK_LE_LOG_ERROR)
+		CK_LOG_ERROR(msg, "Leader election");
+	else if (level == CK_LE_LOG_WARNING)
+		CK_LOG_WARN(msg);
+	else
+		CK_LOG_V(2, msg);
+}
+
+/* ---- Control thread ---- */
+
+static void *second_signal_main(void *arg);
+
+static int wait_signal(sigset_t *set, int timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+	int sig = sigtimedwait(set, NULL, &ts);
+	return sig > 0 ? sig : 0;
+}
+
+static void *control_main(void *arg)
+{
+	ck_manager_t *d = arg;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	char *last_reason = NULL;
+	uint64_t last_log = 0;
+	int sig = 0;
+
+	CK_LOG_INFO("Waiting for informer caches to sync");
+	while (!(sig = wait_signal(&set, 200))) {
+		char *why = ck_cache_factory_sync_reason(d->factory);
+		if (why == NULL)
+			break;
+		uint64_t now = ck_clk_mono_ns(ck_clk_real());
+		/* Say why, when it changes and every 10 s; never hang silently. */
+		if (last_reason == NULL || strcmp(why, last_reason) != 0 ||
+		    now - last_log > 10 * CK_NS_PER_SEC) {
+			CK_LOG_INFO("Caches not synced yet", CK_KV_STR("reason", why));
+			last_log = now;
+		}
+		free(last_reason);
+		last_reason = why;
+	}
+	free(last_reason);
+
+	if (sig == 0) {
+		atomic_store(&d->synced, true);
+		CK_LOG_INFO("Caches synced");
+		char *err = NULL;
+		if (d->opt.leader_elect) {
+			ck_le_config_t lc = {
+			    .lease_namespace = d->le_ns,
+			    .lease_name = d->opt.le_name,
+			    .identity = d->identity,
+			    .lease_duration_ms = (uint32_t)d->opt.le_lease_ms,
+			    .renew_deadline_ms = (uint32_t)d->opt.le_renew_ms,
+			    .retry_period_ms = (uint32_t)d->opt.le_retry_ms,
+			    .release_on_cancel = true,
+			    .on_started_leading = le_started,
+			    .on_stopped_leading = le_stopped,
+			    .on_new_leader = le_new_leader,
+			    .on_event = le_event,
+			    .on_log = le_log,
+			    .ud = d,
+			};
+			CK_LOG_INFO("Attempting to acquire leader lease",
+			            CK_KV_OBJ("lease", d->le_ns, d->opt.le_name),
+			            CK_KV_STR("identity", d->identity));
+			d->elector = ck_le_start(d->client, &lc, &err);
+			if (d->elector == NULL) {
+				CK_LOG_ERROR(err, "Cannot start leader election");
+				d->exit_code = 1;
+				sig = SIGTERM;
+			}
+		} else {
+			start_runnables(d);
+		}
+		free(err);
+		while (!sig)
+			sig = wait_signal(&set, 1000);
+	}
+
+	/* Shutdown. A second signal exits at once. */
+	atomic_store(&d->stopping, true);
+	if (atomic_load(&d->lost_lease))
+		d->exit_code = 1;
+	CK_LOG_INFO("Shutting down; a second signal exits immediately", CK_KV_INT("signal", sig));
+	pthread_t second;
+	if (pthread_create(&second, NULL, second_signal_main, d) == 0)
+		pthread_detach(second);
+	/* Stop taking work; let running reconciles finish within the grace period. */
+	bool drained = stop_runnables(d, d->opt.shutdown_grace_ms) == 0;
+	if (!drained) {
+		CK_LOG_ERROR("timed out", "Workers did not finish within the grace period");
+		d->exit_code = 1;
+	}
+	if (d->elector && drained) {
+		ck_le_stop(d->elector); /* releases the lease: a standby takes over at once */
+		d->elector = NULL;
+	} else if (d->elector) {
+		/* A worker may still be writing: releasing now would let a standby
+		 * write alongside it. The lease runs out on its own instead. */
+		CK_LOG_INFO("Not releasing the lease while workers still run");
+	}
+	/* The recorder posts through the loop: flush it while the loop still runs.
+	 * Servers first, since their collectors read the recorder. */
+	ck_metrics_server_stop(d->metrics_srv);
+	ck_metrics_server_stop(d->probe_srv);
+	d->metrics_srv = d->probe_srv = NULL;
+	if (drained) {
+		ck_record_free(d->recorder);
+		d->recorder = NULL;
+	}
+	ev_async_send(d->loop, &d->stop_async);
+	return NULL;
+}
+
+/* A second SIGINT/SIGTERM during shutdown exits at once. Started when the
+ * shutdown begins, so it is the only thread waiting for signals then. */
+static void *second_signal_main(void *arg)
+{
+	ck_manager_t *d = arg;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	int sig = 0;
+	if (sigwait(&set, &sig) == 0) {
+		char msg[160];
+		int n = snprintf(msg, sizeof(msg), "%s: second signal, exiting\n", d->mo.name);
+		ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
+		(void)w;
+		_exit(1);
+	}
+	return NULL;
+}
+
+/* ---- Setup ---- */
+
+static int usage_error(ck_manager_t *d, const char *msg)
+{
+	fprintf(stderr, "%s: %s\n", d->mo.name, msg);
+	return EXIT_USAGE;
+}
+
+static ck_flagset_t *define_flags(ck_manager_t *d)
+{
+	mgr_options_t *o = &d->opt;
+	ck_flagset_t *fs = ck_flagset_new(d->mo.name);
+	ck_flag_string(fs, "kubeconfig", &o->kubeconfig,
+	               "Path to a kubeconfig. Only required if out-of-cluster.");
+	ck_flag_string(fs, "master", &o->master,
+	               "The address of the Kubernetes API server. Overrides any value in "
+	               "kubeconfig. Only required if out-of-cluster.");
+	ck_flag_string(fs, "context", &o->context, "The kubeconfig context to use.");
+	ck_flag_string(fs, "namespace", &o->namespace,
+	               "Only watch objects in this namespace (default: all).");
+	ck_flag_int(fs, "workers", &o->workers, 1, 1000, "Number of worker threads.");
+	ck_flag_duration(fs, "resync-period", &o->resync_ms, "Informer resync period.");
+	ck_flag_double(fs, "kube-api-qps", &o->qps,
+	               "Client-side QPS limit towards the API server (negative disables).");
+	ck_flag_int(fs, "kube-api-burst", &o->burst, 1, 1000000, "Client-side burst.");
+	ck_flag_int(fs, "v", &o->verbosity, 0, 10,
+	            "Log verbosity (0 operator, 2 detail, 4 debug, 5 trace).");
+	ck_flag_string(fs, "log-format", &o->log_format, "Log format: text or json.");
+	ck_flag_bool(fs, "version", &o->version, "Print the version and exit.");
+	ck_flag_string(fs, "metrics-bind-address", &o->metrics_addr,
+	               "Address of the Prometheus /metrics endpoint; 0 disables.");
+	ck_flag_string(fs, "health-probe-bind-address", &o->probe_addr,
+	               "Address of /healthz and /readyz; 0 disables.");
+	ck_flag_duration(fs, "graceful-shutdown-timeout", &o->shutdown_grace_ms,
+	                 "How long running syncs may take to finish after SIGTERM.");
+	ck_flag_bool(fs, "leader-elect", &o->leader_elect,
+	             "Elect a leader through a Lease; only the leader runs workers.");
+	ck_flag_duration(fs, "leader-elect-lease-duration", &o->le_lease_ms,
+	                 "How long a non-leader waits before it may take over an unrenewed lease.");
+	ck_flag_duration(fs, "leader-elect-renew-deadline", &o->le_renew_ms,
+	                 "How long the leader retries renewing before it gives up leading.");
+	ck_flag_duration(fs, "leader-elect-retry-period", &o->le_retry_ms,
+	                 "How long to wait between tries of acquiring or renewing.");
+	ck_flag_string(fs, "leader-elect-resource-name", &o->le_name, "Name of the Lease.");
+	ck_flag_string(fs, "leader-elect-resource-namespace", &o->le_namespace,
+	               "Namespace of the Lease (default: the pod's namespace).");
+	if (d->mo.define_flags)
+		d->mo.define_flags(d->mo.ud, fs);
+	return fs;
+}
+
+/* Leader election settings: namespace, identity, durations. 0, or 2 (usage). */
+static int setup_leader_election(ck_manager_t *d, char **err)
+{
+	mgr_options_t *o = &d->opt;
+	if (o->le_namespace && *o->le_namespace) {
+		d->le_ns = ck_xstrdup(o->le_namespace);
+	} else {
+		d->le_ns = ck_le_default_namespace(NULL, err);
+		if (d->le_ns == NULL) {
+			ck_err_wrap(err, "-leader-elect-resource-namespace is not set and the "
+			                 "pod's namespace is unknown");
+			return EXIT_USAGE;
+		}
+	}
+	ck_le_config_t chk = {.lease_namespace = d->le_ns,
+	                      .lease_name = o->le_name,
+	                      .identity = d->identity,
+	                      .lease_duration_ms = (uint32_t)o->le_lease_ms,
+	                      .renew_deadline_ms = (uint32_t)o->le_renew_ms,
+	                      .retry_period_ms = (uint32_t)o->le_retry_ms};
+	/* The elector counts in 32-bit milliseconds: refuse what would wrap. */
+	const int64_t max_ms = 24LL * 3600 * 1000;
+	if (o->le_lease_ms <= 0 || o->le_renew_ms <= 0 || o->le_retry_ms <= 0 ||
+	    o->le_lease_ms > max_ms || o->le_renew_ms > max_ms || o->le_retry_ms > max_ms ||
+	    ck_le_validate(&chk, err) != 0) {
+		if (*err == NULL)
+			*err = ck_xstrdup("leader election durations must be positive and at most 24h");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Everything ck_manager_new makes after the flags. 0, 1 or 2 (usage). */
+static int setup(ck_manager_t *d, char **err)
+{
+	mgr_options_t *o = &d->opt;
+	ck_log_format_t lf;
+	if (ck_log_format_parse(o->log_format, &lf, err) != 0)
+		return EXIT_USAGE;
+	ck_log_set_format(lf);
+	ck_log_set_verbosity((int)o->verbosity);
+	if (o->resync_ms < 0 || (o->resync_ms > 0 && o->resync_ms < 1000)) {
+		*err = ck_xstrdup("-resync-period: must be 0 (off) or at least 1s");
+		return EXIT_USAGE;
+	}
+	if (o->shutdown_grace_ms < 0) {
+		*err = ck_xstrdup("-graceful-shutdown-timeout: must not be negative");
+		return EXIT_USAGE;
+	}
+
+	/* Signals: blocked everywhere, taken synchronously by the control threads. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	ck_config_load_opts_t lo = {
+	    .kubeconfig = o->kubeconfig, .master = o->master, .context = o->context};
+	ck_config_t *cfg = ck_config_load(&lo, err);
+	if (cfg == NULL)
+		return EXIT_USAGE;
+	struct ck_config_view view;
+	ck_config_view(cfg, &view);
+
+	d->identity = ck_le_default_identity();
+	if (o->leader_elect) {
+		int rc = setup_leader_election(d, err);
+		if (rc != 0) {
+			ck_config_free(cfg);
+			return rc;
+		}
+	}
+
+	d->loop = ev_loop_new(EVFLAG_AUTO);
+	if (d->loop == NULL) {
+		ck_config_free(cfg);
+		*err = ck_xstrdup("cannot create the event loop");
+		return 1;
+	}
+	char ua[160];
+	snprintf(ua, sizeof(ua), "%s/%s (linux) libckube/%s", d->mo.name, d->mo.version,
+	         ck_version());
+	ck_client_opts_t co = {.qps = o->qps, .burst = (int)o->burst, .user_agent = ua};
+	d->client = ck_client_new(d->loop, cfg, &co, err);
+	/* cfg is taken by the client, even on failure */
+	if (d->client == NULL)
+		return EXIT_USAGE;
+	CK_LOG_INFO("Starting", CK_KV_STR("version", d->mo.version), CK_KV_STR("server", view.server),
+	            CK_KV_STR("config", view.source));
+
+	d->reg = ck_metrics_registry_new();
+	ck_metrics_registry_add_process_collector(d->reg, NULL);
+	ck_metrics_gauge_vec_t *lv = ck_metrics_gauge_vec_new(
+	    d->reg, "leader_election_master_status",
+	    "1 if this process is the leader, 0 if not (only with -leader-elect).",
+	    CK_METRICS_LABELS("name"), NULL);
+	if (lv && o->leader_elect)
+		d->m_leader = ck_metrics_gauge_vec_get(lv, CK_METRICS_LABELS(o->le_name));
+
+	/* Flushing events at shutdown is best effort: bounded to 5 s (plus one
+	 * in-flight write, itself bounded) so that a partitioned daemon exits soon. */
+	ck_record_opts_t ro = {.component = d->mo.name,
+	                       .reporting_controller = d->mo.reporting_controller
+	                                                   ? d->mo.reporting_controller
+	                                                   : d->mo.name,
+	                       .reporting_instance = d->identity,
+	                       .shutdown_timeout_ms = 5000};
+	d->recorder = ck_record_new(d->client, &ro, err);
+	if (d->recorder == NULL)
+		return 1;
+
+	ck_cache_factory_opts_t fo = {.default_resync_ms = (uint64_t)o->resync_ms,
+	                              .ns = o->namespace,
+	                              .on_watch_error = on_watch_error,
+	                              .watch_error_ud = d};
+	d->factory = ck_cache_factory_new(d->loop, d->client, &fo);
+	ck_metrics_registry_add_collector(d->reg, collect_client, d);
+	ck_metrics_registry_add_collector(d->reg, collect_informers, d);
+	ck_metrics_registry_add_collector(d->reg, collect_events, d);
+	ck_metrics_registry_add_collector(d->reg, collect_queues, d);
+
+	/* One server when both flags name the same address. */
+	bool same = strcmp(o->metrics_addr, o->probe_addr) == 0;
+	if (ck_metrics_server_start(o->metrics_addr, "--metrics-bind-address", d->reg, same,
+	                            &d->metrics_srv, err) != 0)
+		return EXIT_USAGE;
+	if (!same && ck_metrics_server_start(o->probe_addr, "--health-probe-bind-address", NULL, 1,
+	                                     &d->probe_srv, err) != 0)
+		return EXIT_USAGE;
+	ck_metrics_server_t *ps = same ? d->metrics_srv : d->probe_srv;
+	ck_metrics_probe_add_check(ps, "healthz", "event-loop", check_loop, d, NULL);
+	ck_metrics_probe_add_check(ps, "readyz", "informers-synced", check_synced, d, NULL);
+	ck_metrics_probe_add_check(ps, "readyz", "leader-election", check_leader, d, NULL);
+	return 0;
+}
+
+ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv, int *exit_code)
+{
+	ck_manager_t *d = ck_xcalloc(1, sizeof(*d));
+	d->mo = *mo;
+	if (d->mo.name == NULL || d->mo.name[0] == '\0')
+		d->mo.name = program_invocation_short_name;
+	if (d->mo.version == NULL)
+		d->mo.version = ck_version();
+	d->opt = (mgr_options_t){
+	    .workers = mo->workers > 0 ? mo->workers : 2,
+	    .resync_ms = mo->resync_ms > 0 ? mo->resync_ms : 30000,
+	    .qps = mo->qps != 0 ? mo->qps : 20,
+	    .burst = mo->burst > 0 ? mo->burst : 30,
+	    .log_format = "text",
+	    .metrics_addr = mo->metrics_addr ? mo->metrics_addr : ":8080",
+	    .probe_addr = mo->probe_addr ? mo->probe_addr : ":8081",
+	    .shutdown_grace_ms = mo->shutdown_grace_ms > 0 ? mo->shutdown_grace_ms : 30000,
+	    .le_lease_ms = CK_LE_DEFAULT_LEASE_DURATION_MS,
+	    .le_renew_ms = CK_LE_DEFAULT_RENEW_DEADLINE_MS,
+	    .le_retry_ms = CK_LE_DEFAULT_RETRY_PERIOD_MS,
+	    .le_name = d->mo.name,
+	};
+	char *err = NULL;
+	int rc;
+	d->flags = define_flags(d);
+	int first = 0;
+	/* Usage goes to stderr, as Go's flag package prints it. */
+	ck_flag_result_t fr = ck_flag_parse(d->flags, argc, argv, stderr, &first, &err);
+	if (fr == CK_FLAG_HELP) {
+		rc = 0;
+		goto fail;
+	}
+	if (fr == CK_FLAG_ERROR) {
+		rc = EXIT_USAGE;
+		goto fail;
+	}
+	if (first < argc) {
+		err = ck_xasprintf("unexpected argument \"%s\"", argv[first]);
+		rc = EXIT_USAGE;
+		goto fail;
+	}
+	if (d->opt.version) {
+		printf("%s %s\n", d->mo.name, d->mo.version);
+		rc = 0;
+		goto fail;
+	}
+	rc = setup(d, &err);
+	if (rc != 0)
+		goto fail;
+	*exit_code = 0;
+	return d;
+fail:
+	if (rc == EXIT_USAGE && err != NULL)
+		usage_error(d, err);
+	else if (rc != 0)
+		CK_LOG_ERROR(err, "Cannot start");
+	*exit_code = rc;
+	free(err);
+	ck_manager_free(d);
+	return NULL;
+}
+
+void ck_manager_free(ck_manager_t *d)
+{
+	if (d == NULL)
+		return;
+	if (d->elector)
+		ck_le_stop(d->elector);
+	ck_metrics_server_stop(d->metrics_srv);
+	ck_metrics_server_stop(d->probe_srv);
+	for (size_t i = 0; i < d->ncontrollers; i++)
+		mgr_controller_free(d->controllers[i]);
+	ck_record_free(d->recorder);
+	ck_cache_factory_free(d->factory);
+	ck_client_free(d->client);
+	ck_metrics_registry_free(d->reg);
+	if (d->loop)
+		ev_loop_destroy(d->loop);
+	for (size_t i = 0; i < d->ninformers; i++)
+		free(d->last_watch_error[i]);
+	free(d->identity);
+	free(d->le_ns);
+	ck_flagset_free(d->flags);
+	free(d);
+}
+
+int ck_manager_run(ck_manager_t *d)
+{
+	char *err = NULL;
+	atomic_store(&d->last_tick_ns, ck_clk_mono_ns(ck_clk_real()));
+	ev_timer_init(&d->tick, on_tick, 1.0, 1.0);
+	d->tick.data = d;
+	ev_timer_start(d->loop, &d->tick);
+	ev_async_init(&d->stop_async, on_stop_async);
+	d->stop_async.data = d;
+	ev_async_start(d->loop, &d->stop_async);
+
+	if (ck_cache_factory_start(d->factory, &err) != 0)
+		goto fail;
+	if (pthread_create(&d->control, NULL, control_main, d) != 0) {
+		err = ck_xstrdup("cannot start the control thread");
+		goto fail;
+	}
+	ev_run(d->loop, 0);
+	pthread_join(d->control, NULL);
+	int result = d->exit_code;
+	CK_LOG_INFO("Stopped", CK_KV_INT("exit_code", result));
+	if (d->recorder != NULL) {
+		/* Workers did not drain: they still use the client, the caches, the
+		 * recorder and the elector, so none of it may be freed. Leave now. */
+		fflush(NULL);
+		_exit(result);
+	}
+	ck_manager_free(d);
+	return result;
+fail:
+	CK_LOG_ERROR(err, "Cannot start");
+	free(err);
+	ck_manager_free(d);
+	return 1;
+}
+
+/* ---- Accessors and registration ---- */
+
+ck_client_t *ck_manager_client(ck_manager_t *m)
+{
+	return m->client;
+}
+
+ck_cache_factory_t *ck_manager_factory(ck_manager_t *m)
+{
+	return m->factory;
+}
+
+ck_record_t *ck_manager_recorder(ck_manager_t *m)
+{
+	return m->recorder;
+}
+
+ck_metrics_registry_t *ck_manager_metrics(ck_manager_t *m)
+{
+	return m->reg;
+}
+
+const char *ck_manager_namespace(ck_manager_t *m)
+{
+	return m->opt.namespace;
+}
+
+int ck_manager_workers(ck_manager_t *m)
+{
+	return (int)m->opt.workers;
+}
+
+ck_cache_informer_t *ck_manager_informer(ck_manager_t *m, const ck_type_t *t)
+{
+	ck_cache_informer_t *inf = ck_cache_factory_informer(m->factory, t);
+	if (inf == NULL)
+		return NULL;
+	for (size_t i = 0; i < m->ninformers; i++)
+		if (m->informers[i] == inf)
+			return inf;
+	if (m->ninformers == MGR_MAX_INFORMERS)
+		ck_fatal("manager: more than %d informers", MGR_MAX_INFORMERS);
+	m->informers[m->ninformers++] = inf;
+	return inf;
+}
+
+void ck_manager_add_runnable(ck_manager_t *m, const ck_runnable_t *r)
+{
+	if (m->nrunnables == MGR_MAX_RUNNABLES)
+		ck_fatal("manager: more than %d runnables", MGR_MAX_RUNNABLES);
+	m->runnables[m->nrunnables++] = *r;
+}
+
+ck_controller_t *ck_manager_add_controller(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
+                                           void *ud)
+{
+	if (m->ncontrollers == MGR_MAX_CONTROLLERS)
+		ck_fatal("manager: more than %d controllers", MGR_MAX_CONTROLLERS);
+	ck_controller_t *c = mgr_controller_new(m, name, fn, ud);
+	m->controllers[m->ncontrollers++] = c;
+	ck_runnable_t r = {.start = mgr_controller_start, .stop = mgr_controller_stop, .ud = c};
+	ck_manager_add_runnable(m, &r);
+	return c;
+}

@@ -1,0 +1,81 @@
+/* Private to pkg/manager: the manager's state, shared by manager.c and controller.c. */
+#ifndef CKUBE_MANAGER_INTERNAL_H
+#define CKUBE_MANAGER_INTERNAL_H
+
+#include <ckube/leaderelection.h>
+#include <ckube/manager.h>
+#include <ckube/workqueue.h>
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define MGR_MAX_INFORMERS   32
+#define MGR_MAX_RUNNABLES   16
+#define MGR_MAX_CONTROLLERS 16
+
+typedef struct mgr_options {
+	const char *kubeconfig;
+	const char *master;
+	const char *context;
+	const char *namespace;
+	int64_t workers;
+	int64_t resync_ms;
+	double qps;
+	int64_t burst;
+	int64_t verbosity;
+	const char *log_format;
+	bool version;
+	const char *metrics_addr;
+	const char *probe_addr;
+	int64_t shutdown_grace_ms;
+	bool leader_elect;
+	int64_t le_lease_ms, le_renew_ms, le_retry_ms;
+	const char *le_name;
+	const char *le_namespace;
+} mgr_options_t;
+
+struct ck_manager {
+	ck_manager_opts_t mo;
+	mgr_options_t opt;
+	struct ev_loop *loop;
+	ck_client_t *client;
+	ck_cache_factory_t *factory;
+	ck_record_t *recorder;
+	ck_metrics_registry_t *reg;
+	ck_metrics_server_t *metrics_srv, *probe_srv;
+	ck_metrics_gauge_t *m_leader;
+	ck_le_t *elector;
+	ck_cache_informer_t *informers[MGR_MAX_INFORMERS];
+	char *last_watch_error[MGR_MAX_INFORMERS];
+	size_t ninformers;
+	ck_runnable_t runnables[MGR_MAX_RUNNABLES];
+	size_t nrunnables;
+	ck_controller_t *controllers[MGR_MAX_CONTROLLERS];
+	size_t ncontrollers;
+	/* Shared by every controller: one family each. */
+	ck_metrics_counter_vec_t *m_reconcile_total;
+	ck_metrics_histogram_vec_t *m_reconcile_time;
+	char *identity;
+	char *le_ns;
+	ev_async stop_async;
+	ev_timer tick;
+	_Atomic uint64_t last_tick_ns;
+	atomic_bool synced;
+	atomic_bool lost_lease;
+	atomic_bool stopping;
+	atomic_bool started;
+	int exit_code;
+	pthread_t control;
+	ck_flagset_t *flags;
+};
+
+/* controller.c */
+ck_controller_t *mgr_controller_new(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
+                                    void *ud);
+int mgr_controller_start(void *c, char **err);
+int mgr_controller_stop(void *c, int64_t grace_ms);
+void mgr_controller_free(ck_controller_t *c);
+ck_wq_t *mgr_controller_queue(ck_controller_t *c);
+
+#endif
