@@ -37,3 +37,39 @@ t_example_configmap_hash() {
 	stop_controller cmhash
 	kubectl delete namespace "$ns" --wait=false >/dev/null
 }
+
+greeting_msg() { jp "$1" cm/"$2"-greeting '{.data.message}'; }
+greeting_is() { [ "$(greeting_msg "$1" "$2")" = "$3" ] && [ "$(jp "$1" greeting/"$2" '{.status.message}')" = "$3" ]; }
+
+t_example_greeting_crd() {
+	local ns uid
+	kubectl apply -f "$E2E_ROOT/examples/greeting/crd.yaml" >/dev/null
+	kubectl wait --for=condition=Established --timeout=60s crd/greetings.example.ckube.io >/dev/null
+	ns=$(new_ns ex-greet)
+	SC_BIN="$EX_BIN/greeting" start_controller greeting --kubeconfig "$KUBECONFIG" --namespace "$ns"
+	kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: example.ckube.io/v1alpha1
+kind: Greeting
+metadata: {name: ada}
+spec: {name: Ada}
+YAML
+	until_ok 30 greeting_is "$ns" ada "Hello, Ada!" || fail "ConfigMap/status: $(greeting_msg "$ns" ada) / $(jp "$ns" greeting/ada '{.status.message}')"
+	uid=$(jp "$ns" greeting/ada '{.metadata.uid}')
+	test "$(jp "$ns" cm/ada-greeting '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].uid}/{.metadata.ownerReferences[0].controller}')" = "Greeting/$uid/true" ||
+		fail "ConfigMap not owned by the Greeting"
+	test "$(jp "$ns" cm/ada-greeting '{.metadata.managedFields[0].manager}/{.metadata.managedFields[0].operation}')" = "greeting/Apply" ||
+		fail "ConfigMap not written by server-side apply as greeting"
+	# The spec changes: both follow.
+	kubectl -n "$ns" patch greeting ada --type merge -p '{"spec":{"name":"Grace"}}' >/dev/null
+	until_ok 30 greeting_is "$ns" ada "Hello, Grace!" || fail "did not follow spec.name"
+	# Drift and deletion of the owned ConfigMap are repaired.
+	kubectl -n "$ns" patch cm ada-greeting --type merge -p '{"data":{"message":"tampered"}}' >/dev/null
+	until_ok 30 greeting_is "$ns" ada "Hello, Grace!" || fail "drift not repaired"
+	kubectl -n "$ns" delete cm ada-greeting >/dev/null
+	until_ok 30 greeting_is "$ns" ada "Hello, Grace!" || fail "deleted ConfigMap not recreated"
+	# The Greeting goes: the garbage collector takes its ConfigMap.
+	kubectl -n "$ns" delete greeting ada >/dev/null
+	until_ok 60 bash -c "! kubectl -n $ns get cm ada-greeting" || fail "ConfigMap not collected"
+	stop_controller greeting
+	kubectl delete namespace "$ns" --wait=false >/dev/null
+}

@@ -1,0 +1,118 @@
+/*
+ * greeting: a controller of a custom resource, Greeting (crd.yaml). Each Greeting
+ * owns a ConfigMap <name>-greeting whose data.message is "Hello, <spec.name>!"
+ * ("world" when spec.name is empty), written by server-side apply, and reports
+ * that message in status.message. A ConfigMap changed or deleted by hand is put
+ * back; deleting the Greeting lets the garbage collector take the ConfigMap.
+ *
+ * Built only with `pkg-config --cflags --libs ckube`.
+ */
+#include <ckube/ckube.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The kind exists only as a CRD: described here, as any user describes theirs. */
+static const char *const greeting_fields[] = {"spec.name", "status.message"};
+enum { GREETING_SPEC_NAME, GREETING_STATUS_MESSAGE };
+static const ck_type_t greeting_type = {.group = "example.ckube.io",
+                                        .version = "v1alpha1",
+                                        .kind = "Greeting",
+                                        .resource = "greetings",
+                                        .namespaced = true,
+                                        .fields = greeting_fields,
+                                        .nfields = 2};
+
+#define FIELD_MANAGER "greeting"
+
+static ck_manager_t *mgr;
+static const ck_cache_lister_t *greetings, *configmaps;
+
+/* data.message of the ConfigMap, a new string, or NULL. */
+static char *configmap_message(const ck_obj_t *cm)
+{
+	ck_json_doc_t *d = ck_json_parse_field_path(cm, "data", NULL);
+	const char *s = ck_json_str(ck_json_get(ck_json_root(d), CK_PATH("message")));
+	char *r = s ? ck_xstrdup(s) : NULL;
+	ck_json_doc_free(d);
+	return r;
+}
+
+static int reconcile(void *ud, const char *key, char **err)
+{
+	(void)ud;
+	char *ns = NULL, *name = NULL, *have = NULL, *cm_name = NULL;
+	ck_obj_key_split(key, &ns, &name);
+	ck_obj_t *g = ck_cache_lister_get(greetings, ns, name), *cm = NULL;
+	ck_patch_t *p = NULL;
+	ck_result_t res = {0};
+	int rc = 0;
+	if (g == NULL || g->deletion_timestamp != NULL)
+		goto out; /* gone: the garbage collector removes its ConfigMap */
+	const char *who = ck_kind_str(g, &greeting_type, GREETING_SPEC_NAME);
+	char want[128];
+	snprintf(want, sizeof(want), "Hello, %s!", who && *who ? who : "world");
+
+	cm_name = ck_xasprintf("%s-greeting", name);
+	cm = ck_cache_lister_get(configmaps, ns, cm_name);
+	have = cm ? configmap_message(cm) : NULL;
+	if (have == NULL || strcmp(have, want) != 0) {
+		/* Apply what this controller owns; the server merges it with others'. */
+		p = ck_patch_new_object(&ck_type_configmap, ns, cm_name);
+		char owner[512];
+		snprintf(owner, sizeof(owner),
+		         "[{\"apiVersion\":\"example.ckube.io/v1alpha1\",\"kind\":\"Greeting\","
+		         "\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true,"
+		         "\"blockOwnerDeletion\":true}]",
+		         g->name, g->uid);
+		ck_patch_set_raw(p, CK_PATH("metadata", "ownerReferences"), owner, strlen(owner));
+		ck_patch_set_string(p, CK_PATH("data", "message"), want);
+		if (ck_client_apply_sync(ck_manager_client(mgr), p, FIELD_MANAGER, true, &res) !=
+		    0) {
+			*err = ck_xasprintf("apply ConfigMap %s/%s: %s", ns, cm_name, res.error);
+			rc = -1;
+			goto out;
+		}
+		ck_record_event(ck_manager_recorder(mgr), g, CK_RECORD_NORMAL, "Applied",
+		                "ConfigMap %s says \"%s\"", cm_name, want);
+		ck_result_clear(&res);
+		ck_patch_free(p);
+		p = NULL;
+	}
+	const char *status = ck_kind_str(g, &greeting_type, GREETING_STATUS_MESSAGE);
+	if (status == NULL || strcmp(status, want) != 0) {
+		p = ck_patch_new();
+		ck_patch_set_string(p, CK_PATH("status", "message"), want);
+		if (ck_client_merge_patch_sync(ck_manager_client(mgr), &greeting_type, ns, name, p,
+		                               NULL, &res) != 0) {
+			*err = ck_xasprintf("status of Greeting %s: %s", key, res.error);
+			rc = -1;
+		}
+	}
+out:
+	ck_result_clear(&res);
+	ck_patch_free(p);
+	ck_obj_unref(cm);
+	ck_obj_unref(g);
+	free(have);
+	free(cm_name);
+	free(ns);
+	free(name);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+	ck_manager_opts_t mo = {.name = "greeting", .version = "0.1.0"};
+	mgr = ck_manager_new(&mo, argc, argv, &rc);
+	if (mgr == NULL)
+		return rc;
+	ck_controller_t *c = ck_manager_add_controller(mgr, "Greetings", reconcile, NULL);
+	greetings = ck_cache_informer_lister(ck_controller_watch(c, &greeting_type));
+	/* Its ConfigMaps: a change or delete queues the owning Greeting. */
+	configmaps = ck_cache_informer_lister(ck_controller_watch_map(
+	    c, &ck_type_configmap, ck_controller_enqueue_owner, "Greeting"));
+	return ck_manager_run(mgr);
+}
