@@ -375,6 +375,7 @@ CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *n
  */
 typedef struct ck_cache_factory ck_cache_factory_t;
 
+/* A zero or NULL member means the default its comment names. */
 typedef struct ck_cache_factory_opts {
 	uint64_t default_resync_ms; /* the daemon uses 30000; 0 = no resync */
 	const char *ns;             /* restrict every informer to one namespace; NULL = all */

@@ -41,6 +41,8 @@ struct ev_loop;
 
 typedef struct ck_client ck_client_t;
 
+/* Options: a zero or NULL member means the default its comment names (so {0} is
+ * all defaults, and a struct from an older release stays valid). */
 typedef struct ck_client_opts {
 	double qps;                  /* default 20; negative disables client-side limiting */
 	int burst;                   /* default 30 */

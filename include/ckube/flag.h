@@ -19,7 +19,8 @@
 
 typedef struct ck_flagset ck_flagset_t;
 
-/* Borrows name (must outlive the set). Returns a new set, free with ck_flagset_free(). */
+/* Borrows prog, the program name of usage and messages (must outlive the set). Returns
+ * a new set, free with ck_flagset_free(). */
 CKUBE_API ck_flagset_t *ck_flagset_new(const char *prog);
 CKUBE_API void ck_flagset_free(ck_flagset_t *fs);
 
@@ -41,8 +42,9 @@ typedef enum ck_flag_result {
 } ck_flag_result_t;
 
 /*
- * Parses argv[1..]. Positional arguments (after flags or "--") are counted in
- * *nargs and left at argv[*first_arg]. Returns CK_FLAG_OK, CK_FLAG_HELP, or CK_FLAG_ERROR
+ * Parses argv[1..]. Positional arguments (after the flags or "--") are left in place:
+ * *first_arg is set to the index of the first one (argc when there is none). Usage
+ * goes to help_out on -h/--help. Returns CK_FLAG_OK, CK_FLAG_HELP, or CK_FLAG_ERROR
  * with a new message in *err (free with free()).
  */
 CKUBE_API ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,

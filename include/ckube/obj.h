@@ -119,7 +119,8 @@ CKUBE_API int ck_type_field_index(const ck_type_t *t, const char *path);
 CKUBE_API size_t ck_obj_key(const ck_obj_t *obj, char *buf, size_t cap);
 /* Borrows; returns a new "namespace/name" (or "name") string, free with free(). */
 CKUBE_API char *ck_obj_key_dup(const ck_obj_t *obj);
-/* Splits a key; *ns and *name are new strings (free with free()); ns "" if none. */
+/* Splits a key "ns/name" or "name"; *ns and *name are new strings (free with free());
+ * ns "" if none. Returns 0, or -1 (both NULL) for a NULL key or one with two slashes. */
 CKUBE_API int ck_obj_key_split(const char *key, char **ns, char **name);
 
 /* "group/version" or "version" for the core group, into buf; returns length. */
