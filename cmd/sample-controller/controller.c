@@ -12,13 +12,11 @@
 #include "api/samplecontroller/v1alpha1/foo.h"
 #include <ckube/types.h>
 #include <ckube/log.h>
+#include <ckube/manager.h>
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum sync_result {
 	SYNC_OK = 0,      /* done: forget the key */
@@ -35,19 +33,9 @@ struct controller {
 	ck_record_t *recorder;
 	const ck_clk_t *clock;
 	const char *field_manager;
-	ck_wq_t *queue;
-	int nworkers;
-	pthread_t *workers;
-	bool started;
-	/* Shutdown drain, bounded by the caller (controller_shutdown). */
-	pthread_mutex_t drain_mu;
-	pthread_cond_t drain_cv;
-	pthread_t drain_thread;
-	bool drain_started, drained, workers_joined;
-	atomic_bool stopping; /* workers take no new key once set */
-	/* Metrics (NULL when no registry). */
-	ck_metrics_counter_t *m_success, *m_error, *m_requeue;
-	ck_metrics_histogram_t *m_duration;
+	/* Where handlers queue Foo keys (the manager's controller); NULL: nowhere. */
+	void (*enqueue)(void *ud, const char *key);
+	void *enqueue_ud;
 };
 
 /* ---- Handlers: loop thread, must not block. ---- */
@@ -57,7 +45,8 @@ static void enqueue_foo(controller_t *c, const ck_obj_t *foo)
 	char key[512];
 	if (ck_obj_key(foo, key, sizeof(key)) >= sizeof(key))
 		return; /* names are at most 253 bytes: cannot happen for a valid object */
-	ck_wq_add(c->queue, key);
+	if (c->enqueue)
+		c->enqueue(c->enqueue_ud, key);
 }
 
 static void foo_on_add(void *ud, ck_obj_t *obj, bool initial)
@@ -306,51 +295,16 @@ int controller_sync(controller_t *c, const char *key, char **err)
 	return do_sync(c, key, err) == SYNC_OK ? 0 : -1;
 }
 
-static void *worker_main(void *arg)
+int controller_reconcile(void *ud, const char *key, char **err)
 {
-	controller_t *c = arg;
-	const char *key;
-	while ((key = ck_wq_get(c->queue)) != NULL) {
-		/* Shutting down: finish what runs, take nothing new (the queue would still
-		 * hand out every key it holds). The key stays unprocessed, not forgotten. */
-		if (atomic_load(&c->stopping)) {
-			ck_wq_done(c->queue, key);
-			break;
-		}
-		char *err = NULL;
-		uint64_t t0 = ck_clk_mono_ns(c->clock);
-		int r = do_sync(c, key, &err);
-		double secs = (double)(ck_clk_mono_ns(c->clock) - t0) / 1e9;
-		if (c->m_duration)
-			ck_metrics_histogram_observe(c->m_duration, secs);
-		if (r == SYNC_OK) {
-			ck_wq_forget(c->queue, key);
-			if (c->m_success)
-				ck_metrics_counter_inc(c->m_success);
-			CK_LOG_V(4, "Successfully synced", CK_KV_STR("key", key));
-		} else {
-			ck_wq_add_rate_limited(c->queue, key);
-			if (r == SYNC_REQUEUE) {
-				if (c->m_requeue)
-					ck_metrics_counter_inc(c->m_requeue);
-				CK_LOG_V(2, "Requeued", CK_KV_STR("key", key), CK_KV_ERR(err));
-			} else {
-				if (c->m_error)
-					ck_metrics_counter_inc(c->m_error);
-				CK_LOG_ERROR(err, "Error syncing; requeuing", CK_KV_STR("key", key),
-				          CK_KV_UINT("retries", ck_wq_num_requeues(c->queue, key)));
-			}
-		}
-		free(err);
-		ck_wq_done(c->queue, key);
+	switch (do_sync(ud, key, err)) {
+	case SYNC_OK:
+		return 0;
+	case SYNC_REQUEUE:
+		return CK_RECONCILE_RETRY;
+	default:
+		return -1;
 	}
-	return NULL;
-}
-
-static void queue_metrics(void *ud, ck_sbuf_t *out)
-{
-	controller_t *c = ud;
-	ck_wq_metrics_write(c->queue, out);
 }
 
 controller_t *controller_new(const controller_opts_t *o, char **err)
@@ -360,53 +314,17 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 	c->recorder = o->recorder;
 	c->clock = o->clock ? o->clock : ck_clk_real();
 	c->field_manager = o->field_manager ? o->field_manager : "sample-controller";
-	c->nworkers = o->workers > 0 ? o->workers : 2;
-	pthread_mutex_init(&c->drain_mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->drain_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	c->enqueue = o->enqueue;
+	c->enqueue_ud = o->enqueue_ud;
 	c->foos = ck_cache_factory_informer(o->factory, &ktype_foo);
 	c->deployments = ck_cache_factory_informer(o->factory, &ck_type_deployment);
 	if (c->foos == NULL || c->deployments == NULL) {
 		ck_err_set(err, "cannot create informers");
-		pthread_mutex_destroy(&c->drain_mu);
-		pthread_cond_destroy(&c->drain_cv);
 		free(c);
 		return NULL;
 	}
 	c->foo_lister = ck_cache_informer_lister(c->foos);
 	c->dep_lister = ck_cache_informer_lister(c->deployments);
-	ck_wq_options_t qo = {
-	    .name = "Foos",
-	    .clock = o->clock,
-	    .limiter = ck_wq_ratelimiter_controller_new(o->clock, 50, 300),
-	};
-	c->queue = ck_wq_new(&qo);
-
-	if (o->metrics != NULL) {
-		ck_metrics_counter_vec_t *total =
-		    ck_metrics_counter_vec_new(o->metrics, "controller_runtime_reconcile_total",
-		                            "Total number of reconciliations per controller",
-		                            CK_METRICS_LABELS("controller", "result"), NULL);
-		ck_metrics_histogram_vec_t *dur = ck_metrics_histogram_vec_new(
-		    o->metrics, "controller_runtime_reconcile_time_seconds",
-		    "Length of time per reconciliation per controller",
-		    CK_METRICS_LABELS("controller"),
-		    (const double[]){0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, 11,
-		    NULL);
-		if (total) {
-			c->m_success =
-			    ck_metrics_counter_vec_get(total, CK_METRICS_LABELS("foo", "success"));
-			c->m_error = ck_metrics_counter_vec_get(total, CK_METRICS_LABELS("foo", "error"));
-			c->m_requeue =
-			    ck_metrics_counter_vec_get(total, CK_METRICS_LABELS("foo", "requeue"));
-		}
-		if (dur)
-			c->m_duration = ck_metrics_histogram_vec_get(dur, CK_METRICS_LABELS("foo"));
-		ck_metrics_registry_add_collector(o->metrics, queue_metrics, c);
-	}
 
 	ck_cache_handler_t fh = {.on_add = foo_on_add, .on_update = foo_on_update};
 	ck_cache_handler_t dh = {
@@ -416,101 +334,7 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 	return c;
 }
 
-int controller_start_workers(controller_t *c, char **err)
-{
-	int result = 0;
-	pthread_mutex_lock(&c->drain_mu);
-	/* Never start after a shutdown began (the elector may win the lease late). */
-	if (c->started || atomic_load(&c->stopping))
-		goto out;
-	c->workers = ck_xcalloc((size_t)c->nworkers, sizeof(pthread_t));
-	for (int i = 0; i < c->nworkers; i++) {
-		int rc = pthread_create(&c->workers[i], NULL, worker_main, c);
-		if (rc != 0) {
-			c->nworkers = i;
-			c->started = true;
-			result = ck_err_set(err, "start worker %d: %s", i, strerror(rc));
-			goto out;
-		}
-	}
-	c->started = true;
-	CK_LOG_INFO("Started workers", CK_KV_INT("count", c->nworkers));
-out:
-	pthread_mutex_unlock(&c->drain_mu);
-	return result;
-}
-
-/* The drain runs once on its own thread so that callers can bound their wait. */
-static void *drain_main(void *arg)
-{
-	controller_t *c = arg;
-	/* Workers see `stopping` after their current sync, or NULL from the queue. */
-	ck_wq_shutdown(c->queue);
-	pthread_mutex_lock(&c->drain_mu);
-	int n = c->started ? c->nworkers : 0;
-	pthread_mutex_unlock(&c->drain_mu);
-	for (int i = 0; i < n; i++)
-		pthread_join(c->workers[i], NULL);
-	pthread_mutex_lock(&c->drain_mu);
-	c->workers_joined = true;
-	c->drained = true;
-	pthread_cond_broadcast(&c->drain_cv);
-	pthread_mutex_unlock(&c->drain_mu);
-	return NULL;
-}
-
-int controller_shutdown(controller_t *c, int64_t timeout_ms)
-{
-	atomic_store(&c->stopping, true);
-	pthread_mutex_lock(&c->drain_mu);
-	if (!c->drain_started) {
-		c->drain_started = true;
-		if (pthread_create(&c->drain_thread, NULL, drain_main, c) != 0) {
-			c->drain_started = false;
-			pthread_mutex_unlock(&c->drain_mu);
-			ck_wq_shutdown(c->queue);
-			return -1;
-		}
-	}
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t t = timeout_ms < 0 ? 0 : timeout_ms;
-	ts.tv_sec += t / 1000;
-	ts.tv_nsec += (t % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (!c->drained) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&c->drain_cv, &c->drain_mu);
-		else if (pthread_cond_timedwait(&c->drain_cv, &c->drain_mu, &ts) != 0)
-			break;
-	}
-	bool done = c->drained;
-	pthread_mutex_unlock(&c->drain_mu);
-	return done ? 0 : -1;
-}
-
 void controller_free(controller_t *c)
 {
-	if (c == NULL)
-		return;
-	atomic_store(&c->stopping, true);
-	ck_wq_shutdown(c->queue);
-	if (c->drain_started)
-		pthread_join(c->drain_thread, NULL); /* it joins the workers */
-	else
-		for (int i = 0; c->started && i < c->nworkers; i++)
-			pthread_join(c->workers[i], NULL);
-	free(c->workers);
-	pthread_mutex_destroy(&c->drain_mu);
-	pthread_cond_destroy(&c->drain_cv);
-	ck_wq_free(c->queue);
 	free(c);
-}
-
-ck_wq_t *controller_queue(controller_t *c)
-{
-	return c->queue;
 }

@@ -17,13 +17,15 @@
 typedef struct controller controller_t;
 
 typedef struct controller_opts {
-	ck_client_t *client;           /* borrowed */
-	ck_cache_factory_t *factory;    /* borrowed; informers are taken from it */
-	ck_record_t *recorder;          /* borrowed; may be NULL (no events) */
-	ck_metrics_registry_t *metrics; /* borrowed; may be NULL */
-	int workers;                 /* default 2 */
-	const ck_clk_t *clock;          /* NULL = real */
+	ck_client_t *client;         /* borrowed */
+	ck_cache_factory_t *factory; /* borrowed; informers are taken from it */
+	ck_record_t *recorder;       /* borrowed; may be NULL (no events) */
+	const ck_clk_t *clock;       /* NULL = real */
 	const char *field_manager;   /* default "sample-controller" */
+	/* Where the handlers queue Foo keys: ck_controller_enqueue with the manager's
+	 * controller in the daemon; NULL in tests that call controller_sync. */
+	void (*enqueue)(void *ud, const char *key);
+	void *enqueue_ud;
 } controller_opts_t;
 
 /*
@@ -33,21 +35,15 @@ typedef struct controller_opts {
  */
 controller_t *controller_new(const controller_opts_t *opts, char **err);
 
-/* Starts the worker threads. Any thread; once. Returns 0 or -1 with *err. */
-int controller_start_workers(controller_t *c, char **err);
-
-/*
- * Stops taking new work and waits until running syncs finish, at most
- * timeout_ms (< 0: no limit). Returns 0 when drained, -1 on timeout. Any thread
- * but the loop's (syncs need the loop for their API calls).
- */
-int controller_shutdown(controller_t *c, int64_t timeout_ms);
-
-/* Joins the workers (after controller_shutdown) and frees c. NULL is a no-op. */
+/* Takes c (may be NULL). No reconcile may run any more. */
 void controller_free(controller_t *c);
 
-/* Borrowed: the workqueue (for metrics). */
-ck_wq_t *controller_queue(controller_t *c);
+/*
+ * The reconcile function for the manager's controller (ck_reconcile_fn, ud = c):
+ * 0 done, CK_RECONCILE_RETRY for an expected race (409 conflict, stale cache), -1
+ * with *err for a failure. Worker threads.
+ */
+int controller_reconcile(void *ud, const char *key, char **err);
 
 /* Reconciles one key now, on the calling thread (tests). Returns 0 or -1 with *err. */
 int controller_sync(controller_t *c, const char *key, char **err);

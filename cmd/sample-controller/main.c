@@ -15,14 +15,12 @@
 /* The reportingController of its events. */
 #define SC_REPORTING_CONTROLLER "samplecontroller.k8s.io/sample-controller"
 
-static int start_workers(void *ud, char **err)
-{
-	return controller_start_workers(ud, err);
-}
+static ck_controller_t *foo_queue;
 
-static int stop_workers(void *ud, int64_t grace_ms)
+static void enqueue_foo(void *ud, const char *key)
 {
-	return controller_shutdown(ud, grace_ms);
+	(void)ud;
+	ck_controller_enqueue(foo_queue, key);
 }
 
 int main(int argc, char **argv)
@@ -39,9 +37,8 @@ int main(int argc, char **argv)
 	controller_opts_t cto = {.client = ck_manager_client(m),
 	                         .factory = ck_manager_factory(m),
 	                         .recorder = ck_manager_recorder(m),
-	                         .metrics = ck_manager_metrics(m),
-	                         .workers = ck_manager_workers(m),
-	                         .field_manager = PROG};
+	                         .field_manager = PROG,
+	                         .enqueue = enqueue_foo};
 	char *err = NULL;
 	controller_t *ctl = controller_new(&cto, &err);
 	if (ctl == NULL) {
@@ -50,8 +47,13 @@ int main(int argc, char **argv)
 		ck_manager_free(m);
 		return 1;
 	}
-	ck_runnable_t r = {.start = start_workers, .stop = stop_workers, .ud = ctl};
-	ck_manager_add_runnable(m, &r);
+	/* The Foo queue and its workers, with sample-controller's overall bucket (50
+	 * qps, burst 300). Handlers fire only once the loop runs, after this. */
+	ck_controller_opts_t co = {.name = "Foos",
+	                           .reconcile = controller_reconcile,
+	                           .ud = ctl,
+	                           .limiter = ck_wq_ratelimiter_controller_new(NULL, 50, 300)};
+	foo_queue = ck_manager_add_controller_opts(m, &co);
 	rc = ck_manager_run(m); /* frees the manager; the workers have drained */
 	controller_free(ctl);
 	return rc;

@@ -41,6 +41,7 @@
 #include <ckube/metrics.h>
 #include <ckube/obj.h>
 #include <ckube/record.h>
+#include <ckube/workqueue.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -124,6 +125,10 @@ CKUBE_API void ck_manager_add_runnable(ck_manager_t *m, const ck_runnable_t *r);
  * Worker threads; several keys at once, never the same key twice at once.
  */
 typedef int (*ck_reconcile_fn)(void *ud, const char *key, char **err);
+/* A reconcile result: an expected race (a 409 conflict, a cache behind a write):
+ * retried with backoff like -1, but counted as "requeue" and logged at -v=2 only
+ * (*err, if set, is the reason). */
+#define CK_RECONCILE_RETRY (-2)
 
 /*
  * A controller: a rate-limited workqueue (client-go's default controller rate
@@ -135,6 +140,19 @@ typedef int (*ck_reconcile_fn)(void *ud, const char *key, char **err);
  */
 CKUBE_API ck_controller_t *ck_manager_add_controller(ck_manager_t *m, const char *name,
                                                      ck_reconcile_fn fn, void *ud);
+
+/* The same with every setting of the controller given. */
+typedef struct ck_controller_opts {
+	const char *name;          /* required; borrowed for the manager's life */
+	ck_reconcile_fn reconcile; /* required */
+	void *ud;
+	/* Taken; NULL: client-go's default controller rate limiter. */
+	ck_wq_ratelimiter_t *limiter;
+	int workers; /* 0: --workers */
+} ck_controller_opts_t;
+/* Borrows o. Returns a borrowed controller. Before ck_manager_run, main thread. */
+CKUBE_API ck_controller_t *ck_manager_add_controller_opts(ck_manager_t *m,
+                                                          const ck_controller_opts_t *o);
 
 /* Queues key (borrowed, copied). Any thread. */
 CKUBE_API void ck_controller_enqueue(ck_controller_t *c, const char *key);

@@ -25,7 +25,7 @@ struct ck_controller {
 	ck_reconcile_fn fn;
 	void *ud;
 	ck_wq_t *queue;
-	ck_metrics_counter_t *m_success, *m_error, *m_requeue_after;
+	ck_metrics_counter_t *m_success, *m_error, *m_requeue, *m_requeue_after;
 	ck_metrics_histogram_t *m_duration;
 	int nworkers;
 	pthread_t *workers;
@@ -160,6 +160,12 @@ static void *worker_main(void *arg)
 				ck_metrics_counter_inc(c->m_success);
 			CK_LOG_V(4, "Successfully synced", CK_KV_STR("controller", c->name),
 			         CK_KV_STR("key", key));
+		} else if (r == CK_RECONCILE_RETRY) {
+			ck_wq_add_rate_limited(c->queue, key);
+			if (c->m_requeue)
+				ck_metrics_counter_inc(c->m_requeue);
+			CK_LOG_V(2, "Requeued", CK_KV_STR("controller", c->name), CK_KV_STR("key", key),
+			         CK_KV_ERR(err));
 		} else if (r > 0) {
 			ck_wq_forget(c->queue, key);
 			ck_wq_add_after(c->queue, key, (int64_t)r * (int64_t)CK_NS_PER_MS);
@@ -179,22 +185,22 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-ck_controller_t *mgr_controller_new(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
-                                    void *ud)
+ck_controller_t *mgr_controller_new(ck_manager_t *m, const ck_controller_opts_t *o)
 {
 	ck_controller_t *c = ck_xcalloc(1, sizeof(*c));
+	const char *name = o->name;
 	c->m = m;
 	c->name = name;
-	c->fn = fn;
-	c->ud = ud;
-	c->nworkers = ck_manager_workers(m);
+	c->fn = o->reconcile;
+	c->ud = o->ud;
+	c->nworkers = o->workers > 0 ? o->workers : ck_manager_workers(m);
 	pthread_mutex_init(&c->drain_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->drain_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	ck_wq_options_t qo = {.name = name};
+	ck_wq_options_t qo = {.name = name, .limiter = o->limiter};
 	c->queue = ck_wq_new(&qo);
 
 	/* One family for all controllers, one series per controller. */
@@ -214,6 +220,8 @@ ck_controller_t *mgr_controller_new(ck_manager_t *m, const char *name, ck_reconc
 		                                          CK_METRICS_LABELS(name, "success"));
 		c->m_error =
 		    ck_metrics_counter_vec_get(m->m_reconcile_total, CK_METRICS_LABELS(name, "error"));
+		c->m_requeue =
+		    ck_metrics_counter_vec_get(m->m_reconcile_total, CK_METRICS_LABELS(name, "requeue"));
 		c->m_requeue_after = ck_metrics_counter_vec_get(m->m_reconcile_total,
 		                                                CK_METRICS_LABELS(name, "requeue_after"));
 	}

@@ -849,14 +849,20 @@ void ck_manager_add_runnable(ck_manager_t *m, const ck_runnable_t *r)
 	m->runnables[m->nrunnables++] = *r;
 }
 
-ck_controller_t *ck_manager_add_controller(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
-                                           void *ud)
+ck_controller_t *ck_manager_add_controller_opts(ck_manager_t *m, const ck_controller_opts_t *o)
 {
 	if (m->ncontrollers == MGR_MAX_CONTROLLERS)
 		ck_fatal("manager: more than %d controllers", MGR_MAX_CONTROLLERS);
-	ck_controller_t *c = mgr_controller_new(m, name, fn, ud);
+	ck_controller_t *c = mgr_controller_new(m, o);
 	m->controllers[m->ncontrollers++] = c;
 	ck_runnable_t r = {.start = mgr_controller_start, .stop = mgr_controller_stop, .ud = c};
 	ck_manager_add_runnable(m, &r);
 	return c;
+}
+
+ck_controller_t *ck_manager_add_controller(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
+                                           void *ud)
+{
+	ck_controller_opts_t o = {.name = name, .reconcile = fn, .ud = ud};
+	return ck_manager_add_controller_opts(m, &o);
 }

@@ -71,8 +71,7 @@ struct ck_manager {
 };
 
 /* controller.c */
-ck_controller_t *mgr_controller_new(ck_manager_t *m, const char *name, ck_reconcile_fn fn,
-                                    void *ud);
+ck_controller_t *mgr_controller_new(ck_manager_t *m, const ck_controller_opts_t *o);
 int mgr_controller_start(void *c, char **err);
 int mgr_controller_stop(void *c, int64_t grace_ms);
 void mgr_controller_free(ck_controller_t *c);
