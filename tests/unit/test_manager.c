@@ -1,0 +1,114 @@
+/*
+ * Unit tests for pkg/manager: what ck_manager_new decides from the command line
+ * before anything touches the network (the e2e tests run managers for real:
+ * sample-controller and both examples).
+ */
+#include <ckube/kinds.h>
+#include <ckube/manager.h>
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KC "../fixtures/kubeconfig/basic.yaml"
+
+static char *extra_value;
+static void define_extra(void *ud, ck_flagset_t *fs)
+{
+	ck_flag_string(fs, "extra", (const char **)ud, "A flag of the program.");
+}
+
+/* ck_manager_new with argv (NULL-terminated); the manager is freed. Returns the
+ * exit code, or -1 when a manager was made. */
+static int try_new(char **argv, ck_manager_opts_t *mo)
+{
+	int argc = 0, rc = 99;
+	while (argv[argc])
+		argc++;
+	ck_manager_opts_t def = {.name = "mgr-test"};
+	ck_manager_t *m = ck_manager_new(mo ? mo : &def, argc, argv, &rc);
+	if (m == NULL)
+		return rc;
+	ck_manager_free(m);
+	return -1;
+}
+
+START_TEST(test_help_version_and_usage_errors)
+{
+	ck_assert_int_eq(try_new((char *[]){"t", "--help", NULL}, NULL), 0);
+	ck_assert_int_eq(try_new((char *[]){"t", "--version", NULL}, NULL), 0);
+	ck_assert_int_eq(try_new((char *[]){"t", "--no-such-flag", NULL}, NULL), 2);
+	ck_assert_int_eq(try_new((char *[]){"t", "stray", NULL}, NULL), 2);
+	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", "/nonexistent/kc", NULL}, NULL), 2);
+	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--resync-period=500ms",
+	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	                                    NULL},
+	                         NULL),
+	                 2);
+	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--log-format=xml",
+	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	                                    NULL},
+	                         NULL),
+	                 2);
+	/* Leader election outside a pod needs the Lease's namespace. */
+	setenv("CSC_SERVICEACCOUNT_DIR", "/nonexistent", 1);
+	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
+	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	                                    NULL},
+	                         NULL),
+	                 2);
+	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
+	                                    "--leader-elect-resource-namespace=kube-system",
+	                                    "--leader-elect-renew-deadline=20s",
+	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	                                    NULL},
+	                         NULL),
+	                 2); /* renew deadline longer than the lease */
+}
+END_TEST
+
+START_TEST(test_made_with_program_flags_and_parts)
+{
+	ck_manager_opts_t mo = {.name = "mgr-test", .workers = 3, .define_flags = define_extra,
+	                        .ud = &extra_value};
+	int rc = 99;
+	char *argv[] = {"t",
+	                "--kubeconfig",
+	                KC,
+	                "--namespace=ns1",
+	                "--extra=yes",
+	                "--metrics-bind-address=0",
+	                "--health-probe-bind-address=0",
+	                NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 7, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(extra_value, "yes");
+	ck_assert_str_eq(ck_manager_namespace(m), "ns1");
+	ck_assert_int_eq(ck_manager_workers(m), 3); /* the program's default */
+	ck_assert_ptr_nonnull(ck_manager_client(m));
+	ck_assert_ptr_nonnull(ck_manager_factory(m));
+	ck_assert_ptr_nonnull(ck_manager_recorder(m));
+	ck_assert_ptr_nonnull(ck_manager_metrics(m));
+	/* One informer per resource, however many watches name it. */
+	ck_controller_t *c = ck_manager_add_controller(m, "ConfigMaps", NULL, NULL);
+	ck_cache_informer_t *a = ck_controller_watch(c, &ck_type_configmap);
+	ck_cache_informer_t *b = ck_manager_informer(m, &ck_type_configmap);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_eq(a, b);
+	ck_controller_enqueue(c, "ns1/x");
+	ck_manager_free(m); /* never run: frees what it made, queue included */
+}
+END_TEST
+
+Suite *suite_manager(void)
+{
+	Suite *s = suite_create("manager");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_help_version_and_usage_errors);
+	tcase_add_test(tc, test_made_with_program_flags_and_parts);
+	suite_add_tcase(s, tc);
+	return s;
+}
