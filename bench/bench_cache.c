@@ -15,9 +15,9 @@
  *       CPU seconds, peak and steady RSS, bytes per cached object; and, for
  *       comparison, the same list with the plain client (what the server costs).
  */
+#include "pkg/cache/internal.h"
 #include <ckube/cache.h>
 #include <ckube/cache_fake.h>
-#include "pkg/cache/internal.h"
 #include <ckube/client.h>
 #include <ckube/types.h>
 
@@ -75,10 +75,10 @@ static void reset_peak_rss(void)
 /* ------------------------------------------------------------ dispatch */
 
 static const ck_type_t bench_type = {.group = "apps",
-                                   .version = "v1",
-                                   .kind = "Deployment",
-                                   .resource = "deployments",
-                                   .namespaced = true};
+                                     .version = "v1",
+                                     .kind = "Deployment",
+                                     .resource = "deployments",
+                                     .namespaced = true};
 
 static ck_obj_t *mk(const char *ns, const char *name, const char *rv)
 {
@@ -314,8 +314,8 @@ static void *populate_main(void *arg)
 	cl_t *c = arg;
 	ck_result_t r = {0};
 	char *body = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{"
-	                       "\"name\":\"%s\"}}",
-	                       BENCH_NS);
+	                          "\"name\":\"%s\"}}",
+	                          BENCH_NS);
 	ck_client_create_sync(c->c, &t_ns, NULL, body, NULL, &r);
 	free(body);
 	ck_result_clear(&r);
@@ -327,7 +327,8 @@ static void *populate_main(void *arg)
 	size_t n = 0;
 	char *rv = NULL;
 	ck_list_opts_t o = {.limit = 500};
-	if (ck_client_list_sync(c->c, &ck_type_deployment, BENCH_NS, &o, &items, &n, &rv, &r) == 0) {
+	if (ck_client_list_sync(c->c, &ck_type_deployment, BENCH_NS, &o, &items, &n, &rv, &r) ==
+	    0) {
 		c->have = ck_xmalloc((n + 1) * sizeof(char *));
 		for (size_t i = 0; i < n; i++) {
 			c->have[c->nhave++] = ck_xstrdup(items[i]->name);
@@ -472,8 +473,9 @@ static int run_cluster(size_t want)
 	reset_peak_rss();
 	double cpu0 = cpu_s();
 	double t0 = now_s();
-	ck_cache_informer_t *inf = ck_cache_informer_new(
-	    c.loop, &ck_type_deployment, ck_cache_lw_kube_new(c.c, &ck_type_deployment, NULL), NULL);
+	ck_cache_informer_t *inf =
+	    ck_cache_informer_new(c.loop, &ck_type_deployment,
+	                          ck_cache_lw_kube_new(c.c, &ck_type_deployment, NULL), NULL);
 	ck_cache_informer_start(inf, NULL);
 	sync_watch_t sw = {.inf = inf};
 	ev_timer_init(&sw.t, sync_tick, 0.001, 0.001);

@@ -76,8 +76,8 @@ static void make_item(ck_sbuf_t *b, size_t i)
 	snprintf(ns, sizeof(ns), "team-%03zu", i % 97);
 	snprintf(uid, sizeof(uid), "%08zx-1b2c-4d3e-8f4a-%012zx", i * 2654435761u % 0xffffffffu, i);
 	int gen = 1 + (int)(i % 5), rep = 1 + (int)(i % 10), ready = (int)(i % 10);
-	ck_sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name, name,
-	            rep, name, name, gen, rep, rep, ready, ready, name);
+	ck_sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name,
+	               name, rep, name, name, gen, rep, rep, ready, ready, name);
 }
 
 static double now_s(void)
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
 	ck_sbuf_t in = CK_SBUF_INIT;
 	ck_sbuf_puts(&in, "{\"kind\":\"DeploymentList\",\"apiVersion\":\"apps/v1\",\"metadata\":"
-	               "{\"resourceVersion\":\"200000\",\"continue\":\"\"},\"items\":[");
+	                  "{\"resourceVersion\":\"200000\",\"continue\":\"\"},\"items\":[");
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			ck_sbuf_putc(&in, ',');

@@ -10,9 +10,9 @@
 #include "cmd/sample-controller/controller.h"
 
 #include "api/samplecontroller/v1alpha1/foo.h"
-#include <ckube/types.h>
 #include <ckube/log.h>
 #include <ckube/manager.h>
+#include <ckube/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static void handle_object(controller_t *c, const ck_obj_t *obj)
 	ck_obj_t *foo = ck_cache_lister_get(c->foo_lister, obj->ns, ref->name);
 	if (foo == NULL) {
 		CK_LOG_V(4, "Ignoring orphaned object", CK_KV_OBJ("deployment", obj->ns, obj->name),
-		      CK_KV_STR("foo", ref->name));
+		         CK_KV_STR("foo", ref->name));
 		return;
 	}
 	enqueue_foo(c, foo);
@@ -119,21 +119,21 @@ static int update_status(controller_t *c, const ck_obj_t *foo, const foo_status_
 	int result = SYNC_ERROR;
 	foo_status_update_json(foo, st, ck_clk_wall_ns(c->clock), &body);
 	ck_write_opts_t wo = {.field_manager = c->field_manager};
-	if (ck_client_update_status_sync(c->client, &ktype_foo, foo->ns, foo->name, ck_sbuf_cstr(&body),
-	                               &wo, &res) == 0) {
+	if (ck_client_update_status_sync(c->client, &ktype_foo, foo->ns, foo->name,
+	                                 ck_sbuf_cstr(&body), &wo, &res) == 0) {
 		*wrote = true;
 		result = SYNC_OK;
 		goto out;
 	}
 	ck_err_set(err, "update status of foo %s/%s: %s", foo->ns, foo->name,
-	        res.error ? res.error : "unknown error");
+	           res.error ? res.error : "unknown error");
 	/* 409: our cached Foo is stale; the watch brings the new one and we retry. 404:
 	 * deleted meanwhile (or, on an old CRD, no status subresource: then say so). */
 	if (ck_err_is_conflict(&res))
 		result = SYNC_REQUEUE;
 	else if (ck_err_is_not_found(&res))
 		ck_err_wrap(err, "the Foo is gone or the CRD lacks the status subresource "
-		              "(apply deploy/crd.yaml)");
+		                 "(apply deploy/crd.yaml)");
 out:
 	ck_result_clear(&res);
 	ck_sbuf_free(&body);
@@ -205,22 +205,23 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	dep = ck_cache_lister_get(c->dep_lister, ns, dname);
 	if (dep == NULL) {
 		foo_new_deployment_json(foo, &body);
-		if (ck_client_create_sync(c->client, &ck_type_deployment, ns, ck_sbuf_cstr(&body), &wo,
-		                        &res) != 0) {
+		if (ck_client_create_sync(c->client, &ck_type_deployment, ns, ck_sbuf_cstr(&body),
+		                          &wo, &res) != 0) {
 			ck_err_set(err, "create deployment %s/%s: %s", ns, dname, res.error);
 			/* Exists but not in our cache yet: retry once the informer sees it. */
 			result = ck_err_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
 		}
 		CK_LOG_V(2, "Created deployment", CK_KV_OBJ("foo", ns, name),
-		      CK_KV_OBJ("deployment", ns, dname));
+		         CK_KV_OBJ("deployment", ns, dname));
 		wrote = true;
 		dep = res.obj;
 		res.obj = NULL;
 		ck_result_clear(&res);
 		ck_sbuf_reset(&body);
 		if (dep == NULL) {
-			ck_err_set(err, "create deployment %s/%s: no object in the answer", ns, dname);
+			ck_err_set(err, "create deployment %s/%s: no object in the answer", ns,
+			           dname);
 			goto out;
 		}
 	}
@@ -246,10 +247,10 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	bool has_have = ck_deployment_spec_replicas(dep, &have);
 	if (has_want && (!has_have || have != want)) {
 		CK_LOG_V(2, "Updating deployment replicas", CK_KV_OBJ("foo", ns, name),
-		      CK_KV_INT("want", want), CK_KV_INT("have", have));
+		         CK_KV_INT("want", want), CK_KV_INT("have", have));
 		foo_new_deployment_json(foo, &body);
-		if (ck_client_update_sync(c->client, &ck_type_deployment, ns, dname, ck_sbuf_cstr(&body),
-		                        &wo, &res) != 0) {
+		if (ck_client_update_sync(c->client, &ck_type_deployment, ns, dname,
+		                          ck_sbuf_cstr(&body), &wo, &res) != 0) {
 			ck_err_set(err, "update deployment %s/%s: %s", ns, dname, res.error);
 			result = ck_err_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
@@ -278,7 +279,8 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	if (result != SYNC_OK)
 		goto out;
 	if (wrote && c->recorder)
-		ck_record_event(c->recorder, foo, CK_RECORD_NORMAL, "Synced", "Foo synced successfully");
+		ck_record_event(c->recorder, foo, CK_RECORD_NORMAL, "Synced",
+		                "Foo synced successfully");
 out:
 	ck_result_clear(&res);
 	ck_sbuf_free(&body);

@@ -61,7 +61,7 @@ typedef struct ck_sbuf {
 	size_t cap;
 } ck_sbuf_t;
 
-#define CK_SBUF_INIT                                                                                  \
+#define CK_SBUF_INIT                                                                               \
 	{                                                                                          \
 		NULL, 0, 0                                                                         \
 	}

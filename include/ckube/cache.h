@@ -95,8 +95,8 @@ CKUBE_API void ck_cache_store_free(ck_cache_store_t *s);
  * Adds an index named name (borrowed, copied); ud is borrowed. Objects already
  * stored are indexed at once. Returns 0, or -1 with *err if the name is taken.
  */
-CKUBE_API int ck_cache_store_add_index(ck_cache_store_t *s, const char *name, ck_cache_index_fn fn, void *ud,
-                          char **err);
+CKUBE_API int ck_cache_store_add_index(ck_cache_store_t *s, const char *name, ck_cache_index_fn fn,
+                                       void *ud, char **err);
 
 /*
  * Inserts or replaces the object with obj's key. Borrows obj (the store takes
@@ -110,7 +110,8 @@ CKUBE_API ck_obj_t *ck_cache_store_delete(ck_cache_store_t *s, const char *key);
 /* Returns a new reference to the object stored under key, or NULL if none. Any thread. */
 CKUBE_API ck_obj_t *ck_cache_store_get(ck_cache_store_t *s, const char *key);
 /* Same with the key's parts (ns "" or NULL for cluster-scoped). Any thread. */
-CKUBE_API ck_obj_t *ck_cache_store_get_ns_name(ck_cache_store_t *s, const char *ns, const char *name);
+CKUBE_API ck_obj_t *ck_cache_store_get_ns_name(ck_cache_store_t *s, const char *ns,
+                                               const char *name);
 /* Number of objects. Any thread. */
 CKUBE_API size_t ck_cache_store_len(ck_cache_store_t *s);
 /* Every object (new references, in no order) into *out. Any thread. */
@@ -122,20 +123,22 @@ CKUBE_API void ck_cache_store_list_keys(ck_cache_store_t *s, ck_cache_strs_t *ou
  * Returns 0 (an unknown value yields none), or -1 with *err if there is no such
  * index. Any thread.
  */
-CKUBE_API int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value, ck_cache_objs_t *out,
-                         char **err);
+CKUBE_API int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value,
+                                      ck_cache_objs_t *out, char **err);
 /* Same, as keys (new strings). */
 CKUBE_API int ck_cache_store_index_keys(ck_cache_store_t *s, const char *index, const char *value,
-                           ck_cache_strs_t *out, char **err);
+                                        ck_cache_strs_t *out, char **err);
 /* The values index `index` currently has (new strings). -1 with *err if no such index. */
-CKUBE_API int ck_cache_store_index_values(ck_cache_store_t *s, const char *index, ck_cache_strs_t *out, char **err);
+CKUBE_API int ck_cache_store_index_values(ck_cache_store_t *s, const char *index,
+                                          ck_cache_strs_t *out, char **err);
 /*
  * Calls fn(ud, obj) for every object of a snapshot taken under the read lock,
  * until fn returns false. The lock is not held while fn runs, so fn may call
  * back into this store (changes made meanwhile are not in the snapshot). obj is
  * borrowed for the call (ck_obj_ref to keep it). Any thread.
  */
-CKUBE_API void ck_cache_store_foreach(ck_cache_store_t *s, bool (*fn)(void *ud, ck_obj_t *obj), void *ud);
+CKUBE_API void ck_cache_store_foreach(ck_cache_store_t *s, bool (*fn)(void *ud, ck_obj_t *obj),
+                                      void *ud);
 
 /* Memory held, for the figures: bytes of the tables and indexes; *obj_bytes (if not
  * NULL) receives the bytes of the objects themselves (ck_obj_size). Any thread. */
@@ -170,10 +173,12 @@ typedef struct ck_cache_lw ck_cache_lw_t;
 typedef struct ck_cache_lw_req ck_cache_lw_req_t;
 
 typedef struct ck_cache_lw_ops {
-	ck_cache_lw_req_t *(*list)(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-	                        ck_req_done_cb done, void *ud, char **err);
-	ck_cache_lw_req_t *(*watch)(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-	                         ck_req_done_cb done, void *ud, char **err);
+	ck_cache_lw_req_t *(*list)(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+	                           const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+	                           char **err);
+	ck_cache_lw_req_t *(*watch)(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+	                            const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+	                            char **err);
 	/* Cancels an in-flight request: none of its callbacks runs afterwards. */
 	void (*cancel)(ck_cache_lw_t *lw, ck_cache_lw_req_t *req);
 	void (*free)(ck_cache_lw_t *lw);
@@ -230,7 +235,7 @@ typedef struct ck_cache_handler_reg ck_cache_handler_reg_t;
  * once, not every retry.
  */
 typedef void (*ck_cache_watch_error_fn)(void *ud, ck_cache_informer_t *inf, const char *msg,
-                                     const ck_result_t *res, bool healing);
+                                        const ck_result_t *res, bool healing);
 
 /* Returns a new reference to the object to store instead of obj (which it borrows);
  * ck_obj_ref(obj) keeps it as is. NULL keeps obj. Runs before the object is queued. */
@@ -262,16 +267,18 @@ typedef struct ck_cache_informer_opts {
  * informer). Returns a new informer, not started, free with ck_cache_informer_free.
  * Loop thread.
  */
-CKUBE_API ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t *t, ck_cache_lw_t *lw,
-                                     const ck_cache_informer_opts_t *o);
+CKUBE_API ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t *t,
+                                                     ck_cache_lw_t *lw,
+                                                     const ck_cache_informer_opts_t *o);
 /* Stops (as ck_cache_informer_shutdown) and frees. NULL is a no-op. Loop thread. */
 CKUBE_API void ck_cache_informer_free(ck_cache_informer_t *inf);
 
 /* Sets the transform (before start). Loop thread. */
-CKUBE_API void ck_cache_informer_set_transform(ck_cache_informer_t *inf, ck_cache_transform_fn fn, void *ud);
+CKUBE_API void ck_cache_informer_set_transform(ck_cache_informer_t *inf, ck_cache_transform_fn fn,
+                                               void *ud);
 /* Adds an index to the store (see ck_cache_store_add_index). Loop thread. */
-CKUBE_API int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name, ck_cache_index_fn fn, void *ud,
-                             char **err);
+CKUBE_API int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name,
+                                          ck_cache_index_fn fn, void *ud, char **err);
 
 /*
  * Registers a handler (h copied, ud borrowed) with the informer's default
@@ -282,14 +289,16 @@ CKUBE_API int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *
  * processed: its view always follows the store exactly. Returns the
  * registration (owned by the informer). Loop thread.
  */
-CKUBE_API ck_cache_handler_reg_t *ck_cache_informer_add_handler(ck_cache_informer_t *inf, const ck_cache_handler_t *h,
-                                                void *ud);
+CKUBE_API ck_cache_handler_reg_t *
+ck_cache_informer_add_handler(ck_cache_informer_t *inf, const ck_cache_handler_t *h, void *ud);
 /* Same with its own resync period: 0 = never, else at least 1000 ms. */
 CKUBE_API ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t *inf,
-                                                       const ck_cache_handler_t *h, void *ud,
-                                                       uint64_t resync_ms);
+                                                                       const ck_cache_handler_t *h,
+                                                                       void *ud,
+                                                                       uint64_t resync_ms);
 /* Unregisters (no call afterwards, even from within one of its callbacks). Loop thread. */
-CKUBE_API void ck_cache_informer_remove_handler(ck_cache_informer_t *inf, ck_cache_handler_reg_t *reg);
+CKUBE_API void ck_cache_informer_remove_handler(ck_cache_informer_t *inf,
+                                                ck_cache_handler_reg_t *reg);
 /* true once this handler received the initial list. Any thread. */
 CKUBE_API bool ck_cache_handler_has_synced(const ck_cache_handler_reg_t *reg);
 
@@ -311,7 +320,8 @@ CKUBE_API bool ck_cache_informer_has_synced(ck_cache_informer_t *inf);
  * ... is forbidden: ...") or the state. Any thread except the loop thread
  * (which it would block: it fails at once there).
  */
-CKUBE_API int ck_cache_informer_wait_synced(ck_cache_informer_t *inf, int64_t timeout_ms, char **reason);
+CKUBE_API int ck_cache_informer_wait_synced(ck_cache_informer_t *inf, int64_t timeout_ms,
+                                            char **reason);
 /* NULL when synced; else a new string (free()) saying what blocks the sync. Any thread. */
 CKUBE_API char *ck_cache_informer_sync_reason(ck_cache_informer_t *inf);
 
@@ -347,12 +357,14 @@ typedef struct ck_cache_lister ck_cache_lister_t;
 /* Borrowed, valid as long as the informer. */
 CKUBE_API const ck_cache_lister_t *ck_cache_informer_lister(ck_cache_informer_t *inf);
 /* A new reference, or NULL when not found (the only failure). ns "" or NULL if cluster-scoped. */
-CKUBE_API ck_obj_t *ck_cache_lister_get(const ck_cache_lister_t *l, const char *ns, const char *name);
+CKUBE_API ck_obj_t *ck_cache_lister_get(const ck_cache_lister_t *l, const char *ns,
+                                        const char *name);
 /* Every object matching sel (NULL = all) into *out. */
-CKUBE_API void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel, ck_cache_objs_t *out);
+CKUBE_API void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel,
+                                    ck_cache_objs_t *out);
 /* The objects of namespace ns matching sel (NULL = all), via the namespace index. */
-CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns, const ck_cache_selector_t *sel,
-                          ck_cache_objs_t *out);
+CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns,
+                                       const ck_cache_selector_t *sel, ck_cache_objs_t *out);
 
 /* ================================================================ factory */
 

@@ -58,12 +58,12 @@ CKUBE_API void ck_cache_fake_req_meta(ck_cache_fake_req_t *r, const char *rv, co
 CKUBE_API void ck_cache_fake_req_event(ck_cache_fake_req_t *r, ck_watch_type_t type, ck_obj_t *obj);
 /* Watch: delivers an ERROR event carrying a Status (strings borrowed). */
 CKUBE_API void ck_cache_fake_req_error_event(ck_cache_fake_req_t *r, int code, const char *reason,
-                                const char *message);
+                                             const char *message);
 /*
  * Ends the request: http_code 200 = success, 0 = transport error (no answer),
  * else a Status with reason/message (borrowed, may be NULL) and Retry-After.
  */
 CKUBE_API void ck_cache_fake_req_finish(ck_cache_fake_req_t *r, int http_code, const char *reason,
-                           const char *message, int retry_after_s);
+                                        const char *message, int retry_after_s);
 
 #endif

@@ -12,22 +12,22 @@
 #include <ckube/flag.h>
 #include <ckube/log.h>
 
-#include <ckube/config.h>
 #include <ckube/client.h>
+#include <ckube/config.h>
+#include <ckube/decode.h>
+#include <ckube/json.h>
+#include <ckube/kinds.h>
+#include <ckube/obj.h>
+#include <ckube/patch.h>
 #include <ckube/ratelimit.h>
 #include <ckube/status.h>
-#include <ckube/obj.h>
-#include <ckube/decode.h>
 #include <ckube/types.h>
-#include <ckube/kinds.h>
-#include <ckube/json.h>
-#include <ckube/patch.h>
 
 #include <ckube/cache.h>
-#include <ckube/workqueue.h>
-#include <ckube/record.h>
 #include <ckube/leaderelection.h>
-#include <ckube/metrics.h>
 #include <ckube/manager.h>
+#include <ckube/metrics.h>
+#include <ckube/record.h>
+#include <ckube/workqueue.h>
 
 #endif

@@ -58,7 +58,7 @@ typedef struct ck_client_opts {
 	uint32_t stall_timeout_ms;
 	int max_retries;         /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
 	size_t max_object_bytes; /* default CK_DEC_DEFAULT_MAX_OBJECT */
-	const ck_clk_t *clock;      /* NULL = real */
+	const ck_clk_t *clock;   /* NULL = real */
 } ck_client_opts_t;
 
 /*
@@ -66,8 +66,8 @@ typedef struct ck_client_opts {
  * client, also on error). Call it on the thread that will run the loop. Returns a
  * new client, free with ck_client_free(); or NULL with *err.
  */
-CKUBE_API ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_client_opts_t *opts,
-                       char **err);
+CKUBE_API ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg,
+                                     const ck_client_opts_t *opts, char **err);
 /*
  * Loop thread only, never from inside one of the client's callbacks. Pending and
  * in-flight *_sync calls complete with the error "client shutting down" (workers
@@ -83,7 +83,7 @@ CKUBE_API const char *ck_client_host(const ck_client_t *c);
 /* One request, described generically; any kind with a descriptor. */
 typedef struct ck_req_spec {
 	const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
-	const ck_type_t *type;      /* builds the path; decodes the answer */
+	const ck_type_t *type;    /* builds the path; decodes the answer */
 	const char *ns;           /* NULL/"" = cluster-scoped or all namespaces */
 	const char *name;         /* NULL = the collection */
 	const char *subresource;  /* "status", or NULL */
@@ -92,7 +92,7 @@ typedef struct ck_req_spec {
 	const char *body;         /* borrowed until the call returns (copied) */
 	size_t body_len;
 	ck_dec_mode_t decode; /* how to decode a 2xx body */
-	bool keep_body;     /* also return the raw 2xx body in kresult.body */
+	bool keep_body;       /* also return the raw 2xx body in kresult.body */
 	/* Total time limit; 0 = the client's default: request_timeout_ms, but for a
 	 * CK_DEC_LIST only the stall guard, and for a watch none. */
 	uint32_t timeout_ms;
@@ -118,8 +118,9 @@ typedef void (*ck_req_done_cb)(void *ud, ck_result_t *result);
  * Returns a handle (owned by the client, valid until done runs or cancel) or
  * NULL with *err (and then no callback ever runs).
  */
-CKUBE_API ck_req_t *ck_client_request(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb,
-                        ck_req_done_cb done, void *ud, char **err);
+CKUBE_API ck_req_t *ck_client_request(ck_client_t *c, const ck_req_spec_t *spec,
+                                      const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud,
+                                      char **err);
 /*
  * Cancels a request that has not completed (waiting for a token or a retry, or in
  * flight); none of its callbacks runs afterwards. Allowed inside any of the
@@ -151,8 +152,9 @@ typedef struct ck_list_opts {
 CKUBE_API char *ck_list_opts_query(const ck_list_opts_t *o, bool watch);
 
 /* Async list (one page): items to dcb->on_object, list meta to dcb->on_list_meta. */
-CKUBE_API ck_req_t *ck_client_list(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
-                     const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud, char **err);
+CKUBE_API ck_req_t *ck_client_list(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                   const ck_list_opts_t *o, const ck_dec_cb_t *dcb,
+                                   ck_req_done_cb done, void *ud, char **err);
 /*
  * Async watch: events to dcb->on_event; done when the stream ends (clean or not; a
  * refused watch, e.g. 403, ends at once with the Status in the result). With
@@ -161,8 +163,9 @@ CKUBE_API ck_req_t *ck_client_list(ck_client_t *c, const ck_type_t *t, const cha
  * the API server gzips a watch as one gzip member per event, which curl 7.88
  * cannot read.
  */
-CKUBE_API ck_req_t *ck_client_watch(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
-                      const ck_dec_cb_t *dcb, ck_req_done_cb done, void *ud, char **err);
+CKUBE_API ck_req_t *ck_client_watch(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                    const ck_list_opts_t *o, const ck_dec_cb_t *dcb,
+                                    ck_req_done_cb done, void *ud, char **err);
 
 /* --- Blocking verbs for worker threads. Fill *res; return 0 if 2xx, else -1. --- */
 
@@ -206,30 +209,34 @@ CKUBE_API char *ck_delete_opts_body(const ck_delete_opts_t *o);
  */
 CKUBE_API int ck_client_do_sync(ck_client_t *c, const ck_req_spec_t *spec, ck_result_t *res);
 /* Same, with dcb (borrowed) called on the LOOP thread with ud while this thread waits. */
-CKUBE_API int ck_client_do_sync_stream(ck_client_t *c, const ck_req_spec_t *spec, const ck_dec_cb_t *dcb, void *ud,
-                           ck_result_t *res);
+CKUBE_API int ck_client_do_sync_stream(ck_client_t *c, const ck_req_spec_t *spec,
+                                       const ck_dec_cb_t *dcb, void *ud, ck_result_t *res);
 
-CKUBE_API int ck_client_get_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
-                     ck_result_t *res);
+CKUBE_API int ck_client_get_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                 const char *name, ck_result_t *res);
 /* body: a complete JSON object (borrowed). */
-CKUBE_API int ck_client_create_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *body,
-                        const ck_write_opts_t *o, ck_result_t *res);
-CKUBE_API int ck_client_update_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
-                        const char *body, const ck_write_opts_t *o, ck_result_t *res);
-CKUBE_API int ck_client_update_status_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
-                               const char *body, const ck_write_opts_t *o, ck_result_t *res);
-CKUBE_API int ck_client_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
-                       ck_patch_type_t pt, const char *body, const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_create_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                    const char *body, const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_update_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                    const char *name, const char *body, const ck_write_opts_t *o,
+                                    ck_result_t *res);
+CKUBE_API int ck_client_update_status_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                           const char *name, const char *body,
+                                           const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                   const char *name, ck_patch_type_t pt, const char *body,
+                                   const ck_write_opts_t *o, ck_result_t *res);
 /* o may be NULL (server defaults). The answer is not decoded (res->obj stays NULL). */
-CKUBE_API int ck_client_delete_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
-                        const ck_delete_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_delete_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                    const char *name, const ck_delete_opts_t *o, ck_result_t *res);
 /*
  * A whole list, all pages (o->limit per page); objects appended to *items (new refs,
  * free each and the array); *list_rv (may be NULL) gets a new string, free with
  * free(). An expired continue token restarts once as a single unpaged list.
  */
-CKUBE_API int ck_client_list_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const ck_list_opts_t *o,
-                      ck_obj_t ***items, size_t *nitems, char **list_rv, ck_result_t *res);
+CKUBE_API int ck_client_list_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                  const ck_list_opts_t *o, ck_obj_t ***items, size_t *nitems,
+                                  char **list_rv, ck_result_t *res);
 
 /* --- Figures for pkg/metrics (thread-safe snapshot). --- */
 typedef void (*ck_client_request_stat_cb)(void *ud, const char *method, int code, uint64_t count);
@@ -247,8 +254,8 @@ typedef struct ck_client_latency {
 	const char *verb; /* "GET", "POST", ... (static string); NULL = all verbs together */
 	double bounds[CK_CLIENT_LATENCY_NBUCKETS];   /* upper bounds in seconds, ascending */
 	uint64_t counts[CK_CLIENT_LATENCY_NBUCKETS]; /* cumulative: attempts <= bounds[i] */
-	double sum;                                /* seconds */
-	uint64_t count;                            /* all attempts (the +Inf bucket) */
+	double sum;                                  /* seconds */
+	uint64_t count;                              /* all attempts (the +Inf bucket) */
 } ck_client_latency_t;
 /* Fills *out (caller's storage) with a consistent copy, all verbs summed. Thread-safe. */
 CKUBE_API void ck_client_latency_snapshot(ck_client_t *c, ck_client_latency_t *out);

@@ -78,7 +78,7 @@ CKUBE_API ck_config_t *ck_config_load(const ck_config_load_opts_t *opts, char **
 /* Loads a single kubeconfig file's text (tests, tools); path is for messages and
  * relative paths. Returns a new config or NULL with *err. */
 CKUBE_API ck_config_t *ck_config_load_text(const char *text, size_t len, const char *path,
-                             const ck_config_load_opts_t *opts, char **err);
+                                           const ck_config_load_opts_t *opts, char **err);
 /* Takes c; wipes the secrets it holds. NULL is a no-op. */
 CKUBE_API void ck_config_free(ck_config_t *c);
 
@@ -137,7 +137,8 @@ typedef enum ck_cred_want {
  * not run once per request. Token files are re-read here (one small file read, at
  * most once a minute). Thread-safe; holds a lock only briefly, never during a run.
  */
-CKUBE_API int ck_config_credentials_peek(ck_config_t *c, ck_cred_want_t want, ck_cred_t *out, char **err);
+CKUBE_API int ck_config_credentials_peek(ck_config_t *c, ck_cred_want_t want, ck_cred_t *out,
+                                         char **err);
 
 /*
  * Runs the exec plugin now and caches what it returns, or records the failure for

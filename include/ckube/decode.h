@@ -68,8 +68,8 @@ typedef struct ck_dec ck_dec_t;
 #define CK_DEC_MAX_DEPTH 256
 
 /* Borrows t and cb (must outlive the decoder). Returns a new decoder, free with ck_dec_free(). */
-CKUBE_API ck_dec_t *ck_dec_new(const ck_type_t *t, ck_dec_mode_t mode, const ck_dec_cb_t *cb, void *ud,
-                 size_t max_object_bytes);
+CKUBE_API ck_dec_t *ck_dec_new(const ck_type_t *t, ck_dec_mode_t mode, const ck_dec_cb_t *cb,
+                               void *ud, size_t max_object_bytes);
 /*
  * Feeds bytes. Callbacks run inside this call. Returns 0, or -1 with *err set
  * (malformed JSON with the byte offset and a short excerpt, an object over the

@@ -27,13 +27,16 @@ CKUBE_API void ck_flagset_free(ck_flagset_t *fs);
 /* Each borrows name/usage (static strings) and the target, which must outlive the set.
  * The target's current value is the default shown in usage. String targets hold a
  * borrowed pointer into argv or the default. */
-CKUBE_API void ck_flag_string(ck_flagset_t *fs, const char *name, const char **target, const char *usage);
+CKUBE_API void ck_flag_string(ck_flagset_t *fs, const char *name, const char **target,
+                              const char *usage);
 CKUBE_API void ck_flag_bool(ck_flagset_t *fs, const char *name, bool *target, const char *usage);
-CKUBE_API void ck_flag_int(ck_flagset_t *fs, const char *name, int64_t *target, int64_t min, int64_t max,
-              const char *usage);
-CKUBE_API void ck_flag_double(ck_flagset_t *fs, const char *name, double *target, const char *usage);
+CKUBE_API void ck_flag_int(ck_flagset_t *fs, const char *name, int64_t *target, int64_t min,
+                           int64_t max, const char *usage);
+CKUBE_API void ck_flag_double(ck_flagset_t *fs, const char *name, double *target,
+                              const char *usage);
 /* Durations in milliseconds. */
-CKUBE_API void ck_flag_duration(ck_flagset_t *fs, const char *name, int64_t *target_ms, const char *usage);
+CKUBE_API void ck_flag_duration(ck_flagset_t *fs, const char *name, int64_t *target_ms,
+                                const char *usage);
 
 typedef enum ck_flag_result {
 	CK_FLAG_OK = 0,
@@ -47,8 +50,8 @@ typedef enum ck_flag_result {
  * goes to help_out on -h/--help. Returns CK_FLAG_OK, CK_FLAG_HELP, or CK_FLAG_ERROR
  * with a new message in *err (free with free()).
  */
-CKUBE_API ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,
-                         char **err);
+CKUBE_API ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *help_out,
+                                         int *first_arg, char **err);
 
 /* Writes the usage text (flags sorted by name, with defaults) to out. */
 CKUBE_API void ck_flag_usage(ck_flagset_t *fs, FILE *out);

@@ -85,12 +85,13 @@ typedef struct ck_log_kv {
 	} v;
 } ck_log_kv_t;
 
-#define CK_KV_STR(k, val)  ((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_STR, .v.s = (val)})
-#define CK_KV_INT(k, val)  ((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_INT, .v.i = (int64_t)(val)})
-#define CK_KV_UINT(k, val) ((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_UINT, .v.u = (uint64_t)(val)})
+#define CK_KV_STR(k, val) ((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_STR, .v.s = (val)})
+#define CK_KV_INT(k, val) ((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_INT, .v.i = (int64_t)(val)})
+#define CK_KV_UINT(k, val)                                                                         \
+	((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_UINT, .v.u = (uint64_t)(val)})
 #define CK_KV_BOOL(k, val) ((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_BOOL, .v.b = !!(val)})
 /* An object reference (klog.KObj): "ns/name" in text, {"name","namespace"} in JSON. */
-#define CK_KV_OBJ(k, nsv, namev)                                                                      \
+#define CK_KV_OBJ(k, nsv, namev)                                                                   \
 	((ck_log_kv_t){.key = (k), .type = CK_LOG_KV_OBJ, .v.obj = {.ns = (nsv), .name = (namev)}})
 /* An error message as a pair keyed "err" (what CK_LOG_ERROR's first argument also gives). */
 #define CK_KV_ERR(e) CK_KV_STR("err", (e))
@@ -123,23 +124,25 @@ CKUBE_API int ck_log_v_enabled(int level);
  * line is off. CK_LOG_ERROR's err is a message string (borrowed) or NULL for none.
  * CK_LOG_FATAL writes the line and exits the process with status 255, like klog.
  */
-#define CK_LOG_INFO(msg, ...)                                                                         \
-	ck_log_emit(CK_LOG_SEV_INFO, 0, LOG_FILE_, __LINE__, NULL, (msg),                                \
-	         (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
-#define CK_LOG_WARN(msg, ...)                                                                         \
-	ck_log_emit(CK_LOG_SEV_WARNING, 0, LOG_FILE_, __LINE__, NULL, (msg),                             \
-	         (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
-#define CK_LOG_ERROR(err, msg, ...)                                                                   \
-	ck_log_emit(CK_LOG_SEV_ERROR, 0, LOG_FILE_, __LINE__, (err), (msg),                              \
-	         (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
-#define CK_LOG_FATAL(err, msg, ...)                                                                   \
-	ck_log_emit(CK_LOG_SEV_FATAL, 0, LOG_FILE_, __LINE__, (err), (msg),                              \
-	         (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
-#define CK_LOG_V(level, msg, ...)                                                                     \
+#define CK_LOG_INFO(msg, ...)                                                                      \
+	ck_log_emit(CK_LOG_SEV_INFO, 0, LOG_FILE_, __LINE__, NULL, (msg),                          \
+	            (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
+#define CK_LOG_WARN(msg, ...)                                                                      \
+	ck_log_emit(CK_LOG_SEV_WARNING, 0, LOG_FILE_, __LINE__, NULL, (msg),                       \
+	            (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
+#define CK_LOG_ERROR(err, msg, ...)                                                                \
+	ck_log_emit(CK_LOG_SEV_ERROR, 0, LOG_FILE_, __LINE__, (err), (msg),                        \
+	            (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
+#define CK_LOG_FATAL(err, msg, ...)                                                                \
+	ck_log_emit(CK_LOG_SEV_FATAL, 0, LOG_FILE_, __LINE__, (err), (msg),                        \
+	            (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1)
+#define CK_LOG_V(level, msg, ...)                                                                  \
 	do {                                                                                       \
-		if (ck_log_v_enabled(level))                                                          \
-			ck_log_emit(CK_LOG_SEV_INFO, (level), LOG_FILE_, __LINE__, NULL, (msg),          \
-			         (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + 1); \
+		if (ck_log_v_enabled(level))                                                       \
+			ck_log_emit(                                                               \
+			    CK_LOG_SEV_INFO, (level), LOG_FILE_, __LINE__, NULL, (msg),            \
+			    (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + \
+			        1);                                                                \
 	} while (0)
 
 /*
@@ -148,8 +151,8 @@ CKUBE_API int ck_log_v_enabled(int level);
  * of type CK_LOG_KV_NONE_ (may be NULL for none). Does not check verbosity.
  * At CK_LOG_SEV_FATAL it does not return.
  */
-CKUBE_API void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line, const char *err,
-              const char *msg, const ck_log_kv_t *kvs);
+CKUBE_API void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line,
+                           const char *err, const char *msg, const ck_log_kv_t *kvs);
 
 /* Appends s quoted like Go's strconv.Quote (%q): the escaping the text format uses. */
 CKUBE_API void ck_log_quote(ck_sbuf_t *out, const char *s);
@@ -164,9 +167,9 @@ CKUBE_API void ck_log_quote(ck_sbuf_t *out, const char *s);
  * The lists the macros build start with a dummy element so that an empty list
  * compiles (the GNU ", ##__VA_ARGS__" comma elision), and end with the terminator.
  */
-#define CK_LOG_KV_END_                                                                                \
+#define CK_LOG_KV_END_                                                                             \
 	{                                                                                          \
-		NULL, CK_LOG_KV_NONE_,                                                                \
+		NULL, CK_LOG_KV_NONE_,                                                             \
 		{                                                                                  \
 			NULL                                                                       \
 		}                                                                                  \

@@ -50,7 +50,7 @@ typedef enum ck_metrics_type {
  * CK_METRICS_LABELS("a", "b") expands to the two arguments `2, (const char *const[]){"a", "b"}`:
  * a count and an array, for the label-name and label-value parameters below.
  */
-#define CK_METRICS_LABELS(...)                                                                        \
+#define CK_METRICS_LABELS(...)                                                                     \
 	(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)),                       \
 	    ((const char *const[]){__VA_ARGS__})
 
@@ -72,23 +72,25 @@ CKUBE_API void ck_metrics_registry_free(ck_metrics_registry_t *reg);
  * accepted and implied anyway. buckets NULL (nbuckets 0) = Prometheus' defaults
  * (0.005 … 10 seconds).
  */
-CKUBE_API ck_metrics_counter_t *ck_metrics_counter_new(ck_metrics_registry_t *reg, const char *name, const char *help,
-                                       char **err);
-CKUBE_API ck_metrics_gauge_t *ck_metrics_gauge_new(ck_metrics_registry_t *reg, const char *name, const char *help,
-                                   char **err);
-CKUBE_API ck_metrics_histogram_t *ck_metrics_histogram_new(ck_metrics_registry_t *reg, const char *name,
-                                           const char *help, const double *buckets, size_t nbuckets,
-                                           char **err);
-CKUBE_API ck_metrics_counter_vec_t *ck_metrics_counter_vec_new(ck_metrics_registry_t *reg, const char *name,
-                                               const char *help, size_t nlabels,
-                                               const char *const *labels, char **err);
-CKUBE_API ck_metrics_gauge_vec_t *ck_metrics_gauge_vec_new(ck_metrics_registry_t *reg, const char *name,
-                                           const char *help, size_t nlabels,
-                                           const char *const *labels, char **err);
-CKUBE_API ck_metrics_histogram_vec_t *ck_metrics_histogram_vec_new(ck_metrics_registry_t *reg, const char *name,
-                                                   const char *help, size_t nlabels,
-                                                   const char *const *labels, const double *buckets,
-                                                   size_t nbuckets, char **err);
+CKUBE_API ck_metrics_counter_t *ck_metrics_counter_new(ck_metrics_registry_t *reg, const char *name,
+                                                       const char *help, char **err);
+CKUBE_API ck_metrics_gauge_t *ck_metrics_gauge_new(ck_metrics_registry_t *reg, const char *name,
+                                                   const char *help, char **err);
+CKUBE_API ck_metrics_histogram_t *ck_metrics_histogram_new(ck_metrics_registry_t *reg,
+                                                           const char *name, const char *help,
+                                                           const double *buckets, size_t nbuckets,
+                                                           char **err);
+CKUBE_API ck_metrics_counter_vec_t *
+ck_metrics_counter_vec_new(ck_metrics_registry_t *reg, const char *name, const char *help,
+                           size_t nlabels, const char *const *labels, char **err);
+CKUBE_API ck_metrics_gauge_vec_t *ck_metrics_gauge_vec_new(ck_metrics_registry_t *reg,
+                                                           const char *name, const char *help,
+                                                           size_t nlabels,
+                                                           const char *const *labels, char **err);
+CKUBE_API ck_metrics_histogram_vec_t *
+ck_metrics_histogram_vec_new(ck_metrics_registry_t *reg, const char *name, const char *help,
+                             size_t nlabels, const char *const *labels, const double *buckets,
+                             size_t nbuckets, char **err);
 
 /*
  * Returns the child for these label values (borrowed: owned by the registry),
@@ -96,12 +98,14 @@ CKUBE_API ck_metrics_histogram_vec_t *ck_metrics_histogram_vec_new(ck_metrics_re
  * UTF-8 is replaced by U+FFFD. nvalues must equal the family's label count: a
  * mismatch is a programming error and aborts with a message naming the family.
  */
-CKUBE_API ck_metrics_counter_t *ck_metrics_counter_vec_get(ck_metrics_counter_vec_t *vec, size_t nvalues,
-                                           const char *const *values);
+CKUBE_API ck_metrics_counter_t *ck_metrics_counter_vec_get(ck_metrics_counter_vec_t *vec,
+                                                           size_t nvalues,
+                                                           const char *const *values);
 CKUBE_API ck_metrics_gauge_t *ck_metrics_gauge_vec_get(ck_metrics_gauge_vec_t *vec, size_t nvalues,
-                                       const char *const *values);
-CKUBE_API ck_metrics_histogram_t *ck_metrics_histogram_vec_get(ck_metrics_histogram_vec_t *vec, size_t nvalues,
-                                               const char *const *values);
+                                                       const char *const *values);
+CKUBE_API ck_metrics_histogram_t *ck_metrics_histogram_vec_get(ck_metrics_histogram_vec_t *vec,
+                                                               size_t nvalues,
+                                                               const char *const *values);
 
 /* Updates. All lock-free. Counters only go up: a negative or NaN add is ignored. */
 CKUBE_API void ck_metrics_counter_inc(ck_metrics_counter_t *c);
@@ -123,7 +127,8 @@ unsigned long long ck_metrics_histogram_count(const ck_metrics_histogram_t *h);
  * back into this registry's add/render functions. Borrows ud.
  */
 typedef void (*ck_metrics_collector_fn)(void *ud, ck_sbuf_t *out);
-CKUBE_API void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn, void *ud);
+CKUBE_API void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg,
+                                                 ck_metrics_collector_fn fn, void *ud);
 
 /*
  * Adds the process collector: process_cpu_seconds_total, process_open_fds,
@@ -132,7 +137,8 @@ CKUBE_API void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg, ck_
  * when NULL (tests point it at a fixture tree); borrowed, copied. A figure that
  * cannot be read is left out of that scrape.
  */
-CKUBE_API void ck_metrics_registry_add_process_collector(ck_metrics_registry_t *reg, const char *proc_root);
+CKUBE_API void ck_metrics_registry_add_process_collector(ck_metrics_registry_t *reg,
+                                                         const char *proc_root);
 
 /* Appends the whole exposition (families sorted by name, then collectors) to out. */
 CKUBE_API void ck_metrics_registry_render(ck_metrics_registry_t *reg, ck_sbuf_t *out);
@@ -145,10 +151,12 @@ typedef struct ck_metrics_label {
 } ck_metrics_label_t;
 
 /* "# HELP name help" (help escaped) and "# TYPE name type" lines. */
-CKUBE_API void ck_metrics_write_header(ck_sbuf_t *out, const char *name, const char *help, ck_metrics_type_t type);
+CKUBE_API void ck_metrics_write_header(ck_sbuf_t *out, const char *name, const char *help,
+                                       ck_metrics_type_t type);
 /* One sample line: name{l1="v1",...} value, label values escaped. */
-CKUBE_API void ck_metrics_write_sample(ck_sbuf_t *out, const char *name, const ck_metrics_label_t *labels,
-                          size_t nlabels, double value);
+CKUBE_API void ck_metrics_write_sample(ck_sbuf_t *out, const char *name,
+                                       const ck_metrics_label_t *labels, size_t nlabels,
+                                       double value);
 /* A value the way Prometheus' Go client prints it: 1, 0.005, 1.5e+06, +Inf, NaN. */
 CKUBE_API void ck_metrics_write_value(ck_sbuf_t *out, double v);
 
@@ -170,8 +178,9 @@ typedef struct ck_metrics_server ck_metrics_server_t;
  * read `--metrics-bind-address "x": missing port in address`. Returns 0 and a new
  * server in *out (stop with ck_metrics_server_stop), or -1 with *err.
  */
-CKUBE_API int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_registry_t *reg,
-                         int probes, ck_metrics_server_t **out, char **err);
+CKUBE_API int ck_metrics_server_start(const char *bind_addr, const char *flag,
+                                      ck_metrics_registry_t *reg, int probes,
+                                      ck_metrics_server_t **out, char **err);
 /* Returns the bound TCP port (useful after port 0), or 0 for a NULL server. */
 CKUBE_API int ck_metrics_server_port(const ck_metrics_server_t *srv);
 /* Takes srv (may be NULL): stops answering, waits for the thread, frees it. */
@@ -198,7 +207,8 @@ typedef int (*ck_metrics_check_fn)(void *ud, char **reason);
  * "ok", or 500 "internal server error: <reason>". No checks at all = one "ping"
  * check that always passes.
  */
-CKUBE_API int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint, const char *name,
-                            ck_metrics_check_fn check, void *ud, char **err);
+CKUBE_API int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint,
+                                         const char *name, ck_metrics_check_fn check, void *ud,
+                                         char **err);
 
 #endif

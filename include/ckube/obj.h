@@ -139,21 +139,24 @@ CKUBE_API ck_obj_builder_t *ck_obj_builder_new(const ck_type_t *t);
 CKUBE_API void ck_obj_builder_reset(ck_obj_builder_t *b);
 CKUBE_API void ck_obj_builder_free(ck_obj_builder_t *b);
 /* Setters borrow their arguments (copied). */
-CKUBE_API void ck_obj_builder_set_meta(ck_obj_builder_t *b, const char *field, const char *value, size_t len);
+CKUBE_API void ck_obj_builder_set_meta(ck_obj_builder_t *b, const char *field, const char *value,
+                                       size_t len);
 CKUBE_API void ck_obj_builder_set_generation(ck_obj_builder_t *b, int64_t g);
-CKUBE_API void ck_obj_builder_add_label(ck_obj_builder_t *b, const char *k, size_t kl, const char *v, size_t vl);
-CKUBE_API void ck_obj_builder_add_annotation(ck_obj_builder_t *b, const char *k, size_t kl, const char *v,
-                                 size_t vl);
+CKUBE_API void ck_obj_builder_add_label(ck_obj_builder_t *b, const char *k, size_t kl,
+                                        const char *v, size_t vl);
+CKUBE_API void ck_obj_builder_add_annotation(ck_obj_builder_t *b, const char *k, size_t kl,
+                                             const char *v, size_t vl);
 /* Drops the annotations added so far (the decoder keeps them until it knows whether
  * a watch event is a BOOKMARK). */
 CKUBE_API void ck_obj_builder_clear_annotations(ck_obj_builder_t *b);
 /* Starts a new ownerReference; following set_owner calls fill it. */
 CKUBE_API void ck_obj_builder_add_owner(ck_obj_builder_t *b);
-CKUBE_API void ck_obj_builder_set_owner(ck_obj_builder_t *b, const char *field, const char *v, size_t vl);
+CKUBE_API void ck_obj_builder_set_owner(ck_obj_builder_t *b, const char *field, const char *v,
+                                        size_t vl);
 CKUBE_API void ck_obj_builder_set_owner_bool(ck_obj_builder_t *b, const char *field, bool v);
 /* Sets kept field i; for CK_VAL_STRING/CK_VAL_JSON, s/len are copied. */
-CKUBE_API void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv, int64_t iv,
-                            double dv, const char *s, size_t len);
+CKUBE_API void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv,
+                                        int64_t iv, double dv, const char *s, size_t len);
 /* Returns a new object (refs = 1), free with ck_obj_unref(); resets the builder. */
 CKUBE_API ck_obj_t *ck_obj_builder_finish(ck_obj_builder_t *b);
 

@@ -98,8 +98,8 @@ typedef struct ck_record_sink {
 	/* POST namespaces/<ns>/events */
 	ck_record_sink_result_t (*create)(void *ud, const char *ns, const char *body, char **err);
 	/* PATCH namespaces/<ns>/events/<name>, strategic merge patch */
-	ck_record_sink_result_t (*patch)(void *ud, const char *ns, const char *name, const char *body,
-	                              char **err);
+	ck_record_sink_result_t (*patch)(void *ud, const char *ns, const char *name,
+	                                 const char *body, char **err);
 	void *ud;
 } ck_record_sink_t;
 
@@ -119,8 +119,8 @@ typedef struct ck_record_opts {
 	int spam_burst;                   /* default 25; negative disables the filter */
 	uint32_t spam_refill_ms;          /* one token back per; default 300000 (5 min) */
 	uint32_t spam_log_interval_ms;    /* per-object drop log; default 300000 */
-	const ck_clk_t *clock;               /* timestamps and windows; NULL = real */
-	const ck_record_sink_t *sink;        /* borrowed, outlives the recorder; NULL = client */
+	const ck_clk_t *clock;            /* timestamps and windows; NULL = real */
+	const ck_record_sink_t *sink;     /* borrowed, outlives the recorder; NULL = client */
 } ck_record_opts_t;
 
 /*
@@ -144,14 +144,14 @@ CKUBE_API void ck_record_free(ck_record_t *r);
  * as invalid); reason is a short CamelCase word; the message is printf-formatted.
  * Never blocks on I/O; thread-safe. r may be NULL (no-op).
  */
-CKUBE_API void ck_record_event(ck_record_t *r, const ck_obj_t *obj, const char *type, const char *reason,
-                  const char *fmt, ...) CK_PRINTF(5, 6);
+CKUBE_API void ck_record_event(ck_record_t *r, const ck_obj_t *obj, const char *type,
+                               const char *reason, const char *fmt, ...) CK_PRINTF(5, 6);
 /* The same, the involved object given as a ck_record_ref_t (borrowed). */
-CKUBE_API void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
-                      const char *fmt, ...) CK_PRINTF(5, 6);
+CKUBE_API void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char *type,
+                                   const char *reason, const char *fmt, ...) CK_PRINTF(5, 6);
 /* The same with a va_list. Borrows everything. */
-CKUBE_API void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
-                   const char *fmt, va_list ap) CK_PRINTF(5, 0);
+CKUBE_API void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *type,
+                                const char *reason, const char *fmt, va_list ap) CK_PRINTF(5, 0);
 
 /*
  * Waits until every event queued before the call has been handled (written, given

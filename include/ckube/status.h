@@ -54,8 +54,8 @@ struct ck_result {
 	int http_code;      /* 0 when no HTTP answer arrived (transport error) */
 	int transport_code; /* CURLcode when http_code == 0, else 0 */
 	char *error;        /* NULL on success; else a full human-readable message */
-	ck_status_t status;   /* decoded on non-2xx */
-	struct ck_obj *obj;   /* decoded object on 2xx where one is returned (new ref) */
+	ck_status_t status; /* decoded on non-2xx */
+	struct ck_obj *obj; /* decoded object on 2xx where one is returned (new ref) */
 	char *body;         /* raw body when the caller asked for it (new string) */
 	size_t body_len;
 };

@@ -91,14 +91,16 @@ CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_exponential_new(uint64_t base_n
  * free with ck_wq_ratelimiter_free, or NULL with *err set if qps is not a positive
  * finite number or burst < 1.
  */
-CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_bucket_new(const ck_clk_t *clock, double qps, int burst, char **err);
+CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_bucket_new(const ck_clk_t *clock, double qps,
+                                                            int burst, char **err);
 
 /*
  * The largest delay of several limiters (all of them are asked, so each counts the
  * failure). Takes the n limiters (the array itself is borrowed). Returns a new
  * limiter, free with ck_wq_ratelimiter_free.
  */
-CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_max_of_new(ck_wq_ratelimiter_t *const *limiters, size_t n);
+CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_max_of_new(ck_wq_ratelimiter_t *const *limiters,
+                                                            size_t n);
 
 /*
  * client-go's DefaultControllerRateLimiter: max(exponential 5 ms .. 1000 s, bucket
@@ -125,7 +127,8 @@ typedef struct ck_wq_options {
 	const char *name;
 	/* Clock; NULL = ck_clk_real(). Borrowed: must outlive the queue. */
 	const ck_clk_t *clock;
-	/* Rate limiter; NULL = ck_wq_ratelimiter_default_new(clock). Taken: freed with the queue. */
+	/* Rate limiter; NULL = ck_wq_ratelimiter_default_new(clock). Taken: freed with the queue.
+	 */
 	ck_wq_ratelimiter_t *limiter;
 } ck_wq_options_t;
 

@@ -69,7 +69,7 @@ static void fake_unref(ck_cache_fake_lw_t *f)
 }
 
 static ck_cache_lw_req_t *start(ck_cache_fake_lw_t *f, bool watch, const ck_list_opts_t *o,
-                             const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud, char **err)
+                                const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud, char **err)
 {
 	if (f->fail_next != NULL) {
 		ck_err_set(err, "%s", f->fail_next);
@@ -96,14 +96,16 @@ static ck_cache_lw_req_t *start(ck_cache_fake_lw_t *f, bool watch, const ck_list
 	return (ck_cache_lw_req_t *)r;
 }
 
-static ck_cache_lw_req_t *fake_list(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-                                 ck_req_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *fake_list(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                    const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+                                    char **err)
 {
 	return start((ck_cache_fake_lw_t *)lw, false, o, cb, done, ud, err);
 }
 
-static ck_cache_lw_req_t *fake_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-                                  ck_req_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *fake_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                     const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+                                     char **err)
 {
 	return start((ck_cache_fake_lw_t *)lw, true, o, cb, done, ud, err);
 }
@@ -205,7 +207,7 @@ void ck_cache_fake_req_event(ck_cache_fake_req_t *r, ck_watch_type_t type, ck_ob
 }
 
 void ck_cache_fake_req_error_event(ck_cache_fake_req_t *r, int code, const char *reason,
-                                const char *message)
+                                   const char *message)
 {
 	if (!ck_cache_fake_req_active(r) || !r->watch || r->cb.on_event == NULL)
 		return;
@@ -219,7 +221,7 @@ void ck_cache_fake_req_error_event(ck_cache_fake_req_t *r, int code, const char 
 }
 
 void ck_cache_fake_req_finish(ck_cache_fake_req_t *r, int http_code, const char *reason,
-                           const char *message, int retry_after_s)
+                              const char *message, int retry_after_s)
 {
 	if (!ck_cache_fake_req_active(r))
 		return;
@@ -230,7 +232,7 @@ void ck_cache_fake_req_finish(ck_cache_fake_req_t *r, int http_code, const char 
 	if (http_code == 0) {
 		res.transport_code = 7; /* CURLE_COULDNT_CONNECT */
 		res.error = ck_xasprintf("%s: %s", r->watch ? "watch" : "list",
-		                      message ? message : "connection refused");
+		                         message ? message : "connection refused");
 	} else if (http_code < 200 || http_code >= 300) {
 		res.status.code = http_code;
 		res.status.status = ck_xstrdup("Failure");
@@ -238,7 +240,7 @@ void ck_cache_fake_req_finish(ck_cache_fake_req_t *r, int http_code, const char 
 		res.status.message = ck_xstrdup(message);
 		res.status.retry_after_seconds = retry_after_s;
 		res.error = ck_xasprintf("HTTP %d %s: %s", http_code, reason ? reason : "",
-		                      message ? message : "");
+		                         message ? message : "");
 	}
 	r->done(r->ud, &res);
 	ck_result_clear(&res);

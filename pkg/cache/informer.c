@@ -43,7 +43,7 @@ struct ck_cache_handler_reg {
 	bool initial_done; /* got its snapshot (or had none to get) */
 	uint64_t born;     /* the dispatch during which it was added (0: none) */
 	_Atomic bool synced;
-	bool snap_taken;   /* snap holds the store as of the start of its delivery */
+	bool snap_taken;      /* snap holds the store as of the start of its delivery */
 	ck_cache_objs_t snap; /* objects still to send as adds (late handler) */
 	size_t snap_pos;
 	struct ck_cache_handler_reg *next;
@@ -243,7 +243,7 @@ static void mark_synced(ck_cache_informer_t *inf)
 		if (r->initial_done)
 			atomic_store(&r->synced, true);
 	CK_LOG_V(2, "Caches populated", CK_KV_STR("resource", inf->name),
-	      CK_KV_UINT("objects", ck_cache_store_len(inf->store)));
+	         CK_KV_UINT("objects", ck_cache_store_len(inf->store)));
 }
 
 /* Feeds late handlers their snapshots; returns the budget left. */
@@ -430,8 +430,8 @@ static char *type_name(const ck_type_t *t)
 	return ck_xasprintf("%s.%s", t->resource, t->group);
 }
 
-ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t *t, ck_cache_lw_t *lw,
-                                     const ck_cache_informer_opts_t *o)
+ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t *t,
+                                           ck_cache_lw_t *lw, const ck_cache_informer_opts_t *o)
 {
 	static const ck_cache_informer_opts_t none = {0};
 	if (o == NULL)
@@ -548,8 +548,8 @@ void ck_cache_informer_set_transform(ck_cache_informer_t *inf, ck_cache_transfor
 	inf->transform_ud = ud;
 }
 
-int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name, ck_cache_index_fn fn, void *ud,
-                             char **err)
+int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name, ck_cache_index_fn fn,
+                                void *ud, char **err)
 {
 	return ck_cache_store_add_index(inf->store, name, fn, ud, err);
 }
@@ -557,8 +557,8 @@ int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *name, ck_c
 /* ---------------------------------------------------------------- handlers */
 
 ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t *inf,
-                                                       const ck_cache_handler_t *h, void *ud,
-                                                       uint64_t resync_ms)
+                                                             const ck_cache_handler_t *h, void *ud,
+                                                             uint64_t resync_ms)
 {
 	ck_cache_handler_reg_t *r = ck_xcalloc(1, sizeof(*r));
 	r->inf = inf;
@@ -590,8 +590,8 @@ ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t
 	return r;
 }
 
-ck_cache_handler_reg_t *ck_cache_informer_add_handler(ck_cache_informer_t *inf, const ck_cache_handler_t *h,
-                                                void *ud)
+ck_cache_handler_reg_t *ck_cache_informer_add_handler(ck_cache_informer_t *inf,
+                                                      const ck_cache_handler_t *h, void *ud)
 {
 	return ck_cache_informer_add_handler_resync(inf, h, ud, inf->default_resync_ms);
 }
@@ -652,8 +652,8 @@ int ck_cache_informer_wait_synced(ck_cache_informer_t *inf, int64_t timeout_ms, 
 	if (on_loop_thread(inf)) {
 		if (reason != NULL)
 			*reason = ck_xasprintf("%s: wait for cache sync called on the loop thread, "
-			                    "which would deadlock",
-			                    inf->name);
+			                       "which would deadlock",
+			                       inf->name);
 		return -1;
 	}
 	struct timespec dl;
@@ -678,7 +678,7 @@ int ck_cache_informer_wait_synced(ck_cache_informer_t *inf, int64_t timeout_ms, 
 	if (result != 0 && reason != NULL) {
 		char *why = reason_locked(inf);
 		*reason = ck_xasprintf("cache not synced after %lld ms: %s", (long long)timeout_ms,
-		                    why ? why : "unknown");
+		                       why ? why : "unknown");
 		free(why);
 	}
 	pthread_mutex_unlock(&inf->mu);

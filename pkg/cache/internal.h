@@ -145,9 +145,9 @@ typedef enum cache_delta_type {
 const char *cache_delta_type_name(cache_delta_type_t t);
 
 typedef struct cache_delta {
-	uint8_t type; /* cache_delta_type_t */
-	bool unknown; /* Deleted with final state unknown: obj is the last known state */
-	ck_obj_t *obj;  /* one reference */
+	uint8_t type;  /* cache_delta_type_t */
+	bool unknown;  /* Deleted with final state unknown: obj is the last known state */
+	ck_obj_t *obj; /* one reference */
 } cache_delta_t;
 
 /* The deltas of one key, in order; popped as a unit. */
@@ -165,8 +165,8 @@ typedef struct cache_dq {
 	cache_dq_entry_t *spare; /* recycled entries */
 	size_t nspare;
 	ck_cache_store_t *known; /* borrowed: the objects already processed */
-	bool populated;       /* something was queued or a Replace happened */
-	size_t initial;       /* keys of the first Replace not yet popped */
+	bool populated;          /* something was queued or a Replace happened */
+	size_t initial;          /* keys of the first Replace not yet popped */
 	uint64_t queued_total;
 } cache_dq_t;
 

@@ -14,15 +14,17 @@ typedef struct lw_kube {
 	char *ns; /* NULL = all namespaces */
 } lw_kube_t;
 
-static ck_cache_lw_req_t *kube_list(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-                                 ck_req_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *kube_list(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                    const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+                                    char **err)
 {
 	lw_kube_t *k = (lw_kube_t *)lw;
 	return (ck_cache_lw_req_t *)ck_client_list(k->c, k->t, k->ns, o, cb, done, ud, err);
 }
 
-static ck_cache_lw_req_t *kube_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-                                  ck_req_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *kube_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                     const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+                                     char **err)
 {
 	lw_kube_t *k = (lw_kube_t *)lw;
 	return (ck_cache_lw_req_t *)ck_client_watch(k->c, k->t, k->ns, o, cb, done, ud, err);

@@ -150,8 +150,8 @@ static void status_copy(ck_status_t *dst, const ck_status_t *src)
 
 static bool non_healing(const ck_result_t *res)
 {
-	return res != NULL &&
-	       (ck_err_is_forbidden(res) || ck_err_is_not_found(res) || ck_err_is_unauthorized(res));
+	return res != NULL && (ck_err_is_forbidden(res) || ck_err_is_not_found(res) ||
+	                       ck_err_is_unauthorized(res));
 }
 
 /* "list foos.samplecontroller.k8s.io: <the server's words>" */
@@ -188,7 +188,7 @@ static void recovered(cache_reflector_t *r)
 	if (r->last_err == NULL)
 		return;
 	CK_LOG_INFO("List/watch recovered", CK_KV_STR("resource", r->o.name),
-	         CK_KV_STR("previousError", r->last_err));
+	            CK_KV_STR("previousError", r->last_err));
 	free(r->last_err);
 	r->last_err = NULL;
 }
@@ -205,17 +205,19 @@ static void fail(cache_reflector_t *r, const char *what, const ck_result_t *res,
 	bool healing = !non_healing(res);
 	atomic_fetch_add(&r->n_errors, 1);
 	if (quiet) {
-		CK_LOG_V(2, "List/watch will retry", CK_KV_STR("resource", r->o.name), CK_KV_ERR(m));
+		CK_LOG_V(2, "List/watch will retry", CK_KV_STR("resource", r->o.name),
+		         CK_KV_ERR(m));
 	} else if (r->last_err == NULL || strcmp(r->last_err, m) != 0) {
 		if (healing)
-			CK_LOG_WARN("List/watch failed, will retry", CK_KV_STR("resource", r->o.name),
-			         CK_KV_ERR(m));
+			CK_LOG_WARN("List/watch failed, will retry",
+			            CK_KV_STR("resource", r->o.name), CK_KV_ERR(m));
 		else
 			CK_LOG_ERROR(m, "List/watch failed and will not heal by retrying",
-			          CK_KV_STR("resource", r->o.name));
+			             CK_KV_STR("resource", r->o.name));
 		set_str(&r->last_err, m);
 	} else {
-		CK_LOG_V(4, "List/watch failed again", CK_KV_STR("resource", r->o.name), CK_KV_ERR(m));
+		CK_LOG_V(4, "List/watch failed again", CK_KV_STR("resource", r->o.name),
+		         CK_KV_ERR(m));
 	}
 	uint64_t now = now_ns(r);
 	uint64_t delay = cache_backoff_next(&r->bo, now, ck_rand_unit());
@@ -246,12 +248,13 @@ static void issue(cache_reflector_t *r, bool watch, const ck_list_opts_t *o)
 	char *err = NULL;
 	uint64_t seq = ++r->seq;
 	r->inflight = true;
-	ck_cache_lw_req_t *h = watch ? r->lw->ops->watch(r->lw, o, &watch_cb, watch_done_cb, r, &err)
-	                          : r->lw->ops->list(r->lw, o, &list_cb, list_done_cb, r, &err);
+	ck_cache_lw_req_t *h = watch
+	                           ? r->lw->ops->watch(r->lw, o, &watch_cb, watch_done_cb, r, &err)
+	                           : r->lw->ops->list(r->lw, o, &list_cb, list_done_cb, r, &err);
 	if (h == NULL) {
 		r->inflight = false;
 		char *m = ck_xasprintf("%s %s: %s", watch ? "watch" : "list", r->o.name,
-		                    err ? err : "cannot start the request");
+		                       err ? err : "cannot start the request");
 		free(err);
 		bool relist = !watch || r->initial_phase;
 		drop_items(r);
@@ -307,8 +310,8 @@ static void list_page(cache_reflector_t *r)
 	}
 	r->state = R_LISTING;
 	CK_LOG_V(3, "Listing", CK_KV_STR("resource", r->o.name),
-	      CK_KV_STR("resourceVersion", o.resource_version), CK_KV_INT("limit", o.limit),
-	      CK_KV_BOOL("continue", o.continue_token != NULL));
+	         CK_KV_STR("resourceVersion", o.resource_version), CK_KV_INT("limit", o.limit),
+	         CK_KV_BOOL("continue", o.continue_token != NULL));
 	issue(r, false, &o);
 	free(cont);
 }
@@ -368,7 +371,7 @@ static void list_complete(cache_reflector_t *r, const char *rv)
 	atomic_fetch_add(&r->n_lists_done, 1);
 	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
 	CK_LOG_V(3, "Listed", CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", rv),
-	      CK_KV_UINT("objects", n));
+	         CK_KV_UINT("objects", n));
 	recovered(r);
 	r->sink.replace(r->ud, items, n, r->last_rv);
 }
@@ -395,7 +398,7 @@ static void list_done(cache_reflector_t *r, ck_result_t *res)
 	r->cont = NULL;
 	if (ck_err_is_gone(res) && r->page_had_cont && !r->full_fallback) {
 		CK_LOG_V(2, "List continue token expired, listing in full",
-		      CK_KV_STR("resource", r->o.name));
+		         CK_KV_STR("resource", r->o.name));
 		r->full_fallback = true;
 		list_page(r);
 		return;
@@ -405,7 +408,8 @@ static void list_done(cache_reflector_t *r, ck_result_t *res)
 		/* Our resourceVersion is compacted away or ahead of this server: the one
 		 * list that cannot fail that way is the most recent state. */
 		CK_LOG_V(2, "List resourceVersion unavailable, listing the most recent state",
-		      CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", r->list_rv_param));
+		         CK_KV_STR("resource", r->o.name),
+		         CK_KV_STR("resourceVersion", r->list_rv_param));
 		r->rv_unavailable = true;
 		start_list(r);
 		return;
@@ -433,8 +437,8 @@ static void start_watch(cache_reflector_t *r, bool initial)
 	if (r->watched_once)
 		atomic_fetch_add(&r->n_watch_restarts, 1);
 	r->watched_once = true;
-	r->watch_timeout_s =
-	    cache_watch_timeout_s(r->o.watch_timeout_min_s, r->o.watch_timeout_max_s, ck_rand_unit());
+	r->watch_timeout_s = cache_watch_timeout_s(r->o.watch_timeout_min_s,
+	                                           r->o.watch_timeout_max_s, ck_rand_unit());
 	o.allow_watch_bookmarks = true;
 	o.timeout_seconds = r->watch_timeout_s;
 	if (initial) {
@@ -454,8 +458,9 @@ static void start_watch(cache_reflector_t *r, bool initial)
 	ck_status_clear(&r->err_status);
 	r->state = R_WATCHING;
 	CK_LOG_V(3, "Watching", CK_KV_STR("resource", r->o.name),
-	      CK_KV_STR("resourceVersion", o.resource_version),
-	      CK_KV_INT("timeoutSeconds", o.timeout_seconds), CK_KV_BOOL("sendInitialEvents", initial));
+	         CK_KV_STR("resourceVersion", o.resource_version),
+	         CK_KV_INT("timeoutSeconds", o.timeout_seconds),
+	         CK_KV_BOOL("sendInitialEvents", initial));
 	issue(r, true, &o);
 	if (r->state == R_WATCHING)
 		r->sink.rearm(r->ud);
@@ -536,7 +541,7 @@ static void refuse_streaming(cache_reflector_t *r, const char *why)
 {
 	r->stream_refused = true;
 	CK_LOG_WARN("Streaming list refused, falling back to list and watch",
-	         CK_KV_STR("resource", r->o.name), CK_KV_STR("reason", why));
+	            CK_KV_STR("resource", r->o.name), CK_KV_STR("reason", why));
 }
 
 /* The watch is over: res is the request's result, or NULL after an ERROR event. */
@@ -551,7 +556,7 @@ static void watch_ended(cache_reflector_t *r, const ck_result_t *res)
 		synth.status = r->err_status;
 		synth_err =
 		    ck_xasprintf("watch ERROR event: %s",
-		              r->err_status.message ? r->err_status.message : "(no message)");
+		                 r->err_status.message ? r->err_status.message : "(no message)");
 		synth.error = synth_err;
 		res = &synth;
 	}
@@ -559,8 +564,9 @@ static void watch_ended(cache_reflector_t *r, const ck_result_t *res)
 	bool initial = r->initial_phase;
 	r->initial_phase = false;
 	r->state = R_IDLE;
-	CK_LOG_V(3, "Watch ended", CK_KV_STR("resource", r->o.name), CK_KV_INT("code", res->http_code),
-	      CK_KV_STR("error", res->error), CK_KV_UINT("events", r->watch_events));
+	CK_LOG_V(3, "Watch ended", CK_KV_STR("resource", r->o.name),
+	         CK_KV_INT("code", res->http_code), CK_KV_STR("error", res->error),
+	         CK_KV_UINT("events", r->watch_events));
 
 	if (!errored && ck_result_ok(res)) {
 		if (initial) {
@@ -744,10 +750,10 @@ void cache_reflector_tick(cache_reflector_t *r, uint64_t now)
 	bool initial = r->initial_phase;
 	r->initial_phase = false;
 	drop_items(r);
-	char *m =
-	    ck_xasprintf("watch %s: no data for %llus (timeout %llds + margin); replacing it",
-	              r->o.name, (unsigned long long)((now - r->last_activity_ns) / CK_NS_PER_SEC),
-	              (long long)r->watch_timeout_s);
+	char *m = ck_xasprintf("watch %s: no data for %llus (timeout %llds + margin); replacing it",
+	                       r->o.name,
+	                       (unsigned long long)((now - r->last_activity_ns) / CK_NS_PER_SEC),
+	                       (long long)r->watch_timeout_s);
 	r->state = R_IDLE;
 	fail(r, NULL, NULL, m, initial ? A_RELIST : A_REWATCH, false);
 	free(m);

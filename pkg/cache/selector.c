@@ -99,10 +99,11 @@ static int parse_set(const char *s, const char **pp, sel_req_t *r, char **err)
 	const char *p = skip_ws(*pp);
 	if (*p != '(')
 		return ck_err_set(err, "label selector \"%s\": expected '(' at offset %zu", s,
-		               (size_t)(p - s));
+		                  (size_t)(p - s));
 	p = skip_ws(p + 1);
 	if (*p == ')')
-		return ck_err_set(err, "label selector \"%s\": empty value set for key %s", s, r->key);
+		return ck_err_set(err, "label selector \"%s\": empty value set for key %s", s,
+		                  r->key);
 	for (;;) {
 		p = skip_ws(p);
 		req_add_val(r, read_run(&p, val_char));
@@ -113,8 +114,8 @@ static int parse_set(const char *s, const char **pp, sel_req_t *r, char **err)
 		}
 		if (*p == ')')
 			break;
-		return ck_err_set(err, "label selector \"%s\": expected ',' or ')' at offset %zu", s,
-		               (size_t)(p - s));
+		return ck_err_set(err, "label selector \"%s\": expected ',' or ')' at offset %zu",
+		                  s, (size_t)(p - s));
 	}
 	*pp = p + 1;
 	return 0;
@@ -131,7 +132,7 @@ static int parse_req(const char *s, const char **pp, sel_req_t *r, char **err)
 	r->key = read_run(&p, key_char);
 	if (r->key[0] == '\0')
 		return ck_err_set(err, "label selector \"%s\": expected a key at offset %zu", s,
-		               (size_t)(p - s));
+		                  (size_t)(p - s));
 	p = skip_ws(p);
 	if (neg) {
 		r->op = OP_NOT_EXISTS;
@@ -152,8 +153,9 @@ static int parse_req(const char *s, const char **pp, sel_req_t *r, char **err)
 		bool bad = v[0] == '\0' || *end != '\0' || errno != 0;
 		free(v);
 		if (bad)
-			return ck_err_set(err, "label selector \"%s\": key %s: '%c' needs an integer",
-			               s, r->key, r->op == OP_GT ? '>' : '<');
+			return ck_err_set(err,
+			                  "label selector \"%s\": key %s: '%c' needs an integer", s,
+			                  r->key, r->op == OP_GT ? '>' : '<');
 		r->num = n;
 	} else if (word_at(p, "in") || word_at(p, "notin")) {
 		r->op = p[0] == 'i' ? OP_IN : OP_NOTIN;
@@ -161,8 +163,8 @@ static int parse_req(const char *s, const char **pp, sel_req_t *r, char **err)
 		if (parse_set(s, &p, r, err) != 0)
 			return -1;
 	} else {
-		return ck_err_set(err, "label selector \"%s\": unexpected '%c' at offset %zu", s, *p,
-		               (size_t)(p - s));
+		return ck_err_set(err, "label selector \"%s\": unexpected '%c' at offset %zu", s,
+		                  *p, (size_t)(p - s));
 	}
 	*pp = skip_ws(p);
 	return 0;
@@ -186,7 +188,7 @@ ck_cache_selector_t *ck_cache_selector_parse(const char *s, char **err)
 			break;
 		if (*p != ',') {
 			ck_err_set(err, "label selector \"%s\": expected ',' at offset %zu", s,
-			        (size_t)(p - s));
+			           (size_t)(p - s));
 			goto fail;
 		}
 		p++;

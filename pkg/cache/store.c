@@ -220,7 +220,7 @@ void ck_cache_store_free(ck_cache_store_t *s)
 }
 
 int ck_cache_store_add_index(ck_cache_store_t *s, const char *name, ck_cache_index_fn fn, void *ud,
-                          char **err)
+                             char **err)
 {
 	int result = -1;
 	if (name == NULL || fn == NULL)
@@ -394,8 +394,8 @@ static const chash_t *index_set_locked(ck_cache_store_t *s, const char *index, c
 	return at == SIZE_MAX ? NULL : &((ivalue_t *)(*ix)->values.slots[at].p)->set;
 }
 
-int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value, ck_cache_objs_t *out,
-                         char **err)
+int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value,
+                            ck_cache_objs_t *out, char **err)
 {
 	cindex_t *ix;
 	out->items = NULL;
@@ -417,7 +417,7 @@ int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *
 }
 
 int ck_cache_store_index_keys(ck_cache_store_t *s, const char *index, const char *value,
-                           ck_cache_strs_t *out, char **err)
+                              ck_cache_strs_t *out, char **err)
 {
 	cindex_t *ix;
 	out->items = NULL;
@@ -438,7 +438,8 @@ int ck_cache_store_index_keys(ck_cache_store_t *s, const char *index, const char
 	return 0;
 }
 
-int ck_cache_store_index_values(ck_cache_store_t *s, const char *index, ck_cache_strs_t *out, char **err)
+int ck_cache_store_index_values(ck_cache_store_t *s, const char *index, ck_cache_strs_t *out,
+                                char **err)
 {
 	out->items = NULL;
 	out->n = 0;
@@ -532,14 +533,15 @@ static void filter(ck_cache_objs_t *out, const ck_cache_selector_t *sel)
 	out->n = k;
 }
 
-void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel, ck_cache_objs_t *out)
+void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel,
+                          ck_cache_objs_t *out)
 {
 	ck_cache_store_list(lister_store(l), out);
 	filter(out, sel);
 }
 
-void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns, const ck_cache_selector_t *sel,
-                          ck_cache_objs_t *out)
+void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns,
+                             const ck_cache_selector_t *sel, ck_cache_objs_t *out)
 {
 	ck_cache_store_by_index(lister_store(l), CK_CACHE_INDEX_NAMESPACE, ns ? ns : "", out, NULL);
 	filter(out, sel);

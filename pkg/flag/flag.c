@@ -88,7 +88,7 @@ void ck_flag_bool(ck_flagset_t *fs, const char *name, bool *target, const char *
 }
 
 void ck_flag_int(ck_flagset_t *fs, const char *name, int64_t *target, int64_t min, int64_t max,
-              const char *usage)
+                 const char *usage)
 {
 	flag_t *f = add(fs, name, F_INT, target, usage);
 	f->min = min;
@@ -180,11 +180,11 @@ static int set_value(flag_t *f, const char *val, char **err)
 		long long v = strtoll(val, &end, 0);
 		if (*val == '\0' || *end != '\0' || errno != 0)
 			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not an integer",
-			               val, f->name);
+			                  val, f->name);
 		if (v < f->min || v > f->max)
-			return ck_err_set(err,
-			               "invalid value \"%s\" for flag -%s: must be in %lld..%lld",
-			               val, f->name, (long long)f->min, (long long)f->max);
+			return ck_err_set(
+			    err, "invalid value \"%s\" for flag -%s: must be in %lld..%lld", val,
+			    f->name, (long long)f->min, (long long)f->max);
 		*(int64_t *)f->target = v;
 		return 0;
 	}
@@ -192,8 +192,8 @@ static int set_value(flag_t *f, const char *val, char **err)
 		errno = 0;
 		double v = strtod(val, &end);
 		if (*val == '\0' || *end != '\0' || errno != 0 || isnan(v))
-			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not a number", val,
-			               f->name);
+			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not a number",
+			                  val, f->name);
 		*(double *)f->target = v;
 		return 0;
 	}
@@ -220,8 +220,8 @@ static flag_t *lookup(ck_flagset_t *fs, const char *name, size_t len)
 	return NULL;
 }
 
-ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *help_out, int *first_arg,
-                         char **err)
+ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *help_out,
+                               int *first_arg, char **err)
 {
 	int i = 1;
 	for (; i < argc; i++) {

@@ -37,8 +37,8 @@
  */
 #include <ckube/decode.h>
 
-#include <ckube/base.h>
 #include "pkg/kube/decode_internal.h"
+#include <ckube/base.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -468,7 +468,7 @@ static void cap_close(ck_dec_t *d)
 	ck_sbuf_putc(&d->capbuf, l->map ? '}' : ']');
 	if (d->ncaps == 0) {
 		ck_obj_builder_set_field(d->b, (size_t)d->cap_field, CK_VAL_JSON, false, 0, 0,
-		                       ck_sbuf_cstr(&d->capbuf), d->capbuf.len);
+		                         ck_sbuf_cstr(&d->capbuf), d->capbuf.len);
 		ck_sbuf_reset(&d->capbuf);
 	}
 }
@@ -510,11 +510,12 @@ static void set_kval(ck_dec_t *d, int32_t field, const sval_t *v)
 			ck_obj_builder_set_field(d->b, i, CK_VAL_INT, false, n, 0, NULL, 0);
 		else
 			ck_obj_builder_set_field(d->b, i, CK_VAL_DOUBLE, false, 0,
-			                       parse_double((const char *)v->s, v->l), NULL, 0);
+			                         parse_double((const char *)v->s, v->l), NULL, 0);
 		break;
 	}
 	case V_STR:
-		ck_obj_builder_set_field(d->b, i, CK_VAL_STRING, false, 0, 0, (const char *)v->s, v->l);
+		ck_obj_builder_set_field(d->b, i, CK_VAL_STRING, false, 0, 0, (const char *)v->s,
+		                         v->l);
 		break;
 	}
 }
@@ -618,11 +619,12 @@ static int on_scalar(ck_dec_t *d, const sval_t *v)
 		if (++d->nannots > 65535)
 			return fail(d, "too many annotations");
 		ck_obj_builder_add_annotation(d->b, d->key.data, d->key.len, (const char *)v->s,
-		                            v->l);
+		                              v->l);
 		break;
 	case PK_OWNER_STR:
 		if (v->kind == V_STR)
-			ck_obj_builder_set_owner(d->b, owner_keys[d->sub], (const char *)v->s, v->l);
+			ck_obj_builder_set_owner(d->b, owner_keys[d->sub], (const char *)v->s,
+			                         v->l);
 		break;
 	case PK_OWNER_BOOL:
 		if (v->kind == V_BOOL)
@@ -682,7 +684,7 @@ static int on_open(ck_dec_t *d, bool map)
 	if (d->nframes == 0) {
 		if (!map)
 			return fail(d, d->mode == CK_DEC_WATCH ? "watch event is not a JSON object"
-			                                     : "expected a JSON object");
+			                                       : "expected a JSON object");
 		switch (d->mode) {
 		case CK_DEC_OBJECT:
 			push(d, C_OBJ, 0);
@@ -1114,7 +1116,7 @@ static const yajl_callbacks callbacks = {
 /* ---- public API ---- */
 
 ck_dec_t *ck_dec_new(const ck_type_t *t, ck_dec_mode_t mode, const ck_dec_cb_t *cb, void *ud,
-                 size_t max_object_bytes)
+                     size_t max_object_bytes)
 {
 	ck_dec_t *d = ck_xcalloc(1, sizeof(*d));
 	d->type = t;
@@ -1204,8 +1206,8 @@ static void yajl_failed(ck_dec_t *d, const unsigned char *buf, size_t len)
 	excerpt(d, buf, at > len ? len : at, ex);
 	/* "after byte N": the input is valid JSON up to N, the next token is not. */
 	d->err = ck_xasprintf("malformed JSON after byte %llu: %.*s%s%s%s",
-	                   (unsigned long long)d->good_end, (int)yl, ye ? (char *)ye : "",
-	                   ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
+	                      (unsigned long long)d->good_end, (int)yl, ye ? (char *)ye : "",
+	                      ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
 	if (ye)
 		yajl_free_error(d->h, ye);
 }
@@ -1214,7 +1216,7 @@ static int dead_error(ck_dec_t *d, char **err)
 {
 	d->dead = true;
 	ck_err_set(err, "decoding %s: %s", d->type->resource ? d->type->resource : "object",
-	        d->err ? d->err : "decoder failed");
+	           d->err ? d->err : "decoder failed");
 	return -1;
 }
 
@@ -1248,7 +1250,7 @@ int ck_dec_feed(ck_dec_t *d, const char *buf, size_t len, char **err)
 		if (used >= d->max) {
 			d->err =
 			    ck_xasprintf("%s larger than the limit of %zu bytes at byte %llu",
-			              unit_names[d->unit], d->max, (unsigned long long)d->total);
+			                 unit_names[d->unit], d->max, (unsigned long long)d->total);
 			return dead_error(d, err);
 		}
 		uint64_t budget = d->max - used;
@@ -1281,10 +1283,10 @@ int ck_dec_finish(ck_dec_t *d, char **err)
 		return 0; /* between events: a clean end (yajl would call it premature) */
 	if (d->nframes > 0) {
 		d->err = ck_xasprintf("input truncated inside %s at byte %llu",
-		                   d->mode == CK_DEC_WATCH  ? "a watch event"
-		                   : d->mode == CK_DEC_LIST ? "a list"
-		                                          : "an object",
-		                   (unsigned long long)d->total);
+		                      d->mode == CK_DEC_WATCH  ? "a watch event"
+		                      : d->mode == CK_DEC_LIST ? "a list"
+		                                               : "an object",
+		                      (unsigned long long)d->total);
 		return dead_error(d, err);
 	}
 	yajl_status s = yajl_complete_parse(d->h);

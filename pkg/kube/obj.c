@@ -205,8 +205,8 @@ static size_t align8(size_t n)
 /* The fixed part of an object's block, before its strings. */
 static size_t fixed_size(size_t nl, size_t na, size_t no, size_t nf)
 {
-	return align8(sizeof(ck_obj_t)) + (nl + na) * sizeof(ck_obj_kv_t) + no * sizeof(ck_obj_owner_t) +
-	       nf * sizeof(ck_val_t);
+	return align8(sizeof(ck_obj_t)) + (nl + na) * sizeof(ck_obj_kv_t) +
+	       no * sizeof(ck_obj_owner_t) + nf * sizeof(ck_val_t);
 }
 
 /* Adds one string's bytes unless it is the shared static "". */
@@ -301,8 +301,8 @@ void ck_obj_builder_set_generation(ck_obj_builder_t *b, int64_t g)
 	b->generation = g;
 }
 
-static void kv_add(ck_obj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const char *k, size_t kl,
-                   const char *v, size_t vl)
+static void kv_add(ck_obj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, const char *k,
+                   size_t kl, const char *v, size_t vl)
 {
 	/* Beyond the 16-bit count the object cannot say it; the decoder rejects such
 	 * input before it gets here, so dropping is only a guard. */
@@ -318,13 +318,14 @@ static void kv_add(ck_obj_builder_t *b, bkv_t **arr, size_t *n, size_t *cap, con
 	e->seq = b->seq++;
 }
 
-void ck_obj_builder_add_label(ck_obj_builder_t *b, const char *k, size_t kl, const char *v, size_t vl)
+void ck_obj_builder_add_label(ck_obj_builder_t *b, const char *k, size_t kl, const char *v,
+                              size_t vl)
 {
 	kv_add(b, &b->labels, &b->nlabels, &b->caplabels, k, kl, v, vl);
 }
 
 void ck_obj_builder_add_annotation(ck_obj_builder_t *b, const char *k, size_t kl, const char *v,
-                                 size_t vl)
+                                   size_t vl)
 {
 	kv_add(b, &b->annots, &b->nannots, &b->capannots, k, kl, v, vl);
 }
@@ -372,8 +373,8 @@ void ck_obj_builder_set_owner_bool(ck_obj_builder_t *b, const char *field, bool 
 		o->block = v;
 }
 
-void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv, int64_t iv,
-                            double dv, const char *s, size_t len)
+void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv,
+                              int64_t iv, double dv, const char *s, size_t len)
 {
 	if (i >= b->type->nfields)
 		return;

@@ -8,8 +8,8 @@
  */
 #include <ckube/status.h>
 
-#include <ckube/base.h>
 #include "pkg/kube/decode_internal.h"
+#include <ckube/base.h>
 #include <ckube/obj.h>
 
 #include <stdlib.h>
@@ -96,8 +96,8 @@ int ck_status_parse(const char *body, size_t len, int http_code, ck_status_t *ou
 		for (size_t i = 0; i < max; i++) {
 			unsigned char c = (unsigned char)body[i];
 			ck_sbuf_putc(&m, c == '\n' || c == '\r' || c == '\t' ? ' '
-			              : c < 0x20 || c == 0x7f             ? '?'
-			                                                  : (char)c);
+			                 : c < 0x20 || c == 0x7f             ? '?'
+			                                                     : (char)c);
 		}
 		if (n > max)
 			ck_sbuf_puts(&m, "...");

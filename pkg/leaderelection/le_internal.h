@@ -78,7 +78,7 @@ typedef struct le_core {
 	char *identity;           /* owned */
 	uint64_t lease_ns;        /* our lease duration */
 	int64_t lease_duration_s; /* what we write: whole seconds, >= 1 */
-	const ck_clk_t *clock;       /* borrowed */
+	const ck_clk_t *clock;    /* borrowed */
 	le_lock_t *lock;          /* borrowed */
 
 	le_record_t observed; /* the last record seen or written */

@@ -388,12 +388,13 @@ int ck_le_validate(const ck_le_config_t *cfg, char **err)
 
 	if (cfg->lease_namespace == NULL || cfg->lease_namespace[0] == '\0')
 		return ck_err_set(err, "leader election: the lease namespace is not set "
-		                    "(--leader-elect-resource-namespace)");
+		                       "(--leader-elect-resource-namespace)");
 	if (!dns_name_ok(cfg->lease_namespace, true))
-		return ck_err_set(err,
-		               "leader election: --leader-elect-resource-namespace=\"%s\" is not a "
-		               "valid namespace (lowercase RFC 1123 label, at most 63 characters)",
-		               cfg->lease_namespace);
+		return ck_err_set(
+		    err,
+		    "leader election: --leader-elect-resource-namespace=\"%s\" is not a "
+		    "valid namespace (lowercase RFC 1123 label, at most 63 characters)",
+		    cfg->lease_namespace);
 	if (cfg->lease_name == NULL || cfg->lease_name[0] == '\0')
 		return ck_err_set(
 		    err,
@@ -417,19 +418,21 @@ int ck_le_validate(const ck_le_config_t *cfg, char **err)
 	if (lease - lease % 1000 <= renew) {
 		char c3[32];
 		bool rounded = lease % 1000 != 0;
-		return ck_err_set(err,
-		               "leader election: --leader-elect-lease-duration=%s must be greater "
-		               "than --leader-elect-renew-deadline=%s%s%s%s",
-		               fmt_ms(lease, a), fmt_ms(renew, b),
-		               rounded ? " (the Lease records whole seconds: " : "",
-		               rounded ? fmt_ms(lease - lease % 1000, c3) : "", rounded ? ")" : "");
+		return ck_err_set(
+		    err,
+		    "leader election: --leader-elect-lease-duration=%s must be greater "
+		    "than --leader-elect-renew-deadline=%s%s%s%s",
+		    fmt_ms(lease, a), fmt_ms(renew, b),
+		    rounded ? " (the Lease records whole seconds: " : "",
+		    rounded ? fmt_ms(lease - lease % 1000, c3) : "", rounded ? ")" : "");
 	}
 	/* renew > 1.2 x retry, in integers: 10 renew > 12 retry. */
 	if ((uint64_t)renew * 10 <= (uint64_t)retry * 12)
-		return ck_err_set(err,
-		               "leader election: --leader-elect-renew-deadline=%s must be greater "
-		               "than 1.2 x --leader-elect-retry-period=%s",
-		               fmt_ms(renew, a), fmt_ms(retry, b));
+		return ck_err_set(
+		    err,
+		    "leader election: --leader-elect-renew-deadline=%s must be greater "
+		    "than 1.2 x --leader-elect-retry-period=%s",
+		    fmt_ms(renew, a), fmt_ms(retry, b));
 	return 0;
 }
 
@@ -454,9 +457,9 @@ char *ck_le_default_namespace(const char *sa_dir, char **err)
 	path = ck_xasprintf("%s/namespace", dir);
 	if (ck_file_read_all(path, &text, NULL, &e) != 0) {
 		ck_err_set(err,
-		        "leader election: cannot tell this pod's namespace (%s); set "
-		        "--leader-elect-resource-namespace",
-		        e);
+		           "leader election: cannot tell this pod's namespace (%s); set "
+		           "--leader-elect-resource-namespace",
+		           e);
 		goto out;
 	}
 	char *start = text, *end = text + strlen(text);
@@ -466,9 +469,9 @@ char *ck_le_default_namespace(const char *sa_dir, char **err)
 		end--;
 	if (end == start) {
 		ck_err_set(err,
-		        "leader election: %s is empty, cannot tell this pod's namespace; set "
-		        "--leader-elect-resource-namespace",
-		        path);
+		           "leader election: %s is empty, cannot tell this pod's namespace; set "
+		           "--leader-elect-resource-namespace",
+		           path);
 		goto out;
 	}
 	result = ck_xstrndup(start, (size_t)(end - start));
@@ -603,11 +606,11 @@ static bool le_renew(ck_le_t *e, char **why)
 			uint64_t deadline = le_core_renew_deadline(&e->core, e->renew_ns);
 			uint64_t now = le_now(e);
 			if (now >= deadline) {
-				*why = ck_xasprintf("no successful renewal within the renew deadline "
-				                 "(%llu ms)%s%s",
-				                 (unsigned long long)(e->renew_ns / CK_NS_PER_MS),
-				                 last != NULL ? "; last error: " : "",
-				                 last != NULL ? last : "");
+				*why = ck_xasprintf(
+				    "no successful renewal within the renew deadline "
+				    "(%llu ms)%s%s",
+				    (unsigned long long)(e->renew_ns / CK_NS_PER_MS),
+				    last != NULL ? "; last error: " : "", last != NULL ? last : "");
 				goto out;
 			}
 			free(last);
@@ -618,7 +621,8 @@ static bool le_renew(ck_le_t *e, char **why)
 				break;
 			if (!le_core_is_leader(&e->core) && e->core.observed.holder[0] != '\0' &&
 			    le_core_observed_valid(&e->core, le_now(e))) {
-				*why = ck_xasprintf("lease taken over by %s", e->core.observed.holder);
+				*why =
+				    ck_xasprintf("lease taken over by %s", e->core.observed.holder);
 				goto out;
 			}
 			le_logf(e, CK_LE_LOG_WARNING, "failed to renew lease %s: %s", e->lock->desc,
@@ -658,7 +662,8 @@ static void *le_run(void *arg)
 	bool stopped = le_renew(e, &why);
 	atomic_store(&e->leading, false);
 	if (!stopped)
-		le_logf(e, CK_LE_LOG_ERROR, "stopped leading: lost lease %s: %s", e->lock->desc, why);
+		le_logf(e, CK_LE_LOG_ERROR, "stopped leading: lost lease %s: %s", e->lock->desc,
+		        why);
 	/* Before the release: whatever the lease guards must have stopped before a
 	 * standby can take over, and the callback is where the caller stops it. */
 	if (e->cfg.on_stopped_leading != NULL)
@@ -694,9 +699,12 @@ ck_le_t *le_start_with_lock(le_lock_t *lock, const ck_le_config_t *cfg, char **e
 	e->cfg.lease_namespace = e->ns;
 	e->cfg.lease_name = e->name;
 	e->cfg.identity = e->identity;
-	e->lease_ns = or_default(cfg->lease_duration_ms, CK_LE_DEFAULT_LEASE_DURATION_MS) * CK_NS_PER_MS;
-	e->renew_ns = or_default(cfg->renew_deadline_ms, CK_LE_DEFAULT_RENEW_DEADLINE_MS) * CK_NS_PER_MS;
-	e->retry_ns = or_default(cfg->retry_period_ms, CK_LE_DEFAULT_RETRY_PERIOD_MS) * CK_NS_PER_MS;
+	e->lease_ns =
+	    or_default(cfg->lease_duration_ms, CK_LE_DEFAULT_LEASE_DURATION_MS) * CK_NS_PER_MS;
+	e->renew_ns =
+	    or_default(cfg->renew_deadline_ms, CK_LE_DEFAULT_RENEW_DEADLINE_MS) * CK_NS_PER_MS;
+	e->retry_ns =
+	    or_default(cfg->retry_period_ms, CK_LE_DEFAULT_RETRY_PERIOD_MS) * CK_NS_PER_MS;
 	e->leader = ck_xstrdup("");
 	atomic_init(&e->leading, false);
 	le_core_init(&e->core, e->identity, e->lease_ns, cfg->clock, lock);

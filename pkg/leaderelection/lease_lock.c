@@ -11,9 +11,9 @@
  * others); the resourceVersion in the patch is checked by the server exactly as a
  * PUT's is.
  */
+#include "pkg/leaderelection/le_internal.h"
 #include <ckube/client.h>
 #include <ckube/types.h>
-#include "pkg/leaderelection/le_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +129,7 @@ static int lease_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t 
 	char *query = ck_write_opts_query(NULL, false);
 
 	ck_sbuf_puts(&body, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
-	                 "\"metadata\":{\"name\":");
+	                    "\"metadata\":{\"name\":");
 	ck_sbuf_put_json_str(&body, l->name);
 	ck_sbuf_puts(&body, ",\"namespace\":");
 	ck_sbuf_put_json_str(&body, l->ns);

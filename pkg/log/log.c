@@ -59,7 +59,7 @@ int ck_log_format_parse(const char *name, ck_log_format_t *out, char **err)
 		return 0;
 	}
 	return ck_err_set(err, "--log-format \"%s\": unknown format (want \"text\" or \"json\")",
-	               name ? name : "");
+	                  name ? name : "");
 }
 
 void ck_log_set_fd(int fd)
@@ -342,8 +342,9 @@ static const char *base_name(const char *file)
 	return slash ? slash + 1 : file;
 }
 
-static void format_text(ck_sbuf_t *out, int64_t wall_ns, int tid, ck_log_severity_t sev, const char *file,
-                        int line, const char *err, const char *msg, const ck_log_kv_t *kvs)
+static void format_text(ck_sbuf_t *out, int64_t wall_ns, int tid, ck_log_severity_t sev,
+                        const char *file, int line, const char *err, const char *msg,
+                        const ck_log_kv_t *kvs)
 {
 	static const char letters[] = "IWEF";
 	time_t secs = (time_t)(wall_ns / (int64_t)CK_NS_PER_SEC);
@@ -358,8 +359,8 @@ static void format_text(ck_sbuf_t *out, int64_t wall_ns, int tid, ck_log_severit
 	else
 		localtime_r(&secs, &tm);
 	ck_sbuf_printf(out, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ", letters[sev & 3],
-	            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us, tid,
-	            base_name(file), line);
+	               tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us, tid,
+	               base_name(file), line);
 	ck_log_quote(out, msg ? msg : "");
 	if (err != NULL) {
 		ck_sbuf_puts(out, " err=");
@@ -377,8 +378,9 @@ static void format_text(ck_sbuf_t *out, int64_t wall_ns, int tid, ck_log_severit
 	ck_sbuf_putc(out, '\n');
 }
 
-static void format_json(ck_sbuf_t *out, int64_t wall_ns, ck_log_severity_t sev, int v, const char *file,
-                        int line, const char *err, const char *msg, const ck_log_kv_t *kvs)
+static void format_json(ck_sbuf_t *out, int64_t wall_ns, ck_log_severity_t sev, int v,
+                        const char *file, int line, const char *err, const char *msg,
+                        const ck_log_kv_t *kvs)
 {
 	/* Seconds with microseconds, trailing zeros dropped like Go's shortest float. */
 	int64_t secs = wall_ns / (int64_t)CK_NS_PER_SEC;
@@ -440,7 +442,7 @@ static void write_all(int fd, const char *buf, size_t len)
 }
 
 void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line, const char *err,
-              const char *msg, const ck_log_kv_t *kvs)
+                 const char *msg, const ck_log_kv_t *kvs)
 {
 	const ck_clk_t *clock = atomic_load(&log_clock);
 	int64_t now = ck_clk_wall_ns(clock ? clock : ck_clk_real());

@@ -96,7 +96,8 @@ ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t)
 	ck_cache_informer_t *inf = ck_manager_informer(c->m, t);
 	if (inf == NULL)
 		return NULL;
-	ck_cache_handler_t h = {.on_add = own_add, .on_update = own_update, .on_delete = own_delete};
+	ck_cache_handler_t h = {
+	    .on_add = own_add, .on_update = own_update, .on_delete = own_delete};
 	ck_cache_informer_add_handler(inf, &h, c);
 	return inf;
 }
@@ -130,7 +131,8 @@ ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t
 		ck_fatal("controller %s: more than %d watches", c->name, MGR_MAX_INFORMERS);
 	struct map_reg *r = &c->maps[c->nmaps++];
 	*r = (struct map_reg){.c = c, .map = map, .ud = ud};
-	ck_cache_handler_t h = {.on_add = map_add, .on_update = map_update, .on_delete = map_delete};
+	ck_cache_handler_t h = {
+	    .on_add = map_add, .on_update = map_update, .on_delete = map_delete};
 	ck_cache_informer_add_handler(inf, &h, r);
 	return inf;
 }
@@ -164,8 +166,8 @@ static void *worker_main(void *arg)
 			ck_wq_add_rate_limited(c->queue, key);
 			if (c->m_requeue)
 				ck_metrics_counter_inc(c->m_requeue);
-			CK_LOG_V(2, "Requeued", CK_KV_STR("controller", c->name), CK_KV_STR("key", key),
-			         CK_KV_ERR(err));
+			CK_LOG_V(2, "Requeued", CK_KV_STR("controller", c->name),
+			         CK_KV_STR("key", key), CK_KV_ERR(err));
 		} else if (r > 0) {
 			ck_wq_forget(c->queue, key);
 			ck_wq_add_after(c->queue, key, (int64_t)r * (int64_t)CK_NS_PER_MS);
@@ -206,27 +208,30 @@ ck_controller_t *mgr_controller_new(ck_manager_t *m, const ck_controller_opts_t 
 	/* One family for all controllers, one series per controller. */
 	ck_metrics_registry_t *reg = ck_manager_metrics(m);
 	if (m->m_reconcile_total == NULL) {
-		m->m_reconcile_total = ck_metrics_counter_vec_new(
-		    reg, "controller_runtime_reconcile_total",
-		    "Total number of reconciliations per controller",
-		    CK_METRICS_LABELS("controller", "result"), NULL);
+		m->m_reconcile_total =
+		    ck_metrics_counter_vec_new(reg, "controller_runtime_reconcile_total",
+		                               "Total number of reconciliations per controller",
+		                               CK_METRICS_LABELS("controller", "result"), NULL);
 		m->m_reconcile_time = ck_metrics_histogram_vec_new(
 		    reg, "controller_runtime_reconcile_time_seconds",
-		    "Length of time per reconciliation per controller", CK_METRICS_LABELS("controller"),
-		    (const double[]){0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, 11, NULL);
+		    "Length of time per reconciliation per controller",
+		    CK_METRICS_LABELS("controller"),
+		    (const double[]){0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}, 11,
+		    NULL);
 	}
 	if (m->m_reconcile_total) {
 		c->m_success = ck_metrics_counter_vec_get(m->m_reconcile_total,
 		                                          CK_METRICS_LABELS(name, "success"));
-		c->m_error =
-		    ck_metrics_counter_vec_get(m->m_reconcile_total, CK_METRICS_LABELS(name, "error"));
-		c->m_requeue =
-		    ck_metrics_counter_vec_get(m->m_reconcile_total, CK_METRICS_LABELS(name, "requeue"));
-		c->m_requeue_after = ck_metrics_counter_vec_get(m->m_reconcile_total,
-		                                                CK_METRICS_LABELS(name, "requeue_after"));
+		c->m_error = ck_metrics_counter_vec_get(m->m_reconcile_total,
+		                                        CK_METRICS_LABELS(name, "error"));
+		c->m_requeue = ck_metrics_counter_vec_get(m->m_reconcile_total,
+		                                          CK_METRICS_LABELS(name, "requeue"));
+		c->m_requeue_after = ck_metrics_counter_vec_get(
+		    m->m_reconcile_total, CK_METRICS_LABELS(name, "requeue_after"));
 	}
 	if (m->m_reconcile_time)
-		c->m_duration = ck_metrics_histogram_vec_get(m->m_reconcile_time, CK_METRICS_LABELS(name));
+		c->m_duration =
+		    ck_metrics_histogram_vec_get(m->m_reconcile_time, CK_METRICS_LABELS(name));
 	return c;
 }
 

@@ -84,7 +84,7 @@ static int check_loop(void *ud, char **reason)
 	uint64_t age = ck_clk_mono_ns(ck_clk_real()) - atomic_load(&d->last_tick_ns);
 	if (age > 10 * CK_NS_PER_SEC) {
 		*reason = ck_xasprintf("event loop has not turned for %llus",
-		                    (unsigned long long)(age / CK_NS_PER_SEC));
+		                       (unsigned long long)(age / CK_NS_PER_SEC));
 		return -1;
 	}
 	return 0;
@@ -138,15 +138,15 @@ static void rest_latency(void *ud, const ck_client_latency_t *lat)
 		snprintf(le, sizeof(le), "%g", lat->bounds[i]);
 		ck_metrics_label_t l[] = {{"host", r->host}, {"le", le}, {"verb", lat->verb}};
 		ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", l, 3,
-		                     (double)lat->counts[i]);
+		                        (double)lat->counts[i]);
 	}
 	ck_metrics_label_t inf[] = {{"host", r->host}, {"le", "+Inf"}, {"verb", lat->verb}};
 	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", inf, 3,
-	                     (double)lat->count);
+	                        (double)lat->count);
 	ck_metrics_label_t h[] = {{"host", r->host}, {"verb", lat->verb}};
 	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_sum", h, 2, lat->sum);
 	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_count", h, 2,
-	                     (double)lat->count);
+	                        (double)lat->count);
 }
 
 static void collect_client(void *ud, ck_sbuf_t *out)
@@ -160,9 +160,9 @@ static void collect_client(void *ud, ck_sbuf_t *out)
 	ck_client_stats_foreach(d->client, rest_stat, &r);
 
 	ck_metrics_write_header(out, "rest_client_request_duration_seconds",
-	                     "Request latency in seconds (non-watch requests), partitioned by "
-	                     "verb and host.",
-	                     CK_METRICS_HISTOGRAM);
+	                        "Request latency in seconds (non-watch requests), partitioned by "
+	                        "verb and host.",
+	                        CK_METRICS_HISTOGRAM);
 	ck_client_latency_foreach(d->client, rest_latency, &r);
 }
 
@@ -184,7 +184,8 @@ static void collect_informers(void *ud, ck_sbuf_t *out)
 	     CK_METRICS_COUNTER},
 	    {"informer_relists_total", "Lists after the first (after 410 Gone, errors).",
 	     CK_METRICS_COUNTER},
-	    {"informer_watch_restarts_total", "Watch requests after the first.", CK_METRICS_COUNTER},
+	    {"informer_watch_restarts_total", "Watch requests after the first.",
+	     CK_METRICS_COUNTER},
 	    {"informer_watch_stalls_total", "Watches replaced because they delivered nothing.",
 	     CK_METRICS_COUNTER},
 	    {"informer_errors_total", "Failed list/watch attempts.", CK_METRICS_COUNTER},
@@ -243,7 +244,8 @@ static void collect_events(void *ud, ck_sbuf_t *out)
 		return;
 	ck_record_stats_t s;
 	ck_record_stats(d->recorder, &s);
-	ck_metrics_write_header(out, "events_total", "Kubernetes Events by outcome.", CK_METRICS_COUNTER);
+	ck_metrics_write_header(out, "events_total", "Kubernetes Events by outcome.",
+	                        CK_METRICS_COUNTER);
 	struct {
 		const char *k;
 		uint64_t v;
@@ -288,7 +290,8 @@ static void start_runnables(ck_manager_t *d)
 static int stop_runnables(ck_manager_t *d, int64_t grace_ms)
 {
 	int rc = 0;
-	uint64_t end = ck_clk_mono_ns(ck_clk_real()) + (uint64_t)(grace_ms < 0 ? 0 : grace_ms) * CK_NS_PER_MS;
+	uint64_t end =
+	    ck_clk_mono_ns(ck_clk_real()) + (uint64_t)(grace_ms < 0 ? 0 : grace_ms) * CK_NS_PER_MS;
 	for (size_t i = 0; i < d->nrunnables; i++) {
 		uint64_t now = ck_clk_mono_ns(ck_clk_real());
 		int64_t left = now >= end ? 0 : (int64_t)((end - now) / CK_NS_PER_MS);
@@ -562,7 +565,8 @@ static int setup_leader_election(ck_manager_t *d, char **err)
 	    o->le_lease_ms > max_ms || o->le_renew_ms > max_ms || o->le_retry_ms > max_ms ||
 	    ck_le_validate(&chk, err) != 0) {
 		if (*err == NULL)
-			*err = ck_xstrdup("leader election durations must be positive and at most 24h");
+			*err = ck_xstrdup(
+			    "leader election durations must be positive and at most 24h");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -625,8 +629,8 @@ static int setup(ck_manager_t *d, char **err)
 	/* cfg is taken by the client, even on failure */
 	if (d->client == NULL)
 		return EXIT_USAGE;
-	CK_LOG_INFO("Starting", CK_KV_STR("version", d->mo.version), CK_KV_STR("server", view.server),
-	            CK_KV_STR("config", view.source));
+	CK_LOG_INFO("Starting", CK_KV_STR("version", d->mo.version),
+	            CK_KV_STR("server", view.server), CK_KV_STR("config", view.source));
 
 	d->reg = ck_metrics_registry_new();
 	ck_metrics_registry_add_process_collector(d->reg, NULL);

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <ckube/metrics.h>
 #include "pkg/metrics/metrics_internal.h"
+#include <ckube/metrics.h>
 
 /* Reads <root>/<rel> into *out (a new string, or NULL when it cannot be read). */
 static void read_proc(const char *root, const char *rel, char **out)
@@ -22,7 +22,8 @@ static void read_proc(const char *root, const char *rel, char **out)
 	free(path);
 }
 
-static void gauge(ck_sbuf_t *out, const char *name, const char *help, ck_metrics_type_t type, double v)
+static void gauge(ck_sbuf_t *out, const char *name, const char *help, ck_metrics_type_t type,
+                  double v)
 {
 	ck_metrics_write_header(out, name, help, type);
 	ck_metrics_write_sample(out, name, NULL, 0, v);

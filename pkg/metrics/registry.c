@@ -14,8 +14,8 @@
  * counts; the renderer adds them up and derives _count from the same loads, so
  * +Inf and _count always agree within one scrape.
  */
-#include <ckube/metrics.h>
 #include "pkg/metrics/metrics_internal.h"
+#include <ckube/metrics.h>
 
 #include <math.h>
 #include <pthread.h>
@@ -210,7 +210,8 @@ static const char *type_name(ck_metrics_type_t t)
 	return "untyped";
 }
 
-void ck_metrics_write_header(ck_sbuf_t *out, const char *name, const char *help, ck_metrics_type_t type)
+void ck_metrics_write_header(ck_sbuf_t *out, const char *name, const char *help,
+                             ck_metrics_type_t type)
 {
 	ck_sbuf_printf(out, "# HELP %s ", name);
 	put_escaped(out, help, 0);
@@ -231,7 +232,7 @@ static void put_labels(ck_sbuf_t *out, const ck_metrics_label_t *labels, size_t 
 }
 
 void ck_metrics_write_sample(ck_sbuf_t *out, const char *name, const ck_metrics_label_t *labels,
-                          size_t nlabels, double value)
+                             size_t nlabels, double value)
 {
 	ck_sbuf_puts(out, name);
 	put_labels(out, labels, nlabels);
@@ -363,7 +364,8 @@ static struct child *chain_find(struct family *f, uint64_t hash, const char *con
 static struct child *family_child(struct family *f, size_t nvalues, const char *const *values)
 {
 	if (nvalues != f->nlabels)
-		ck_fatal("metrics: %s has %zu labels, %zu values given", f->name, f->nlabels, nvalues);
+		ck_fatal("metrics: %s has %zu labels, %zu values given", f->name, f->nlabels,
+		         nvalues);
 	struct child *c = chain_find(f, hash_values(nvalues, values), values);
 	if (c != NULL)
 		return c;
@@ -389,9 +391,10 @@ static struct child *family_child(struct family *f, size_t nvalues, const char *
 	return c;
 }
 
-static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t type, const char *name,
-                                 const char *help, size_t nlabels, const char *const *labels,
-                                 const double *buckets, size_t nbuckets, char **err)
+static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t type,
+                                 const char *name, const char *help, size_t nlabels,
+                                 const char *const *labels, const double *buckets, size_t nbuckets,
+                                 char **err)
 {
 	struct family *f = NULL;
 	if (!valid_name(name, 1)) {
@@ -401,7 +404,7 @@ static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t t
 	for (size_t i = 0; i < nlabels; i++) {
 		if (!valid_name(labels[i], 0) || strncmp(labels[i], "__", 2) == 0) {
 			ck_err_set(err, "metric %s: invalid label name \"%s\"", name,
-			        labels[i] ? labels[i] : "");
+			           labels[i] ? labels[i] : "");
 			return NULL;
 		}
 		if (type == CK_METRICS_HISTOGRAM && strcmp(labels[i], "le") == 0) {
@@ -411,7 +414,7 @@ static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t t
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(labels[i], labels[j]) == 0) {
 				ck_err_set(err, "metric %s: duplicate label name \"%s\"", name,
-				        labels[i]);
+				           labels[i]);
 				return NULL;
 			}
 		}
@@ -425,10 +428,11 @@ static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t t
 			nbuckets--; /* +Inf is always there */
 		for (size_t i = 0; i < nbuckets; i++) {
 			if (!isfinite(buckets[i]) || (i > 0 && buckets[i] <= buckets[i - 1])) {
-				ck_err_set(err,
-				        "metric %s: buckets must be finite and strictly increasing "
-				        "(bucket %zu)",
-				        name, i);
+				ck_err_set(
+				    err,
+				    "metric %s: buckets must be finite and strictly increasing "
+				    "(bucket %zu)",
+				    name, i);
 				return NULL;
 			}
 		}
@@ -470,23 +474,23 @@ static struct family *family_add(ck_metrics_registry_t *reg, ck_metrics_type_t t
  * distinct incomplete types so that the compiler keeps a gauge from being passed
  * as a counter.
  */
-ck_metrics_counter_t *ck_metrics_counter_new(ck_metrics_registry_t *reg, const char *name, const char *help,
-                                       char **err)
+ck_metrics_counter_t *ck_metrics_counter_new(ck_metrics_registry_t *reg, const char *name,
+                                             const char *help, char **err)
 {
 	struct family *f = family_add(reg, CK_METRICS_COUNTER, name, help, 0, NULL, NULL, 0, err);
 	return f ? (ck_metrics_counter_t *)family_child(f, 0, NULL) : NULL;
 }
 
-ck_metrics_gauge_t *ck_metrics_gauge_new(ck_metrics_registry_t *reg, const char *name, const char *help,
-                                   char **err)
+ck_metrics_gauge_t *ck_metrics_gauge_new(ck_metrics_registry_t *reg, const char *name,
+                                         const char *help, char **err)
 {
 	struct family *f = family_add(reg, CK_METRICS_GAUGE, name, help, 0, NULL, NULL, 0, err);
 	return f ? (ck_metrics_gauge_t *)family_child(f, 0, NULL) : NULL;
 }
 
 ck_metrics_histogram_t *ck_metrics_histogram_new(ck_metrics_registry_t *reg, const char *name,
-                                           const char *help, const double *buckets, size_t nbuckets,
-                                           char **err)
+                                                 const char *help, const double *buckets,
+                                                 size_t nbuckets, char **err)
 {
 	struct family *f =
 	    family_add(reg, CK_METRICS_HISTOGRAM, name, help, 0, NULL, buckets, nbuckets, err);
@@ -494,44 +498,45 @@ ck_metrics_histogram_t *ck_metrics_histogram_new(ck_metrics_registry_t *reg, con
 }
 
 ck_metrics_counter_vec_t *ck_metrics_counter_vec_new(ck_metrics_registry_t *reg, const char *name,
-                                               const char *help, size_t nlabels,
-                                               const char *const *labels, char **err)
+                                                     const char *help, size_t nlabels,
+                                                     const char *const *labels, char **err)
 {
 	return (ck_metrics_counter_vec_t *)family_add(reg, CK_METRICS_COUNTER, name, help, nlabels,
-	                                           labels, NULL, 0, err);
+	                                              labels, NULL, 0, err);
 }
 
 ck_metrics_gauge_vec_t *ck_metrics_gauge_vec_new(ck_metrics_registry_t *reg, const char *name,
-                                           const char *help, size_t nlabels,
-                                           const char *const *labels, char **err)
+                                                 const char *help, size_t nlabels,
+                                                 const char *const *labels, char **err)
 {
-	return (ck_metrics_gauge_vec_t *)family_add(reg, CK_METRICS_GAUGE, name, help, nlabels, labels,
-	                                         NULL, 0, err);
+	return (ck_metrics_gauge_vec_t *)family_add(reg, CK_METRICS_GAUGE, name, help, nlabels,
+	                                            labels, NULL, 0, err);
 }
 
-ck_metrics_histogram_vec_t *ck_metrics_histogram_vec_new(ck_metrics_registry_t *reg, const char *name,
-                                                   const char *help, size_t nlabels,
-                                                   const char *const *labels, const double *buckets,
-                                                   size_t nbuckets, char **err)
+ck_metrics_histogram_vec_t *ck_metrics_histogram_vec_new(ck_metrics_registry_t *reg,
+                                                         const char *name, const char *help,
+                                                         size_t nlabels, const char *const *labels,
+                                                         const double *buckets, size_t nbuckets,
+                                                         char **err)
 {
-	return (ck_metrics_histogram_vec_t *)family_add(reg, CK_METRICS_HISTOGRAM, name, help, nlabels,
-	                                             labels, buckets, nbuckets, err);
+	return (ck_metrics_histogram_vec_t *)family_add(reg, CK_METRICS_HISTOGRAM, name, help,
+	                                                nlabels, labels, buckets, nbuckets, err);
 }
 
 ck_metrics_counter_t *ck_metrics_counter_vec_get(ck_metrics_counter_vec_t *vec, size_t nvalues,
-                                           const char *const *values)
+                                                 const char *const *values)
 {
 	return (ck_metrics_counter_t *)family_child((struct family *)vec, nvalues, values);
 }
 
 ck_metrics_gauge_t *ck_metrics_gauge_vec_get(ck_metrics_gauge_vec_t *vec, size_t nvalues,
-                                       const char *const *values)
+                                             const char *const *values)
 {
 	return (ck_metrics_gauge_t *)family_child((struct family *)vec, nvalues, values);
 }
 
-ck_metrics_histogram_t *ck_metrics_histogram_vec_get(ck_metrics_histogram_vec_t *vec, size_t nvalues,
-                                               const char *const *values)
+ck_metrics_histogram_t *ck_metrics_histogram_vec_get(ck_metrics_histogram_vec_t *vec,
+                                                     size_t nvalues, const char *const *values)
 {
 	return (ck_metrics_histogram_t *)family_child((struct family *)vec, nvalues, values);
 }
@@ -621,7 +626,8 @@ void metrics_registry_add_collector_owned(ck_metrics_registry_t *reg, ck_metrics
 	pthread_mutex_unlock(&reg->lock);
 }
 
-void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn, void *ud)
+void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn,
+                                       void *ud)
 {
 	metrics_registry_add_collector_owned(reg, fn, ud, NULL);
 }
@@ -650,12 +656,12 @@ static void render_child(ck_sbuf_t *out, const struct family *f, const struct ch
 		labels[i] = (ck_metrics_label_t){f->labels[i], c->values[i]};
 	if (f->type == CK_METRICS_COUNTER) {
 		ck_metrics_write_sample(out, f->name, labels, f->nlabels,
-		                     ck_metrics_counter_value((const ck_metrics_counter_t *)c));
+		                        ck_metrics_counter_value((const ck_metrics_counter_t *)c));
 		return;
 	}
 	if (f->type != CK_METRICS_HISTOGRAM) {
 		ck_metrics_write_sample(out, f->name, labels, f->nlabels,
-		                     ck_metrics_gauge_value((const ck_metrics_gauge_t *)c));
+		                        ck_metrics_gauge_value((const ck_metrics_gauge_t *)c));
 		return;
 	}
 	ck_sbuf_t name = CK_SBUF_INIT, le = CK_SBUF_INIT;
@@ -674,7 +680,7 @@ static void render_child(ck_sbuf_t *out, const struct family *f, const struct ch
 	ck_sbuf_reset(&name);
 	ck_sbuf_printf(&name, "%s_sum", f->name);
 	ck_metrics_write_sample(out, name.data, labels, f->nlabels,
-	                     bitsd(atomic_load_explicit(&c->bits, memory_order_relaxed)));
+	                        bitsd(atomic_load_explicit(&c->bits, memory_order_relaxed)));
 	ck_sbuf_reset(&name);
 	ck_sbuf_printf(&name, "%s_count", f->name);
 	ck_metrics_write_sample(out, name.data, labels, f->nlabels, (double)cumulative);
@@ -715,7 +721,8 @@ void ck_metrics_registry_render(ck_metrics_registry_t *reg, ck_sbuf_t *out)
 		render_family(out, reg->families[i]);
 	/* Collectors run without the lock, so that one may read other modules freely. */
 	size_t ncollectors = reg->ncollectors;
-	struct collector *collectors = ck_xcalloc(ncollectors ? ncollectors : 1, sizeof(*collectors));
+	struct collector *collectors =
+	    ck_xcalloc(ncollectors ? ncollectors : 1, sizeof(*collectors));
 	if (ncollectors)
 		memcpy(collectors, reg->collectors, ncollectors * sizeof(*collectors));
 	pthread_mutex_unlock(&reg->lock);

@@ -96,7 +96,8 @@ static int resolve_bind(const char *addr, struct sockaddr_storage *ss, socklen_t
 		}
 		host = ck_xstrndup(addr, (size_t)(colon - addr));
 		if (strchr(host, ':') != NULL) {
-			ck_err_set(why, "too many colons in address (an IPv6 address needs brackets)");
+			ck_err_set(why,
+			           "too many colons in address (an IPv6 address needs brackets)");
 			goto out;
 		}
 		port_str = colon + 1;
@@ -282,8 +283,8 @@ static int probe_root(struct ck_metrics_server *srv, int ep, const struct query 
 		}
 		/* The endpoint is unauthenticated: the reason goes to the log only. */
 		ck_sbuf_printf(&lines, "[-]%s failed: reason withheld\n", c->name);
-		CK_LOG_V(2, "Probe check failed", CK_KV_STR("endpoint", epname), CK_KV_STR("check", c->name),
-		      CK_KV_STR("reason", reason));
+		CK_LOG_V(2, "Probe check failed", CK_KV_STR("endpoint", epname),
+		         CK_KV_STR("check", c->name), CK_KV_STR("reason", reason));
 		free(reason);
 		failed = 1;
 	}
@@ -301,7 +302,8 @@ static int probe_root(struct ck_metrics_server *srv, int ep, const struct query 
 	}
 	if (nleft > 0) {
 		qsort(left, nleft, sizeof(char *), cmp_str);
-		ck_sbuf_puts(&lines, "warn: some health checks cannot be excluded: no matches for ");
+		ck_sbuf_puts(&lines,
+		             "warn: some health checks cannot be excluded: no matches for ");
 		for (size_t k = 0; k < nleft; k++) {
 			if (k)
 				ck_sbuf_putc(&lines, ',');
@@ -353,7 +355,7 @@ static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck
 }
 
 int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint, const char *name,
-                            ck_metrics_check_fn check, void *ud, char **err)
+                               ck_metrics_check_fn check, void *ud, char **err)
 {
 	if (srv == NULL)
 		return 0;
@@ -367,7 +369,7 @@ int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint, c
 		    name ? name : "", endpoint ? endpoint : "");
 	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL || check == NULL)
 		return ck_err_set(err, "%s check \"%s\": invalid name or no function", endpoint,
-		               name ? name : "");
+		                  name ? name : "");
 	int result = 0;
 	pthread_mutex_lock(&srv->lock);
 	for (size_t i = 0; i < srv->nchecks[ep]; i++) {
@@ -376,7 +378,8 @@ int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint, c
 			goto out;
 		}
 	}
-	srv->checks[ep] = ck_xrealloc(srv->checks[ep], (srv->nchecks[ep] + 1) * sizeof(struct check));
+	srv->checks[ep] =
+	    ck_xrealloc(srv->checks[ep], (srv->nchecks[ep] + 1) * sizeof(struct check));
 	srv->checks[ep][srv->nchecks[ep]++] = (struct check){ck_xstrdup(name), check, ud};
 out:
 	pthread_mutex_unlock(&srv->lock);
@@ -467,7 +470,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 /* --- Life cycle. --- */
 
 int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_registry_t *reg,
-                         int probes, ck_metrics_server_t **out, char **err)
+                            int probes, ck_metrics_server_t **out, char **err)
 {
 	int result = -1;
 	char *why = NULL;

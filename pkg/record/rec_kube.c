@@ -3,10 +3,10 @@
  * the client's blocking verbs, which hand the request to the client's loop; the
  * answers are mapped to the retry decisions the recorder makes.
  */
+#include "pkg/record/rec_internal.h"
 #include <ckube/client.h>
 #include <ckube/status.h>
 #include <ckube/types.h>
-#include "pkg/record/rec_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,8 @@ static ck_record_sink_result_t classify(int rc, const ck_result_t *res)
 		return CK_RECORD_SINK_NS_TERMINATING;
 	if (ck_err_is_not_found(res))
 		return CK_RECORD_SINK_NOT_FOUND;
-	if (ck_err_is_transport(res) || ck_err_is_server_error(res) || ck_err_is_too_many_requests(res))
+	if (ck_err_is_transport(res) || ck_err_is_server_error(res) ||
+	    ck_err_is_too_many_requests(res))
 		return CK_RECORD_SINK_RETRY;
 	return CK_RECORD_SINK_REJECTED;
 }
@@ -52,34 +53,34 @@ static ck_record_sink_result_t kc_create(void *ud, const char *ns, const char *b
 	ck_result_t res = {0};
 	char *q = ck_write_opts_query(NULL, false);
 	ck_req_spec_t spec = {.method = "POST",
-	                    .type = &ck_type_event,
-	                    .ns = ns,
-	                    .query = q,
-	                    .body = body,
-	                    .body_len = strlen(body),
-	                    .decode = CK_DEC_OBJECT,
-	                    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
+	                      .type = &ck_type_event,
+	                      .ns = ns,
+	                      .query = q,
+	                      .body = body,
+	                      .body_len = strlen(body),
+	                      .decode = CK_DEC_OBJECT,
+	                      .timeout_ms = REC_REQUEST_TIMEOUT_MS};
 	int rc = ck_client_do_sync(ud, &spec, &res);
 	free(q);
 	return finish(rc, &res, "creating event", err);
 }
 
-static ck_record_sink_result_t kc_patch(void *ud, const char *ns, const char *name, const char *body,
-                                     char **err)
+static ck_record_sink_result_t kc_patch(void *ud, const char *ns, const char *name,
+                                        const char *body, char **err)
 {
 	ck_result_t res = {0};
 	/* Strategic merge patch, as client-go sends for events (same effect here). */
 	char *q = ck_write_opts_query(NULL, false);
 	ck_req_spec_t spec = {.method = "PATCH",
-	                    .type = &ck_type_event,
-	                    .ns = ns,
-	                    .name = name,
-	                    .query = q,
-	                    .content_type = ck_patch_content_type(CK_PATCH_STRATEGIC),
-	                    .body = body,
-	                    .body_len = strlen(body),
-	                    .decode = CK_DEC_OBJECT,
-	                    .timeout_ms = REC_REQUEST_TIMEOUT_MS};
+	                      .type = &ck_type_event,
+	                      .ns = ns,
+	                      .name = name,
+	                      .query = q,
+	                      .content_type = ck_patch_content_type(CK_PATCH_STRATEGIC),
+	                      .body = body,
+	                      .body_len = strlen(body),
+	                      .decode = CK_DEC_OBJECT,
+	                      .timeout_ms = REC_REQUEST_TIMEOUT_MS};
 	int rc = ck_client_do_sync(ud, &spec, &res);
 	free(q);
 	return finish(rc, &res, "patching event", err);

@@ -14,9 +14,9 @@
  * whenever it wakes, and sleeps no longer than until the next token is due), or
  * unconditionally on shutdown.
  */
-#include <ckube/record.h>
-#include <ckube/log.h>
 #include "pkg/record/rec_internal.h"
+#include <ckube/log.h>
+#include <ckube/record.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -260,11 +260,11 @@ static void spam_note(ck_record_t *r, const obs_t *o, uint64_t now, bool deferre
 		s->held_dropped++;
 	if (s->logged && now - s->last_log < r->spam_log_interval_ns)
 		return;
-	CK_LOG_WARN("Event spam filter held back events about an object", CK_KV_STR("kind", e->io_kind),
-	         CK_KV_OBJ("object", e->io_ns, e->io_name), CK_KV_STR("reason", e->reason),
-	         CK_KV_UINT("dropped", s->held_dropped), CK_KV_UINT("deferred", s->held_deferred),
-	         CK_KV_INT("burst", r->spam_burst),
-	         CK_KV_UINT("refillSeconds", r->spam_refill_ns / CK_NS_PER_SEC));
+	CK_LOG_WARN("Event spam filter held back events about an object",
+	            CK_KV_STR("kind", e->io_kind), CK_KV_OBJ("object", e->io_ns, e->io_name),
+	            CK_KV_STR("reason", e->reason), CK_KV_UINT("dropped", s->held_dropped),
+	            CK_KV_UINT("deferred", s->held_deferred), CK_KV_INT("burst", r->spam_burst),
+	            CK_KV_UINT("refillSeconds", r->spam_refill_ns / CK_NS_PER_SEC));
 	s->logged = true;
 	s->last_log = now;
 	s->held_dropped = s->held_deferred = 0;
@@ -306,7 +306,8 @@ static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
 
 	if (o->on_server) {
 		rec_json_patch(&body, o->ev);
-		result = r->sink.patch(r->sink.ud, o->ev->ns, o->ev->name, ck_sbuf_cstr(&body), err);
+		result =
+		    r->sink.patch(r->sink.ud, o->ev->ns, o->ev->name, ck_sbuf_cstr(&body), err);
 		if (result == CK_RECORD_SINK_OK) {
 			stat_inc(&r->st_patched, 1);
 			goto out;
@@ -332,7 +333,7 @@ out:
 }
 
 #define EVENT_KVS(e)                                                                               \
-	CK_KV_STR("kind", (e)->io_kind), CK_KV_OBJ("object", (e)->io_ns, (e)->io_name),                  \
+	CK_KV_STR("kind", (e)->io_kind), CK_KV_OBJ("object", (e)->io_ns, (e)->io_name),            \
 	    CK_KV_STR("reason", (e)->reason), CK_KV_STR("event", (e)->name)
 
 /* Writes o with retries; on return o is no longer pending. */
@@ -356,7 +357,8 @@ static void write_obs(ck_record_t *r, obs_t *o)
 			goto out;
 		case CK_RECORD_SINK_ALREADY_EXISTS:
 		case CK_RECORD_SINK_NS_TERMINATING:
-			CK_LOG_V(2, "Event not written, not retrying", CK_KV_ERR(err), EVENT_KVS(e));
+			CK_LOG_V(2, "Event not written, not retrying", CK_KV_ERR(err),
+			         EVENT_KVS(e));
 			stat_inc(&r->st_failed, 1);
 			goto out;
 		case CK_RECORD_SINK_NOT_FOUND:
@@ -368,16 +370,17 @@ static void write_obs(ck_record_t *r, obs_t *o)
 			break;
 		}
 		if (tries >= r->max_tries) {
-			CK_LOG_ERROR(err, "Unable to write event, retry limit reached", EVENT_KVS(e),
-			          CK_KV_INT("tries", tries));
+			CK_LOG_ERROR(err, "Unable to write event, retry limit reached",
+			             EVENT_KVS(e), CK_KV_INT("tries", tries));
 			stat_inc(&r->st_failed, 1);
 			goto out;
 		}
 		/* A random first wait, so that many clients do not retry in step. */
-		uint64_t wait = tries == 1 ? (uint64_t)(ck_rand_unit() * (double)r->retry_interval_ns)
-		                           : r->retry_interval_ns;
+		uint64_t wait = tries == 1
+		                    ? (uint64_t)(ck_rand_unit() * (double)r->retry_interval_ns)
+		                    : r->retry_interval_ns;
 		CK_LOG_V(2, "Unable to write event, will retry", CK_KV_ERR(err), EVENT_KVS(e),
-		      CK_KV_INT("try", tries), CK_KV_UINT("waitMs", wait / CK_NS_PER_MS));
+		         CK_KV_INT("try", tries), CK_KV_UINT("waitMs", wait / CK_NS_PER_MS));
 		if (!poster_sleep(r, wait)) {
 			CK_LOG_ERROR(err, "Unable to write event before shutdown", EVENT_KVS(e));
 			stat_inc(&r->st_failed, 1);
@@ -554,7 +557,7 @@ static void *poster_main(void *arg)
 	if (left > 0) {
 		stat_inc(&r->st_failed, left);
 		CK_LOG_WARN("Events not written before the shutdown deadline",
-		         CK_KV_UINT("events", left));
+		            CK_KV_UINT("events", left));
 	}
 	/* Shutting down: the counts the spam filter held back are written now. */
 	write_pending(r, true);
@@ -704,8 +707,8 @@ static bool valid_type(const char *t)
 	return t && (strcmp(t, CK_RECORD_NORMAL) == 0 || strcmp(t, CK_RECORD_WARNING) == 0);
 }
 
-void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
-                   const char *fmt, va_list ap)
+void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *type,
+                      const char *reason, const char *fmt, va_list ap)
 {
 	rec_event_t *ev;
 	char *msg;
@@ -725,8 +728,9 @@ void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *ty
 		why = "no message";
 	if (why != NULL) {
 		stat_inc(&r->st_dropped_invalid, 1);
-		CK_LOG_ERROR(why, "Event dropped", CK_KV_STR("type", type), CK_KV_STR("reason", reason),
-		          CK_KV_OBJ("object", ref ? ref->ns : NULL, ref ? ref->name : NULL));
+		CK_LOG_ERROR(why, "Event dropped", CK_KV_STR("type", type),
+		             CK_KV_STR("reason", reason),
+		             CK_KV_OBJ("object", ref ? ref->ns : NULL, ref ? ref->name : NULL));
 		return;
 	}
 	msg = ck_xvasprintf(fmt, ap);
@@ -758,13 +762,14 @@ void ck_record_eventv(ck_record_t *r, const ck_record_ref_t *ref, const char *ty
 
 	if (log_full)
 		CK_LOG_WARN("Event queue full, dropping events", CK_KV_UINT("dropped", unlogged),
-		         CK_KV_UINT("queueSize", r->queue_size), CK_KV_STR("kind", ev->io_kind),
-		         CK_KV_OBJ("object", ev->io_ns, ev->io_name), CK_KV_STR("reason", ev->reason));
+		            CK_KV_UINT("queueSize", r->queue_size), CK_KV_STR("kind", ev->io_kind),
+		            CK_KV_OBJ("object", ev->io_ns, ev->io_name),
+		            CK_KV_STR("reason", ev->reason));
 	rec_event_free(ev);
 }
 
-void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char *type, const char *reason,
-                      const char *fmt, ...)
+void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char *type,
+                         const char *reason, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -773,7 +778,7 @@ void ck_record_event_ref(ck_record_t *r, const ck_record_ref_t *ref, const char 
 }
 
 void ck_record_event(ck_record_t *r, const ck_obj_t *obj, const char *type, const char *reason,
-                  const char *fmt, ...)
+                     const char *fmt, ...)
 {
 	char api_version[256] = "";
 	ck_record_ref_t ref = {0};
@@ -787,7 +792,8 @@ void ck_record_event(ck_record_t *r, const ck_obj_t *obj, const char *type, cons
 		else
 			snprintf(api_version, sizeof(api_version), "%s",
 			         t->version ? t->version : "");
-		ref = (ck_record_ref_t){api_version, t->kind, obj->ns, obj->name, obj->uid, obj->rv};
+		ref =
+		    (ck_record_ref_t){api_version, t->kind, obj->ns, obj->name, obj->uid, obj->rv};
 	}
 	va_start(ap, fmt);
 	ck_record_eventv(r, obj && obj->type ? &ref : NULL, type, reason, fmt, ap);

@@ -1,8 +1,8 @@
 /*
  * The string hash table private to pkg/workqueue (see wq_internal.h for the design).
  */
-#include <ckube/base.h>
 #include "pkg/workqueue/wq_internal.h"
+#include <ckube/base.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -30,9 +30,9 @@
  * Metrics are updated under the queue's mutex (which already serialises writers)
  * with relaxed atomic stores, so they cost a plain store and can be read at any time.
  */
+#include "pkg/workqueue/wq_internal.h"
 #include <ckube/base.h>
 #include <ckube/workqueue.h>
-#include "pkg/workqueue/wq_internal.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -389,7 +389,8 @@ ck_wq_t *ck_wq_new(const ck_wq_options_t *opts)
 	q->clock = opts->clock != NULL ? opts->clock : ck_clk_real();
 	q->real_clock = q->clock == ck_clk_real();
 	q->name = ck_xstrdup(opts->name != NULL ? opts->name : "");
-	q->limiter = opts->limiter != NULL ? opts->limiter : ck_wq_ratelimiter_default_new(q->clock);
+	q->limiter =
+	    opts->limiter != NULL ? opts->limiter : ck_wq_ratelimiter_default_new(q->clock);
 
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->idle_cond, NULL);
@@ -776,7 +777,7 @@ static void put_hist(ck_sbuf_t *out, const char *family, const char *name, const
 		ck_sbuf_printf(out, "%s_bucket{name=\"", family);
 		put_label(out, name);
 		ck_sbuf_printf(out, "\",le=\"%s\"} %llu\n", hist_bounds_text[i],
-		            (unsigned long long)cum);
+		               (unsigned long long)cum);
 	}
 	ck_sbuf_printf(out, "%s_bucket{name=\"", family);
 	put_label(out, name);

@@ -3,9 +3,9 @@
  * bucket, and the maximum of several. Each has its own mutex: limiters are called
  * outside the queue's lock (ck_wq_add_rate_limited asks the limiter first, then adds).
  */
+#include "pkg/workqueue/wq_internal.h"
 #include <ckube/base.h>
 #include <ckube/workqueue.h>
-#include "pkg/workqueue/wq_internal.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -206,19 +206,20 @@ static void bucket_free(ck_wq_ratelimiter_t *rl)
 }
 
 static const ck_wq_ratelimiter_ops_t bucket_ops = {bucket_when, bucket_forget, bucket_num_requeues,
-                                                bucket_free};
+                                                   bucket_free};
 
-ck_wq_ratelimiter_t *ck_wq_ratelimiter_bucket_new(const ck_clk_t *clock, double qps, int burst, char **err)
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_bucket_new(const ck_clk_t *clock, double qps, int burst,
+                                                  char **err)
 {
 	if (!isfinite(qps) || qps <= 0) {
 		ck_err_set(err,
-		        "workqueue: bucket rate limiter: qps must be a positive number, got %g",
-		        qps);
+		           "workqueue: bucket rate limiter: qps must be a positive number, got %g",
+		           qps);
 		return NULL;
 	}
 	if (burst < 1) {
 		ck_err_set(err, "workqueue: bucket rate limiter: burst must be at least 1, got %d",
-		        burst);
+		           burst);
 		return NULL;
 	}
 	bucket_limiter_t *b = ck_xcalloc(1, sizeof(*b));

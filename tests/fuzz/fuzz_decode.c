@@ -28,16 +28,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void dump(ck_sbuf_t *o, const ck_obj_t *obj)
 {
 	ck_sbuf_printf(o, "obj %s|%s|%s|%s|%lld|%s|%s\n", obj->ns, obj->name, obj->uid, obj->rv,
-	            (long long)obj->generation, obj->creation_timestamp,
-	            obj->deletion_timestamp ? obj->deletion_timestamp : "-");
+	               (long long)obj->generation, obj->creation_timestamp,
+	               obj->deletion_timestamp ? obj->deletion_timestamp : "-");
 	for (size_t i = 0; i < obj->nlabels; i++)
 		ck_sbuf_printf(o, "l %s=%s\n", obj->labels[i].key, obj->labels[i].value);
 	for (size_t i = 0; i < obj->nannotations; i++)
 		ck_sbuf_printf(o, "a %s=%s\n", obj->annotations[i].key, obj->annotations[i].value);
 	for (size_t i = 0; i < obj->nowners; i++)
 		ck_sbuf_printf(o, "o %s %s %s %s %d %d\n", obj->owners[i].api_version,
-		            obj->owners[i].kind, obj->owners[i].name, obj->owners[i].uid,
-		            obj->owners[i].controller, obj->owners[i].block_owner_deletion);
+		               obj->owners[i].kind, obj->owners[i].name, obj->owners[i].uid,
+		               obj->owners[i].controller, obj->owners[i].block_owner_deletion);
 	for (size_t i = 0; i < obj->nfields; i++) {
 		const ck_val_t *v = ck_obj_field(obj, i);
 		switch (v->type) {
@@ -85,9 +85,10 @@ static void on_event(void *ud, ck_watch_type_t t, ck_obj_t *obj, const ck_status
 	if (obj != NULL)
 		on_object(ud, obj);
 	if (st != NULL)
-		ck_sbuf_printf(ud, "st %d %s %s %s %d %s\n", st->code, st->reason ? st->reason : "-",
-		            st->message ? st->message : "-", st->status ? st->status : "-",
-		            st->retry_after_seconds, st->causes ? st->causes : "-");
+		ck_sbuf_printf(ud, "st %d %s %s %s %d %s\n", st->code,
+		               st->reason ? st->reason : "-", st->message ? st->message : "-",
+		               st->status ? st->status : "-", st->retry_after_seconds,
+		               st->causes ? st->causes : "-");
 }
 
 static const ck_dec_cb_t cbs = {on_object, on_meta, on_event};
@@ -116,7 +117,7 @@ static void run(const ck_type_t *t, ck_dec_mode_t mode, size_t max, const char *
 	if (near != NULL)
 		*near = '\0';
 	ck_sbuf_printf(out, "rc %d %s bytes %llu\n", rc, err ? err : "",
-	            rc == 0 ? (unsigned long long)ck_dec_bytes(d) : 0ULL);
+	               rc == 0 ? (unsigned long long)ck_dec_bytes(d) : 0ULL);
 	free(err);
 	ck_dec_free(d);
 }
@@ -125,7 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 4)
 		return 0;
-	static const ck_type_t *const kinds[] = {&ck_type_deployment, &ck_type_event, &ck_type_lease};
+	static const ck_type_t *const kinds[] = {&ck_type_deployment, &ck_type_event,
+	                                         &ck_type_lease};
 	ck_dec_mode_t mode = (ck_dec_mode_t)(data[0] % 3);
 	const ck_type_t *t = kinds[(data[0] / 3) % 3];
 	size_t max = data[1] < 128 ? 0 : (size_t)data[1] * 8; /* 0 = the default limit */

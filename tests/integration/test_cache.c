@@ -11,8 +11,8 @@
  */
 #include <ckube/cache.h>
 #include <ckube/client.h>
-#include <ckube/types.h>
 #include <ckube/log.h>
+#include <ckube/types.h>
 
 #include <check.h>
 #include <ev.h>
@@ -28,12 +28,12 @@ static const ck_type_t t_ns = {
     .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
 static const char *const foo_fields[] = {"spec.deploymentName", "spec.replicas"};
 static const ck_type_t t_foo = {.group = "samplecontroller.k8s.io",
-                              .version = "v1alpha1",
-                              .kind = "Foo",
-                              .resource = "foos",
-                              .namespaced = true,
-                              .fields = foo_fields,
-                              .nfields = 2};
+                                .version = "v1alpha1",
+                                .kind = "Foo",
+                                .resource = "foos",
+                                .namespaced = true,
+                                .fields = foo_fields,
+                                .nfields = 2};
 
 /* ------------------------------------------------------------ notifications */
 
@@ -161,7 +161,8 @@ static void w_done(void *ud, ck_result_t *r)
 }
 
 static ck_cache_lw_req_t *cut_start(cut_lw_t *c, bool watch, const ck_list_opts_t *o,
-                                 const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud, char **err)
+                                    const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+                                    char **err)
 {
 	if (c->applied) {
 		ck_err_set(err, "test partition: the API server is unreachable");
@@ -185,14 +186,15 @@ static ck_cache_lw_req_t *cut_start(cut_lw_t *c, bool watch, const ck_list_opts_
 	return (ck_cache_lw_req_t *)q;
 }
 
-static ck_cache_lw_req_t *cut_list(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-                                ck_req_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *cut_list(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                   const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud, char **err)
 {
 	return cut_start((cut_lw_t *)lw, false, o, cb, done, ud, err);
 }
 
-static ck_cache_lw_req_t *cut_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
-                                 ck_req_done_cb done, void *ud, char **err)
+static ck_cache_lw_req_t *cut_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                    const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud,
+                                    char **err)
 {
 	return cut_start((cut_lw_t *)lw, true, o, cb, done, ud, err);
 }
@@ -284,7 +286,8 @@ static void cit_init(cit_t *t, bool cuttable)
 	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
 	t->c = ck_client_new(t->loop, cfg, NULL, &err);
 	ck_assert_msg(t->c != NULL, "kclient_new: %s", err);
-	snprintf(t->ns, sizeof(t->ns), "cache-it-%08llx", (unsigned long long)(ck_rand_u64() >> 32));
+	snprintf(t->ns, sizeof(t->ns), "cache-it-%08llx",
+	         (unsigned long long)(ck_rand_u64() >> 32));
 	pthread_mutex_init(&t->dep_rec.mu, NULL);
 	pthread_mutex_init(&t->foo_rec.mu, NULL);
 	ck_cache_factory_opts_t fo = {.default_resync_ms = 30000, .ns = t->ns};
@@ -361,8 +364,8 @@ static int do_retry(int (*fn)(cit_t *, const char *, ck_result_t *), cit_t *t, c
 static int ns_create_fn(cit_t *t, const char *name, ck_result_t *r)
 {
 	char *body = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
-	                       "{\"name\":\"%s\"}}",
-	                       name);
+	                          "{\"name\":\"%s\"}}",
+	                          name);
 	int rc = ck_client_create_sync(t->c, &t_ns, NULL, body, NULL, r);
 	free(body);
 	return rc;
@@ -392,9 +395,9 @@ static int foo_create_fn(cit_t *t, const char *name, ck_result_t *r)
 {
 	char *body =
 	    ck_xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":"
-	              "\"Foo\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"deploymentName\":"
-	              "\"fd-%s\",\"replicas\":1}}",
-	              name, name);
+	                 "\"Foo\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"deploymentName\":"
+	                 "\"fd-%s\",\"replicas\":1}}",
+	                 name, name);
 	int rc = ck_client_create_sync(t->c, &t_foo, t->ns, body, NULL, r);
 	free(body);
 	return rc;
@@ -465,9 +468,9 @@ static char *kubectl_state(const char *resource, const char *ns)
 {
 	char *cmd =
 	    ck_xasprintf("kubectl --kubeconfig '%s' get %s -n %s -o jsonpath='{range "
-	              ".items[*]}{.metadata.name}{\" \"}{.metadata.resourceVersion}{\"\\n\"}"
-	              "{end}' 2>/dev/null",
-	              kubeconfig(), resource, ns);
+	                 ".items[*]}{.metadata.name}{\" \"}{.metadata.resourceVersion}{\"\\n\"}"
+	                 "{end}' 2>/dev/null",
+	                 kubeconfig(), resource, ns);
 	FILE *p = popen(cmd, "r");
 	free(cmd);
 	if (p == NULL)
@@ -620,8 +623,8 @@ static void *churn_main(void *arg)
 	check_notifications(&c->dep, true);
 	check_notifications(&c->foo, true);
 	for (size_t i = 0; i < c->dep.nlive; i++) {
-		ck_obj_t *o =
-		    ck_cache_lister_get(ck_cache_informer_lister(c->dep.inf), t->ns, c->dep.live[i]);
+		ck_obj_t *o = ck_cache_lister_get(ck_cache_informer_lister(c->dep.inf), t->ns,
+		                                  c->dep.live[i]);
 		ck_assert_ptr_nonnull(o);
 		ck_obj_unref(o);
 	}
@@ -905,13 +908,15 @@ START_TEST(test_forbidden_sync_reports_reason)
 	char *server = local_env("API_SERVER");
 	char *ca = local_env("CA_FILE");
 	ck_assert_ptr_nonnull(token);
-	char *yaml = ck_xasprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-	                       "    server: %s\n    certificate-authority: %s\nusers:\n- name: u\n"
-	                       "  user:\n    token: %s\ncontexts:\n- name: x\n  context:\n"
-	                       "    cluster: c\n    user: u\ncurrent-context: x\n",
-	                       server, ca, token);
+	char *yaml =
+	    ck_xasprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+	                 "    server: %s\n    certificate-authority: %s\nusers:\n- name: u\n"
+	                 "  user:\n    token: %s\ncontexts:\n- name: x\n  context:\n"
+	                 "    cluster: c\n    user: u\ncurrent-context: x\n",
+	                 server, ca, token);
 	char *err = NULL;
-	ck_config_t *cfg = ck_config_load_text(yaml, strlen(yaml), "limited-kubeconfig", NULL, &err);
+	ck_config_t *cfg =
+	    ck_config_load_text(yaml, strlen(yaml), "limited-kubeconfig", NULL, &err);
 	ck_assert_msg(cfg != NULL, "%s", err);
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	ck_client_t *c = ck_client_new(loop, cfg, NULL, &err);

@@ -33,23 +33,23 @@
 static const ck_type_t t_ns = {
     .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
 static const ck_type_t t_sa = {.group = "",
-                             .version = "v1",
-                             .kind = "ServiceAccount",
-                             .resource = "serviceaccounts",
-                             .namespaced = true};
+                               .version = "v1",
+                               .kind = "ServiceAccount",
+                               .resource = "serviceaccounts",
+                               .namespaced = true};
 static const ck_type_t t_crd = {.group = "apiextensions.k8s.io",
-                              .version = "v1",
-                              .kind = "CustomResourceDefinition",
-                              .resource = "customresourcedefinitions"};
+                                .version = "v1",
+                                .kind = "CustomResourceDefinition",
+                                .resource = "customresourcedefinitions"};
 static const char *const foo_fields[] = {"spec.deploymentName", "spec.replicas",
                                          "status.availableReplicas"};
 static const ck_type_t t_foo = {.group = "samplecontroller.k8s.io",
-                              .version = "v1alpha1",
-                              .kind = "Foo",
-                              .resource = "foos",
-                              .namespaced = true,
-                              .fields = foo_fields,
-                              .nfields = 3};
+                                .version = "v1alpha1",
+                                .kind = "Foo",
+                                .resource = "foos",
+                                .namespaced = true,
+                                .fields = foo_fields,
+                                .nfields = 3};
 
 /* ------------------------------------------------------------ fixture */
 
@@ -97,14 +97,14 @@ static ck_client_t *it_client_ctx(struct ev_loop *loop, const char *context, con
 		ck_config_view(cfg, &v);
 		ck_sbuf_t b = CK_SBUF_INIT;
 		ck_sbuf_printf(&b,
-		            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-		            "    server: %s\n    certificate-authority-data: ",
-		            v.server);
+		               "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+		               "    server: %s\n    certificate-authority-data: ",
+		               v.server);
 		put_b64(&b, v.ca_pem, v.ca_len);
 		ck_sbuf_printf(&b,
-		            "\nusers:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
-		            "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
-		            token);
+		               "\nusers:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
+		               "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+		               token);
 		ck_config_free(cfg);
 		cfg = ck_config_load_text(b.data, b.len, "test-kubeconfig", NULL, &err);
 		ck_sbuf_free(&b);
@@ -169,8 +169,8 @@ static bool wait_atomic(atomic_int *v, int min)
 static void ns_create(it_t *t)
 {
 	char *body = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
-	                       "{\"name\":\"%s\",\"labels\":{\"test\":\"client\"}}}",
-	                       t->ns);
+	                          "{\"name\":\"%s\",\"labels\":{\"test\":\"client\"}}}",
+	                          t->ns);
 	ck_result_t r = {0};
 	int rc = ck_client_create_sync(t->c, &t_ns, NULL, body, NULL, &r);
 	ck_assert_msg(rc == 0, "create namespace: %s", r.error);
@@ -294,12 +294,12 @@ static void *crud_main(void *arg)
 
 	/* patches: merge, strategic, JSON patch, server-side apply */
 	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_MERGE,
-	                        "{\"metadata\":{\"labels\":{\"merge\":\"yes\"}}}", NULL, &r);
+	                          "{\"metadata\":{\"labels\":{\"merge\":\"yes\"}}}", NULL, &r);
 	ck_assert_msg(rc == 0, "merge patch: %s", r.error);
 	ck_assert_str_eq(ck_obj_label(r.obj, "merge"), "yes");
 	ck_result_clear(&r);
 	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_STRATEGIC,
-	                        "{\"spec\":{\"replicas\":3}}", NULL, &r);
+	                          "{\"spec\":{\"replicas\":3}}", NULL, &r);
 	ck_assert_msg(rc == 0, "strategic patch: %s", r.error);
 	ck_assert(ck_deployment_spec_replicas(r.obj, &replicas));
 	ck_assert_int_eq(replicas, 3);
@@ -311,18 +311,19 @@ static void *crud_main(void *arg)
 	ck_assert_str_eq(ck_obj_label(r.obj, "jp"), "yes");
 	ck_result_clear(&r);
 	ck_write_opts_t apply = {.field_manager = "cli-it", .force = true};
-	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_APPLY,
-	                        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
-	                        "\"name\":\"web\",\"labels\":{\"applied\":\"yes\"}}}",
-	                        &apply, &r);
+	rc = ck_client_patch_sync(
+	    t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_APPLY,
+	    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+	    "\"name\":\"web\",\"labels\":{\"applied\":\"yes\"}}}",
+	    &apply, &r);
 	ck_assert_msg(rc == 0, "apply: %s", r.error);
 	ck_assert_str_eq(ck_obj_label(r.obj, "applied"), "yes");
 	ck_assert_str_eq(ck_obj_label(r.obj, "merge"), "yes");
 	ck_result_clear(&r);
 	/* a bad JSON patch: the server's 422 message comes through */
 	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "web", CK_PATCH_JSON,
-	                        "[{\"op\":\"remove\",\"path\":\"/metadata/labels/nope\"}]", NULL,
-	                        &r);
+	                          "[{\"op\":\"remove\",\"path\":\"/metadata/labels/nope\"}]", NULL,
+	                          &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_msg(r.http_code == 422 || r.http_code == 500, "%d %s", r.http_code, r.error);
 	ck_result_clear(&r);
@@ -362,14 +363,14 @@ static void *crud_main(void *arg)
 
 	/* delete: a wrong UID precondition is a conflict; then delete for real */
 	ck_delete_opts_t bad = {.precondition_uid = "00000000-0000-0000-0000-000000000000",
-	                      .grace_period_seconds = -1};
+	                        .grace_period_seconds = -1};
 	rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, "web", &bad, &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_msg(ck_err_is_conflict(&r), "%s", r.error);
 	ck_result_clear(&r);
 	ck_delete_opts_t good = {.precondition_uid = uid,
-	                       .propagation_policy = "Background",
-	                       .grace_period_seconds = -1};
+	                         .propagation_policy = "Background",
+	                         .grace_period_seconds = -1};
 	rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, "web", &good, &r);
 	ck_assert_msg(rc == 0, "delete: %s", r.error);
 	ck_result_clear(&r);
@@ -379,8 +380,8 @@ static void *crud_main(void *arg)
 	ck_assert_int_eq(rc, -1);
 	ck_assert(ck_err_is_not_found(&r));
 	char *want = ck_xasprintf("/apis/apps/v1/namespaces/%s/deployments/web: 404 NotFound: "
-	                       "deployments.apps \"web\" not found",
-	                       t->ns);
+	                          "deployments.apps \"web\" not found",
+	                          t->ns);
 	ck_assert_msg(strstr(r.error, want) != NULL, "%s", r.error);
 	ck_assert_msg(strncmp(r.error, "GET https://", 12) == 0, "%s", r.error);
 	free(want);
@@ -410,10 +411,10 @@ static bool foo_crd_ready(it_t *t)
 {
 	ck_result_t r = {0};
 	ck_req_spec_t spec = {.method = "GET",
-	                    .type = &t_crd,
-	                    .name = "foos.samplecontroller.k8s.io",
-	                    .keep_body = true,
-	                    .no_decode = true};
+	                      .type = &t_crd,
+	                      .name = "foos.samplecontroller.k8s.io",
+	                      .keep_body = true,
+	                      .no_decode = true};
 	bool ok = ck_client_do_sync(t->c, &spec, &r) == 0 && r.body != NULL &&
 	          (strstr(r.body, "\"status\":\"True\",\"type\":\"Established\"") != NULL ||
 	           strstr(r.body, "\"type\":\"Established\",\"status\":\"True\"") != NULL);
@@ -428,8 +429,8 @@ static void *foo_main(void *arg)
 	if (!ready) {
 		/* The project's own CRD; applying it is idempotent. */
 		char *cmd = ck_xasprintf("kubectl --kubeconfig '%s' apply -f ../../deploy/crd.yaml "
-		                      ">/dev/null 2>&1",
-		                      getenv("KUBECONFIG"));
+		                         ">/dev/null 2>&1",
+		                         getenv("KUBECONFIG"));
 		int st = system(cmd);
 		free(cmd);
 		for (int i = 0; st == 0 && i < 100 && !(ready = foo_crd_ready(t)); i++)
@@ -461,10 +462,10 @@ static void *foo_main(void *arg)
 	/* status subresource: PUT /status */
 	char *st =
 	    ck_xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
-	              "\"metadata\":{\"name\":\"f1\",\"resourceVersion\":\"%s\"},"
-	              "\"spec\":{\"deploymentName\":\"f1-web\",\"replicas\":2},"
-	              "\"status\":{\"availableReplicas\":2}}",
-	              rv);
+	                 "\"metadata\":{\"name\":\"f1\",\"resourceVersion\":\"%s\"},"
+	                 "\"spec\":{\"deploymentName\":\"f1-web\",\"replicas\":2},"
+	                 "\"status\":{\"availableReplicas\":2}}",
+	                 rv);
 	rc = ck_client_update_status_sync(t->c, &t_foo, t->ns, "f1", st, NULL, &r);
 	ck_assert_msg(rc == 0, "update status: %s", r.error);
 	ck_assert_int_eq(ck_obj_field(r.obj, 2)->u.i, 2);
@@ -567,7 +568,7 @@ static void *watch_main(void *arg)
 	free(body);
 	ck_assert_msg(wait_atomic(&t->added, 1), "no ADDED");
 	rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, "w1", CK_PATCH_MERGE,
-	                        "{\"metadata\":{\"labels\":{\"changed\":\"yes\"}}}", NULL, &r);
+	                          "{\"metadata\":{\"labels\":{\"changed\":\"yes\"}}}", NULL, &r);
 	ck_assert_msg(rc == 0, "patch: %s", r.error);
 	ck_result_clear(&r);
 	ck_assert_msg(wait_atomic(&t->modified, 1), "no MODIFIED");
@@ -602,9 +603,9 @@ START_TEST(test_watch_events)
 	it_run(&t, ns_main);
 	/* A streaming list: initial events end at a BOOKMARK, then live changes. */
 	ck_list_opts_t o = {.send_initial_events = true,
-	                  .resource_version_match = "NotOlderThan",
-	                  .allow_watch_bookmarks = true,
-	                  .timeout_seconds = 120};
+	                    .resource_version_match = "NotOlderThan",
+	                    .allow_watch_bookmarks = true,
+	                    .timeout_seconds = 120};
 	char *err = NULL;
 	ck_req_t *w =
 	    ck_client_watch(t.c, &ck_type_deployment, t.ns, &o, &watch_cb, watch_done, &t, &err);
@@ -699,7 +700,7 @@ static void *compact_main(void *arg)
 	 * its window at the current revision. */
 	const char *root = getenv("CSC_ROOT");
 	char *cmd = ck_xasprintf("bash '%s/hack/local-ctl.sh' restart-apiserver >/dev/null",
-	                      root ? root : "../..");
+	                         root ? root : "../..");
 	int rc = system(cmd);
 	ck_assert_msg(rc == 0, "%s failed (%d)", cmd, rc);
 	free(cmd);
@@ -779,8 +780,8 @@ static void *forbid_setup_main(void *arg)
 	ns_create(t);
 	ck_result_t r = {0};
 	char *sa = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":"
-	                     "{\"name\":\"nobody\",\"namespace\":\"%s\"}}",
-	                     t->ns);
+	                        "{\"name\":\"nobody\",\"namespace\":\"%s\"}}",
+	                        t->ns);
 	int rc = ck_client_create_sync(t->c, &t_sa, t->ns, sa, NULL, &r);
 	ck_assert_msg(rc == 0, "create sa: %s", r.error);
 	ck_result_clear(&r);
@@ -789,14 +790,14 @@ static void *forbid_setup_main(void *arg)
 	const char *tr = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
 	                 "\"spec\":{\"expirationSeconds\":600}}";
 	ck_req_spec_t spec = {.method = "POST",
-	                    .type = &t_sa,
-	                    .ns = t->ns,
-	                    .name = "nobody",
-	                    .subresource = "token",
-	                    .body = tr,
-	                    .body_len = strlen(tr),
-	                    .keep_body = true,
-	                    .no_decode = true};
+	                      .type = &t_sa,
+	                      .ns = t->ns,
+	                      .name = "nobody",
+	                      .subresource = "token",
+	                      .body = tr,
+	                      .body_len = strlen(tr),
+	                      .keep_body = true,
+	                      .no_decode = true};
 	rc = ck_client_do_sync(t->c, &spec, &r);
 	ck_assert_msg(rc == 0, "token request: %s", r.error);
 	const char *p = strstr(r.body, "\"token\":\"");
@@ -819,9 +820,9 @@ static void *forbid_main(void *arg)
 	ck_assert_int_eq(r.http_code, 403);
 	ck_assert(ck_err_is_forbidden(&r));
 	char *want = ck_xasprintf("403 Forbidden: deployments.apps \"x\" is forbidden: User "
-	                       "\"system:serviceaccount:%s:nobody\" cannot get resource "
-	                       "\"deployments\" in API group \"apps\" in the namespace \"%s\"",
-	                       forbid.admin->ns, forbid.admin->ns);
+	                          "\"system:serviceaccount:%s:nobody\" cannot get resource "
+	                          "\"deployments\" in API group \"apps\" in the namespace \"%s\"",
+	                          forbid.admin->ns, forbid.admin->ns);
 	ck_assert_msg(strstr(r.error, want) != NULL, "%s", r.error);
 	ck_assert_ptr_null(strstr(r.error, forbid.token));
 	free(want);
@@ -906,7 +907,7 @@ typedef struct mux {
 	uint64_t base_responses; /* responses before the watches started */
 	atomic_int calls_ok, calls_failed;
 	char call_err[512];
-	pthread_mutex_t mu;            /* call_err */
+	pthread_mutex_t mu;              /* call_err */
 	ck_client_conn_stats_t measured; /* with the watches open, after the calls */
 } mux_t;
 
@@ -948,7 +949,7 @@ static void *mux_calls_main(void *arg)
 			break;
 		case 1:
 			rc = ck_client_list_sync(t->c, &ck_type_deployment, t->ns, NULL, &items, &n,
-			                       NULL, &r);
+			                         NULL, &r);
 			break;
 		case 2:
 			rc = ck_client_list_sync(t->c, &t_foo, t->ns, NULL, &items, &n, NULL, &r);
@@ -1016,11 +1017,11 @@ static void *mux_main(void *arg)
 	ck_assert_msg(rc == 0, "create foo: %s", r.error);
 	ck_result_clear(&r);
 	char *ev = ck_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"name\":"
-	                     "\"mux\"},\"involvedObject\":{\"apiVersion\":\"apps/v1\",\"kind\":"
-	                     "\"Deployment\",\"name\":\"mux\",\"namespace\":\"%s\"},"
-	                     "\"reason\":\"Test\",\"message\":\"one connection\","
-	                     "\"type\":\"Normal\",\"source\":{\"component\":\"cli-it\"}}",
-	                     t->ns);
+	                        "\"mux\"},\"involvedObject\":{\"apiVersion\":\"apps/v1\",\"kind\":"
+	                        "\"Deployment\",\"name\":\"mux\",\"namespace\":\"%s\"},"
+	                        "\"reason\":\"Test\",\"message\":\"one connection\","
+	                        "\"type\":\"Normal\",\"source\":{\"component\":\"cli-it\"}}",
+	                        t->ns);
 	rc = ck_client_create_sync(t->c, &t_event, t->ns, ev, NULL, &r);
 	ck_assert_msg(rc == 0, "create event: %s", r.error);
 	ck_result_clear(&r);
@@ -1054,7 +1055,7 @@ START_TEST(test_one_connection_multiplexed)
 			char *err = NULL;
 			mux.w[i].what = what[i];
 			w[i] = ck_client_watch(t.c, types[i], t.ns, &o, &mux_cb, mux_watch_done,
-			                     &mux.w[i], &err);
+			                       &mux.w[i], &err);
 			ck_assert_msg(w[i] != NULL, "watch %s: %s", what[i], err);
 		}
 		it_run(&t, mux_main);
@@ -1151,12 +1152,12 @@ static void tls_init(it_t *t, const local_srv_t *s, const tls_kcfg_t *o)
 	snprintf(t->ns, sizeof(t->ns), "cli-tls-%08llx", (unsigned long long)(ck_rand_u64() >> 32));
 	ck_sbuf_t b = CK_SBUF_INIT;
 	ck_sbuf_printf(&b,
-	            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-	            "    server: %s\n",
-	            s->server);
+	               "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+	               "    server: %s\n",
+	               s->server);
 	if (o->ca)
 		ck_sbuf_printf(&b, "    certificate-authority-data: %s\n",
-		            ck_sbuf_cstr((ck_sbuf_t *)&s->ca_b64));
+		               ck_sbuf_cstr((ck_sbuf_t *)&s->ca_b64));
 	if (o->insecure)
 		ck_sbuf_puts(&b, "    insecure-skip-tls-verify: true\n");
 	if (o->server_name != NULL)
@@ -1164,9 +1165,9 @@ static void tls_init(it_t *t, const local_srv_t *s, const tls_kcfg_t *o)
 	if (o->proxy != NULL)
 		ck_sbuf_printf(&b, "    proxy-url: %s\n", o->proxy);
 	ck_sbuf_printf(&b,
-	            "users:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
-	            "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
-	            s->token);
+	               "users:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
+	               "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+	               s->token);
 	char *err = NULL;
 	ck_config_t *cfg = ck_config_load_text(b.data, b.len, "tls-test-kubeconfig", NULL, &err);
 	ck_sbuf_free(&b);
@@ -1390,18 +1391,18 @@ static void *host_setup_main(void *arg)
 	ck_result_clear(&r);
 	free(pod);
 	char *st = ck_xasprintf("{\"status\":{\"phase\":\"Running\",\"podIP\":\"%s\",\"podIPs\":[{"
-	                     "\"ip\":\"%s\"}]}}",
-	                     probe.ip, probe.ip);
+	                        "\"ip\":\"%s\"}]}}",
+	                        probe.ip, probe.ip);
 	memset(&r, 0, sizeof(r));
 	ck_req_spec_t sp = {.method = "PATCH",
-	                  .type = &t_pod,
-	                  .ns = t->ns,
-	                  .name = "host-echo",
-	                  .subresource = "status",
-	                  .content_type = ck_patch_content_type(CK_PATCH_MERGE),
-	                  .body = st,
-	                  .body_len = strlen(st),
-	                  .decode = CK_DEC_OBJECT};
+	                    .type = &t_pod,
+	                    .ns = t->ns,
+	                    .name = "host-echo",
+	                    .subresource = "status",
+	                    .content_type = ck_patch_content_type(CK_PATCH_MERGE),
+	                    .body = st,
+	                    .body_len = strlen(st),
+	                    .decode = CK_DEC_OBJECT};
 	rc = ck_client_do_sync(t->c, &sp, &r);
 	ck_assert_msg(rc == 0, "patch pod status: %s", r.error);
 	ck_result_clear(&r);
@@ -1415,12 +1416,12 @@ static void *host_probe_main(void *arg)
 	it_t *t = arg;
 	char *name = ck_xasprintf("http:host-echo:%d", probe.port);
 	ck_req_spec_t sp = {.method = "GET",
-	                  .type = &t_pod,
-	                  .ns = t->ns,
-	                  .name = name,
-	                  .subresource = "proxy/",
-	                  .keep_body = true,
-	                  .no_decode = true};
+	                    .type = &t_pod,
+	                    .ns = t->ns,
+	                    .name = name,
+	                    .subresource = "proxy/",
+	                    .keep_body = true,
+	                    .no_decode = true};
 	ck_result_t r = {0};
 	int rc = ck_client_do_sync(t->c, &sp, &r);
 	ck_assert_msg(rc == 0, "GET pod proxy: %s", r.error);

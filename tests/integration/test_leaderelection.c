@@ -15,12 +15,12 @@
  * duration, within two retry periods after a release), each with one second of
  * slack for request latency on a loaded machine.
  */
+#include "pkg/leaderelection/le_internal.h"
 #include <ckube/base.h>
 #include <ckube/client.h>
 #include <ckube/config.h>
-#include <ckube/types.h>
-#include "pkg/leaderelection/le_internal.h"
 #include <ckube/leaderelection.h>
+#include <ckube/types.h>
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -393,7 +393,8 @@ static void delete_lease(ck_client_t *kc, const char *name)
 	ck_result_clear(&res);
 }
 
-static void expect_holder(ck_client_t *kc, const char *name, const char *holder, int32_t transitions)
+static void expect_holder(ck_client_t *kc, const char *name, const char *holder,
+                          int32_t transitions)
 {
 	ck_obj_t *l = get_lease(kc, name);
 	ck_assert_ptr_nonnull(l);
@@ -556,7 +557,7 @@ START_TEST(test_release_fast_takeover)
 	ck_obj_unref(l);
 	char *want =
 	    ck_xasprintf("LeaderElection: %s became leader|LeaderElection: %s stopped leading|",
-	              a.identity, a.identity);
+	                 a.identity, a.identity);
 	ck_assert_str_eq(a.events, want);
 	free(want);
 	cand_free(&a);

@@ -9,8 +9,8 @@
 #include <ckube/base.h>
 #include <ckube/client.h>
 #include <ckube/config.h>
-#include <ckube/types.h>
 #include <ckube/record.h>
+#include <ckube/types.h>
 
 #include <check.h>
 #include <ev.h>
@@ -24,10 +24,10 @@
 #include <yajl/yajl_tree.h>
 
 static const ck_type_t t_configmap = {.group = "",
-                                    .version = "v1",
-                                    .kind = "ConfigMap",
-                                    .resource = "configmaps",
-                                    .namespaced = true};
+                                      .version = "v1",
+                                      .kind = "ConfigMap",
+                                      .resource = "configmaps",
+                                      .namespaced = true};
 
 #define NS "default"
 
@@ -154,11 +154,11 @@ static char *get_event_json(const char *ns, const char *name)
 {
 	ck_result_t res = {0};
 	ck_req_spec_t spec = {.method = "GET",
-	                    .type = &ck_type_event,
-	                    .ns = ns,
-	                    .name = name,
-	                    .decode = CK_DEC_OBJECT,
-	                    .keep_body = true};
+	                      .type = &ck_type_event,
+	                      .ns = ns,
+	                      .name = name,
+	                      .decode = CK_DEC_OBJECT,
+	                      .keep_body = true};
 	int rc = ck_client_do_sync(kc, &spec, &res);
 	ck_assert_msg(rc == 0, "get event: %s", res.error);
 	char *body = res.body;
@@ -194,8 +194,8 @@ START_TEST(test_hundred_identical_events_one_event)
 	ck_record_t *r = new_recorder();
 
 	for (int i = 0; i < 100; i++)
-		ck_record_event(r, cm, CK_RECORD_WARNING, "SyncFailed", "sync of %s failed: %s", cm->name,
-		             "the same error");
+		ck_record_event(r, cm, CK_RECORD_WARNING, "SyncFailed", "sync of %s failed: %s",
+		                cm->name, "the same error");
 	ck_assert_int_eq(ck_record_flush(r, 60000), 0);
 	ck_record_stats_t st;
 	ck_record_stats(r, &st);
@@ -225,7 +225,8 @@ START_TEST(test_hundred_identical_events_one_event)
 	ck_assert_str_eq(jstr(v, "involvedObject", "namespace"), NS);
 	ck_assert_str_eq(jstr(v, "involvedObject", "apiVersion"), "v1");
 	ck_assert_str_eq(jstr(v, "source", "component"), "sample-controller");
-	ck_assert_str_eq(jstr(v, "reportingComponent", NULL), "samplecontroller.k8s.io/sample-controller");
+	ck_assert_str_eq(jstr(v, "reportingComponent", NULL),
+	                 "samplecontroller.k8s.io/sample-controller");
 	ck_assert_str_eq(jstr(v, "reportingInstance", NULL), "record-integration-test");
 	ck_assert_ptr_nonnull(strstr(items[0]->name, cm->name));
 	yajl_tree_free(v);
@@ -294,10 +295,10 @@ START_TEST(test_namespace_missing_not_retried)
 {
 	/* Events for an object in a namespace that does not exist: 404 on create. */
 	ck_record_ref_t ref = {.api_version = "v1",
-	                    .kind = "ConfigMap",
-	                    .ns = "record-it-no-such-namespace",
-	                    .name = "x",
-	                    .uid = "u"};
+	                       .kind = "ConfigMap",
+	                       .ns = "record-it-no-such-namespace",
+	                       .name = "x",
+	                       .uid = "u"};
 	ck_record_t *r = new_recorder();
 	ck_record_event_ref(r, &ref, CK_RECORD_NORMAL, "Checked", "nowhere");
 	ck_assert_int_eq(ck_record_flush(r, 30000), 0);

@@ -38,12 +38,14 @@ unsigned long rand_u64(void)
 
 int main(void)
 {
-	if (ck_version_number() != CKUBE_VERSION_NUM || strcmp(ck_version(), CKUBE_VERSION_STRING) != 0)
+	if (ck_version_number() != CKUBE_VERSION_NUM ||
+	    strcmp(ck_version(), CKUBE_VERSION_STRING) != 0)
 		fatal("library and headers disagree on the version");
 	/* Something real from the library: parse a kubeconfig from text. */
-	static const char kc[] = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
-	                         "\"https://127.0.0.1:6443\"}\nusers:\n- name: u\n  user: {token: t}\n"
-	                         "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
+	static const char kc[] =
+	    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
+	    "\"https://127.0.0.1:6443\"}\nusers:\n- name: u\n  user: {token: t}\n"
+	    "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n";
 	char *err = NULL;
 	ck_config_t *cfg = ck_config_load_text(kc, sizeof(kc) - 1, "inline", NULL, &err);
 	if (cfg == NULL)

@@ -156,8 +156,8 @@ static inline void fs_push_simple(fault_server_t *fs, int code, const char *extr
                                   const char *body)
 {
 	char *head = ck_xasprintf("HTTP/1.1 %d Scripted\r\nContent-Type: application/json\r\n"
-	                       "Content-Length: %zu\r\n%s\r\n",
-	                       code, strlen(body), extra_headers ? extra_headers : "");
+	                          "Content-Length: %zu\r\n%s\r\n",
+	                          code, strlen(body), extra_headers ? extra_headers : "");
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, head);
 	fs_write(r, body);
@@ -394,15 +394,15 @@ static inline const fs_request_t *fs_request(fault_server_t *fs, int i)
  * is ck_fatal, the test cannot go on without it.
  */
 static inline ck_client_t *fs_client_new(struct ev_loop *loop, int port, const char *token,
-                                       const ck_client_opts_t *opts)
+                                         const ck_client_opts_t *opts)
 {
 	char *text =
 	    ck_xasprintf("apiVersion: v1\nkind: Config\n"
-	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
-	              "users:\n- name: u\n  user:\n    token: %s\n"
-	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
-	              "current-context: c\n",
-	              port, token);
+	                 "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d\n"
+	                 "users:\n- name: u\n  user:\n    token: %s\n"
+	                 "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	                 "current-context: c\n",
+	                 port, token);
 	char *err = NULL;
 	ck_config_t *cfg = ck_config_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
 	free(text);

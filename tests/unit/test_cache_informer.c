@@ -204,7 +204,7 @@ START_TEST(test_expired_continue_falls_back_to_full_list)
 	ck_obj_t *p1[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
 	respond_list(&f, p1, 2, "40", "tok-1");
 	ck_cache_fake_req_finish(last_list(&f), 410, "Expired",
-	                      "The provided continue parameter is too old", 0);
+	                         "The provided continue parameter is too old", 0);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
 	const ck_list_opts_t *o = ck_cache_fake_req_opts(last_list(&f));
 	ck_assert_int_eq(o->limit, 0);
@@ -239,7 +239,7 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	ck_assert_int_eq(ck_cache_fake_req_opts(last_list(&f))->limit, 0);
 	/* ... and when that RV is compacted away, at once the most recent state. */
 	ck_cache_fake_req_finish(last_list(&f), 410, "Expired", "too old resource version: 10 (99)",
-	                      0);
+	                         0);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
 	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
@@ -249,7 +249,7 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	/* Too large RV (504 with the cause) on a watch: relist from "". */
 	ck_cache_fake_req_t *w = last_watch(&f);
 	ck_cache_fake_req_finish(w, 504, "Timeout", "Too large resource version: 200, current: 100",
-	                      0);
+	                         0);
 	advance_ms(&f, 60000);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 4);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
@@ -285,7 +285,7 @@ START_TEST(test_watch_too_old_at_listed_rv_relists_from_empty)
 	fx_init(&f, NULL);
 	fx_synced(&f); /* listed at "10", watching from "10" */
 	ck_cache_fake_req_error_event(last_watch(&f), 410, "Expired",
-	                           "too old resource version: 10 (15)");
+	                              "too old resource version: 10 (15)");
 	cache_informer_tick(f.inf);
 	advance_ms(&f, 1700);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
@@ -588,7 +588,7 @@ START_TEST(test_not_found_hint_and_wait_on_loop_thread)
 	fx_init(&f, NULL);
 	fx_start(&f);
 	ck_cache_fake_req_finish(last_list(&f), 404, "NotFound",
-	                      "the server could not find the requested resource", 0);
+	                         "the server could not find the requested resource", 0);
 	ck_assert_int_eq(f.werr_nonhealing, 1);
 	ck_assert_ptr_nonnull(strstr(f.werr_last, "CRD installed"));
 	cache_informer_drain(f.inf); /* makes this the loop thread */
@@ -1016,7 +1016,7 @@ START_TEST(test_handler_added_in_a_callback_during_the_initial_list)
 	ck_cache_informer_add_handler(f.inf, &h, &a);
 	fx_start(&f);
 	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
-	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
+	                     mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
 	respond_list(&f, items, 5, "10", NULL);
 	cache_informer_drain(f.inf);
 	ck_assert(a.added);
@@ -1041,7 +1041,7 @@ START_TEST(test_late_handler_added_between_batches_of_the_initial_list)
 	fx_init(&f, &o);
 	fx_start(&f);
 	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
-	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
+	                     mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
 	respond_list(&f, items, 5, "10", NULL);
 	ev_run(f.loop, EVRUN_NOWAIT);
 	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
@@ -1116,7 +1116,8 @@ static void app_index(void *ud, const ck_obj_t *obj, ck_cache_index_values_t *ou
 static size_t by_app(fx_t *f, const char *v)
 {
 	ck_cache_objs_t l;
-	ck_assert_int_eq(ck_cache_store_by_index(ck_cache_informer_store(f->inf), "app", v, &l, NULL), 0);
+	ck_assert_int_eq(
+	    ck_cache_store_by_index(ck_cache_informer_store(f->inf), "app", v, &l, NULL), 0);
 	size_t n = l.n;
 	ck_cache_objs_free(&l);
 	return n;
@@ -1186,9 +1187,9 @@ START_TEST(test_streaming_list_refused_falls_back)
 	fx_init(&f, &o);
 	fx_start(&f);
 	ck_cache_fake_req_finish(last_watch(&f), 422, "Invalid",
-	                      "sendInitialEvents is forbidden for watch unless the WatchList "
-	                      "feature gate is enabled",
-	                      0);
+	                         "sendInitialEvents is forbidden for watch unless the WatchList "
+	                         "feature gate is enabled",
+	                         0);
 	ck_assert(cache_reflector_streaming_refused(cache_informer_reflector(f.inf)));
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "0");
@@ -1209,7 +1210,8 @@ START_TEST(test_shutdown_stops_watch_and_deliveries)
 	fx_init(&f, NULL);
 	fx_synced(&f);
 	ck_cache_fake_req_t *w = last_watch(&f);
-	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "c", "11")); /* queued, not processed */
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED,
+	                        mkobj("ns", "c", "11")); /* queued, not processed */
 	ck_cache_informer_shutdown(f.inf);
 	ck_assert(ck_cache_fake_req_cancelled(w));
 	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "d", "12"));
@@ -1326,7 +1328,7 @@ START_TEST(test_factory_wait_reports_each_unsynced)
 	ck_cache_factory_informer(fac, &node_type);
 	ck_cache_factory_start(fac, NULL);
 	ck_cache_fake_req_finish(ck_cache_fake_lw_last(fk.widgets, false), 403, "Forbidden",
-	                      "widgets.test.example.com is forbidden", 0);
+	                         "widgets.test.example.com is forbidden", 0);
 	fwaiter_t w = {fac, 0, NULL};
 	pthread_t th;
 	pthread_create(&th, NULL, fwait_thread, &w);
@@ -1364,7 +1366,7 @@ START_TEST(test_processing_runs_on_the_loop)
 	ck_cache_informer_add_handler(inf, &rec_handler, &r);
 	ck_cache_informer_start(inf, NULL);
 	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
-	                   mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
+	                     mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
 	ck_cache_fake_req_t *l = ck_cache_fake_lw_last(fake, false);
 	for (int i = 0; i < 5; i++)
 		ck_cache_fake_req_item(l, items[i]);
@@ -1465,9 +1467,9 @@ START_TEST(test_readers_on_threads_while_the_loop_processes)
 		char name[16], rvs[24];
 		snprintf(name, sizeof(name), "k%d", k);
 		snprintf(rvs, sizeof(rvs), "%ld", ++rv);
-		ck_watch_type_t type = server[k] == 0        ? CK_WATCH_ADDED
-		                     : ck_rand_u64() % 3 == 0 ? CK_WATCH_DELETED
-		                                           : CK_WATCH_MODIFIED;
+		ck_watch_type_t type = server[k] == 0           ? CK_WATCH_ADDED
+		                       : ck_rand_u64() % 3 == 0 ? CK_WATCH_DELETED
+		                                                : CK_WATCH_MODIFIED;
 		server[k] = type == CK_WATCH_DELETED ? 0 : rv;
 		ck_cache_fake_req_event(last_watch(&f), type, mkobj("ns", name, rvs));
 		if (op % 10 == 0)
@@ -1625,9 +1627,10 @@ START_TEST(test_long_random_churn)
 			gap = false;
 		} else if (dice < 26 && !gap) {
 			ck_cache_fake_req_event(last_watch(&f), CK_WATCH_BOOKMARK,
-			                     mkbookmark(rvs, false));
+			                        mkbookmark(rvs, false));
 			ck_clk_fake_advance(&f.clk, 2 * CK_NS_PER_SEC);
-			ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0); /* clean close */
+			ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL,
+			                         0); /* clean close */
 		} else if (dice < 30) {
 			advance_ms(&f, 1000); /* resync for the 1 s handler */
 		} else if (dice < 31) {

@@ -32,7 +32,7 @@ static char *pop_str(qfix_t *f, bool *initial)
 	ck_sbuf_printf(&b, "%s:", key);
 	for (uint32_t i = 0; i < e->n; i++)
 		ck_sbuf_printf(&b, " %s%s(%s)", e->d[i].unknown ? "Unknown" : "",
-		            cache_delta_type_name(e->d[i].type), e->d[i].obj->rv);
+		               cache_delta_type_name(e->d[i].type), e->d[i].obj->rv);
 	cache_dq_release(&f->q, e);
 	return ck_sbuf_steal(&b);
 }

@@ -155,7 +155,8 @@ START_TEST(test_store_namespace_index)
 	ck_cache_strs_free(&vals);
 
 	ck_cache_strs_t keys;
-	ck_assert_int_eq(ck_cache_store_index_keys(s, CK_CACHE_INDEX_NAMESPACE, "odd", &keys, NULL), 0);
+	ck_assert_int_eq(ck_cache_store_index_keys(s, CK_CACHE_INDEX_NAMESPACE, "odd", &keys, NULL),
+	                 0);
 	ck_assert_uint_eq(keys.n, 25);
 	for (size_t i = 0; i < keys.n; i++)
 		ck_assert(strncmp(keys.items[i], "odd/o", 5) == 0);

@@ -3,9 +3,9 @@
 #ifndef CSC_TEST_CACHE_UTIL_H
 #define CSC_TEST_CACHE_UTIL_H
 
+#include "pkg/cache/internal.h"
 #include <ckube/cache.h>
 #include <ckube/cache_fake.h>
-#include "pkg/cache/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +33,8 @@ static inline void bset(ck_obj_builder_t *b, const char *f, const char *v)
 }
 
 /* A new object: labels given as "k=v" strings, NULL-terminated. */
-static inline ck_obj_t *mkobj_t(const ck_type_t *t, const char *ns, const char *name, const char *rv,
-                              const char *const *labels)
+static inline ck_obj_t *mkobj_t(const ck_type_t *t, const char *ns, const char *name,
+                                const char *rv, const char *const *labels)
 {
 	ck_obj_builder_t *b = ck_obj_builder_new(t);
 	if (ns != NULL)
@@ -47,7 +47,7 @@ static inline ck_obj_t *mkobj_t(const ck_type_t *t, const char *ns, const char *
 	for (size_t i = 0; labels != NULL && labels[i] != NULL; i++) {
 		const char *eq = strchr(labels[i], '=');
 		ck_obj_builder_add_label(b, labels[i], (size_t)(eq - labels[i]), eq + 1,
-		                       strlen(eq + 1));
+		                         strlen(eq + 1));
 	}
 	ck_obj_t *o = ck_obj_builder_finish(b);
 	ck_obj_builder_free(b);
@@ -90,7 +90,7 @@ static inline void rec_on_add(void *ud, ck_obj_t *obj, bool initial)
 	r->adds++;
 	r->initial_adds += initial;
 	ck_sbuf_printf(&r->log, "add %s/%s %s%s\n", obj->ns, obj->name, obj->rv,
-	            initial ? " initial" : "");
+	               initial ? " initial" : "");
 }
 
 static inline void rec_on_update(void *ud, ck_obj_t *old, ck_obj_t *obj)

@@ -4,8 +4,8 @@
  * a fake clock. The real API server is exercised in tests/integration/test_client.c.
  */
 #include <ckube/client.h>
-#include <ckube/ratelimit.h>
 #include <ckube/log.h>
+#include <ckube/ratelimit.h>
 
 #include "tests/unit/fault_server.h"
 
@@ -126,24 +126,24 @@ static int plug_runs(plug_t *p)
  * answers as status.expirationTimestamp.
  */
 static ck_client_t *client_exec(struct ev_loop *loop, int port, plug_t *p, const char *expiry,
-                              const ck_config_load_opts_t *lo, const ck_client_opts_t *opts)
+                                const ck_config_load_opts_t *lo, const ck_client_opts_t *opts)
 {
 	char plugin[PATH_MAX];
 	ck_assert_ptr_nonnull(realpath("../fixtures/exec-plugin-client.sh", plugin));
 	char *text = ck_xasprintf("apiVersion: v1\nkind: Config\n"
-	                       "clusters:\n- name: fs\n  cluster:\n"
-	                       "    server: http://127.0.0.1:%d\n"
-	                       "users:\n- name: u\n  user:\n    exec:\n"
-	                       "      apiVersion: client.authentication.k8s.io/v1\n"
-	                       "      command: %s\n"
-	                       "      installHint: 'try: apt install the-plugin'\n"
-	                       "      interactiveMode: Never\n"
-	                       "      env:\n"
-	                       "      - {name: PLUGIN_STATE, value: '%s'}\n"
-	                       "      - {name: PLUGIN_EXPIRY, value: '%s'}\n"
-	                       "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
-	                       "current-context: c\n",
-	                       port, plugin, p->dir, expiry ? expiry : "");
+	                          "clusters:\n- name: fs\n  cluster:\n"
+	                          "    server: http://127.0.0.1:%d\n"
+	                          "users:\n- name: u\n  user:\n    exec:\n"
+	                          "      apiVersion: client.authentication.k8s.io/v1\n"
+	                          "      command: %s\n"
+	                          "      installHint: 'try: apt install the-plugin'\n"
+	                          "      interactiveMode: Never\n"
+	                          "      env:\n"
+	                          "      - {name: PLUGIN_STATE, value: '%s'}\n"
+	                          "      - {name: PLUGIN_EXPIRY, value: '%s'}\n"
+	                          "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	                          "current-context: c\n",
+	                          port, plugin, p->dir, expiry ? expiry : "");
 	char *err = NULL;
 	ck_config_t *cfg = ck_config_load_text(text, strlen(text), "test-kubeconfig", lo, &err);
 	free(text);
@@ -205,7 +205,7 @@ typedef struct call {
 	char *list_rv;
 	char *list_cont;
 	atomic_int *on_object_flag; /* set when the first object arrives */
-	ck_req_t *cancel_on_event;    /* cancel this request from inside on_event */
+	ck_req_t *cancel_on_event;  /* cancel this request from inside on_event */
 } call_t;
 
 static void call_done(void *ud, ck_result_t *res)
@@ -308,7 +308,8 @@ START_TEST(test_get_ok_and_request_shape)
 	ck_assert_str_eq(rq->target, "/apis/apps/v1/namespaces/ns1/deployments/d1");
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Authorization: Bearer " TOKEN));
 	/* No name of the library user's choosing: the program's own, as client-go does. */
-	ck_assert_ptr_nonnull(strstr(rq->headers, "User-Agent: unit-tests (linux) libckube/" CSC_VERSION));
+	ck_assert_ptr_nonnull(
+	    strstr(rq->headers, "User-Agent: unit-tests (linux) libckube/" CSC_VERSION));
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Accept-Encoding: gzip"));
 	ck_assert_ptr_nonnull(strstr(rq->headers, "Accept: application/json"));
 	call_clear(&c);
@@ -327,9 +328,9 @@ START_TEST(test_paths_and_queries)
 	run_get(&f, &t_pod, "a b", "p/1", &c[1]);            /* escaped path segments */
 	run_get(&f, &t_pod, NULL, NULL, &c[2]);              /* all namespaces */
 	ck_list_opts_t lo = {.label_selector = "app=nginx,tier in (a,b)",
-	                   .resource_version = "123",
-	                   .resource_version_match = "NotOlderThan",
-	                   .limit = 500};
+	                     .resource_version = "123",
+	                     .resource_version_match = "NotOlderThan",
+	                     .limit = 500};
 	char *q = ck_list_opts_query(&lo, false);
 	ck_req_spec_t spec = {
 	    .method = "GET", .type = &t_pod, .ns = "ns1", .query = q, .decode = CK_DEC_OBJECT};
@@ -351,12 +352,12 @@ END_TEST
 START_TEST(test_query_builders)
 {
 	ck_list_opts_t w = {.resource_version = "77",
-	                  .allow_watch_bookmarks = true,
-	                  .timeout_seconds = 300,
-	                  .send_initial_events = true,
-	                  .resource_version_match = "NotOlderThan",
-	                  .limit = 9,
-	                  .field_selector = "metadata.name=x"};
+	                    .allow_watch_bookmarks = true,
+	                    .timeout_seconds = 300,
+	                    .send_initial_events = true,
+	                    .resource_version_match = "NotOlderThan",
+	                    .limit = 9,
+	                    .field_selector = "metadata.name=x"};
 	char *q = ck_list_opts_query(&w, true);
 	ck_assert_str_eq(q, "watch=true&fieldSelector=metadata.name%3Dx&resourceVersion=77&"
 	                    "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&"
@@ -387,9 +388,9 @@ START_TEST(test_query_builders)
 	free(q);
 
 	ck_delete_opts_t d = {.propagation_policy = "Foreground",
-	                    .precondition_uid = "u-1",
-	                    .precondition_rv = "9",
-	                    .grace_period_seconds = 0};
+	                      .precondition_uid = "u-1",
+	                      .precondition_rv = "9",
+	                      .grace_period_seconds = 0};
 	q = ck_delete_opts_body(&d);
 	ck_assert_str_eq(q,
 	                 "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
@@ -515,8 +516,8 @@ START_TEST(test_reset_mid_body_get_is_retried)
 	fx_init(&f, NULL);
 	const char *body = DEP_JSON("d1");
 	char *head = ck_xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-	                       "Content-Length: %zu\r\n\r\n",
-	                       strlen(body));
+	                          "Content-Length: %zu\r\n\r\n",
+	                          strlen(body));
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, head);
 	fs_writen(r, body, 40);
@@ -594,7 +595,8 @@ START_TEST(test_reset_mid_body_post_is_not_retried)
 	fx_t f;
 	fx_init(&f, NULL);
 	const char *body = DEP_JSON("d1");
-	char *head = ck_xasprintf("HTTP/1.1 201 Created\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+	char *head =
+	    ck_xasprintf("HTTP/1.1 201 Created\r\nContent-Length: %zu\r\n\r\n", strlen(body));
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, head);
 	fs_writen(r, body, 40);
@@ -611,8 +613,8 @@ START_TEST(test_reset_mid_body_post_is_not_retried)
 	ck_assert_int_eq(w.res.http_code, 0);
 	ck_assert_int_ne(w.res.transport_code, 0);
 	char *want = ck_xasprintf("POST %s/apis/apps/v1/namespaces/ns1/deployments"
-	                       ": ",
-	                       f.base);
+	                          ": ",
+	                          f.base);
 	ck_assert_msg(strncmp(w.res.error, want, strlen(want)) == 0, "%s", w.res.error);
 	ck_assert_ptr_null(strstr(w.res.error, TOKEN));
 	free(want);
@@ -764,8 +766,8 @@ START_TEST(test_gzip_body)
 	fx_t f;
 	fx_init(&f, NULL);
 	char *head = ck_xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-	                       "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
-	                       sizeof(gz_body));
+	                          "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
+	                          sizeof(gz_body));
 	fs_resp_t *r = fs_resp_new();
 	fs_write(r, head);
 	fs_writen(r, gz_body, 60);
@@ -862,8 +864,8 @@ START_TEST(test_404_status_decoded)
 	ck_assert_str_eq(c.res.status.reason, "NotFound");
 	ck_assert_str_eq(c.res.status.details_name, "y");
 	char *want = ck_xasprintf("GET %s/apis/apps/v1/namespaces/x/deployments/y: 404 NotFound: "
-	                       "deployments.apps \"y\" not found",
-	                       f.base);
+	                          "deployments.apps \"y\" not found",
+	                          f.base);
 	ck_assert_str_eq(c.res.error, want);
 	free(want);
 	call_clear(&c);
@@ -1008,8 +1010,8 @@ START_TEST(test_trace_at_v5)
 	free(want);
 	ASSERT_HAS(text, "bytes=2 attempt=1\n");
 	want = ck_xasprintf("\"Retrying request\" %s reason=\"429 with Retry-After\" "
-	                 "delayMilliseconds=0 attempt=2\n",
-	                 url);
+	                    "delayMilliseconds=0 attempt=2\n",
+	                    url);
 	ASSERT_HAS(text, want);
 	free(want);
 	want = ck_xasprintf("\"Response\" %s status=200 milliseconds=", url);
@@ -1062,10 +1064,10 @@ static void offloop_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const c
 		/* The cached credential expires; the next request needs a plugin run. */
 		ck_clk_fake_advance(o->fc, 7200 * CK_NS_PER_SEC);
 		ck_req_spec_t spec = {.method = "GET",
-		                    .type = &t_dep,
-		                    .ns = "ns1",
-		                    .name = "d1",
-		                    .decode = CK_DEC_OBJECT};
+		                      .type = &t_dep,
+		                      .ns = "ns1",
+		                      .name = "d1",
+		                      .decode = CK_DEC_OBJECT};
 		ck_assert_ptr_nonnull(
 		    ck_client_request(o->f->c, &spec, NULL, call_done, &o->get, NULL));
 		return;
@@ -1269,8 +1271,8 @@ START_TEST(test_connect_refused)
 	ck_assert_int_eq(c.res.http_code, 0);
 	ck_assert_int_eq(c.res.transport_code, 7); /* CURLE_COULDNT_CONNECT */
 	ck_assert(ck_err_is_transport(&c.res));
-	char *want =
-	    ck_xasprintf("GET http://127.0.0.1:%d/apis/apps/v1/namespaces/ns1/deployments/d1: ", port);
+	char *want = ck_xasprintf(
+	    "GET http://127.0.0.1:%d/apis/apps/v1/namespaces/ns1/deployments/d1: ", port);
 	ck_assert_msg(strncmp(c.res.error, want, strlen(want)) == 0, "%s", c.res.error);
 	free(want);
 	call_clear(&c);
@@ -1288,12 +1290,12 @@ START_TEST(test_tls_server_name_and_host)
 	fault_server_t *fs = fs_new();
 	char *text =
 	    ck_xasprintf("apiVersion: v1\nkind: Config\n"
-	              "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d/\n"
-	              "    tls-server-name: kubernetes.default\n"
-	              "users:\n- name: u\n  user: {}\n"
-	              "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
-	              "current-context: c\n",
-	              fs->port);
+	                 "clusters:\n- name: fs\n  cluster:\n    server: http://127.0.0.1:%d/\n"
+	                 "    tls-server-name: kubernetes.default\n"
+	                 "users:\n- name: u\n  user: {}\n"
+	                 "contexts:\n- name: c\n  context:\n    cluster: fs\n    user: u\n"
+	                 "current-context: c\n",
+	                 fs->port);
 	char *err = NULL;
 	ck_config_t *cfg = ck_config_load_text(text, strlen(text), "test-kubeconfig", NULL, &err);
 	free(text);
@@ -1489,19 +1491,19 @@ static void *verbs_main(void *arg)
 {
 	verbs_t *v = arg;
 	ck_delete_opts_t d = {.propagation_policy = "Background",
-	                    .precondition_uid = "u1",
-	                    .grace_period_seconds = -1};
+	                      .precondition_uid = "u1",
+	                      .grace_period_seconds = -1};
 	v->rc[0] = ck_client_delete_sync(v->c, &t_dep, "ns1", "d1", &d, &v->r[0]);
 	ck_write_opts_t wo = {.field_manager = "ctl", .force = true};
 	v->rc[1] = ck_client_patch_sync(v->c, &t_dep, "ns1", "d1", CK_PATCH_APPLY,
-	                              "{\"spec\":{\"replicas\":2}}", &wo, &v->r[1]);
+	                                "{\"spec\":{\"replicas\":2}}", &wo, &v->r[1]);
 	v->rc[2] =
 	    ck_client_update_status_sync(v->c, &t_dep, "ns1", "d1", DEP_JSON("d1"), NULL, &v->r[2]);
 	ck_list_opts_t lo = {.limit = 1, .label_selector = "app=x"};
 	v->rc[3] = ck_client_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[0], &v->n[0], &v->rv[0],
-	                             &v->r[3]);
+	                               &v->r[3]);
 	v->rc[4] = ck_client_list_sync(v->c, &t_dep, "ns1", &lo, &v->items[1], &v->n[1], &v->rv[1],
-	                             &v->r[4]);
+	                               &v->r[4]);
 	atomic_store(&v->done, 1);
 	return NULL;
 }
@@ -1636,13 +1638,13 @@ START_TEST(test_latency_per_verb_and_connections)
 	for (int i = 0; i < 4; i++) {
 		const char *body = strcmp(verbs[i], "POST") == 0 ? DEP_JSON("d1") : NULL;
 		ck_req_spec_t spec = {.method = verbs[i],
-		                    .type = &t_dep,
-		                    .ns = "ns1",
-		                    .name = body ? NULL : "d1",
-		                    .body = body,
-		                    .body_len = body ? strlen(body) : 0,
-		                    .decode = CK_DEC_OBJECT,
-		                    .no_decode = strcmp(verbs[i], "DELETE") == 0};
+		                      .type = &t_dep,
+		                      .ns = "ns1",
+		                      .name = body ? NULL : "d1",
+		                      .body = body,
+		                      .body_len = body ? strlen(body) : 0,
+		                      .decode = CK_DEC_OBJECT,
+		                      .no_decode = strcmp(verbs[i], "DELETE") == 0};
 		call_t c = {0};
 		run_call(&f, &spec, &c);
 		ck_assert_msg(c.res.error == NULL, "%s: %s", verbs[i], c.res.error);

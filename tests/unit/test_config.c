@@ -227,10 +227,10 @@ START_TEST(test_token_file_reread_with_fake_clock)
 	ck_clk_fake_init(&fc, 1000, WALL_START * (int64_t)CK_NS_PER_SEC);
 	write_file(tmpdir, "tok", "  first\n");
 	char *text = ck_xasprintf("current-context: c\n"
-	                       "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
-	                       "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
-	                       "users: [{name: u, user: {tokenFile: %s/tok}}]\n",
-	                       tmpdir);
+	                          "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+	                          "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+	                          "users: [{name: u, user: {tokenFile: %s/tok}}]\n",
+	                          tmpdir);
 	char *err = NULL;
 	ck_config_load_opts_t o = {.clock = &fc.base};
 	ck_config_t *c = load_text(text, &o, &err);
@@ -325,19 +325,19 @@ START_TEST(test_error_messages)
 	free(e);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	                 "users: [{name: u, user: {exec: {command: x, apiVersion: "
-	                 "client.authentication.k8s.io/v1}, auth-provider: {name: oidc}}}]\n",
-	                 base);
+	                    "users: [{name: u, user: {exec: {command: x, apiVersion: "
+	                    "client.authentication.k8s.io/v1}, auth-provider: {name: oidc}}}]\n",
+	                    base);
 	e = load_err(text);
 	ck_assert_str_eq(e, "kubeconfig " FIX "/inline.yaml: user \"u\": exec and auth-provider "
 	                    "cannot be used together");
 	free(e);
 	free(text);
 
-	text =
-	    ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	              "users: [{name: u, user: {client-certificate-data: 'bm90IGJhc2U2NA=*'}}]\n",
-	              base);
+	text = ck_xasprintf(
+	    "%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
+	    "users: [{name: u, user: {client-certificate-data: 'bm90IGJhc2U2NA=*'}}]\n",
+	    base);
 	e = load_err(text);
 	ck_assert_str_eq(e, "kubeconfig " FIX
 	                    "/inline.yaml: user \"u\": client-certificate-data: invalid base64");
@@ -345,24 +345,24 @@ START_TEST(test_error_messages)
 	free(text);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	                 "users: [{name: u, user: {client-certificate-data: Zm9v}}]\n",
-	                 base);
+	                    "users: [{name: u, user: {client-certificate-data: Zm9v}}]\n",
+	                    base);
 	e = load_err(text);
 	ASSERT_HAS(e, "user \"u\": client-certificate is set but client-key");
 	free(e);
 	free(text);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	                 "users: [{name: u, user: {token: t, username: a, password: b}}]\n",
-	                 base);
+	                    "users: [{name: u, user: {token: t, username: a, password: b}}]\n",
+	                    base);
 	e = load_err(text);
 	ASSERT_HAS(e, "user \"u\": more than one authentication method");
 	free(e);
 	free(text);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	                 "users: [{name: u, user: {tokenFile: missing-token}}]\n",
-	                 base);
+	                    "users: [{name: u, user: {tokenFile: missing-token}}]\n",
+	                    base);
 	e = load_err(text);
 	ck_assert_str_eq(e, "kubeconfig " FIX "/inline.yaml: user \"u\": tokenFile: " FIX
 	                    "/missing-token: No such file or directory");
@@ -370,7 +370,7 @@ START_TEST(test_error_messages)
 	free(text);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, namespace: Bad_NS}}]\n",
-	                 base);
+	                    base);
 	e = load_err(text);
 	ASSERT_HAS(e, "context \"dev\": namespace \"Bad_NS\"");
 	free(e);
@@ -432,16 +432,16 @@ START_TEST(test_error_messages)
 	free(e);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	                 "users: [{name: u, user: {as: admin, token: t}}]\n",
-	                 base);
+	                    "users: [{name: u, user: {as: admin, token: t}}]\n",
+	                    base);
 	e = load_err(text);
 	ASSERT_HAS(e, "user \"u\": impersonation");
 	free(e);
 	free(text);
 
 	text = ck_xasprintf("%scontexts: [{name: dev, context: {cluster: c, user: u}}]\n"
-	                 "users: [{name: u, user: {token: \"a\\r\\nX-Injected: 1\"}}]\n",
-	                 base);
+	                    "users: [{name: u, user: {token: \"a\\r\\nX-Injected: 1\"}}]\n",
+	                    base);
 	e = load_err(text);
 	ASSERT_HAS(e, "user \"u\": token: contains control characters");
 	ASSERT_LACKS(e, "Injected");
@@ -484,7 +484,7 @@ START_TEST(test_exec_config_errors)
 	/* v1beta1 defaults interactiveMode to IfAvailable; the plugin is not run at load. */
 	char *err = NULL;
 	char *text = ck_xasprintf("%s%s}}]\n", head,
-	                       "{command: x, apiVersion: client.authentication.k8s.io/v1beta1}");
+	                          "{command: x, apiVersion: client.authentication.k8s.io/v1beta1}");
 	ck_config_t *c = load_text(text, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	struct ck_config_view v;
@@ -803,24 +803,24 @@ static int plugin_runs(void)
 
 /* A kubeconfig whose user runs the test plugin in the given mode. */
 static ck_config_t *exec_config(const char *command, const char *mode, const char *api,
-                              const char *expiry, const ck_config_load_opts_t *o, char **err)
+                                const char *expiry, const ck_config_load_opts_t *o, char **err)
 {
 	char *text = ck_xasprintf("current-context: c\n"
-	                       "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
-	                       "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
-	                       "users:\n"
-	                       "- name: u\n"
-	                       "  user:\n"
-	                       "    exec:\n"
-	                       "      apiVersion: %s\n"
-	                       "      command: %s\n"
-	                       "      installHint: 'try: apt install the-plugin'\n"
-	                       "      interactiveMode: Never\n"
-	                       "      env:\n"
-	                       "      - {name: PLUGIN_MODE, value: '%s'}\n"
-	                       "      - {name: PLUGIN_API, value: '%s'}\n"
-	                       "      - {name: PLUGIN_EXPIRY, value: '%s'}\n",
-	                       api, command, mode, api, expiry ? expiry : "");
+	                          "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+	                          "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+	                          "users:\n"
+	                          "- name: u\n"
+	                          "  user:\n"
+	                          "    exec:\n"
+	                          "      apiVersion: %s\n"
+	                          "      command: %s\n"
+	                          "      installHint: 'try: apt install the-plugin'\n"
+	                          "      interactiveMode: Never\n"
+	                          "      env:\n"
+	                          "      - {name: PLUGIN_MODE, value: '%s'}\n"
+	                          "      - {name: PLUGIN_API, value: '%s'}\n"
+	                          "      - {name: PLUGIN_EXPIRY, value: '%s'}\n",
+	                          api, command, mode, api, expiry ? expiry : "");
 	ck_config_t *c = load_text(text, o, err);
 	free(text);
 	return c;
@@ -853,16 +853,16 @@ START_TEST(test_exec_token_cluster_info_and_env)
 	char *ca = read_file(FIX, "ca.pem");
 	ck_sbuf_t want = CK_SBUF_INIT;
 	ck_sbuf_puts(&want,
-	          "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
-	          "\"ExecCredential\",\"spec\":{\"interactive\":false,\"cluster\":{"
-	          "\"server\":\"https://exec.test:6443\",\"tls-server-name\":\"api.exec.test\","
-	          "\"certificate-authority-data\":\"");
+	             "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+	             "\"ExecCredential\",\"spec\":{\"interactive\":false,\"cluster\":{"
+	             "\"server\":\"https://exec.test:6443\",\"tls-server-name\":\"api.exec.test\","
+	             "\"certificate-authority-data\":\"");
 	/* base64 of ca.pem, computed independently by the fixture tool */
 	ck_sbuf_puts(&want,
-	          "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClptRnJaU0JqYkhWemRHVnlJRU5CCi0tLS0tRU5E"
-	          "IENFUlRJRklDQVRFLS0tLS0K");
+	             "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClptRnJaU0JqYkhWemRHVnlJRU5CCi0tLS0tRU5E"
+	             "IENFUlRJRklDQVRFLS0tLS0K");
 	ck_sbuf_puts(&want, "\",\"config\":{\"audience\":\"my-cluster\",\"retries\":3,\"nested\":{"
-	                 "\"enabled\":true,\"list\":[\"a\",\"b\"]}}}}}");
+	                    "\"enabled\":true,\"list\":[\"a\",\"b\"]}}}}}");
 	ck_assert_str_eq(info, ck_sbuf_cstr(&want));
 	ck_sbuf_free(&want);
 	free(ca);
@@ -878,8 +878,9 @@ START_TEST(test_exec_cache_expiry_and_refresh)
 	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
 	char *err = NULL;
 	ck_config_load_opts_t o = {.clock = &fc.base};
-	ck_config_t *c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
-	                           "2030-01-01T00:00:00Z", &o, &err);
+	ck_config_t *c =
+	    exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
+	                "2030-01-01T00:00:00Z", &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
 	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
@@ -921,7 +922,7 @@ START_TEST(test_exec_no_expiry_and_cert)
 	setenv("PLUGIN_MODE", "fail", 1);
 	/* v1beta1, no expiry: cached for good, until a 401. */
 	ck_config_t *c = exec_config("../exec-plugin.sh", "cert",
-	                           "client.authentication.k8s.io/v1beta1", NULL, NULL, &err);
+	                             "client.authentication.k8s.io/v1beta1", NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
 	ck_assert_msg(ck_config_credentials(c, false, &cr, &err) == 0, "%s", err);
@@ -944,7 +945,7 @@ START_TEST(test_exec_failure_keeps_secrets_out)
 {
 	char *err = NULL;
 	ck_config_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
-	                           NULL, NULL, &err);
+	                             NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
 	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
@@ -986,7 +987,7 @@ START_TEST(test_exec_missing_binary)
 {
 	char *err = NULL;
 	ck_config_t *c = exec_config("csc-no-such-plugin-binary", "token",
-	                           "client.authentication.k8s.io/v1", NULL, NULL, &err);
+	                             "client.authentication.k8s.io/v1", NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
 	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
@@ -1013,8 +1014,8 @@ START_TEST(test_exec_timeout_and_size_limit)
 {
 	char *err = NULL;
 	ck_config_load_opts_t o = {.exec_timeout_ms = 300};
-	ck_config_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
-	                           NULL, &o, &err);
+	ck_config_t *c = exec_config("../exec-plugin.sh", "sleep",
+	                             "client.authentication.k8s.io/v1", NULL, &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
 	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
@@ -1041,8 +1042,9 @@ START_TEST(test_exec_refresh_failure_then_recovery)
 	ck_clk_fake_init(&fc, 0, WALL_START * (int64_t)CK_NS_PER_SEC);
 	char *err = NULL;
 	ck_config_load_opts_t o = {.clock = &fc.base};
-	ck_config_t *c = exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
-	                           "2029-12-31T23:00:10Z", &o, &err);
+	ck_config_t *c =
+	    exec_config("../exec-plugin.sh", "token", "client.authentication.k8s.io/v1",
+	                "2029-12-31T23:00:10Z", &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
 	ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), 0);
@@ -1079,10 +1081,11 @@ START_TEST(test_exec_peek_and_backoff)
 	char *err = NULL;
 	ck_config_load_opts_t o = {.clock = &fc.base};
 	ck_config_t *c = exec_config("../exec-plugin.sh", "fail", "client.authentication.k8s.io/v1",
-	                           NULL, &o, &err);
+	                             NULL, &o, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	ck_cred_t cr;
-	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), CK_CONFIG_NEED_EXEC);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err),
+	                 CK_CONFIG_NEED_EXEC);
 	ck_assert_ptr_null(err);
 	ck_assert_ptr_null(cr.token);
 	ck_assert_int_eq(plugin_runs(), 0);
@@ -1133,10 +1136,12 @@ START_TEST(test_exec_peek_and_backoff)
 	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-9");
 	ck_cred_clear(&cr);
-	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_REFRESH, &cr, &err), CK_CONFIG_NEED_EXEC);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_REFRESH, &cr, &err),
+	                 CK_CONFIG_NEED_EXEC);
 	/* Expired: CURRENT wants a run, LAST still answers with what the run gave. */
 	ck_clk_fake_advance(&fc, 10 * CK_NS_PER_SEC);
-	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err), CK_CONFIG_NEED_EXEC);
+	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_CURRENT, &cr, &err),
+	                 CK_CONFIG_NEED_EXEC);
 	ck_assert_int_eq(ck_config_credentials_peek(c, CK_CRED_LAST, &cr, &err), 0);
 	ck_assert_str_eq(cr.token, "tok-9");
 	ck_cred_clear(&cr);
@@ -1169,8 +1174,8 @@ static void *cancel_run_main(void *arg)
 START_TEST(test_exec_cancel_kills_the_run)
 {
 	char *err = NULL;
-	ck_config_t *c = exec_config("../exec-plugin.sh", "sleep", "client.authentication.k8s.io/v1",
-	                           NULL, NULL, &err);
+	ck_config_t *c = exec_config("../exec-plugin.sh", "sleep",
+	                             "client.authentication.k8s.io/v1", NULL, NULL, &err);
 	ck_assert_msg(c != NULL, "%s", err);
 	cancel_run_t r = {.c = c};
 	pthread_t th;
@@ -1231,8 +1236,8 @@ END_TEST
 static char *alias_config(int levels)
 {
 	ck_sbuf_t b = CK_SBUF_INIT;
-	ck_sbuf_puts(&b,
-	          "x:\n  l0: &l0 [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbb]\n");
+	ck_sbuf_puts(
+	    &b, "x:\n  l0: &l0 [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbb]\n");
 	for (int i = 1; i <= levels; i++) {
 		ck_sbuf_printf(&b, "  l%d: &l%d [", i, i);
 		for (int j = 0; j < 9; j++)
@@ -1240,21 +1245,21 @@ static char *alias_config(int levels)
 		ck_sbuf_puts(&b, "]\n");
 	}
 	ck_sbuf_printf(&b,
-	            "current-context: c\n"
-	            "clusters:\n"
-	            "- name: c\n"
-	            "  cluster:\n"
-	            "    server: https://h:1\n"
-	            "    extensions:\n"
-	            "    - name: client.authentication.k8s.io/exec\n"
-	            "      extension: {bomb: *l%d}\n"
-	            "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
-	            "users:\n"
-	            "- name: u\n"
-	            "  user:\n"
-	            "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x,\n"
-	            "           provideClusterInfo: true}\n",
-	            levels);
+	               "current-context: c\n"
+	               "clusters:\n"
+	               "- name: c\n"
+	               "  cluster:\n"
+	               "    server: https://h:1\n"
+	               "    extensions:\n"
+	               "    - name: client.authentication.k8s.io/exec\n"
+	               "      extension: {bomb: *l%d}\n"
+	               "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+	               "users:\n"
+	               "- name: u\n"
+	               "  user:\n"
+	               "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x,\n"
+	               "           provideClusterInfo: true}\n",
+	               levels);
 	return ck_sbuf_steal(&b);
 }
 

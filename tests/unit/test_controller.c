@@ -8,13 +8,13 @@
 #include "cmd/sample-controller/controller.h"
 
 #include "api/samplecontroller/v1alpha1/foo.h"
-#include <ckube/types.h>
 #include <ckube/record.h>
+#include <ckube/types.h>
 
-#include <ckube/cache_fake.h>
 #include "pkg/cache/internal.h" /* cache_informer_drain: the test drives the informers */
-#include <ckube/decode.h>
 #include "tests/unit/fault_server.h"
+#include <ckube/cache_fake.h>
+#include <ckube/decode.h>
 
 #include <check.h>
 #include <ev.h>
@@ -38,8 +38,8 @@ static ck_record_sink_result_t sink_create(void *ud, const char *ns, const char 
 	return CK_RECORD_SINK_OK;
 }
 
-static ck_record_sink_result_t sink_patch(void *ud, const char *ns, const char *name, const char *body,
-                                       char **err)
+static ck_record_sink_result_t sink_patch(void *ud, const char *ns, const char *name,
+                                          const char *body, char **err)
 {
 	sink_t *s = ud;
 	pthread_mutex_lock(&s->mu);
@@ -215,8 +215,8 @@ static ck_obj_t *server_foo(fx_t *f, int i, const char *meta_spec)
 static char *meta_spec(const char *name, const char *rv, int gen, const char *spec)
 {
 	return ck_xasprintf("\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns1\",\"uid\":\"u1\","
-	                 "\"resourceVersion\":\"%s\",\"generation\":%d},\"spec\":%s",
-	                 name, rv, gen, spec);
+	                    "\"resourceVersion\":\"%s\",\"generation\":%d},\"spec\":%s",
+	                    name, rv, gen, spec);
 }
 
 static const char *ANY_FOO =

@@ -27,19 +27,19 @@ static char *fixture(const char *name, size_t *len)
 /* Appends a canonical text of an object: everything it holds. */
 static void dump_obj(ck_sbuf_t *o, const ck_obj_t *obj)
 {
-	ck_sbuf_printf(o, "obj %s ns=%s name=%s uid=%s rv=%s gen=%lld ct=%s dt=%s\n", obj->type->kind,
-	            obj->ns, obj->name, obj->uid, obj->rv, (long long)obj->generation,
-	            obj->creation_timestamp,
-	            obj->deletion_timestamp ? obj->deletion_timestamp : "(null)");
+	ck_sbuf_printf(o, "obj %s ns=%s name=%s uid=%s rv=%s gen=%lld ct=%s dt=%s\n",
+	               obj->type->kind, obj->ns, obj->name, obj->uid, obj->rv,
+	               (long long)obj->generation, obj->creation_timestamp,
+	               obj->deletion_timestamp ? obj->deletion_timestamp : "(null)");
 	for (size_t i = 0; i < obj->nlabels; i++)
 		ck_sbuf_printf(o, " label %s=%s\n", obj->labels[i].key, obj->labels[i].value);
 	for (size_t i = 0; i < obj->nannotations; i++)
 		ck_sbuf_printf(o, " annot %s=%s\n", obj->annotations[i].key,
-		            obj->annotations[i].value);
+		               obj->annotations[i].value);
 	for (size_t i = 0; i < obj->nowners; i++) {
 		const ck_obj_owner_t *w = &obj->owners[i];
-		ck_sbuf_printf(o, " owner %s %s %s %s c=%d b=%d\n", w->api_version, w->kind, w->name,
-		            w->uid, w->controller, w->block_owner_deletion);
+		ck_sbuf_printf(o, " owner %s %s %s %s c=%d b=%d\n", w->api_version, w->kind,
+		               w->name, w->uid, w->controller, w->block_owner_deletion);
 	}
 	for (size_t i = 0; i < obj->nfields; i++) {
 		const ck_val_t *v = &obj->fields[i];
@@ -101,7 +101,7 @@ static void on_list_meta(void *ud, const char *rv, const char *cont, int64_t rem
 	rec_t *r = ud;
 	r->nmeta++;
 	ck_sbuf_printf(&r->out, "listmeta rv=%s continue=%s remaining=%lld\n", rv, cont,
-	            (long long)remaining);
+	               (long long)remaining);
 }
 
 static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *st)
@@ -115,8 +115,8 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 	}
 	if (st != NULL)
 		ck_sbuf_printf(&r->out, " status code=%d status=%s reason=%s message=%s retry=%d\n",
-		            st->code, st->status ? st->status : "", st->reason ? st->reason : "",
-		            st->message ? st->message : "", st->retry_after_seconds);
+		               st->code, st->status ? st->status : "", st->reason ? st->reason : "",
+		               st->message ? st->message : "", st->retry_after_seconds);
 }
 
 static const ck_dec_cb_t cbs = {on_object, on_list_meta, on_event};
@@ -133,8 +133,8 @@ static void rec_free(rec_t *r)
  * Decodes buf fed in chunks: split at each offset in cuts[0..ncuts). Returns 0,
  * or -1 with the error appended to r->out (so that error results compare too).
  */
-static int run(const ck_type_t *t, ck_dec_mode_t mode, const char *buf, size_t len, const size_t *cuts,
-               size_t ncuts, size_t max, rec_t *r)
+static int run(const ck_type_t *t, ck_dec_mode_t mode, const char *buf, size_t len,
+               const size_t *cuts, size_t ncuts, size_t max, rec_t *r)
 {
 	ck_dec_t *d = ck_dec_new(t, mode, &cbs, r, max);
 	char *err = NULL;
@@ -152,7 +152,7 @@ static int run(const ck_type_t *t, ck_dec_mode_t mode, const char *buf, size_t l
 		 * the chunking; the message and offset before it must not. */
 		char *near = strstr(err, " (near \"");
 		ck_sbuf_printf(&r->out, "error %.*s\n", near ? (int)(near - err) : (int)strlen(err),
-		            err);
+		               err);
 		if (r->full_errors)
 			ck_sbuf_printf(&r->out, "full %s\n", err);
 	}
@@ -293,7 +293,8 @@ START_TEST(test_watch)
 	ck_assert_str_eq(bm->name, "");
 	ck_assert_str_eq(bm->creation_timestamp, "");
 	ck_assert_str_eq(ck_obj_annotation(bm, "k8s.io/initial-events-end"), "true");
-	ck_assert_int_eq(ck_obj_field(bm, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS)->type, CK_VAL_NULL);
+	ck_assert_int_eq(ck_obj_field(bm, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS)->type,
+	                 CK_VAL_NULL);
 	ck_assert_ptr_null(ck_deployment_template_containers_json(bm));
 	ck_assert(!ck_deployment_spec_replicas(bm, &v));
 	/* DELETED carries its deletionTimestamp. */
@@ -327,8 +328,8 @@ START_TEST(test_watch_type_after_object)
 	ck_assert_uint_eq(r.objs[0]->nannotations, 0); /* dropped once the type was known */
 	ck_assert_str_eq(ck_obj_annotation(r.objs[1], "k8s.io/initial-events-end"), "true");
 	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), "event ERROR\n status code=410 "
-	                                                "status=Failure reason=Expired "
-	                                                "message=gone retry=3\n"));
+	                                                   "status=Failure reason=Expired "
+	                                                   "message=gone retry=3\n"));
 	rec_free(&r);
 	check_all_splits(&ck_type_deployment, CK_DEC_WATCH, in, strlen(in), NULL);
 }
@@ -359,15 +360,16 @@ START_TEST(test_watch_errors)
 			             ck_sbuf_cstr(&r.out));
 		rec_free(&r);
 		/* The same error, at the same byte, however the input is cut. */
-		check_all_splits(&ck_type_deployment, CK_DEC_WATCH, cases[i].in, strlen(cases[i].in),
-		                 NULL);
+		check_all_splits(&ck_type_deployment, CK_DEC_WATCH, cases[i].in,
+		                 strlen(cases[i].in), NULL);
 	}
 	/* A clean end between events, and an empty stream, are not errors. */
 	const char *ok[] = {"", "\n", "{\"type\":\"ADDED\",\"object\":{}}\n \n"};
 	for (size_t i = 0; i < CK_ARRAY_LEN(ok); i++) {
 		rec_t r = {0};
 		ck_assert_int_eq(
-		    run(&ck_type_deployment, CK_DEC_WATCH, ok[i], strlen(ok[i]), NULL, 0, 0, &r), 0);
+		    run(&ck_type_deployment, CK_DEC_WATCH, ok[i], strlen(ok[i]), NULL, 0, 0, &r),
+		    0);
 		rec_free(&r);
 	}
 }
@@ -398,8 +400,8 @@ START_TEST(test_errors)
 			ck_abort_msg("case %zu: want \"%s\" in:\n%s", i, cases[i].want,
 			             ck_sbuf_cstr(&r.out));
 		rec_free(&r);
-		check_all_splits(&ck_type_deployment, cases[i].mode, cases[i].in, strlen(cases[i].in),
-		                 NULL);
+		check_all_splits(&ck_type_deployment, cases[i].mode, cases[i].in,
+		                 strlen(cases[i].in), NULL);
 	}
 	/* After an error the decoder stays dead. */
 	rec_t r = {0};
@@ -431,11 +433,12 @@ START_TEST(test_max_object_bytes)
 	}
 	ck_sbuf_puts(&in, "]}");
 	rec_t r = {0};
-	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, il, &r), 0);
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, il, &r),
+	                 0);
 	ck_assert_uint_eq(r.nobj, 50);
 	rec_free(&r);
-	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, il - 1, &r),
-	                 -1);
+	ck_assert_int_eq(
+	    run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, il - 1, &r), -1);
 	ck_assert_uint_eq(r.nobj, 0);
 	char want[64];
 	snprintf(want, sizeof(want), "larger than the limit of %zu bytes", il - 1);
@@ -583,16 +586,16 @@ START_TEST(test_max_depth)
 		ck_sbuf_reset(&in);
 		int above = kept ? 6 : 3;
 		ck_sbuf_puts(&in,
-		          kept ? "{\"items\":[{\"spec\":{\"template\":{\"spec\":{\"containers\":"
-		               : "{\"items\":[{\"x\":");
+		             kept ? "{\"items\":[{\"spec\":{\"template\":{\"spec\":{\"containers\":"
+		                  : "{\"items\":[{\"x\":");
 		for (int l = 0; l < CK_DEC_MAX_DEPTH - above; l++)
 			ck_sbuf_putc(&in, '[');
 		for (int l = 0; l < CK_DEC_MAX_DEPTH - above; l++)
 			ck_sbuf_putc(&in, ']');
 		ck_sbuf_puts(&in, kept ? "}}}}]}" : "}]}");
 		rec_t r = {0};
-		ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, 0, &r),
-		                 0);
+		ck_assert_int_eq(
+		    run(&ck_type_deployment, CK_DEC_LIST, in.data, in.len, NULL, 0, 0, &r), 0);
 		ck_assert_uint_eq(r.nobj, 1);
 		const char *c = ck_deployment_template_containers_json(r.objs[0]);
 		if (kept)
@@ -627,8 +630,8 @@ START_TEST(test_max_bytes_outside_items)
 	    {CK_DEC_LIST, "{\"x\":{\"y\":[\"", "a", "\"]}}", "skipped value", 5},
 	    {CK_DEC_LIST, "{\"metadata\":{\"x\":[", "1,", "1]}}", "list metadata", 12},
 	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"x\":\"", "a", "\"}", "watch event", 0},
-	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"x\":[", "1,", "1]}", "watch event",
-	     29},
+	    {CK_DEC_WATCH, "{\"type\":\"ADDED\",\"object\":{}}\n{\"x\":[", "1,", "1]}",
+	     "watch event", 29},
 	};
 	const size_t max = 1000;
 	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
@@ -660,8 +663,8 @@ START_TEST(test_capture_and_scalars)
 	static const char *const fields[] = {"spec.a", "spec.b", "spec.c", "spec.d",
 	                                     "spec.e", "spec.f", "spec.g", "metadata.finalizers",
 	                                     "x"};
-	static const ck_type_t t = {"example.com",         "v1", "Thing", "things", false, fields,
-	                          CK_ARRAY_LEN(fields), true};
+	static const ck_type_t t = {"example.com",        "v1", "Thing", "things", false, fields,
+	                            CK_ARRAY_LEN(fields), true};
 	const char *in = "{ \"metadata\" : { \"name\" : \"n\", \"namespace\": \"ignored\", "
 	                 "\"finalizers\": [\"a/b\"], \"annotations\": {\"b\":\"2\", \"a\":\"1\", "
 	                 "\"b\":\"3\"}, \"managedFields\": [{\"manager\": \"m\"}] },\n"
@@ -674,7 +677,7 @@ START_TEST(test_capture_and_scalars)
 	ck_assert_ptr_nonnull(o);
 	ck_assert_int_eq(ck_obj_field(o, 0)->type, CK_VAL_JSON);
 	ck_assert_str_eq(ck_obj_field(o, 0)->u.s, "[1,2.5e3,-7,true,null,{\"k\\u0000\":"
-	                                        "\"q\\\"\\\\\\n\\u0001\xc3\xa9\"},[],{}]");
+	                                          "\"q\\\"\\\\\\n\\u0001\xc3\xa9\"},[],{}]");
 	ck_assert_int_eq(ck_obj_field(o, 1)->type, CK_VAL_INT);
 	ck_assert(ck_obj_field(o, 1)->u.i == INT64_MAX);
 	ck_assert_int_eq(ck_obj_field(o, 2)->type, CK_VAL_DOUBLE);
@@ -730,7 +733,8 @@ START_TEST(test_event_and_lease)
 	ck_obj_t *l = ck_dec_object(&ck_type_lease, buf, len, &err);
 	ck_assert_msg(l != NULL, "%s", err);
 	ck_assert_str_eq(l->ns, "kube-system");
-	ck_assert_str_eq(ck_lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
+	ck_assert_str_eq(ck_lease_holder_identity(l),
+	                 "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
 	ck_assert(ck_lease_duration_seconds(l, &v) && v == 15);
 	ck_assert(ck_lease_transitions(l, &v) && v == 2);
 	ck_assert_str_eq(ck_lease_renew_time(l), "2024-05-02T10:11:12.345678Z");
@@ -777,7 +781,7 @@ START_TEST(test_real_object)
 
 	/* With annotations kept, the server's escapes (\u003c, \t) come out decoded. */
 	static const ck_type_t with_annots = {"apps", "v1", "Deployment", "deployments", true,
-	                                    NULL,   0,    true};
+	                                      NULL,   0,    true};
 	o = ck_dec_object(&with_annots, buf, len, &err);
 	ck_assert_ptr_nonnull(o);
 	ck_assert_str_eq(ck_obj_annotation(o, "note"), "caf\xc3\xa9 \"quoted\" <tag> & tab\t");
@@ -840,9 +844,10 @@ START_TEST(test_real_watch)
 	buf = fixture("real_watch_410.json", &len);
 	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.nevents, 1);
-	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out), "event ERROR\n status code=410 "
-	                                                "status=Failure reason=Expired "
-	                                                "message=too old resource version: 1 ("));
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&r.out),
+	                             "event ERROR\n status code=410 "
+	                             "status=Failure reason=Expired "
+	                             "message=too old resource version: 1 ("));
 	rec_free(&r);
 	check_all_splits(&ck_type_deployment, CK_DEC_WATCH, buf, len, NULL);
 	free(buf);
@@ -871,7 +876,8 @@ START_TEST(test_real_event_and_lease)
 	buf = fixture("real_lease.json", &len);
 	ck_obj_t *l = ck_dec_object(&ck_type_lease, buf, len, NULL);
 	ck_assert_ptr_nonnull(l);
-	ck_assert_str_eq(ck_lease_holder_identity(l), "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
+	ck_assert_str_eq(ck_lease_holder_identity(l),
+	                 "node-1_5f2c9e7a-3b1d-4e6f-a8c0-d2e4f6a8b0c1");
 	ck_assert(ck_lease_duration_seconds(l, &v) && v == 15);
 	ck_assert(ck_lease_transitions(l, &v) && v == 2);
 	ck_assert_str_eq(ck_lease_acquire_time(l), "2024-05-02T10:00:00.000000Z");

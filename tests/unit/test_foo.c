@@ -209,8 +209,8 @@ static char *server_answer(const char *put_body, const char *meta_spec)
 	ck_assert_ptr_nonnull(st);
 	size_t n = strlen(st) - 1; /* without the body's closing brace */
 	return ck_xasprintf("{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
-	                 "%s,%.*s}",
-	                 meta_spec, (int)n, st);
+	                    "%s,%.*s}",
+	                    meta_spec, (int)n, st);
 }
 
 /* The message of the Ready condition in a PUT body (a new string). */
@@ -247,8 +247,8 @@ START_TEST(test_long_deployment_name_status_round_trips)
 		ck_sbuf_puts(&name, i < 252 ? "a" : "\xc3\xa9");
 	ck_sbuf_t meta_spec = CK_SBUF_INIT;
 	ck_sbuf_puts(&meta_spec, "\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\","
-	                      "\"resourceVersion\":\"8\",\"generation\":5},"
-	                      "\"spec\":{\"deploymentName\":");
+	                         "\"resourceVersion\":\"8\",\"generation\":5},"
+	                         "\"spec\":{\"deploymentName\":");
 	ck_sbuf_put_json_str(&meta_spec, ck_sbuf_cstr(&name));
 	ck_sbuf_puts(&meta_spec, ",\"replicas\":2}");
 	char *json = ck_xasprintf("{%s}", ck_sbuf_cstr(&meta_spec));
@@ -348,11 +348,11 @@ START_TEST(test_status_update_keeps_other_conditions)
 	    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"DeploymentAvailable\","
 	    "\"message\":\"old\",\"lastTransitionTime\":\"2026-11-29T12:00:00Z\","
 	    "\"observedGeneration\":3}";
-	char *json =
-	    ck_xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"resourceVersion\":\"9\","
-	              "\"generation\":4},\"spec\":{\"deploymentName\":\"web\"},\"status\":{"
-	              "\"conditions\":[%s,%s,%s,%s]}}",
-	              degraded, ready, progressing, ready);
+	char *json = ck_xasprintf(
+	    "{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"resourceVersion\":\"9\","
+	    "\"generation\":4},\"spec\":{\"deploymentName\":\"web\"},\"status\":{"
+	    "\"conditions\":[%s,%s,%s,%s]}}",
+	    degraded, ready, progressing, ready);
 	ck_obj_t *f = foo_from(json);
 	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
 	ck_sbuf_t b = CK_SBUF_INIT;
@@ -379,8 +379,8 @@ START_TEST(test_status_update_keeps_other_conditions)
 
 	/* No Ready yet: ours goes last. */
 	json = ck_xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
-	                 "\"conditions\":[%s]}}",
-	                 progressing);
+	                    "\"conditions\":[%s]}}",
+	                    progressing);
 	f = foo_from(json);
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
 	root = yajl_tree_parse(ck_sbuf_cstr(&b), NULL, 0);
@@ -404,11 +404,12 @@ START_TEST(test_status_update_keeps_other_conditions)
 		ck_sbuf_puts(&deep, "]");
 	ck_sbuf_puts(&deep, "}");
 	json = ck_xasprintf("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\"},\"status\":{"
-	                 "\"conditions\":[%s]}}",
-	                 ck_sbuf_cstr(&deep));
+	                    "\"conditions\":[%s]}}",
+	                    ck_sbuf_cstr(&deep));
 	f = foo_from(json);
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
-	ck_assert_msg(strstr(ck_sbuf_cstr(&b), ck_sbuf_cstr(&deep)) != NULL, "%s", ck_sbuf_cstr(&b));
+	ck_assert_msg(strstr(ck_sbuf_cstr(&b), ck_sbuf_cstr(&deep)) != NULL, "%s",
+	              ck_sbuf_cstr(&b));
 	ck_sbuf_free(&deep);
 	ck_sbuf_free(&b);
 	ck_obj_unref(f);

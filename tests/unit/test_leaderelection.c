@@ -3,8 +3,8 @@
  * fake clock (no sleeping), then the elector thread on the in-memory lock with real
  * but short timings (assertions wait for outcomes; none bounds how fast they come).
  */
-#include <ckube/base.h>
 #include "pkg/leaderelection/le_internal.h"
+#include <ckube/base.h>
 #include <ckube/leaderelection.h>
 
 #include <check.h>

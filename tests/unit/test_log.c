@@ -69,7 +69,7 @@ static int my_tid(void)
 #define EXPECT_LINE(expected_fmt, ...)                                                             \
 	do {                                                                                       \
 		char *got_ = take_output();                                                        \
-		char *want_ = ck_xasprintf(expected_fmt, __VA_ARGS__);                                \
+		char *want_ = ck_xasprintf(expected_fmt, __VA_ARGS__);                             \
 		ck_assert_str_eq(got_, want_);                                                     \
 		free(got_);                                                                        \
 		free(want_);                                                                       \
@@ -77,8 +77,9 @@ static int my_tid(void)
 
 START_TEST(text_klog_line)
 {
-	ck_log_emit(CK_LOG_SEV_INFO, 0, "pkg/controller/controller.c", 120, NULL, "Synced",
-	         (const ck_log_kv_t[]){CK_KV_OBJ("foo", "default", "example-foo"), CK_LOG_KV_END_});
+	ck_log_emit(
+	    CK_LOG_SEV_INFO, 0, "pkg/controller/controller.c", 120, NULL, "Synced",
+	    (const ck_log_kv_t[]){CK_KV_OBJ("foo", "default", "example-foo"), CK_LOG_KV_END_});
 	EXPECT_LINE("I1129 12:00:00.000123 %7d controller.c:120] \"Synced\" "
 	            "foo=\"default/example-foo\"\n",
 	            my_tid());
@@ -91,16 +92,17 @@ START_TEST(text_klog_line)
 
 	ck_clk_fake_advance(&fake, 3 * CK_NS_PER_SEC + 500000);
 	ck_log_emit(CK_LOG_SEV_WARNING, 0, "x.c", 7, NULL, "Many kinds",
-	         (const ck_log_kv_t[]){CK_KV_STR("s", "v"), CK_KV_INT("n", -5),
-	                            CK_KV_UINT("u", 18446744073709551615ULL), CK_KV_BOOL("ok", 1),
-	                            CK_KV_OBJ("node", NULL, "n1"), CK_KV_OBJ("e", "", "c"),
-	                            CK_KV_STR("nil", NULL), CK_LOG_KV_END_});
+	            (const ck_log_kv_t[]){CK_KV_STR("s", "v"), CK_KV_INT("n", -5),
+	                                  CK_KV_UINT("u", 18446744073709551615ULL),
+	                                  CK_KV_BOOL("ok", 1), CK_KV_OBJ("node", NULL, "n1"),
+	                                  CK_KV_OBJ("e", "", "c"), CK_KV_STR("nil", NULL),
+	                                  CK_LOG_KV_END_});
 	EXPECT_LINE("W1129 12:00:03.000623 %7d x.c:7] \"Many kinds\" s=\"v\" n=-5 "
 	            "u=18446744073709551615 ok=true node=\"n1\" e=\"c\" nil=<nil>\n",
 	            my_tid());
 
 	ck_log_emit(CK_LOG_SEV_ERROR, 0, "y.c", 1, "connection refused", "Sync failed",
-	         (const ck_log_kv_t[]){CK_KV_STR("key", "ns/a"), CK_LOG_KV_END_});
+	            (const ck_log_kv_t[]){CK_KV_STR("key", "ns/a"), CK_LOG_KV_END_});
 	EXPECT_LINE("E1129 12:00:03.000623 %7d y.c:1] \"Sync failed\" err=\"connection refused\" "
 	            "key=\"ns/a\"\n",
 	            my_tid());
@@ -181,13 +183,14 @@ END_TEST
 START_TEST(text_message_and_values_escaped)
 {
 	ck_log_emit(CK_LOG_SEV_INFO, 0, "a.c", 1, "bad \"thing\"\n", "two\nlines",
-	         (const ck_log_kv_t[]){CK_KV_STR("path", "C:\\x"), CK_KV_STR("bin", "\x01\xff"),
-	                            CK_KV_STR("utf8", "gr\xc3\xbc\xc3\x9f"), CK_LOG_KV_END_});
+	            (const ck_log_kv_t[]){CK_KV_STR("path", "C:\\x"), CK_KV_STR("bin", "\x01\xff"),
+	                                  CK_KV_STR("utf8", "gr\xc3\xbc\xc3\x9f"), CK_LOG_KV_END_});
 	char *got = take_output();
-	char *want = ck_xasprintf("I1129 12:00:00.000123 %7d a.c:1] \"two\\nlines\" "
-	                       "err=\"bad \\\"thing\\\"\\n\" path=\"C:\\\\x\" bin=\"\\x01\\xff\" "
-	                       "utf8=\"gr\xc3\xbc\xc3\x9f\"\n",
-	                       my_tid());
+	char *want =
+	    ck_xasprintf("I1129 12:00:00.000123 %7d a.c:1] \"two\\nlines\" "
+	                 "err=\"bad \\\"thing\\\"\\n\" path=\"C:\\\\x\" bin=\"\\x01\\xff\" "
+	                 "utf8=\"gr\xc3\xbc\xc3\x9f\"\n",
+	                 my_tid());
 	ck_assert_str_eq(got, want);
 	/* One line only: the embedded newlines are escaped. */
 	ck_assert_ptr_eq(strchr(got, '\n'), got + strlen(got) - 1);
@@ -216,10 +219,10 @@ START_TEST(json_lines)
 	ck_log_set_format(CK_LOG_FORMAT_JSON);
 	ck_log_set_verbosity(2);
 	ck_log_emit(CK_LOG_SEV_INFO, 2, "pkg/controller.c", 120, NULL, "Synced",
-	         (const ck_log_kv_t[]){CK_KV_OBJ("foo", "default", "example-foo"), CK_KV_INT("n", 5),
-	                            CK_KV_OBJ("node", NULL, "n1"),
-	                            CK_KV_STR("s", "q\"\\\n\x01\xff\xc3\xa9"), CK_KV_BOOL("b", 1),
-	                            CK_KV_STR("nil", NULL), CK_LOG_KV_END_});
+	            (const ck_log_kv_t[]){
+	                CK_KV_OBJ("foo", "default", "example-foo"), CK_KV_INT("n", 5),
+	                CK_KV_OBJ("node", NULL, "n1"), CK_KV_STR("s", "q\"\\\n\x01\xff\xc3\xa9"),
+	                CK_KV_BOOL("b", 1), CK_KV_STR("nil", NULL), CK_LOG_KV_END_});
 	char *line = take_output();
 	/* The exact bytes too, so that field order and number formats are pinned. */
 	ck_assert_str_eq(
@@ -321,23 +324,24 @@ END_TEST
 START_TEST(redaction)
 {
 	ck_log_emit(CK_LOG_SEV_INFO, 0, "r.c", 1, NULL, "Creds",
-	         (const ck_log_kv_t[]){
-	             CK_KV_STR("token", "s3cr3t-a"), CK_KV_STR("Authorization", "Bearer s3cr3t-b"),
-	             CK_KV_STR("PASSWORD", "s3cr3t-c"), CK_KV_STR("client-key", "s3cr3t-d"),
-	             CK_KV_INT("token", 12345), CK_KV_STR("user", "alice"), CK_LOG_KV_END_});
+	            (const ck_log_kv_t[]){
+	                CK_KV_STR("token", "s3cr3t-a"),
+	                CK_KV_STR("Authorization", "Bearer s3cr3t-b"),
+	                CK_KV_STR("PASSWORD", "s3cr3t-c"), CK_KV_STR("client-key", "s3cr3t-d"),
+	                CK_KV_INT("token", 12345), CK_KV_STR("user", "alice"), CK_LOG_KV_END_});
 	char *got = take_output();
 	char *want = ck_xasprintf("I1129 12:00:00.000123 %7d r.c:1] \"Creds\" token=\"<redacted>\" "
-	                       "Authorization=\"<redacted>\" PASSWORD=\"<redacted>\" "
-	                       "client-key=\"<redacted>\" token=\"<redacted>\" user=\"alice\"\n",
-	                       my_tid());
+	                          "Authorization=\"<redacted>\" PASSWORD=\"<redacted>\" "
+	                          "client-key=\"<redacted>\" token=\"<redacted>\" user=\"alice\"\n",
+	                          my_tid());
 	ck_assert_str_eq(got, want);
 	free(got);
 	free(want);
 
 	ck_log_set_format(CK_LOG_FORMAT_JSON);
 	ck_log_emit(CK_LOG_SEV_INFO, 0, "r.c", 2, NULL, "Creds",
-	         (const ck_log_kv_t[]){CK_KV_STR("Token", "s3cr3t-a"),
-	                            CK_KV_OBJ("password", "x", "s3cr3t-e"), CK_LOG_KV_END_});
+	            (const ck_log_kv_t[]){CK_KV_STR("Token", "s3cr3t-a"),
+	                                  CK_KV_OBJ("password", "x", "s3cr3t-e"), CK_LOG_KV_END_});
 	got = take_output();
 	ck_assert_ptr_null(strstr(got, "s3cr3t"));
 	yajl_val v = parse_json_line(got);

@@ -41,38 +41,39 @@ START_TEST(test_help_version_and_usage_errors)
 	ck_assert_int_eq(try_new((char *[]){"t", "--version", NULL}, NULL), 0);
 	ck_assert_int_eq(try_new((char *[]){"t", "--no-such-flag", NULL}, NULL), 2);
 	ck_assert_int_eq(try_new((char *[]){"t", "stray", NULL}, NULL), 2);
-	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", "/nonexistent/kc", NULL}, NULL), 2);
-	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--resync-period=500ms",
-	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	                                    NULL},
-	                         NULL),
+	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", "/nonexistent/kc", NULL}, NULL),
 	                 2);
-	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--log-format=xml",
-	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	                                    NULL},
-	                         NULL),
-	                 2);
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--resync-period=500ms",
+	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    2);
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--log-format=xml",
+	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    2);
 	/* Leader election outside a pod needs the Lease's namespace. */
 	setenv("CSC_SERVICEACCOUNT_DIR", "/nonexistent", 1);
-	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
-	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	                                    NULL},
-	                         NULL),
-	                 2);
-	ck_assert_int_eq(try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
-	                                    "--leader-elect-resource-namespace=kube-system",
-	                                    "--leader-elect-renew-deadline=20s",
-	                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	                                    NULL},
-	                         NULL),
-	                 2); /* renew deadline longer than the lease */
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
+	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    2);
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
+	                       "--leader-elect-resource-namespace=kube-system",
+	                       "--leader-elect-renew-deadline=20s", "--metrics-bind-address=0",
+	                       "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    2); /* renew deadline longer than the lease */
 }
 END_TEST
 
 START_TEST(test_made_with_program_flags_and_parts)
 {
-	ck_manager_opts_t mo = {.name = "mgr-test", .workers = 3, .define_flags = define_extra,
-	                        .ud = &extra_value};
+	ck_manager_opts_t mo = {
+	    .name = "mgr-test", .workers = 3, .define_flags = define_extra, .ud = &extra_value};
 	int rc = 99;
 	char *argv[] = {"t",
 	                "--kubeconfig",

@@ -37,7 +37,7 @@ START_TEST(render_exact)
 	ck_assert_ptr_nonnull(c);
 	ck_metrics_gauge_vec_t *g =
 	    ck_metrics_gauge_vec_new(reg, "g", "A gauge with \\ backslash\nand newline.",
-	                          CK_METRICS_LABELS("kind", "ns"), &err);
+	                             CK_METRICS_LABELS("kind", "ns"), &err);
 	ck_assert_ptr_nonnull(g);
 	static const double b[] = {0.1, 1, 10};
 	ck_metrics_histogram_vec_t *h = ck_metrics_histogram_vec_new(
@@ -133,7 +133,7 @@ START_TEST(label_escaping)
 	ck_metrics_write_header(&b, "x_bucket", "h\\", CK_METRICS_UNTYPED);
 	ck_metrics_write_sample(&b, "x_bucket", l, 2, 7);
 	ck_assert_str_eq(ck_sbuf_cstr(&b), "# HELP x_bucket h\\\\\n# TYPE x_bucket untyped\n"
-	                                "x_bucket{name=\"q\\\"1\",le=\"+Inf\"} 7\n");
+	                                   "x_bucket{name=\"q\\\"1\",le=\"+Inf\"} 7\n");
 	ck_sbuf_free(&b);
 	ck_metrics_registry_free(reg);
 }
@@ -191,10 +191,12 @@ START_TEST(registration_errors)
 	           "metric \"with-dash\": invalid metric name");
 	EXPECT_ERR(ck_metrics_counter_vec_new(reg, "ok_total", "h", CK_METRICS_LABELS("__x"), &err),
 	           "metric ok_total: invalid label name \"__x\"");
-	EXPECT_ERR(ck_metrics_counter_vec_new(reg, "ok_total", "h", CK_METRICS_LABELS("a", "a"), &err),
-	           "metric ok_total: duplicate label name \"a\"");
-	EXPECT_ERR(ck_metrics_histogram_vec_new(reg, "hh", "h", CK_METRICS_LABELS("le"), NULL, 0, &err),
-	           "metric hh: label \"le\" is reserved in histograms");
+	EXPECT_ERR(
+	    ck_metrics_counter_vec_new(reg, "ok_total", "h", CK_METRICS_LABELS("a", "a"), &err),
+	    "metric ok_total: duplicate label name \"a\"");
+	EXPECT_ERR(
+	    ck_metrics_histogram_vec_new(reg, "hh", "h", CK_METRICS_LABELS("le"), NULL, 0, &err),
+	    "metric hh: label \"le\" is reserved in histograms");
 	static const double bad[] = {1, 1};
 	EXPECT_ERR(ck_metrics_histogram_new(reg, "hh", "h", bad, 2, &err),
 	           "metric hh: buckets must be finite and strictly increasing (bucket 1)");
@@ -233,12 +235,15 @@ static void *hammer(void *arg)
 	snprintf(own, sizeof(own), "t%d", w->id);
 	for (int i = 0; i < ITERS; i++) {
 		/* The lookup is on the hot path on purpose: it must be lock-free and right. */
-		ck_metrics_counter_inc(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS("shared")));
-		ck_metrics_counter_add(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS(own)), 0.5);
+		ck_metrics_counter_inc(
+		    ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS("shared")));
+		ck_metrics_counter_add(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS(own)),
+		                       0.5);
 		if (i % 1000 == 0) {
 			/* Every thread races to create the same 100 children. */
 			snprintf(key, sizeof(key), "k%02d", (i / 1000) % 100);
-			ck_metrics_counter_inc(ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS(key)));
+			ck_metrics_counter_inc(
+			    ck_metrics_counter_vec_get(w->cv, CK_METRICS_LABELS(key)));
 		}
 		ck_metrics_gauge_add(w->g, 1);
 		ck_metrics_histogram_observe(w->h, (i % 4) * 0.25);
@@ -266,13 +271,13 @@ START_TEST(concurrent_updates_add_up)
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 
-	ck_assert(ck_metrics_counter_value(ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS("shared"))) ==
-	          THREADS * ITERS);
+	ck_assert(ck_metrics_counter_value(ck_metrics_counter_vec_get(
+	              cv, CK_METRICS_LABELS("shared"))) == THREADS * ITERS);
 	for (int i = 0; i < THREADS; i++) {
 		char own[16];
 		snprintf(own, sizeof(own), "t%d", i);
-		ck_assert(ck_metrics_counter_value(ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS(own))) ==
-		          ITERS * 0.5);
+		ck_assert(ck_metrics_counter_value(ck_metrics_counter_vec_get(
+		              cv, CK_METRICS_LABELS(own))) == ITERS * 0.5);
 	}
 	ck_assert(ck_metrics_gauge_value(g) == THREADS * ITERS);
 	ck_assert_uint_eq(ck_metrics_histogram_count(h), THREADS * ITERS);
@@ -333,23 +338,24 @@ START_TEST(process_collector_fixture)
 	double ticks = (double)sysconf(_SC_CLK_TCK), page = (double)sysconf(_SC_PAGESIZE);
 	ck_sbuf_t want = CK_SBUF_INIT;
 	ck_metrics_write_header(&want, "process_cpu_seconds_total",
-	                     "Total user and system CPU time spent in seconds.", CK_METRICS_COUNTER);
+	                        "Total user and system CPU time spent in seconds.",
+	                        CK_METRICS_COUNTER);
 	ck_metrics_write_sample(&want, "process_cpu_seconds_total", NULL, 0, 400 / ticks);
 	ck_sbuf_puts(&want, "# HELP process_max_fds Maximum number of open file descriptors.\n"
-	                 "# TYPE process_max_fds gauge\nprocess_max_fds 1024\n"
-	                 "# HELP process_open_fds Number of open file descriptors.\n"
-	                 "# TYPE process_open_fds gauge\nprocess_open_fds 3\n");
+	                    "# TYPE process_max_fds gauge\nprocess_max_fds 1024\n"
+	                    "# HELP process_open_fds Number of open file descriptors.\n"
+	                    "# TYPE process_open_fds gauge\nprocess_open_fds 3\n");
 	ck_metrics_write_header(&want, "process_resident_memory_bytes",
-	                     "Resident memory size in bytes.", CK_METRICS_GAUGE);
+	                        "Resident memory size in bytes.", CK_METRICS_GAUGE);
 	ck_metrics_write_sample(&want, "process_resident_memory_bytes", NULL, 0, 2560 * page);
 	ck_metrics_write_header(&want, "process_start_time_seconds",
-	                     "Start time of the process since unix epoch in seconds.",
-	                     CK_METRICS_GAUGE);
+	                        "Start time of the process since unix epoch in seconds.",
+	                        CK_METRICS_GAUGE);
 	ck_metrics_write_sample(&want, "process_start_time_seconds", NULL, 0,
-	                     1669723200 + 5025 / ticks);
+	                        1669723200 + 5025 / ticks);
 	ck_sbuf_puts(&want, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
-	                 "# TYPE process_virtual_memory_bytes gauge\n"
-	                 "process_virtual_memory_bytes 1.048576e+08\n");
+	                    "# TYPE process_virtual_memory_bytes gauge\n"
+	                    "process_virtual_memory_bytes 1.048576e+08\n");
 	ck_assert_str_eq(text, ck_sbuf_cstr(&want));
 	free(text);
 	ck_sbuf_free(&want);
@@ -457,7 +463,7 @@ static long http(const char *method, int port, const char *path, ck_sbuf_t *body
 		long st_ = http(method, port, path, &body, NULL, 0);                               \
 		ck_assert_msg(st_ == (want_status), "%s %s: status %ld, want %d", method, path,    \
 		              st_, (int)(want_status));                                            \
-		ck_assert_str_eq(ck_sbuf_cstr(&body), want_body);                                     \
+		ck_assert_str_eq(ck_sbuf_cstr(&body), want_body);                                  \
 	} while (0)
 
 static const char *python(void)
@@ -506,13 +512,15 @@ START_TEST(server_metrics_parse)
 {
 	char *err = NULL;
 	ck_metrics_registry_t *reg = ck_metrics_registry_new();
-	ck_metrics_counter_vec_t *cv = ck_metrics_counter_vec_new(reg, "c_total", "Counts \"things\".",
-	                                                    CK_METRICS_LABELS("k"), &err);
-	ck_metrics_counter_inc(ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS("odd \"v\" \\ \n x")));
+	ck_metrics_counter_vec_t *cv = ck_metrics_counter_vec_new(
+	    reg, "c_total", "Counts \"things\".", CK_METRICS_LABELS("k"), &err);
+	ck_metrics_counter_inc(
+	    ck_metrics_counter_vec_get(cv, CK_METRICS_LABELS("odd \"v\" \\ \n x")));
 	ck_metrics_gauge_set(ck_metrics_gauge_new(reg, "g", "Gauge.", &err), 1e-9);
-	ck_metrics_histogram_vec_t *h = ck_metrics_histogram_vec_new(reg, "h_seconds", "Latency.",
-	                                                       CK_METRICS_LABELS("op"), NULL, 0, &err);
-	ck_metrics_histogram_observe(ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("get")), 0.2);
+	ck_metrics_histogram_vec_t *h = ck_metrics_histogram_vec_new(
+	    reg, "h_seconds", "Latency.", CK_METRICS_LABELS("op"), NULL, 0, &err);
+	ck_metrics_histogram_observe(ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("get")),
+	                             0.2);
 	ck_metrics_histogram_observe(ck_metrics_histogram_vec_get(h, CK_METRICS_LABELS("get")), 20);
 	ck_metrics_registry_add_process_collector(reg, NULL);
 	ck_metrics_registry_add_collector(reg, custom_collector, "workqueue");
@@ -520,7 +528,8 @@ START_TEST(server_metrics_parse)
 
 	ck_metrics_server_t *srv = NULL;
 	ck_assert_int_eq(
-	    ck_metrics_server_start("127.0.0.1:0", "--metrics-bind-address", reg, 0, &srv, &err), 0);
+	    ck_metrics_server_start("127.0.0.1:0", "--metrics-bind-address", reg, 0, &srv, &err),
+	    0);
 	ck_assert_ptr_nonnull(srv);
 	int port = ck_metrics_server_port(srv);
 	ck_assert_int_gt(port, 0);
@@ -565,9 +574,9 @@ START_TEST(server_probes)
 {
 	char *err = NULL;
 	ck_metrics_server_t *srv = NULL;
-	ck_assert_int_eq(
-	    ck_metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL, 1, &srv, &err),
-	    0);
+	ck_assert_int_eq(ck_metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL,
+	                                         1, &srv, &err),
+	                 0);
 	int port = ck_metrics_server_port(srv);
 	ck_sbuf_t body = CK_SBUF_INIT;
 
@@ -578,11 +587,12 @@ START_TEST(server_probes)
 
 	struct flag synced = {0, "caches not synced"}, leader = {1, NULL};
 	ck_assert_int_eq(
-	    ck_metrics_probe_add_check(srv, "readyz", "informer-sync", check_flag, &synced, &err), 0);
+	    ck_metrics_probe_add_check(srv, "readyz", "informer-sync", check_flag, &synced, &err),
+	    0);
 	ck_assert_int_eq(
 	    ck_metrics_probe_add_check(srv, "readyz", "leader", check_flag, &leader, &err), 0);
-	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "healthz", "loop", check_flag, &leader, &err),
-	                 0);
+	ck_assert_int_eq(
+	    ck_metrics_probe_add_check(srv, "healthz", "loop", check_flag, &leader, &err), 0);
 
 	EXPECT_HTTP(
 	    "GET", "/readyz", 500,
@@ -620,7 +630,8 @@ START_TEST(server_probes)
 	EXPECT_HTTP("GET", "/metrics", 404, "404 page not found\n");
 
 	/* Bad checks. */
-	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "livez", "x", check_flag, &leader, &err), -1);
+	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "livez", "x", check_flag, &leader, &err),
+	                 -1);
 	ck_assert_str_eq(err,
 	                 "probe check \"x\": unknown endpoint \"livez\" (want healthz or readyz)");
 	free(err);
@@ -630,8 +641,8 @@ START_TEST(server_probes)
 	ck_assert_str_eq(err, "readyz check \"leader\": already added");
 	free(err);
 	err = NULL;
-	ck_assert_int_eq(ck_metrics_probe_add_check(srv, "readyz", "a/b", check_flag, &leader, &err),
-	                 -1);
+	ck_assert_int_eq(
+	    ck_metrics_probe_add_check(srv, "readyz", "a/b", check_flag, &leader, &err), -1);
 	free(err);
 	ck_sbuf_free(&body);
 	ck_metrics_server_stop(srv);
@@ -656,8 +667,8 @@ START_TEST(server_one_address_both)
 	ck_metrics_gauge_set(ck_metrics_gauge_new(reg, "up_gauge", "Up.", &err), 1);
 	ck_metrics_server_t *srv = NULL;
 	/* ":0" listens on every address, dual stack when the host has IPv6. */
-	ck_assert_int_eq(ck_metrics_server_start(":0", "--metrics-bind-address", reg, 1, &srv, &err),
-	                 0);
+	ck_assert_int_eq(
+	    ck_metrics_server_start(":0", "--metrics-bind-address", reg, 1, &srv, &err), 0);
 	int port = ck_metrics_server_port(srv);
 	ck_sbuf_t body = CK_SBUF_INIT;
 	EXPECT_HTTP("GET", "/metrics", 200,
@@ -700,15 +711,16 @@ START_TEST(server_disabled_and_bad_addresses)
 {
 	char *err = NULL;
 	ck_metrics_server_t *srv = (ck_metrics_server_t *)&err; /* must be overwritten */
-	ck_assert_int_eq(ck_metrics_server_start("0", "--metrics-bind-address", NULL, 1, &srv, &err),
-	                 0);
+	ck_assert_int_eq(
+	    ck_metrics_server_start("0", "--metrics-bind-address", NULL, 1, &srv, &err), 0);
 	ck_assert_ptr_null(srv);
 	ck_assert_ptr_null(err);
 	ck_assert_int_eq(ck_metrics_server_start("", "--metrics-bind-address", NULL, 1, &srv, &err),
 	                 0);
 	ck_assert_ptr_null(srv);
 	ck_assert_int_eq(ck_metrics_server_port(NULL), 0);
-	ck_assert_int_eq(ck_metrics_probe_add_check(NULL, "readyz", "x", check_flag, NULL, &err), 0);
+	ck_assert_int_eq(ck_metrics_probe_add_check(NULL, "readyz", "x", check_flag, NULL, &err),
+	                 0);
 	ck_metrics_server_stop(NULL);
 
 	static const struct {
@@ -726,8 +738,8 @@ START_TEST(server_disabled_and_bad_addresses)
 	    {"[::1]8080", "--metrics-bind-address \"[::1]8080\": missing port in address"},
 	};
 	for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
-		ck_assert_int_eq(ck_metrics_server_start(bad[i].addr, "--metrics-bind-address", NULL,
-		                                      1, &srv, &err),
+		ck_assert_int_eq(ck_metrics_server_start(bad[i].addr, "--metrics-bind-address",
+		                                         NULL, 1, &srv, &err),
 		                 -1);
 		ck_assert_ptr_null(srv);
 		ck_assert_str_eq(err, bad[i].msg);

@@ -13,7 +13,8 @@
 #include <string.h>
 
 static const char *const thing_fields[] = {"spec.size", "spec.name", "status.tags"};
-static const ck_type_t thing = {"example.com", "v1", "Thing", "things", true, thing_fields, 3, true};
+static const ck_type_t thing = {"example.com", "v1",         "Thing", "things",
+                                true,          thing_fields, 3,       true};
 static const ck_type_t core_thing = {"", "v1", "Node", "nodes", false, NULL, 0, false};
 
 static void set(ck_obj_builder_t *b, const char *f, const char *v)
@@ -118,8 +119,8 @@ START_TEST(test_builder)
 	ck_assert_str_eq(x->name, "second");
 	ck_assert_str_eq(x->deletion_timestamp, "2024-01-02T00:00:00Z");
 	ck_assert_uint_eq(x->nannotations, 0);
-	ck_assert_uint_eq(ck_obj_size(x),
-	                  ck_obj_size(e) + strlen("second") + 1 + strlen("2024-01-02T00:00:00Z") + 1);
+	ck_assert_uint_eq(ck_obj_size(x), ck_obj_size(e) + strlen("second") + 1 +
+	                                      strlen("2024-01-02T00:00:00Z") + 1);
 
 	ck_obj_unref(x);
 	ck_obj_unref(e);

@@ -4,9 +4,9 @@
  * from a script, so correlation, aggregation, the spam filter and retries are seen
  * exactly as the API server would see them.
  */
+#include "pkg/record/rec_internal.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
-#include "pkg/record/rec_internal.h"
 #include <ckube/record.h>
 
 #include <check.h>
@@ -55,8 +55,8 @@ static char *body_str(const char *body, const char *const *path)
 	return out;
 }
 
-static ck_record_sink_result_t fake_call(char op, const char *ns, const char *name, const char *body,
-                                      char **err)
+static ck_record_sink_result_t fake_call(char op, const char *ns, const char *name,
+                                         const char *body, char **err)
 {
 	ck_record_sink_result_t result = CK_RECORD_SINK_OK;
 
@@ -92,8 +92,8 @@ static ck_record_sink_result_t fake_create(void *ud, const char *ns, const char 
 	return fake_call('C', ns, NULL, body, err);
 }
 
-static ck_record_sink_result_t fake_patch(void *ud, const char *ns, const char *name, const char *body,
-                                       char **err)
+static ck_record_sink_result_t fake_patch(void *ud, const char *ns, const char *name,
+                                          const char *body, char **err)
 {
 	return fake_call('P', ns, name, body, err);
 }
@@ -203,7 +203,7 @@ START_TEST(test_create_body)
 	ck_record_t *r = new_rec(&o);
 
 	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "ErrResourceExists",
-	                 "Resource %s already exists and is not managed by Foo", "\"dep\"");
+	                    "Resource %s already exists and is not managed by Foo", "\"dep\"");
 	flush(r);
 	ck_assert_uint_eq(ncalls(), 1);
 	call_t *c = &F.calls[0];
@@ -571,7 +571,7 @@ END_TEST
 START_TEST(test_retry_then_success)
 {
 	static const ck_record_sink_result_t s[] = {CK_RECORD_SINK_RETRY, CK_RECORD_SINK_RETRY,
-	                                         CK_RECORD_SINK_RETRY};
+	                                            CK_RECORD_SINK_RETRY};
 	script(3, s);
 	ck_record_opts_t o = base_opts();
 	ck_record_t *r = new_rec(&o);
@@ -621,8 +621,8 @@ END_TEST
 
 START_TEST(test_not_retried)
 {
-	static const ck_record_sink_result_t s[] = {CK_RECORD_SINK_ALREADY_EXISTS,
-	                                         CK_RECORD_SINK_NS_TERMINATING, CK_RECORD_SINK_REJECTED};
+	static const ck_record_sink_result_t s[] = {
+	    CK_RECORD_SINK_ALREADY_EXISTS, CK_RECORD_SINK_NS_TERMINATING, CK_RECORD_SINK_REJECTED};
 	script(3, s);
 	ck_record_opts_t o = base_opts();
 	o.aggregate_max_events = 1000;
@@ -791,11 +791,11 @@ START_TEST(test_lru)
 	rec_lru_put(l, "b", ck_xstrdup("B"));
 	rec_lru_put(l, "c", ck_xstrdup("C"));
 	ck_assert_str_eq(rec_lru_get(l, "a"), "A"); /* a is now the most recent */
-	rec_lru_put(l, "d", ck_xstrdup("D"));          /* evicts b */
+	rec_lru_put(l, "d", ck_xstrdup("D"));       /* evicts b */
 	ck_assert_ptr_null(rec_lru_get(l, "b"));
 	ck_assert_int_eq(lru_frees, 1);
 	ck_assert_str_eq(rec_lru_peek(l, "c"), "C"); /* peek does not refresh c */
-	rec_lru_put(l, "e", ck_xstrdup("E"));           /* evicts c */
+	rec_lru_put(l, "e", ck_xstrdup("E"));        /* evicts c */
 	ck_assert_ptr_null(rec_lru_get(l, "c"));
 	rec_lru_put(l, "a", ck_xstrdup("A2")); /* replaces, frees the old value */
 	ck_assert_int_eq(lru_frees, 3);

@@ -600,7 +600,8 @@ END_TEST
 
 START_TEST(test_exponential)
 {
-	ck_wq_ratelimiter_t *rl = ck_wq_ratelimiter_exponential_new(5 * CK_NS_PER_MS, 1000 * CK_NS_PER_SEC);
+	ck_wq_ratelimiter_t *rl =
+	    ck_wq_ratelimiter_exponential_new(5 * CK_NS_PER_MS, 1000 * CK_NS_PER_SEC);
 	uint64_t want = 5 * CK_NS_PER_MS;
 	ck_assert_uint_eq(ck_wq_ratelimiter_num_requeues(rl, "ns/a"), 0);
 	for (unsigned i = 0; i < 70; i++) {
@@ -768,8 +769,8 @@ START_TEST(test_custom_limiter)
 	ck_clk_fake_t c;
 	ck_clk_fake_init(&c, CK_NS_PER_SEC, 0);
 	ck_wq_options_t o = {.name = "sc",
-	                  .clock = &c.base,
-	                  .limiter = ck_wq_ratelimiter_controller_new(&c.base, 50, 300)};
+	                     .clock = &c.base,
+	                     .limiter = ck_wq_ratelimiter_controller_new(&c.base, 50, 300)};
 	ck_wq_t *q = ck_wq_new(&o);
 	ck_wq_add_rate_limited(q, "ns/a");
 	ck_wq_add_rate_limited(q, "ns/a");

@@ -168,9 +168,9 @@ int foo_validate_spec(const ck_obj_t *foo, char **err)
 		else
 			snprintf(more, sizeof(more), "\"");
 		return ck_err_set(err,
-		               "spec.deploymentName: \"%.*s%s is not a valid DNS-1123 subdomain "
-		               "(lower case alphanumerics, '-' and '.', at most 253 characters)",
-		               (int)n, name->u.s, more);
+		                  "spec.deploymentName: \"%.*s%s is not a valid DNS-1123 subdomain "
+		                  "(lower case alphanumerics, '-' and '.', at most 253 characters)",
+		                  (int)n, name->u.s, more);
 	}
 	const ck_val_t *rep = ck_obj_field(foo, FOO_SPEC_REPLICAS);
 	if (rep->type == CK_VAL_ABSENT || rep->type == CK_VAL_NULL)
@@ -189,14 +189,14 @@ void foo_new_deployment_json(const ck_obj_t *foo, ck_sbuf_t *out)
 	bool has_replicas = foo_spec_replicas(foo, &replicas);
 
 	ck_sbuf_puts(out,
-	          "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":");
+	             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":");
 	ck_sbuf_put_json_str(out, dname);
 	ck_sbuf_puts(out, ",\"namespace\":");
 	ck_sbuf_put_json_str(out, foo->ns);
 	ck_sbuf_puts(out, ",\"labels\":{\"app\":\"nginx\",\"controller\":");
 	ck_sbuf_put_json_str(out, foo->name);
 	ck_sbuf_puts(out, "},\"ownerReferences\":[{\"apiVersion\":\"" FOO_API_VERSION
-	               "\",\"kind\":\"" FOO_KIND "\",\"name\":");
+	                  "\",\"kind\":\"" FOO_KIND "\",\"name\":");
 	ck_sbuf_put_json_str(out, foo->name);
 	ck_sbuf_puts(out, ",\"uid\":");
 	ck_sbuf_put_json_str(out, foo->uid);
@@ -205,8 +205,8 @@ void foo_new_deployment_json(const ck_obj_t *foo, ck_sbuf_t *out)
 		ck_sbuf_printf(out, "\"replicas\":%lld,", (long long)replicas);
 	ck_sbuf_puts(out, "\"selector\":{\"matchLabels\":{\"app\":\"nginx\",\"controller\":");
 	ck_sbuf_put_json_str(out, foo->name);
-	ck_sbuf_puts(out,
-	          "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\"controller\":");
+	ck_sbuf_puts(
+	    out, "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\"controller\":");
 	ck_sbuf_put_json_str(out, foo->name);
 	ck_sbuf_puts(
 	    out,
@@ -273,10 +273,10 @@ static void put_ready(ck_sbuf_t *out, const foo_status_t *st, const char *ltt)
 	ck_sbuf_put_json_str(out, st->ready_status);
 	ck_sbuf_puts(out, ",\"reason\":");
 	ck_sbuf_put_json_strn(out, st->ready_reason,
-	                   utf8_cut_len(st->ready_reason, FOO_CONDITION_REASON_MAX));
+	                      utf8_cut_len(st->ready_reason, FOO_CONDITION_REASON_MAX));
 	ck_sbuf_puts(out, ",\"message\":");
 	ck_sbuf_put_json_strn(out, st->ready_message,
-	                   utf8_cut_len(st->ready_message, FOO_CONDITION_MESSAGE_MAX));
+	                      utf8_cut_len(st->ready_message, FOO_CONDITION_MESSAGE_MAX));
 	ck_sbuf_puts(out, ",\"lastTransitionTime\":");
 	ck_sbuf_put_json_str(out, ltt);
 	ck_sbuf_printf(out, ",\"observedGeneration\":%lld}", (long long)st->observed_generation);
@@ -294,14 +294,14 @@ void foo_status_update_json(const ck_obj_t *foo, const foo_status_t *st, int64_t
 		ck_time_format_rfc3339(now_wall_ns, ltt);
 	}
 	ck_sbuf_puts(out, "{\"apiVersion\":\"" FOO_API_VERSION "\",\"kind\":\"" FOO_KIND
-	               "\",\"metadata\":{\"name\":");
+	                  "\",\"metadata\":{\"name\":");
 	ck_sbuf_put_json_str(out, foo->name);
 	ck_sbuf_puts(out, ",\"namespace\":");
 	ck_sbuf_put_json_str(out, foo->ns);
 	ck_sbuf_puts(out, ",\"resourceVersion\":");
 	ck_sbuf_put_json_str(out, foo->rv);
 	ck_sbuf_printf(out, "},\"status\":{\"availableReplicas\":%lld,\"observedGeneration\":%lld,",
-	            (long long)st->available_replicas, (long long)st->observed_generation);
+	               (long long)st->available_replicas, (long long)st->observed_generation);
 	ck_sbuf_puts(out, "\"conditions\":[");
 
 	/* The PUT replaces status.conditions whole: re-emit what other writers set,
