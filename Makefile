@@ -232,7 +232,7 @@ FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 lint:
 	clang-format --dry-run --Werror $(FMT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --suppress=missingIncludeSystem -I. $(LIB_SRCS) $(CMD_SRCS)
+		--inline-suppr --suppress=missingIncludeSystem -Iinclude -I. $(LIB_SRCS) $(CMD_SRCS)
 
 fmt:
 	clang-format -i $(FMT_SRCS)
