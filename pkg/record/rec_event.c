@@ -178,6 +178,9 @@ char *rec_key_spam(const rec_source_t *s, const rec_event_t *e)
 {
 	ck_sbuf_t b = CK_SBUF_INIT;
 	key_source_object(&b, s, e, false);
+	/* One bucket per type, as client-go's getSpamKey since 2024: Normal events
+	 * (Synced on every change) must not starve the Warning a person needs. */
+	key_add(&b, e->type);
 	return ck_sbuf_steal(&b);
 }
 

@@ -431,6 +431,26 @@ START_TEST(test_spam_filter_burst_refill)
 }
 END_TEST
 
+/* client-go keys the spam filter by event type too: a stream of Normal events about
+ * an object must not use up the tokens a Warning about it needs. */
+START_TEST(test_spam_bucket_per_type)
+{
+	ck_record_opts_t o = base_opts();
+	o.aggregate_max_events = 1000;
+	ck_record_t *r = new_rec(&o);
+	distinct_events(r, &FOO, 0, 30); /* 25 posted, the Normal bucket is empty */
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "ErrResourceExists",
+	                    "Resource \"x\" already exists and is not managed by Foo");
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 26);
+	ck_body(F.calls[25].body, P_MSG, "Resource \"x\" already exists and is not managed by Foo");
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
+	ck_assert_uint_eq(st.dropped_spam, 5);
+	ck_record_free(r);
+}
+END_TEST
+
 static size_t count_lines_with(const char *path, const char *needle)
 {
 	char *text = NULL;
@@ -857,6 +877,7 @@ Suite *suite_record(void)
 	tcase_add_test(tc, test_identical_events_patch_count);
 	tcase_add_test(tc, test_aggregation);
 	tcase_add_test(tc, test_spam_filter_burst_refill);
+	tcase_add_test(tc, test_spam_bucket_per_type);
 	tcase_add_test(tc, test_spam_drops_logged_rate_limited);
 	tcase_add_test(tc, test_spam_defers_increments);
 	tcase_add_test(tc, test_hundred_identical_one_event);
