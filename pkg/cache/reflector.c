@@ -15,7 +15,7 @@
  *   relist from the last RV          -> no limit (served by the watch cache as "not
  *                                       older than"), unless the first list came in
  *                                       pages (then the server has no watch cache)
- *   list 410 on a continue token     -> one full list, no limit, same call
+ *   list 410 on a continue token     -> one full list, no limit, at the RV first asked for
  *   list 410 / "too large RV"        -> relist at once from resourceVersion=""
  *   watch clean close                -> re-watch from the last RV, no relist
  *   watch 410 (or ERROR 410)         -> relist (quietly: it is routine); from "" if
@@ -292,8 +292,10 @@ static void list_page(cache_reflector_t *r)
 	r->cont = NULL;
 	r->page_had_cont = false;
 	if (r->full_fallback) {
-		/* The pages so far are void: one unpaged list of the current state. */
-		o.resource_version = "";
+		/* The pages so far are void: one unpaged list at the resourceVersion first
+		 * asked for, as client-go's pager does ("0" is served by the watch cache; ""
+		 * would be a quorum read of the whole collection from etcd). */
+		o.resource_version = r->list_rv_param;
 	} else if (cont != NULL && cont[0] != '\0') {
 		/* A continue token carries its own resourceVersion. */
 		o.continue_token = cont;
