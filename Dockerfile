@@ -15,10 +15,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
       libev-dev libmicrohttpd-dev ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# Only what bin/sample-controller is made from, library first: a change under cmd/
+# Only what bin/sample-controller is made from, library first (headers in include/): a change under cmd/
 # rebuilds only cmd/, and changes to tests/, hack/ or deploy/ rebuild nothing.
 # (`make bin/sample-controller` does not run `deps`: nothing else is installed.)
 COPY Makefile VERSION ./
+COPY include include
 COPY api api
 COPY pkg pkg
 RUN make -j"$(nproc)" lib/libckube.a
