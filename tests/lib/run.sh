@@ -51,7 +51,9 @@ t_symbols() {
 	nm -g --defined-only lib/libckube.a | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/ar.txt"
 	bad=$(grep -v '^ck_' "$tmp/ar.txt" || true)
 	[ -z "$bad" ] || { echo "global in libckube.a without the ck_ prefix:"; echo "$bad"; return 1; }
-	readelf -d "$so" | grep -q "SONAME.*\[libckube.so.$MAJOR\]" || { echo "soname is not libckube.so.$MAJOR"; return 1; }
+	local dyn
+	dyn=$(readelf -d "$so")
+	grep -q "SONAME.*\[libckube.so.$MAJOR\]" <<<"$dyn" || { echo "soname is not libckube.so.$MAJOR"; return 1; }
 	echo "$(wc -l <"$tmp/dyn.txt") exported symbols, all ck_*; $(wc -l <"$tmp/api.txt") CKUBE_API functions"
 }
 
@@ -88,15 +90,20 @@ build_dyn() {
 	local out="$1"; shift
 	# shellcheck disable=SC2046
 	cc -std=c11 -O2 -Wall -Wextra -Werror -o "$out" "$@" $(pc --cflags --libs ckube) || return 1
-	LD_LIBRARY_PATH="$tmp/root/usr/lib" ldd "$out" | grep -q "libckube.so.$MAJOR => $tmp/root/usr/lib/" ||
-		{ echo "$out does not load the installed libckube.so.$MAJOR"; return 1; }
+	# (ldd's output kept first: `ldd | grep -q` fails under pipefail when grep quits early.)
+	local deps
+	deps=$(LD_LIBRARY_PATH="$tmp/root/usr/lib" ldd "$out")
+	grep -q "libckube.so.$MAJOR => $tmp/root/usr/lib/" <<<"$deps" ||
+		{ echo "$out does not load the installed libckube.so.$MAJOR:"; echo "$deps"; return 1; }
 }
 # build_static OUT SOURCES...: with pkg-config --static ckube-static; no libckube.so.
 build_static() {
 	local out="$1"; shift
 	# shellcheck disable=SC2046
 	cc -std=c11 -O2 -Wall -Wextra -Werror -o "$out" "$@" $(pc --static --cflags --libs ckube-static) || return 1
-	if ldd "$out" | grep -q libckube; then echo "$out still loads libckube.so"; return 1; fi
+	local deps
+	deps=$(ldd "$out")
+	if grep -q libckube <<<"$deps"; then echo "$out still loads libckube.so"; return 1; fi
 }
 
 t_dynamic() {
