@@ -362,7 +362,8 @@ CKUBE_API ck_obj_t *ck_cache_lister_get(const ck_cache_lister_t *l, const char *
 /* Every object matching sel (NULL = all) into *out. */
 CKUBE_API void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t *sel,
                                     ck_cache_objs_t *out);
-/* The objects of namespace ns matching sel (NULL = all), via the namespace index. */
+/* The objects of namespace ns matching sel (NULL = all), via the namespace index;
+ * ns "" or NULL is every namespace (metav1.NamespaceAll), as ListAllByNamespace. */
 CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns,
                                        const ck_cache_selector_t *sel, ck_cache_objs_t *out);
 

@@ -543,6 +543,11 @@ void ck_cache_lister_list(const ck_cache_lister_t *l, const ck_cache_selector_t 
 void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns,
                              const ck_cache_selector_t *sel, ck_cache_objs_t *out)
 {
-	ck_cache_store_by_index(lister_store(l), CK_CACHE_INDEX_NAMESPACE, ns ? ns : "", out, NULL);
+	/* "" is metav1.NamespaceAll: every object, as client-go's ListAllByNamespace. */
+	if (ns == NULL || ns[0] == '\0') {
+		ck_cache_lister_list(l, sel, out);
+		return;
+	}
+	ck_cache_store_by_index(lister_store(l), CK_CACHE_INDEX_NAMESPACE, ns, out, NULL);
 	filter(out, sel);
 }

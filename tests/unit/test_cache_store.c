@@ -409,6 +409,13 @@ START_TEST(test_lister)
 	ck_cache_lister_list_ns(l, "b", NULL, &out);
 	ck_assert_uint_eq(out.n, 2);
 	ck_cache_objs_free(&out);
+	/* "" is metav1.NamespaceAll, as client-go's ListAllByNamespace: everything. */
+	ck_cache_lister_list_ns(l, "", NULL, &out);
+	ck_assert_uint_eq(out.n, 4);
+	ck_cache_objs_free(&out);
+	ck_cache_lister_list_ns(l, NULL, NULL, &out);
+	ck_assert_uint_eq(out.n, 4);
+	ck_cache_objs_free(&out);
 
 	ck_cache_selector_t *web = ck_cache_selector_parse("app=web", NULL);
 	ck_cache_lister_list(l, web, &out);
