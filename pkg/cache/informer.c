@@ -58,7 +58,8 @@ struct ck_cache_informer {
 	cache_dq_t dq;
 	cache_reflector_t *refl;
 	const ck_clk_t *clk;
-	uint64_t default_resync_ms;
+	uint64_t default_resync_ms; /* for ck_cache_informer_add_handler */
+	uint64_t check_resync_ms;   /* client-go's resyncCheckPeriod: the shortest allowed */
 	uint32_t batch;
 	ck_cache_transform_fn transform;
 	void *transform_ud;
@@ -445,6 +446,7 @@ ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t
 	cache_dq_init(&inf->dq, inf->store);
 	inf->clk = o->clock ? o->clock : ck_clk_real();
 	inf->default_resync_ms = o->default_resync_ms;
+	inf->check_resync_ms = o->default_resync_ms;
 	inf->batch = o->batch ? o->batch : 1024;
 	inf->transform = o->transform;
 	inf->transform_ud = o->transform_ud;
@@ -566,6 +568,20 @@ ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t
 	r->ud = ud;
 	if (resync_ms > 0 && resync_ms < 1000)
 		resync_ms = 1000; /* client-go's minimum: a faster resync is a busy loop */
+	/* client-go's determineResyncPeriod, with the informer's period as its check
+	 * period: an informer that does not resync (0) resyncs no handler; a shorter
+	 * period lowers the informer's before it starts and is raised to it after. */
+	if (resync_ms > 0 && inf->check_resync_ms == 0) {
+		CK_LOG_V(2, "Handler resync period ignored: this informer does not resync",
+		         CK_KV_STR("resource", ck_cache_informer_name(inf)),
+		         CK_KV_UINT("resyncMs", resync_ms));
+		resync_ms = 0;
+	} else if (resync_ms > 0 && resync_ms < inf->check_resync_ms) {
+		if (inf->started)
+			resync_ms = inf->check_resync_ms;
+		else
+			inf->check_resync_ms = resync_ms;
+	}
 	r->resync_ns = resync_ms * CK_NS_PER_MS;
 	if (inf->dispatching > 0)
 		r->born = inf->dispatch_id;

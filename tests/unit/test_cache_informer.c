@@ -706,10 +706,51 @@ END_TEST
 
 /* ---------------------------------------------------------------- handlers */
 
+/* client-go's determineResyncPeriod: an informer with no resync period resyncs no
+ * handler; before the start a shorter handler period lowers the informer's, after
+ * the start it is raised to the informer's. */
+START_TEST(test_resync_periods_as_client_go)
+{
+	fx_t f;
+	fx_init(&f, NULL); /* informer period 0: it does not resync */
+	rec_t h = {0};
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &h, 1000);
+	fx_synced(&f);
+	advance_ms(&f, 5000);
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(h.updates, 0);
+	rec_reset(&h);
+	fx_free(&f);
+
+	ck_cache_informer_opts_t io = {.default_resync_ms = 10000};
+	fx_init(&f, &io);
+	rec_t early = {0}, late = {0};
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &early, 2000); /* lowers to 2 s */
+	fx_synced(&f);
+	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &late, 1000); /* raised to 2 s */
+	cache_informer_drain(f.inf);
+	rec_reset(&late);
+	advance_ms(&f, 1000);
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(early.updates, 0);
+	ck_assert_int_eq(late.updates, 0);
+	advance_ms(&f, 1000);
+	cache_informer_drain(f.inf);
+	ck_assert_int_eq(early.updates, 2);
+	ck_assert_int_eq(late.updates, 2);
+	rec_reset(&early);
+	rec_reset(&late);
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_resync_only_to_due_handlers)
 {
 	fx_t f;
-	fx_init(&f, NULL);
+	/* The informer's own period is the one it checks at (client-go's
+	 * resyncCheckPeriod); its default handler uses it too. */
+	ck_cache_informer_opts_t io = {.default_resync_ms = 5000};
+	fx_init(&f, &io);
 	rec_t fast = {0}, slow = {0}, never = {0}, tiny = {0};
 	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &fast, 1000);
 	ck_cache_informer_add_handler_resync(f.inf, &rec_handler, &slow, 5000);
@@ -725,7 +766,7 @@ START_TEST(test_resync_only_to_due_handlers)
 	ck_assert_int_eq(tiny.updates, 2);
 	ck_assert_int_eq(slow.updates, 0);
 	ck_assert_int_eq(never.updates, 0);
-	ck_assert_int_eq(f.rec.updates, 0); /* the default handler: resync 0 */
+	ck_assert_int_eq(f.rec.updates, 0); /* the default handler: 5 s */
 	ck_assert_ptr_nonnull(strstr(rec_text(&fast), "update ns/a 1->1\n"));
 	advance_ms(&f, 4000);
 	cache_informer_drain(f.inf);
@@ -1718,6 +1759,7 @@ Suite *suite_cache_informer(void)
 	suite_add_tcase(s, tc);
 	TCase *th = tcase_create("informer");
 	tcase_add_test(th, test_resync_only_to_due_handlers);
+	tcase_add_test(th, test_resync_periods_as_client_go);
 	tcase_add_test(th, test_late_handler_gets_existing_objects_first);
 	tcase_add_test(th, test_handler_added_after_start_before_sync);
 	tcase_add_test(th, test_remove_handler_from_its_callback);
