@@ -23,9 +23,9 @@
  * NUL-terminated CA of ca_len bytes; a peek gives header-safe tokens and a cert with
  * its key; no message quotes a secret read from a (fake) file. Leaks are findings (LSan).
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I. \
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -I. \
  *     -Wl,--wrap=ck_file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
- *     tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config.c \
+ *     tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config*.c \
  *     -lyaml -lyajl -pthread -lm -o fuzz_kubeconfig
  *   ./fuzz_kubeconfig -dict=tests/fuzz/fuzz_kubeconfig.dict corpus seeds
  * (bash tests/fuzz/run_fuzz_kubeconfig.sh [SECONDS] does all of this.)
@@ -45,7 +45,7 @@
 #define SECRET_KEY   "ZmFrZSBjbGllbnQga2V5"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int __wrap_file_read_all(const char *path, char **out, size_t *len, char **err);
+int __wrap_ck_file_read_all(const char *path, char **out, size_t *len, char **err);
 int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[]);
 int __wrap_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
@@ -76,7 +76,7 @@ static const struct fake_file {
 };
 
 /* The in-memory folder; the real ck_file_read_all() is never called. */
-int __wrap_file_read_all(const char *path, char **out, size_t *len, char **err)
+int __wrap_ck_file_read_all(const char *path, char **out, size_t *len, char **err)
 {
 	CHECK(path != NULL && path[0] == '/');
 	for (size_t i = 0; i < CK_ARRAY_LEN(fake_files); i++) {

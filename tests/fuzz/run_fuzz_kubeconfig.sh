@@ -19,7 +19,7 @@ seeds="$B/seeds_kubeconfig"
 mkdir -p "$B/corpus_kubeconfig" "$B/artifacts-kubeconfig" "$seeds"
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 \
 	-D_GNU_SOURCE -Iinclude -I. $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) \
-	-Wl,--wrap=file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
+	-Wl,--wrap=ck_file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
 	tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config.c pkg/kube/config_kubeconfig.c pkg/kube/config_incluster.c pkg/kube/config_exec.c pkg/kube/config_creds.c \
 	-lyaml -lyajl -pthread -lm -o "$B/fuzz_kubeconfig"
 
