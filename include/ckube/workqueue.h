@@ -84,6 +84,22 @@ CKUBE_API void ck_wq_ratelimiter_free(ck_wq_ratelimiter_t *rl);
 CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_exponential_new(uint64_t base_ns, uint64_t max_ns);
 
 /*
+ * client-go's ItemFastSlowRateLimiter: an item's first max_fast failures wait
+ * fast_ns each, every later one slow_ns (max_fast 0: all slow). forget() resets the
+ * item. Returns a new limiter, free with ck_wq_ratelimiter_free.
+ */
+CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_fast_slow_new(uint64_t fast_ns, uint64_t slow_ns,
+                                                               unsigned max_fast);
+
+/*
+ * client-go's WithMaxWaitRateLimiter: inner's delay, but never more than max_ns.
+ * forget() and num_requeues() are inner's. Takes inner. Returns a new limiter, free
+ * with ck_wq_ratelimiter_free (which frees inner too).
+ */
+CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_max_wait_new(ck_wq_ratelimiter_t *inner,
+                                                              uint64_t max_ns);
+
+/*
  * One token bucket shared by all items (golang.org/x/time/rate reserve semantics):
  * it starts full with `burst` tokens and refills at `qps` per second; each when()
  * takes a token, so with an empty bucket the k-th request waits k/qps s. Borrows

@@ -41,11 +41,16 @@ typedef struct failure {
 	char key[];
 } failure_t;
 
+/* Per-item failure counts, shared by the exponential and the fast/slow limiters:
+ * only the delay a count maps to differs. */
 typedef struct exp_limiter {
 	ck_wq_ratelimiter_t base;
 	pthread_mutex_t mu;
 	uint64_t base_ns;
 	uint64_t max_ns;
+	/* Fast/slow (max_fast > 0): the first max_fast failures wait base_ns, later ones
+	 * max_ns, as client-go's ItemFastSlowRateLimiter. */
+	unsigned max_fast;
 	wq_htab_t failures;
 } exp_limiter_t;
 
@@ -57,6 +62,8 @@ static failure_t *exp_find(exp_limiter_t *e, const char *item, size_t len, uint6
 /* base·2^n, computed without overflow: anything past max_ns is max_ns. */
 static uint64_t exp_delay(const exp_limiter_t *e, unsigned n)
 {
+	if (e->max_fast > 0)
+		return n < e->max_fast ? e->base_ns : e->max_ns;
 	if (e->base_ns == 0)
 		return 0;
 	if (n >= 64 || e->base_ns > (UINT64_MAX >> n))
@@ -138,6 +145,61 @@ ck_wq_ratelimiter_t *ck_wq_ratelimiter_exponential_new(uint64_t base_ns, uint64_
 	e->base_ns = base_ns;
 	e->max_ns = max_ns;
 	return &e->base;
+}
+
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_fast_slow_new(uint64_t fast_ns, uint64_t slow_ns,
+                                                     unsigned max_fast)
+{
+	exp_limiter_t *e = (exp_limiter_t *)ck_wq_ratelimiter_exponential_new(fast_ns, slow_ns);
+	/* max_fast 0 would read as "exponential": no fast attempt is max_fast 0 fast
+	 * delays, i.e. every attempt slow, which a fast delay equal to the slow one gives. */
+	if (max_fast == 0)
+		e->base_ns = slow_ns;
+	e->max_fast = max_fast > 0 ? max_fast : 1;
+	return &e->base;
+}
+
+/* ---- At most a given delay ---------------------------------------------------------- */
+
+typedef struct max_wait_limiter {
+	ck_wq_ratelimiter_t base;
+	ck_wq_ratelimiter_t *inner;
+	uint64_t max_ns;
+} max_wait_limiter_t;
+
+static uint64_t mw_when(ck_wq_ratelimiter_t *rl, const char *item)
+{
+	max_wait_limiter_t *m = (max_wait_limiter_t *)rl;
+	uint64_t d = ck_wq_ratelimiter_when(m->inner, item);
+	return d > m->max_ns ? m->max_ns : d;
+}
+
+static void mw_forget(ck_wq_ratelimiter_t *rl, const char *item)
+{
+	ck_wq_ratelimiter_forget(((max_wait_limiter_t *)rl)->inner, item);
+}
+
+static unsigned mw_num_requeues(ck_wq_ratelimiter_t *rl, const char *item)
+{
+	return ck_wq_ratelimiter_num_requeues(((max_wait_limiter_t *)rl)->inner, item);
+}
+
+static void mw_free(ck_wq_ratelimiter_t *rl)
+{
+	max_wait_limiter_t *m = (max_wait_limiter_t *)rl;
+	ck_wq_ratelimiter_free(m->inner);
+	free(m);
+}
+
+static const ck_wq_ratelimiter_ops_t mw_ops = {mw_when, mw_forget, mw_num_requeues, mw_free};
+
+ck_wq_ratelimiter_t *ck_wq_ratelimiter_max_wait_new(ck_wq_ratelimiter_t *inner, uint64_t max_ns)
+{
+	max_wait_limiter_t *m = ck_xcalloc(1, sizeof(*m));
+	m->base.ops = &mw_ops;
+	m->inner = inner;
+	m->max_ns = max_ns;
+	return &m->base;
 }
 
 /* ---- Token bucket, shared ----------------------------------------------------------- */

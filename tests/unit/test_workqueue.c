@@ -626,6 +626,44 @@ START_TEST(test_exponential)
 }
 END_TEST
 
+/* client-go's ItemFastSlowRateLimiter: max_fast fast tries per item, then slow. */
+START_TEST(test_fast_slow)
+{
+	ck_wq_ratelimiter_t *rl =
+	    ck_wq_ratelimiter_fast_slow_new(5 * CK_NS_PER_MS, 10 * CK_NS_PER_SEC, 3);
+	for (int i = 0; i < 3; i++)
+		ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 5 * CK_NS_PER_MS);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 10 * CK_NS_PER_SEC);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 10 * CK_NS_PER_SEC);
+	ck_assert_uint_eq(ck_wq_ratelimiter_num_requeues(rl, "a"), 5);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "b"), 5 * CK_NS_PER_MS); /* its own count */
+	ck_wq_ratelimiter_forget(rl, "a");
+	ck_assert_uint_eq(ck_wq_ratelimiter_num_requeues(rl, "a"), 0);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 5 * CK_NS_PER_MS);
+	ck_wq_ratelimiter_free(rl);
+	rl = ck_wq_ratelimiter_fast_slow_new(5 * CK_NS_PER_MS, 10 * CK_NS_PER_SEC, 0);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 10 * CK_NS_PER_SEC); /* all slow */
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 10 * CK_NS_PER_SEC);
+	ck_wq_ratelimiter_free(rl);
+}
+END_TEST
+
+/* client-go's WithMaxWaitRateLimiter: the inner delay capped; counts are the inner's. */
+START_TEST(test_max_wait)
+{
+	ck_wq_ratelimiter_t *rl = ck_wq_ratelimiter_max_wait_new(
+	    ck_wq_ratelimiter_exponential_new(CK_NS_PER_SEC, 1000 * CK_NS_PER_SEC),
+	    5 * CK_NS_PER_SEC);
+	uint64_t want[] = {1, 2, 4, 5, 5, 5};
+	for (size_t i = 0; i < CK_ARRAY_LEN(want); i++)
+		ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "k"), want[i] * CK_NS_PER_SEC);
+	ck_assert_uint_eq(ck_wq_ratelimiter_num_requeues(rl, "k"), 6);
+	ck_wq_ratelimiter_forget(rl, "k");
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "k"), CK_NS_PER_SEC);
+	ck_wq_ratelimiter_free(rl); /* frees the inner limiter too (LeakSanitizer) */
+}
+END_TEST
+
 START_TEST(test_exponential_big_base)
 {
 	/* base·2^n past 2^64 must clamp to max, not wrap. */
@@ -1066,6 +1104,8 @@ Suite *suite_workqueue(void)
 	tc = tcase_create("ratelimit");
 	tcase_add_test(tc, test_exponential);
 	tcase_add_test(tc, test_exponential_big_base);
+	tcase_add_test(tc, test_fast_slow);
+	tcase_add_test(tc, test_max_wait);
 	tcase_add_test(tc, test_bucket);
 	tcase_add_test(tc, test_bucket_bad_args);
 	tcase_add_test(tc, test_max_of);
