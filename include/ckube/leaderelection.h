@@ -120,6 +120,14 @@ CKUBE_API void ck_le_stop(ck_le_t *e);
 /* Whether this process leads right now (atomic; for the leader metric, readyz). */
 CKUBE_API bool ck_le_is_leader(const ck_le_t *e);
 
+/*
+ * client-go's leader-election healthz check (HealthzAdaptor): 0 when e is NULL, not
+ * leading, or leading and its lease was renewed within the lease duration plus
+ * tolerance_ms; -1 with a new *reason (free()) when a leader has not renewed for
+ * longer, i.e. its elector is stuck. Any thread; e must not be stopped meanwhile.
+ */
+CKUBE_API int ck_le_check(ck_le_t *e, uint64_t tolerance_ms, char **reason);
+
 /* Returns a new string (free with free()): the last observed holder, "" if none. */
 CKUBE_API char *ck_le_leader(ck_le_t *e);
 

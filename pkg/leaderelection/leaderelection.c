@@ -497,6 +497,8 @@ struct ck_le {
 	bool stopping;       /* under mu */
 	char *leader;        /* last reported holder, under mu */
 	_Atomic bool leading;
+	/* core.observed_mono, published for ck_le_check (other threads). */
+	_Atomic uint64_t observed_pub;
 };
 
 static void le_logf(ck_le_t *e, ck_le_log_level_t level, const char *fmt, ...) CK_PRINTF(3, 4);
@@ -524,6 +526,7 @@ static void le_event(ck_le_t *e, const char *what)
 /* Reports a change of holder (client-go's maybeReportTransition). */
 static void le_report(ck_le_t *e)
 {
+	atomic_store(&e->observed_pub, e->core.observed_mono);
 	const char *holder = le_core_take_transition(&e->core);
 	pthread_mutex_lock(&e->mu);
 	if (strcmp(e->leader, e->core.reported_leader) != 0) {
@@ -766,6 +769,24 @@ void ck_le_stop(ck_le_t *e)
 bool ck_le_is_leader(const ck_le_t *e)
 {
 	return e != NULL && atomic_load(&e->leading);
+}
+
+int ck_le_check(ck_le_t *e, uint64_t tolerance_ms, char **reason)
+{
+	if (e == NULL || !atomic_load(&e->leading))
+		return 0;
+	uint64_t now = ck_clk_mono_ns(e->core.clock);
+	uint64_t seen = atomic_load(&e->observed_pub);
+	uint64_t limit = e->lease_ns + tolerance_ms * CK_NS_PER_MS;
+	if (now <= seen || now - seen <= limit)
+		return 0;
+	if (reason != NULL)
+		*reason =
+		    ck_xasprintf("failed election to renew leadership on lease %s: last renewed "
+		                 "%llu ms ago, more than the lease duration plus %llu ms",
+		                 e->lock->desc, (unsigned long long)((now - seen) / CK_NS_PER_MS),
+		                 (unsigned long long)tolerance_ms);
+	return -1;
 }
 
 char *ck_le_leader(ck_le_t *e)

@@ -100,6 +100,19 @@ static int check_synced(void *ud, char **reason)
 	return -1;
 }
 
+/* client-go's leader-election healthz: a leader whose elector has not renewed the
+ * lease for its duration plus 20 s is stuck, and a restart is the cure. */
+#define LE_HEALTHZ_TOLERANCE_MS 20000
+
+static int check_le_renewing(void *ud, char **reason)
+{
+	ck_manager_t *d = ud;
+	pthread_mutex_lock(&d->le_mu);
+	int rc = ck_le_check(d->elector, LE_HEALTHZ_TOLERANCE_MS, reason);
+	pthread_mutex_unlock(&d->le_mu);
+	return rc;
+}
+
 static int check_leader(void *ud, char **reason)
 {
 	ck_manager_t *d = ud;
@@ -419,8 +432,11 @@ static void *control_main(void *arg)
 			CK_LOG_INFO("Attempting to acquire leader lease",
 			            CK_KV_OBJ("lease", d->le_ns, d->opt.le_name),
 			            CK_KV_STR("identity", d->identity));
-			d->elector = ck_le_start(d->client, &lc, &err);
-			if (d->elector == NULL) {
+			ck_le_t *e = ck_le_start(d->client, &lc, &err);
+			pthread_mutex_lock(&d->le_mu);
+			d->elector = e;
+			pthread_mutex_unlock(&d->le_mu);
+			if (e == NULL) {
 				CK_LOG_ERROR(err, "Cannot start leader election");
 				d->exit_code = 1;
 				sig = SIGTERM;
@@ -448,8 +464,11 @@ static void *control_main(void *arg)
 		d->exit_code = 1;
 	}
 	if (d->elector && drained) {
-		ck_le_stop(d->elector); /* releases the lease: a standby takes over at once */
+		pthread_mutex_lock(&d->le_mu);
+		ck_le_t *e = d->elector;
 		d->elector = NULL;
+		pthread_mutex_unlock(&d->le_mu);
+		ck_le_stop(e); /* releases the lease: a standby takes over at once */
 	} else if (d->elector) {
 		/* A worker may still be writing: releasing now would let a standby
 		 * write alongside it. The lease runs out on its own instead. */
@@ -675,12 +694,16 @@ static int setup(ck_manager_t *d, char **err)
 	ck_metrics_probe_add_check(ps, "healthz", "event-loop", check_loop, d, NULL);
 	ck_metrics_probe_add_check(ps, "readyz", "informers-synced", check_synced, d, NULL);
 	ck_metrics_probe_add_check(ps, "readyz", "leader-election", check_leader, d, NULL);
+	if (o->leader_elect)
+		ck_metrics_probe_add_check(ps, "healthz", "leader-election", check_le_renewing, d,
+		                           NULL);
 	return 0;
 }
 
 ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv, int *exit_code)
 {
 	ck_manager_t *d = ck_xcalloc(1, sizeof(*d));
+	pthread_mutex_init(&d->le_mu, NULL);
 	d->mo = *mo;
 	if (d->mo.name == NULL || d->mo.name[0] == '\0')
 		d->mo.name = program_invocation_short_name;
@@ -744,10 +767,12 @@ void ck_manager_free(ck_manager_t *d)
 {
 	if (d == NULL)
 		return;
-	if (d->elector)
-		ck_le_stop(d->elector);
+	/* Servers first: their checks read the elector. */
 	ck_metrics_server_stop(d->metrics_srv);
 	ck_metrics_server_stop(d->probe_srv);
+	if (d->elector)
+		ck_le_stop(d->elector);
+	pthread_mutex_destroy(&d->le_mu);
 	for (size_t i = 0; i < d->ncontrollers; i++)
 		mgr_controller_free(d->controllers[i]);
 	ck_record_free(d->recorder);

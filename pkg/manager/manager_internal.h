@@ -45,7 +45,8 @@ struct ck_manager {
 	ck_metrics_registry_t *reg;
 	ck_metrics_server_t *metrics_srv, *probe_srv;
 	ck_metrics_gauge_t *m_leader;
-	ck_le_t *elector;
+	ck_le_t *elector; /* under le_mu: the healthz check reads it */
+	pthread_mutex_t le_mu;
 	ck_cache_informer_t *informers[MGR_MAX_INFORMERS];
 	char *last_watch_error[MGR_MAX_INFORMERS];
 	size_t ninformers;

@@ -845,6 +845,85 @@ static void log_init(shared_log_t *l)
 	pthread_mutex_init(&l->mu, NULL);
 }
 
+/* A gate the elector's next update waits at, to model an elector that hangs. */
+typedef struct gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool entered, open;
+} gate_t;
+
+static void gate_wait(void *ud)
+{
+	gate_t *g = ud;
+	pthread_mutex_lock(&g->mu);
+	g->entered = true;
+	pthread_cond_broadcast(&g->cv);
+	while (!g->open)
+		pthread_cond_wait(&g->cv, &g->mu);
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* client-go's HealthzAdaptor: a leader whose elector has not renewed for longer than
+ * the lease duration plus the tolerance is unhealthy; anyone else is healthy. */
+START_TEST(test_healthz_check_stuck_leader)
+{
+	fake_store_t store;
+	shared_log_t log;
+	cb_state_t sa;
+	ck_clk_fake_t clk;
+	gate_t g = {.entered = false, .open = false};
+	pthread_mutex_init(&g.mu, NULL);
+	pthread_cond_init(&g.cv, NULL);
+	store_init(&store);
+	log_init(&log);
+	cb_init(&sa, "a", &log);
+	ck_clk_fake_init(&clk, 1000 * SEC, 0);
+	/* The first renewal (an update; the lease is created) hangs at the gate. */
+	store.before_update = gate_wait;
+	store.before_update_ud = &g;
+
+	ck_assert_int_eq(ck_le_check(NULL, 0, NULL), 0);
+	ck_le_config_t c = {.lease_namespace = "ns",
+	                    .lease_name = "lease",
+	                    .identity = "a",
+	                    .lease_duration_ms = LEASE_MS,
+	                    .renew_deadline_ms = RENEW_MS,
+	                    .retry_period_ms = RETRY_MS,
+	                    .clock = &clk.base,
+	                    .on_started_leading = cb_started,
+	                    .on_stopped_leading = cb_stopped,
+	                    .ud = &sa};
+	char *err = NULL;
+	ck_le_t *e = le_start_with_lock(fake_lock_new(&store), &c, &err);
+	ck_assert_msg(e != NULL, "le_start: %s", err);
+	atomic_store(&sa.self, e);
+	ck_assert(wait_for(&sa.started, 1));
+	pthread_mutex_lock(&g.mu);
+	while (!g.entered)
+		pthread_cond_wait(&g.cv, &g.mu);
+	pthread_mutex_unlock(&g.mu);
+	/* Stuck inside its renewal, but within lease + tolerance: healthy. */
+	char *why = NULL;
+	ck_assert_int_eq(ck_le_check(e, 20000, &why), 0);
+	ck_clk_fake_advance(&clk, (uint64_t)LEASE_MS * CK_NS_PER_MS + 20 * SEC);
+	ck_assert_int_eq(ck_le_check(e, 20000, &why), 0);
+	ck_clk_fake_advance(&clk, CK_NS_PER_MS + 1);
+	ck_assert_int_eq(ck_le_check(e, 20000, &why), -1);
+	ck_assert_ptr_nonnull(why);
+	ck_assert_msg(strstr(why, "failed election to renew leadership on lease ns/lease") != NULL,
+	              "%s", why);
+	free(why);
+	pthread_mutex_lock(&g.mu);
+	g.open = true;
+	pthread_cond_broadcast(&g.cv);
+	pthread_mutex_unlock(&g.mu);
+	ck_le_stop(e);
+	store_free(&store);
+	pthread_mutex_destroy(&g.mu);
+	pthread_cond_destroy(&g.cv);
+}
+END_TEST
+
 START_TEST(test_thread_one_leader_then_release)
 {
 	fake_store_t store;
@@ -1020,6 +1099,7 @@ Suite *suite_leaderelection(void)
 	tc = tcase_create("thread");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_thread_one_leader_then_release);
+	tcase_add_test(tc, test_healthz_check_stuck_leader);
 	tcase_add_test(tc, test_thread_takeover_after_lease);
 	tcase_add_test(tc, test_thread_network_cut);
 	tcase_add_test(tc, test_thread_stop_standby);
