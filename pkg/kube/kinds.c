@@ -10,12 +10,13 @@
  */
 #include <ckube/kinds.h>
 
+#include <ckube/json.h>
+
 #include <ckube/base.h>
 #include <ckube/types.h>
 
 #include <stddef.h>
 #include <string.h>
-#include <yajl/yajl_tree.h>
 
 /* ================================================================ any kind */
 
@@ -77,22 +78,19 @@ bool ck_kind_condition_true(const ck_obj_t *obj, const ck_type_t *t, size_t i,
 	const char *json = ck_kind_json(obj, t, i);
 	if (json == NULL || cond_type == NULL)
 		return false;
-	yajl_val root = yajl_tree_parse(json, NULL, 0);
+	ck_json_doc_t *doc = ck_json_parse(json, strlen(json), NULL);
+	const ck_json_t *list = ck_json_root(doc);
 	bool result = false;
-	if (YAJL_IS_ARRAY(root)) {
-		static const char *const type_path[] = {"type", NULL};
-		static const char *const status_path[] = {"status", NULL};
-		for (size_t k = 0; k < root->u.array.len; k++) {
-			yajl_val c = root->u.array.values[k];
-			yajl_val ty = yajl_tree_get(c, (const char **)type_path, yajl_t_string);
-			if (ty == NULL || strcmp(ty->u.string, cond_type) != 0)
-				continue;
-			yajl_val st = yajl_tree_get(c, (const char **)status_path, yajl_t_string);
-			result = st != NULL && strcmp(st->u.string, "True") == 0;
-			break;
-		}
+	for (size_t k = 0; k < ck_json_len(list); k++) {
+		const ck_json_t *c = ck_json_at(list, k);
+		const char *ty = ck_json_str(ck_json_get(c, CK_PATH("type")));
+		if (ty == NULL || strcmp(ty, cond_type) != 0)
+			continue;
+		const char *st = ck_json_str(ck_json_get(c, CK_PATH("status")));
+		result = st != NULL && strcmp(st, "True") == 0;
+		break;
 	}
-	yajl_tree_free(root);
+	ck_json_doc_free(doc);
 	return result;
 }
 

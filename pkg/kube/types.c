@@ -7,6 +7,8 @@
  */
 #include <ckube/types.h>
 
+#include <ckube/kinds.h>
+
 #include <ckube/base.h>
 
 #include <stddef.h>
@@ -101,134 +103,101 @@ bool ck_type_equal(const ck_type_t *a, const ck_type_t *b)
 	return true;
 }
 
-/* The field, or NULL when obj is not of kind t. A shared informer may have
- * decoded obj with another descriptor equal to t, hence no pointer test. */
-static const ck_val_t *field_of(const ck_obj_t *obj, const ck_type_t *t, size_t i)
-{
-	if (obj == NULL || !ck_type_equal(obj->type, t))
-		return NULL;
-	return ck_obj_field(obj, i);
-}
-
-static bool get_i64(const ck_obj_t *obj, const ck_type_t *t, size_t i, int64_t *out)
-{
-	const ck_val_t *v = field_of(obj, t, i);
-	if (v == NULL || v->type != CK_VAL_INT)
-		return false;
-	*out = v->u.i;
-	return true;
-}
-
-static bool get_i32(const ck_obj_t *obj, const ck_type_t *t, size_t i, int32_t *out)
-{
-	int64_t v;
-	if (!get_i64(obj, t, i, &v) || v < INT32_MIN || v > INT32_MAX)
-		return false;
-	*out = (int32_t)v;
-	return true;
-}
-
-static const char *get_str(const ck_obj_t *obj, const ck_type_t *t, size_t i, ck_val_type_t type)
-{
-	const ck_val_t *v = field_of(obj, t, i);
-	if (v == NULL || v->type != type)
-		return NULL;
-	return v->u.s;
-}
+/* The accessors are ck_kind_* (kinds.c) with the kind and index filled in. */
 
 bool ck_deployment_spec_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_REPLICAS, out);
+	return ck_kind_i32(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_REPLICAS, out);
 }
 
 bool ck_deployment_status_available_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_AVAILABLE_REPLICAS, out);
+	return ck_kind_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_AVAILABLE_REPLICAS, out);
 }
 
 bool ck_deployment_status_ready_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_READY_REPLICAS, out);
+	return ck_kind_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_READY_REPLICAS, out);
 }
 
 bool ck_deployment_status_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_REPLICAS, out);
+	return ck_kind_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_REPLICAS, out);
 }
 
 bool ck_deployment_status_updated_replicas(const ck_obj_t *d, int32_t *out)
 {
-	return get_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_UPDATED_REPLICAS, out);
+	return ck_kind_i32(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_UPDATED_REPLICAS, out);
 }
 
 bool ck_deployment_status_observed_generation(const ck_obj_t *d, int64_t *out)
 {
-	return get_i64(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_OBSERVED_GENERATION, out);
+	return ck_kind_i64(d, &ck_type_deployment, CK_DEPLOYMENT_STATUS_OBSERVED_GENERATION, out);
 }
 
 const char *ck_deployment_template_containers_json(const ck_obj_t *d)
 {
-	return get_str(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS, CK_VAL_JSON);
+	return ck_kind_json(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
 }
 
 bool ck_event_count(const ck_obj_t *e, int32_t *out)
 {
-	return get_i32(e, &ck_type_event, CK_EVENT_COUNT, out);
+	return ck_kind_i32(e, &ck_type_event, CK_EVENT_COUNT, out);
 }
 
 const char *ck_event_first_timestamp(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_FIRST_TIMESTAMP, CK_VAL_STRING);
+	return ck_kind_str(e, &ck_type_event, CK_EVENT_FIRST_TIMESTAMP);
 }
 
 const char *ck_event_last_timestamp(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_LAST_TIMESTAMP, CK_VAL_STRING);
+	return ck_kind_str(e, &ck_type_event, CK_EVENT_LAST_TIMESTAMP);
 }
 
 const char *ck_event_message(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_MESSAGE, CK_VAL_STRING);
+	return ck_kind_str(e, &ck_type_event, CK_EVENT_MESSAGE);
 }
 
 const char *ck_event_reason(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_REASON, CK_VAL_STRING);
+	return ck_kind_str(e, &ck_type_event, CK_EVENT_REASON);
 }
 
 const char *ck_event_type(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_TYPE, CK_VAL_STRING);
+	return ck_kind_str(e, &ck_type_event, CK_EVENT_TYPE);
 }
 
 const char *ck_event_involved_object_json(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_INVOLVED_OBJECT, CK_VAL_JSON);
+	return ck_kind_json(e, &ck_type_event, CK_EVENT_INVOLVED_OBJECT);
 }
 
 const char *ck_event_source_json(const ck_obj_t *e)
 {
-	return get_str(e, &ck_type_event, CK_EVENT_SOURCE, CK_VAL_JSON);
+	return ck_kind_json(e, &ck_type_event, CK_EVENT_SOURCE);
 }
 
 const char *ck_lease_holder_identity(const ck_obj_t *l)
 {
-	return get_str(l, &ck_type_lease, CK_LEASE_SPEC_HOLDER_IDENTITY, CK_VAL_STRING);
+	return ck_kind_str(l, &ck_type_lease, CK_LEASE_SPEC_HOLDER_IDENTITY);
 }
 
 bool ck_lease_duration_seconds(const ck_obj_t *l, int32_t *out)
 {
-	return get_i32(l, &ck_type_lease, CK_LEASE_SPEC_LEASE_DURATION_SECONDS, out);
+	return ck_kind_i32(l, &ck_type_lease, CK_LEASE_SPEC_LEASE_DURATION_SECONDS, out);
 }
 
 const char *ck_lease_acquire_time(const ck_obj_t *l)
 {
-	return get_str(l, &ck_type_lease, CK_LEASE_SPEC_ACQUIRE_TIME, CK_VAL_STRING);
+	return ck_kind_str(l, &ck_type_lease, CK_LEASE_SPEC_ACQUIRE_TIME);
 }
 
 const char *ck_lease_renew_time(const ck_obj_t *l)
 {
-	return get_str(l, &ck_type_lease, CK_LEASE_SPEC_RENEW_TIME, CK_VAL_STRING);
+	return ck_kind_str(l, &ck_type_lease, CK_LEASE_SPEC_RENEW_TIME);
 }
 
 static bool parse_time(const char *s, int64_t *wall_ns)
@@ -248,5 +217,5 @@ bool ck_lease_renew_time_ns(const ck_obj_t *l, int64_t *wall_ns)
 
 bool ck_lease_transitions(const ck_obj_t *l, int32_t *out)
 {
-	return get_i32(l, &ck_type_lease, CK_LEASE_SPEC_LEASE_TRANSITIONS, out);
+	return ck_kind_i32(l, &ck_type_lease, CK_LEASE_SPEC_LEASE_TRANSITIONS, out);
 }
