@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +49,9 @@ typedef struct exp_limiter {
 	pthread_mutex_t mu;
 	uint64_t base_ns;
 	uint64_t max_ns;
-	/* Fast/slow (max_fast > 0): the first max_fast failures wait base_ns, later ones
-	 * max_ns, as client-go's ItemFastSlowRateLimiter. */
+	/* Fast/slow: the first max_fast failures wait base_ns, later ones max_ns, as
+	 * client-go's ItemFastSlowRateLimiter. */
+	bool fast_slow;
 	unsigned max_fast;
 	wq_htab_t failures;
 } exp_limiter_t;
@@ -62,7 +64,7 @@ static failure_t *exp_find(exp_limiter_t *e, const char *item, size_t len, uint6
 /* base·2^n, computed without overflow: anything past max_ns is max_ns. */
 static uint64_t exp_delay(const exp_limiter_t *e, unsigned n)
 {
-	if (e->max_fast > 0)
+	if (e->fast_slow)
 		return n < e->max_fast ? e->base_ns : e->max_ns;
 	if (e->base_ns == 0)
 		return 0;
@@ -151,11 +153,8 @@ ck_wq_ratelimiter_t *ck_wq_ratelimiter_fast_slow_new(uint64_t fast_ns, uint64_t 
                                                      unsigned max_fast)
 {
 	exp_limiter_t *e = (exp_limiter_t *)ck_wq_ratelimiter_exponential_new(fast_ns, slow_ns);
-	/* max_fast 0 would read as "exponential": no fast attempt is max_fast 0 fast
-	 * delays, i.e. every attempt slow, which a fast delay equal to the slow one gives. */
-	if (max_fast == 0)
-		e->base_ns = slow_ns;
-	e->max_fast = max_fast > 0 ? max_fast : 1;
+	e->fast_slow = true;
+	e->max_fast = max_fast;
 	return &e->base;
 }
 
