@@ -354,7 +354,7 @@ CKUBE_API void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_
  */
 typedef struct ck_cache_lister ck_cache_lister_t;
 
-/* Borrowed, valid as long as the informer. */
+/* Borrowed, valid as long as the informer; NULL for a NULL informer. */
 CKUBE_API const ck_cache_lister_t *ck_cache_informer_lister(ck_cache_informer_t *inf);
 /* A new reference, or NULL when not found (the only failure). ns "" or NULL if cluster-scoped. */
 CKUBE_API ck_obj_t *ck_cache_lister_get(const ck_cache_lister_t *l, const char *ns,

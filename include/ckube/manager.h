@@ -97,7 +97,9 @@ CKUBE_API int ck_manager_workers(ck_manager_t *m);
 /*
  * The shared informer of t (one per resource, see ck_cache_factory_informer),
  * reported in the manager's metrics and its sync wait. Borrows t (must outlive the
- * manager). Returns a borrowed informer. Before ck_manager_run, main thread.
+ * manager). Returns a borrowed informer, or NULL when the factory refuses t (a
+ * descriptor of the same resource keeping other fields): ck_manager_run then
+ * exits 1 at once with that reason. Before ck_manager_run, main thread.
  */
 CKUBE_API ck_cache_informer_t *ck_manager_informer(ck_manager_t *m, const ck_type_t *t);
 
@@ -161,7 +163,7 @@ CKUBE_API void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj
 
 /*
  * Watches t and queues each added, updated or deleted object's own key (For() in
- * controller-runtime). Returns the borrowed informer. Before ck_manager_run.
+ * controller-runtime). Returns the borrowed informer (NULL: see ck_manager_informer).
  */
 CKUBE_API ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t);
 
@@ -169,7 +171,7 @@ CKUBE_API ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_
  * Watches t and calls map(ud, c, obj) for each added, updated (the new object) or
  * deleted (the last known state, also for tombstones) object, so that it queues the
  * keys it relates to (Watches()/Owns() in controller-runtime). Loop thread: map must
- * be quick and must not block. Returns the borrowed informer. Before ck_manager_run.
+ * be quick and must not block. Returns the borrowed informer (NULL: see ck_manager_informer).
  */
 typedef void (*ck_map_fn)(void *ud, ck_controller_t *c, const ck_obj_t *obj);
 CKUBE_API ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t *t,

@@ -718,6 +718,9 @@ const char *ck_cache_informer_name(const ck_cache_informer_t *inf)
 
 const ck_cache_lister_t *ck_cache_informer_lister(ck_cache_informer_t *inf)
 {
+	/* NULL for NULL: a refused ck_cache_factory_informer() must not crash here. */
+	if (inf == NULL)
+		return NULL;
 	return cache_lister_from_store(inf->store);
 }
 

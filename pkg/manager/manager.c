@@ -785,6 +785,7 @@ void ck_manager_free(ck_manager_t *d)
 		free(d->last_watch_error[i]);
 	free(d->identity);
 	free(d->le_ns);
+	free(d->setup_err);
 	ck_flagset_free(d->flags);
 	free(d);
 }
@@ -792,6 +793,11 @@ void ck_manager_free(ck_manager_t *d)
 int ck_manager_run(ck_manager_t *d)
 {
 	char *err = NULL;
+	if (d->setup_err != NULL) {
+		err = d->setup_err;
+		d->setup_err = NULL;
+		goto fail;
+	}
 	atomic_store(&d->last_tick_ns, ck_clk_mono_ns(ck_clk_real()));
 	ev_timer_init(&d->tick, on_tick, 1.0, 1.0);
 	d->tick.data = d;
@@ -859,9 +865,17 @@ int ck_manager_workers(ck_manager_t *m)
 
 ck_cache_informer_t *ck_manager_informer(ck_manager_t *m, const ck_type_t *t)
 {
-	ck_cache_informer_t *inf = ck_cache_factory_informer(m->factory, t);
-	if (inf == NULL)
+	char *err = NULL;
+	ck_cache_informer_t *inf = ck_cache_factory_informer_err(m->factory, t, &err);
+	if (inf == NULL) {
+		/* A setup mistake (e.g. two descriptors of one resource keeping different
+		 * fields): keep the first reason, and refuse to run with it. */
+		if (m->setup_err == NULL)
+			m->setup_err = err ? err : ck_xstrdup("informer refused");
+		else
+			free(err);
 		return NULL;
+	}
 	for (size_t i = 0; i < m->ninformers; i++)
 		if (m->informers[i] == inf)
 			return inf;

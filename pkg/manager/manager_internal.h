@@ -69,6 +69,7 @@ struct ck_manager {
 	int exit_code;
 	pthread_t control;
 	ck_flagset_t *flags;
+	char *setup_err; /* the first refused informer: ck_manager_run fails with it */
 };
 
 /* controller.c */

@@ -104,12 +104,40 @@ START_TEST(test_made_with_program_flags_and_parts)
 }
 END_TEST
 
+/* A descriptor the factory refuses (same resource, other fields): NULL, a lister of
+ * NULL is NULL, and run exits 1 before starting anything. */
+START_TEST(test_refused_informer_fails_run)
+{
+	static const char *const other_fields[] = {"data"};
+	static const ck_type_t secrets_data_only = {.group = "",
+	                                            .version = "v1",
+	                                            .kind = "Secret",
+	                                            .resource = "secrets",
+	                                            .namespaced = true,
+	                                            .fields = other_fields,
+	                                            .nfields = 1};
+	ck_manager_opts_t mo = {.name = "mgr-test"};
+	int rc = 99;
+	char *argv[] = {
+	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	    NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(ck_manager_informer(m, &ck_type_secret));
+	ck_cache_informer_t *inf = ck_manager_informer(m, &secrets_data_only);
+	ck_assert_ptr_null(inf);
+	ck_assert_ptr_null(ck_cache_informer_lister(inf));
+	ck_assert_int_eq(ck_manager_run(m), 1); /* frees m */
+}
+END_TEST
+
 Suite *suite_manager(void)
 {
 	Suite *s = suite_create("manager");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_help_version_and_usage_errors);
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
+	tcase_add_test(tc, test_refused_informer_fails_run);
 	suite_add_tcase(s, tc);
 	return s;
 }
