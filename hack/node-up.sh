@@ -73,11 +73,8 @@ record dir "$NODE_RUN/containerd"
 mkdir -p "$NODE_DIR"/{logs,pki,cni/net.d,cni/ipam,containerd/root,kubelet,pod-logs,volume-plugins}
 chmod 700 "$NODE_DIR"
 
-# Host paths containerd, runc, CNI or the kubelet create outside our directories
-# even when told otherwise: removed on the way down if they did not exist before.
-for p in /var/lib/cni /var/run/netns /run/netns /var/lib/kubelet /var/log/pods /var/log/containers \
-	/usr/libexec/kubernetes /etc/kubernetes /opt/cni /etc/cni/net.d /run/containerd /var/lib/containerd \
-	/run/runc /var/lib/nerdctl; do
+# Host paths the parts make on their own (lib.sh): removed on the way down if new.
+for p in "${NODE_HOST_PATHS[@]}"; do
 	[ -e "$p" ] || record path "$p"
 done
 # Network namespaces the CNI makes for pod sandboxes (none of ours exist yet).
@@ -139,9 +136,8 @@ ip link set "$NODE_BRIDGE" up
 echo 1 >"/proc/sys/net/ipv4/conf/$NODE_BRIDGE/route_localnet"
 # The bridge plugin (isGateway) turns on forwarding, the kubelet sets its kernel
 # tunables: remember them all now, restore them on the way down.
-for s in net.ipv4.ip_forward vm.overcommit_memory kernel.panic kernel.panic_on_oops \
-	net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables; do
-	[ -f "/proc/sys/${s//.//}" ] && record_sysctl "$s" "$(cat "/proc/sys/${s//.//}")"
+for s in "${NODE_SYSCTLS[@]}"; do
+	remember_sysctl "$s"
 done
 
 record ipt iptables nat "$CHAIN_DNAT"

@@ -54,7 +54,7 @@ static uint64_t hash_data(uint64_t h, const ck_obj_t *obj, bool secret)
 {
 	ck_json_doc_t *doc = ck_json_parse_field_path(obj, "data", NULL);
 	const ck_json_t *m = ck_json_root(doc);
-	size_t n = ck_json_len(m), *idx = calloc(n + 1, sizeof(*idx));
+	size_t n = ck_json_len(m), *idx = ck_xcalloc(n + 1, sizeof(*idx));
 	for (size_t i = 0; i < n; i++) { /* insertion sort of the keys */
 		size_t j = i;
 		for (;
@@ -68,7 +68,7 @@ static uint64_t hash_data(uint64_t h, const ck_obj_t *obj, bool secret)
 		const char *k = ck_json_key(m, idx[i], &klen), *v;
 		if (ck_json_get_string(ck_json_at(m, idx[i]), &v, &vlen) != CK_JSON_OK)
 			continue;
-		unsigned char *raw = malloc(vlen + 1);
+		unsigned char *raw = ck_xmalloc(vlen + 1);
 		size_t rlen = secret ? unbase64(v, vlen, raw) : (memcpy(raw, v, vlen), vlen);
 		h = fnv(fnv(fnv(fnv(h, k, klen), "", 1), raw, rlen), "", 1);
 		free(raw);

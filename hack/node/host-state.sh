@@ -15,8 +15,7 @@ done
 echo "== links"
 ip -o link show | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort
 echo "== sysctls"
-for s in net.ipv4.ip_forward vm.overcommit_memory kernel.panic kernel.panic_on_oops \
-	net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables; do
+for s in "${NODE_SYSCTLS[@]}"; do
 	f="/proc/sys/${s//.//}"
 	[ -f "$f" ] && echo "$s=$(cat "$f")"
 done
@@ -31,9 +30,7 @@ for h in $(cgroup_hierarchies); do
 	[ -d "$h$cg" ] && find "$h$cg" -mindepth 1 -type d 2>/dev/null | sort
 done
 echo "== paths"
-for p in /var/lib/cni /var/run/netns /run/netns /var/lib/kubelet /var/log/pods /var/log/containers \
-	/usr/libexec/kubernetes /etc/kubernetes /opt/cni /etc/cni/net.d /run/containerd /var/lib/containerd \
-	/run/runc /var/lib/nerdctl "$NODE_RUN" "$NODE_DIR"; do
+for p in "${NODE_HOST_PATHS[@]}" "$NODE_RUN" "$NODE_DIR"; do
 	[ -e "$p" ] && echo "$p"
 done
 echo "== processes"

@@ -27,6 +27,14 @@ CONTAINERD_SOCK="$NODE_RUN/containerd.sock"
 # The iptables chains this node adds (kubelet's own are recorded by diff).
 CHAIN_FWD=CSC-NODE-FORWARD
 CHAIN_DNAT=CSC-NODE-DNAT
+# Host paths containerd, runc, CNI or the kubelet create outside our directories
+# even when told otherwise (removed on the way down if they did not exist before).
+NODE_HOST_PATHS=(/var/lib/cni /var/run/netns /run/netns /var/lib/kubelet /var/log/pods
+	/var/log/containers /usr/libexec/kubernetes /etc/kubernetes /opt/cni /etc/cni/net.d
+	/run/containerd /var/lib/containerd /run/runc /var/lib/nerdctl)
+# Sysctls the kubelet (its kernel tunables) and the bridge plugin (forwarding) set.
+NODE_SYSCTLS=(net.ipv4.ip_forward vm.overcommit_memory kernel.panic kernel.panic_on_oops
+	net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables)
 
 node_log() { log "$(basename "$0" .sh): $*"; }
 node_die() {
@@ -40,13 +48,12 @@ record() {
 	printf '%s\n' "$*" >>"$NODE_RECORD"
 }
 
-# record_sysctl NAME VALUE: remember NAME's current value, then set it.
-record_sysctl() {
-	local name="$1" want="$2" path old
-	path="/proc/sys/${1//.//}"
-	old="$(cat "$path")"
-	grep -q "^sysctl $name " "$NODE_RECORD" 2>/dev/null || record sysctl "$name" "$old"
-	[ "$old" = "$want" ] || echo "$want" >"$path"
+# remember_sysctl NAME: record NAME's current value (once), to be restored on the
+# way down; the kubelet and the bridge plugin are the ones that change them.
+remember_sysctl() {
+	local f="/proc/sys/${1//.//}"
+	[ -f "$f" ] || return 0
+	grep -q "^sysctl $1 " "$NODE_RECORD" 2>/dev/null || record sysctl "$1" "$(cat "$f")"
 }
 
 # The memory cgroup this script runs in (hybrid v1: the only delegated
