@@ -71,9 +71,11 @@
 /* ================================================================ any kind */
 
 /*
- * Typed reads of kept field i of obj, which must be of kind t (borrowed). false /
- * NULL as described above. _str is for JSON strings, _json for objects and arrays
- * (compact JSON text); _i32 also fails when the integer does not fit.
+ * Typed reads of kept field i of obj, which must have been decoded with t or a
+ * descriptor with the same fields (a copy that also keeps annotations will do;
+ * borrowed). false / NULL as described above, and when obj is of another kind. _str is for JSON
+ * strings, _json for objects and arrays (compact JSON text); _i32 also fails when the integer does
+ * not fit.
  */
 CKUBE_API bool ck_kind_bool(const ck_obj_t *obj, const ck_type_t *t, size_t i, bool *out);
 CKUBE_API bool ck_kind_i32(const ck_obj_t *obj, const ck_type_t *t, size_t i, int32_t *out);

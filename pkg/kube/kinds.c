@@ -20,9 +20,22 @@
 
 /* ================================================================ any kind */
 
+/* Whether objects decoded with a have their fields where t says: an equal
+ * descriptor, or one that differs only in keeping annotations. */
+static bool same_layout(const ck_type_t *a, const ck_type_t *t)
+{
+	if (a == t)
+		return true;
+	if (a == NULL)
+		return false;
+	ck_type_t u = *t;
+	u.keep_annotations = a->keep_annotations;
+	return ck_type_equal(a, &u);
+}
+
 static const ck_val_t *field_of(const ck_obj_t *obj, const ck_type_t *t, size_t i)
 {
-	if (obj == NULL || t == NULL || i >= t->nfields || !ck_type_equal(obj->type, t))
+	if (obj == NULL || t == NULL || i >= t->nfields || !same_layout(obj->type, t))
 		return NULL;
 	return ck_obj_field(obj, i);
 }

@@ -75,6 +75,15 @@ START_TEST(test_configmap)
 	ck_assert_str_eq(ck_configmap_binary_data_json(o), "{\"logo.png\":\"iVBORw0KGgo=\"}");
 	ck_obj_unref(o);
 
+	/* The same kind with its annotations kept (examples/configmap-hash does this):
+	 * the fields are laid out alike, so the typed accessors still read them. */
+	ck_type_t with_ann = ck_type_configmap;
+	with_ann.keep_annotations = true;
+	o = decode(&with_ann, json);
+	ck_assert_str_eq(ck_configmap_data_json(o),
+	                 "{\"app.properties\":\"color=blue\\nsize=3\\n\",\"mode\":\"fast\"}");
+	ck_obj_unref(o);
+
 	/* An absent map reads as absent, null as null; both NULL through accessors. */
 	o = decode(&ck_type_configmap, "{\"metadata\":{\"name\":\"empty\"},\"binaryData\":null}");
 	ck_assert_int_eq(ck_obj_field(o, CK_CONFIGMAP_DATA)->type, CK_VAL_ABSENT);
