@@ -125,8 +125,12 @@ t_examples() {
 		name=$(basename "$d")
 		build_dyn "$tmp/$name" "$d"*.c || return 1
 		build_static "$tmp/$name-static" "$d"*.c || return 1
-		LD_LIBRARY_PATH="$tmp/root/usr/lib" "$tmp/$name" --version | grep -q . || return 1
-		"$tmp/$name-static" --version | grep -q . || return 1
+		# Each example's manager answers --version with "<name> <version>".
+		local v
+		v=$(LD_LIBRARY_PATH="$tmp/root/usr/lib" "$tmp/$name" --version) || return 1
+		[[ "$v" =~ ^$name\ [0-9] ]] || { echo "$name --version: $v"; return 1; }
+		v=$("$tmp/$name-static" --version) || return 1
+		[[ "$v" =~ ^$name\ [0-9] ]] || { echo "$name-static --version: $v"; return 1; }
 		n=$((n + 1))
 	done
 	[ "$n" -ge 1 ] || { echo "no C example under examples/"; return 1; }
