@@ -8,12 +8,10 @@
 # The other target, the kubeconfig loader: tests/fuzz/run_fuzz_kubeconfig.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-B=${B:-build-fuzz}
+. tests/fuzz/lib.sh
 mkdir -p "$B/corpus_decode"
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 \
-	-D_GNU_SOURCE -Iinclude -I. $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_decode.c \
-	pkg/base/base.c pkg/kube/obj.c pkg/kube/decode.c pkg/kube/status.c pkg/kube/types.c \
-	-lyajl -pthread -lm -o "$B/fuzz_decode"
+# shellcheck disable=SC2046
+fuzz_build fuzz_decode $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_decode.c pkg/base/base.c pkg/kube/obj.c pkg/kube/decode.c pkg/kube/status.c pkg/kube/types.c pkg/kube/kinds.c pkg/kube/json.c -lyajl
 # Seeds: each fixture in each mode, with the 4-byte header (mode/kind, limit, chunk seed).
 i=0
 for f in tests/fixtures/json/*.json; do
@@ -36,11 +34,4 @@ for n in 255 256 300; do
 	  arrays $n; printf '}}\n{"object":{"metadata":{"name":"b"},"x":'; objects $n
 	  printf '},"type":"ERROR"}\n'; } >"$B/corpus_decode/deep-watch-$n"
 done
-if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
-	secs=$1
-	shift
-	set -- -max_total_time="$secs" "$@"
-fi
-if [ $# -eq 0 ]; then set -- -max_total_time=60; fi
-mkdir -p "$B/artifacts-decode"
-"$B/fuzz_decode" -max_len=65536 -artifact_prefix="$B/artifacts-decode/" "$@" "$B/corpus_decode"
+fuzz_run decode "$B/corpus_decode" "$@"

@@ -8,12 +8,10 @@
 # Crashes go to $B/artifacts-json/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-B=${B:-build-fuzz}
+. tests/fuzz/lib.sh
 mkdir -p "$B/corpus_json"
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 \
-	-D_GNU_SOURCE -Iinclude -I. $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_json.c \
-	pkg/base/base.c pkg/kube/obj.c pkg/kube/json.c pkg/kube/patch.c pkg/kube/types.c \
-	-lyajl -pthread -lm -o "$B/fuzz_json"
+# shellcheck disable=SC2046
+fuzz_build fuzz_json $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_json.c pkg/base/base.c pkg/kube/obj.c pkg/kube/json.c pkg/kube/patch.c pkg/kube/types.c pkg/kube/kinds.c -lyajl
 i=0
 for f in tests/fixtures/json/*.json; do
 	cp "$f" "$B/corpus_json/seed-$i"
@@ -27,11 +25,4 @@ for n in 255 256 257; do
 	{ for _ in $(seq "$n"); do printf '{"a":'; done; printf 1; printf "%${n}s" '' | tr ' ' '}'; } \
 		>"$B/corpus_json/deep-obj-$n"
 done
-if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
-	secs=$1
-	shift
-	set -- -max_total_time="$secs" "$@"
-fi
-if [ $# -eq 0 ]; then set -- -max_total_time=60; fi
-mkdir -p "$B/artifacts-json"
-"$B/fuzz_json" -max_len=65536 -artifact_prefix="$B/artifacts-json/" "$@" "$B/corpus_json"
+fuzz_run json "$B/corpus_json" "$@"

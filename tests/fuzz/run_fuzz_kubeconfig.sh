@@ -9,7 +9,7 @@
 # The other target: tests/fuzz/run_fuzz_decode.sh (the JSON decoder).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-B=${B:-build-fuzz}
+. tests/fuzz/lib.sh
 secs=60
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
 	secs=$1
@@ -17,11 +17,8 @@ if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
 fi
 seeds="$B/seeds_kubeconfig"
 mkdir -p "$B/corpus_kubeconfig" "$B/artifacts-kubeconfig" "$seeds"
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 \
-	-D_GNU_SOURCE -Iinclude -I. $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) \
-	-Wl,--wrap=ck_file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
-	tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config.c pkg/kube/config_kubeconfig.c pkg/kube/config_incluster.c pkg/kube/config_exec.c pkg/kube/config_creds.c \
-	-lyaml -lyajl -pthread -lm -o "$B/fuzz_kubeconfig"
+# shellcheck disable=SC2046
+fuzz_build fuzz_kubeconfig $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) -Wl,--wrap=ck_file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config.c pkg/kube/config_kubeconfig.c pkg/kube/config_incluster.c pkg/kube/config_exec.c pkg/kube/config_creds.c -lyaml -lyajl
 
 # Seeds: every kubeconfig fixture, as is.
 i=0
