@@ -6,6 +6,7 @@
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
 #   make libcheck   the installed library: symbols, headers, pkg-config builds, examples
+#   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (5) each
 #   make unit       unit tests only;  make e2e  e2e tests only
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make bench      benchmarks (print figures)
@@ -48,7 +49,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps image install libcheck test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install libcheck fuzz-smoke test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -205,9 +206,21 @@ soak: deps all $(B)/tsan/sample-controller
 test: deps
 	$(MAKE) all
 	$(MAKE) libcheck
+	$(MAKE) fuzz-smoke
 	$(MAKE) unit
 	$(MAKE) unit-tsan
 	$(MAKE) e2e
+
+# Every libFuzzer target builds and runs clean for FUZZ_SECONDS (default 5) each, so
+# none rots unseen; longer runs: bash tests/fuzz/run_fuzz_<target>.sh SECONDS.
+FUZZ_SECONDS ?= 5
+fuzz-smoke: deps
+	@mkdir -p $(B)
+	@for t in decode kubeconfig json; do \
+		bash tests/fuzz/run_fuzz_$$t.sh $(FUZZ_SECONDS) >$(B)/fuzz-$$t.log 2>&1 && \
+			echo "  ok    fuzz $$t ($$(grep -o 'Done [0-9]* runs' $(B)/fuzz-$$t.log))" || \
+			{ echo "  FAIL  fuzz $$t"; tail -n 30 $(B)/fuzz-$$t.log; exit 1; }; \
+	done
 
 # The library as installed: symbols, install layout, pkg-config builds, examples.
 libcheck: all
