@@ -12,7 +12,7 @@
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential pkg-config libcurl4-openssl-dev libyajl-dev libyaml-dev \
-      libev-dev libmicrohttpd-dev ca-certificates \
+      libev-dev libmicrohttpd-dev libgnutls28-dev ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what bin/sample-controller is made from, library first (headers in include/): a change under cmd/

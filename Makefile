@@ -6,9 +6,10 @@
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
 #   make libcheck   the installed library: symbols, headers, pkg-config builds, examples
-#   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (5) each
+#   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (30) each
 #   make unit       unit tests only;  make e2e  e2e tests only
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
+#   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
 #   make bench      benchmarks (print figures)
 #   make lint       clang-format check + cppcheck
 #   make cluster-up / cluster-down     the local control plane alone
@@ -19,7 +20,7 @@
 #   make clean
 
 CC      ?= cc
-PKGS    := libcurl yajl yaml-0.1 libev libmicrohttpd
+PKGS    := libcurl yajl yaml-0.1 libev libmicrohttpd gnutls
 # libev ships no .pc file on Debian; fall back to -lev.
 PKG_CFLAGS = $(shell pkg-config --cflags $(filter-out libev,$(PKGS)) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(filter-out libev,$(PKGS)) 2>/dev/null) -lev
@@ -49,7 +50,7 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps image install libcheck fuzz-smoke test unit unit-tsan integration e2e soak run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install libcheck fuzz-smoke test unit unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -103,7 +104,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # The public headers need none of the dependencies' headers, so the dependencies
 # are plain -l flags: `--static` then links libckube.a against the system's shared
 # libcurl etc. without asking for their own static archives.
-PC_LIBS    := -lcurl -lyajl -lyaml -lmicrohttpd -lev -lm -pthread
+PC_LIBS    := -lcurl -lyajl -lyaml -lmicrohttpd -lgnutls -lev -lm -pthread
 $(B)/ckube.pc $(B)/ckube-static.pc: VERSION Makefile
 	@mkdir -p $(B)
 	@{ echo "prefix=$(PREFIX)"; echo "libdir=$(LIBDIR)"; echo "includedir=$(INCLUDEDIR)"; echo; \
@@ -180,7 +181,7 @@ unit: deps $(B)/asan/unit-tests
 		CK_DEFAULT_TIMEOUT=60 $(abspath $(B))/asan/unit-tests
 
 # Threaded modules again under ThreadSanitizer.
-TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer
+TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo
 unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests
@@ -200,6 +201,10 @@ $(B)/tsan/sample-controller: $(CMD_SRCS:%.c=$(B)/tsan/%.o) $(TSAN_OBJS)
 	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
 # Minutes of churn against daemons under valgrind and TSan (SOAK_SECONDS, default 480).
+# Chaos at scale (minutes; not in make test): tests/chaos/run.sh, CHAOS_SECONDS/CHAOS_FOOS.
+chaos: deps all
+	bash tests/chaos/run.sh
+
 soak: deps all $(B)/tsan/sample-controller
 	B_TSAN=$(abspath $(B))/tsan bash tests/soak/run.sh
 
@@ -211,14 +216,17 @@ test: deps
 	$(MAKE) unit-tsan
 	$(MAKE) e2e
 
-# Every libFuzzer target builds and runs clean for FUZZ_SECONDS (default 5) each, so
-# none rots unseen; longer runs: bash tests/fuzz/run_fuzz_<target>.sh SECONDS.
-FUZZ_SECONDS ?= 5
+# Every libFuzzer target (tests/fuzz/run_fuzz_*.sh) builds and runs for FUZZ_SECONDS
+# (default 30) each from its committed seeds (tests/fuzz/seeds/) and the fixtures,
+# and a crash, leak or broken invariant fails the build; longer runs:
+# bash tests/fuzz/run_fuzz_<target>.sh SECONDS.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS = $(patsubst tests/fuzz/run_fuzz_%.sh,%,$(wildcard tests/fuzz/run_fuzz_*.sh))
 fuzz-smoke: deps
 	@mkdir -p $(B)
-	@for t in decode kubeconfig json; do \
+	@for t in $(FUZZ_TARGETS); do \
 		bash tests/fuzz/run_fuzz_$$t.sh $(FUZZ_SECONDS) >$(B)/fuzz-$$t.log 2>&1 && \
-			echo "  ok    fuzz $$t ($$(grep -o 'Done [0-9]* runs' $(B)/fuzz-$$t.log))" || \
+			echo "  ok    fuzz $$t ($$(grep -o 'Done [0-9]* runs' $(B)/fuzz-$$t.log), $$(grep -o 'cov: [0-9]* ft: [0-9]*' $(B)/fuzz-$$t.log | tail -n 1))" || \
 			{ echo "  FAIL  fuzz $$t"; tail -n 30 $(B)/fuzz-$$t.log; exit 1; }; \
 	done
 

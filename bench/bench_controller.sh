@@ -1,50 +1,70 @@
 #!/usr/bin/env bash
 # Benchmark of the sample-controller daemon on the real local control plane, side by
-# side with Kubernetes' Go original under the same workload. Prints figures; asserts
-# nothing about speed.
+# side with its peers under the same workload: Kubernetes' Go original and the same
+# controller written with controller-runtime (Go) and with kube-rs (Rust), from
+# bench/peers/. Prints figures; asserts nothing about speed.
 #
-#   bash bench/bench_controller.sh [c|go|both]        (default both; C first)
+#   bash bench/bench_controller.sh [c|go|cr|rs|both ...]   (default: c go cr rs)
+#
+#   c    the C daemon (bin/sample-controller)
+#   go   Kubernetes' Go original, k8s.io/sample-controller (bench/build_go_controller.sh)
+#   cr   the controller-runtime peer (bench/build_cr_controller.sh)
+#   rs   the kube-rs peer (bench/build_rs_controller.sh)
+#   both c and go
+# They run one after the other in the order given, and the table has their columns
+# in that order.
 #
 # Per controller, in a namespace of its own that it alone watches:
 #   - idle RSS once its caches are synced (empty namespace);
 #   - for each count in BENCH_COUNTS, Foos (1 replica each) are created on top of the
 #     previous ones with `kubectl create -f` on multi-document files; the time from the
 #     first create until every Foo reports status.availableReplicas == spec.replicas
-#     (both controllers maintain it; the C one's Ready=True condition is timed too),
-#     then the RSS once all are ready;
+#     (all the controllers maintain it; the C one's Ready=True condition is timed
+#     too), then the RSS once all are ready;
 #   - CPU seconds (utime+stime from /proc/<pid>/stat) over a steady window with
-#     resyncs (30 s resync period, the default of both) at the last count, and the
-#     Foo writes the API server counted in that window.
+#     resyncs at the last count, and the Foo writes the API server counted in that
+#     window. Every Foo is synced again every 30 s: by the informers' 30 s resync
+#     period (C, Go, controller-runtime), by a 30 s requeue after each sync for
+#     kube-rs, whose watchers have no resync.
 # Then it stops the controller, deletes the namespace and waits until it is gone
-# before the next one starts: the two never run at the same time.
+# before the next one starts: no two run at the same time.
 #
 # Environment:
 #   BENCH_QUICK=1            1,000 Foos and a 60 s window (what `make bench` runs)
 #   BENCH_COUNTS             cumulative Foo counts (default "1000 10000"; quick "1000")
 #   BENCH_STEADY_SECONDS     steady window (default 600; quick 60)
-#   BENCH_QPS, BENCH_BURST   client-side limits of both controllers (200, 400)
+#   BENCH_QPS, BENCH_BURST   client-side limits of every controller (200, 400;
+#                            kube-rs has no limiter of its own: the peer adds one)
 #   BENCH_CHUNK              Foos per kubectl file (500)
 #   BENCH_PARALLEL           kubectl processes creating at once (2)
 #   BENCH_SETTLE             seconds between "all ready" and reading RSS (15)
 #   BENCH_READY_TIMEOUT      seconds allowed per count for all to be ready (2400)
 #   SC_BIN                   the C daemon (default bin/sample-controller; run make)
 #   GO_SC_BIN                the Go original (default: bench/build_go_controller.sh)
+#   CR_SC_BIN                the controller-runtime peer (default: bench/build_cr_controller.sh)
+#   RS_SC_BIN                the kube-rs peer (default: bench/build_rs_controller.sh)
 #   BENCH_LOGS               controller logs (default .local/bench-logs)
 # Needs the local control plane (bash hack/local-up.sh); bench/run.sh starts it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-which_impls="${1:-both}"
-case "$which_impls" in
-c) impls=(c) ;;
-go) impls=(go) ;;
-both) impls=(c go) ;;
-*)
-	echo "usage: $0 [c|go|both]" >&2
-	exit 2
-	;;
-esac
+[ $# -gt 0 ] || set -- c go cr rs
+impls=()
+for arg in "$@"; do
+	case "$arg" in
+	c | go | cr | rs) new=("$arg") ;;
+	both) new=(c go) ;;
+	*)
+		echo "usage: $0 [c|go|cr|rs|both ...]   (default: c go cr rs)" >&2
+		exit 2
+		;;
+	esac
+	for impl in "${new[@]}"; do
+		[[ " ${impls[*]} " == *" $impl "* ]] || impls+=("$impl")
+	done
+done
+declare -A NAME=([c]=C [go]=Go [cr]=controller-rt [rs]=kube-rs)
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	COUNTS="${BENCH_COUNTS:-1000}"
@@ -77,6 +97,12 @@ for impl in "${impls[@]}"; do
 done
 if [[ " ${impls[*]} " == *" go "* ]] && [ -z "${GO_SC_BIN:-}" ]; then
 	GO_SC_BIN="$(bash bench/build_go_controller.sh | tail -n 1)"
+fi
+if [[ " ${impls[*]} " == *" cr "* ]] && [ -z "${CR_SC_BIN:-}" ]; then
+	CR_SC_BIN="$(bash bench/build_cr_controller.sh | tail -n 1)"
+fi
+if [[ " ${impls[*]} " == *" rs "* ]] && [ -z "${RS_SC_BIN:-}" ]; then
+	RS_SC_BIN="$(bash bench/build_rs_controller.sh | tail -n 1)"
 fi
 
 mkdir -p "$LOGS"
@@ -145,14 +171,26 @@ new_ns() {
 
 start_ctl() { # impl ns log
 	local impl="$1" n="$2" log="$3"
-	if [ "$impl" = c ]; then
+	case "$impl" in
+	c)
 		"$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
 			--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
 			>"$log" 2>&1 &
-	else
+		;;
+	go)
 		"$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
 			-kube-api-burst "$BURST" >"$log" 2>&1 &
-	fi
+		;;
+	cr)
+		# Its metrics and health probe servers are off in its code.
+		"$CR_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
+			-kube-api-burst "$BURST" >"$log" 2>&1 &
+		;;
+	rs)
+		"$RS_SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
+			--kube-api-burst "$BURST" >"$log" 2>&1 &
+		;;
+	esac
 	ctl_pid=$!
 }
 
@@ -246,31 +284,65 @@ for impl in "${impls[@]}"; do
 done
 
 # ---- Figures.
+# version_of BINARY PREFIX: the rest of the line starting "PREFIX " in the VERSION
+# file the build scripts write next to the binary ("?" without one).
+version_of() {
+	local f
+	f="$(dirname "$1")/VERSION"
+	[ -f "$f" ] && awk -v p="$2 " 'index($0, p) == 1 { print substr($0, length(p) + 1); exit }' "$f" | grep . ||
+		echo "?"
+}
 echo
 echo "sample-controller benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, Kubernetes $KUBE_VERSION)"
-echo "  C:  $SC_BIN $("$SC_BIN" --version 2>/dev/null | awk '{print $NF}') (repository at $commit)"
-if [ -n "${GO_SC_BIN:-}" ]; then
-	gov="$(dirname "$GO_SC_BIN")/VERSION"
-	echo "  Go: k8s.io/sample-controller $(sed -n 's/^k8s.io\/sample-controller //p' "$gov")" \
-		"with client-go $(sed -n 's/^client libraries \([^ ]*\).*/\1/p' "$gov"), $(go version | awk '{print $3}')" \
-		"(main.go patched: qps/burst/namespace flags)"
-fi
-echo "  both: 2 workers, 30 s resync, client qps/burst $QPS/$BURST, one namespace each, log level 0"
-row() { printf '  %-46s %14s %14s\n' "$1" "$2" "$3"; }
+for impl in "${impls[@]}"; do
+	case "$impl" in
+	c) echo "  C:  $SC_BIN $("$SC_BIN" --version 2>/dev/null | awk '{print $NF}') (repository at $commit)" ;;
+	go)
+		echo "  Go: k8s.io/sample-controller $(version_of "$GO_SC_BIN" k8s.io/sample-controller)" \
+			"with client-go $(version_of "$GO_SC_BIN" "client libraries" | awk '{print $1}'), $(go version | awk '{print $3}')" \
+			"(main.go patched: qps/burst/namespace flags)"
+		;;
+	cr)
+		echo "  controller-rt: sigs.k8s.io/controller-runtime $(version_of "$CR_SC_BIN" sigs.k8s.io/controller-runtime)" \
+			"with client-go $(version_of "$CR_SC_BIN" "client libraries"), $(version_of "$CR_SC_BIN" "go version" | awk '{print $1}')" \
+			"(bench/peers/controller-runtime)"
+		;;
+	rs)
+		echo "  kube-rs: kube $(version_of "$RS_SC_BIN" kube), k8s-openapi $(version_of "$RS_SC_BIN" k8s-openapi)," \
+			"$(version_of "$RS_SC_BIN" rustc | awk '{print "rustc " $1}') (bench/peers/kube-rs; qps/burst: its own token bucket)"
+		;;
+	esac
+done
+echo "  all: 2 workers, Foos synced every 30 s, client qps/burst $QPS/$BURST, one namespace each, log level 0"
+row() {
+	printf '  %-46s' "$1"
+	shift
+	printf ' %14s' "$@"
+	printf '\n'
+}
 val() { echo "${R[$1,$2]:--}"; }
-row "figure" "C" "Go"
-row "time to caches synced, empty namespace (s)" "$(val c start)" "$(val go start)"
-row "idle RSS after sync (MiB)" "$(val c idle)" "$(val go idle)"
+# fig LABEL FIGURE: one row, the figure of each controller in run order.
+fig() {
+	local label="$1" impl vals=()
+	for impl in "${impls[@]}"; do vals+=("$(val "$impl" "$2")"); done
+	row "$label" "${vals[@]}"
+}
+names=()
+for impl in "${impls[@]}"; do names+=("${NAME[$impl]}"); done
+row "figure" "${names[@]}"
+fig "time to caches synced, empty namespace (s)" start
+fig "idle RSS after sync (MiB)" idle
 prev=0
 for n in $COUNTS; do
-	row "create foo-$((prev + 1))..$n with kubectl (s)" "$(val c create"$n")" "$(val go create"$n")"
-	row "  until all $n available (s)" "$(val c ready"$n")" "$(val go ready"$n")"
-	row "  until all $n Ready=True (s)" "$(val c cond"$n")" "n/a"
-	row "  controller CPU while loading (s)" "$(val c loadcpu"$n")" "$(val go loadcpu"$n")"
-	row "RSS at $n Foos + Deployments (MiB)" "$(val c rss"$n")" "$(val go rss"$n")"
+	fig "create foo-$((prev + 1))..$n with kubectl (s)" "create$n"
+	fig "  until all $n available (s)" "ready$n"
+	# Only the C daemon sets a Ready condition; the others' runs record n/a.
+	fig "  until all $n Ready=True (s)" "cond$n"
+	fig "  controller CPU while loading (s)" "loadcpu$n"
+	fig "RSS at $n Foos + Deployments (MiB)" "rss$n"
 	prev=$n
 done
-row "CPU over ${STEADY}s steady at $last_count Foos (s)" "$(val c steadycpu)" "$(val go steadycpu)"
-row "  Foo writes in that window (cluster-wide)" "$(val c steadywrites)" "$(val go steadywrites)"
-row "  RSS at the end of the window (MiB)" "$(val c steadyrss)" "$(val go steadyrss)"
-row "peak RSS, VmHWM (MiB)" "$(val c hwm)" "$(val go hwm)"
+fig "CPU over ${STEADY}s steady at $last_count Foos (s)" steadycpu
+fig "  Foo writes in that window (cluster-wide)" steadywrites
+fig "  RSS at the end of the window (MiB)" steadyrss
+fig "peak RSS, VmHWM (MiB)" hwm

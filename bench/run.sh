@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Entry point of `make bench`: every component benchmark (bench/bench_*.sh), then the
 # controller benchmark on the real local control plane, side by side with the Go
-# original: quick mode (1,000 Foos, 60 s steady window) unless BENCH_FULL=1 (1,000
-# and 10,000 Foos, 10 min window; see bench/bench_controller.sh for the knobs).
+# original and the controller-runtime and kube-rs peers (bench/peers/; building them
+# needs go and cargo): quick mode (1,000 Foos, 60 s steady window) unless
+# BENCH_FULL=1 (1,000 and 10,000 Foos, 10 min window; see bench/bench_controller.sh
+# for the knobs).
 # Prints figures; asserts nothing about speed. Exits non-zero if a benchmark could
 # not run or a component one ran over BENCH_COMPONENT_TIMEOUT seconds (default 600,
 # 3600 with BENCH_FULL=1).

@@ -3,7 +3,7 @@
 # Idempotent; works as root or through sudo. Prints what it installs.
 set -euo pipefail
 pkgs=(build-essential pkg-config git curl ca-certificates openssl
-	libcurl4-openssl-dev libyajl-dev libyaml-dev libev-dev check libmicrohttpd-dev
+	libcurl4-openssl-dev libyajl-dev libyaml-dev libev-dev check libmicrohttpd-dev libgnutls28-dev
 	etcd-server clang clang-format cppcheck valgrind libclang-rt-14-dev
 	python3 python3-prometheus-client procps iproute2 util-linux jq
 	containerd runc containernetworking-plugins iptables buildah mmdebstrap)

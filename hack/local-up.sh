@@ -152,7 +152,7 @@ exec "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:$ETCD_PORT \\
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \\
   --service-account-issuer https://kubernetes.default.svc.cluster.local \\
   --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \\
-  --allow-privileged=true --enable-priority-and-fairness=false \\
+  --allow-privileged=true \\
   --profiling=false --v 1
 SH
 cat >"$CMD_DIR/kube-controller-manager.sh" <<SH

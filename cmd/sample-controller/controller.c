@@ -141,19 +141,32 @@ out:
 }
 
 /*
- * A Foo whose spec is invalid: writes the InvalidSpec status, and records the
- * Warning event only when that write happened. A resync of an unchanged invalid
- * Foo then costs nothing (no status PUT, no Event PATCH every resync period); a
- * new generation changes observedGeneration, hence one write and one event.
- * A failed write records nothing: its retry will. Returns a sync_result.
+ * A Foo that retrying cannot fix (an invalid spec or name, a Deployment the API
+ * server refuses as invalid): logs why, writes Ready=False with reason and why,
+ * and records the Warning event only when that write happened. A resync of an
+ * unchanged Foo then costs nothing (no status PUT, no Event PATCH every resync
+ * period); a new generation changes observedGeneration, hence one write and one
+ * event. A failed write records nothing: its retry will. Upstream logs and retries
+ * (or, for an empty deploymentName, only logs). Returns a sync_result.
  */
-static int invalid_spec(controller_t *c, const ck_obj_t *foo, const foo_status_t *st, char **err)
+static int unfixable(controller_t *c, const ck_obj_t *foo, const char *reason, const char *why,
+                     char **err)
 {
+	CK_LOG_ERROR(why, "Foo cannot be reconciled as written",
+	             CK_KV_OBJ("foo", foo->ns, foo->name), CK_KV_STR("reason", reason));
+	foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False", reason,
+	                   why};
 	bool wrote = false;
-	int result = update_status(c, foo, st, &wrote, err);
+	int result = update_status(c, foo, &st, &wrote, err);
 	if (wrote)
-		warn_event(c, foo, st->ready_reason, st->ready_message);
+		warn_event(c, foo, reason, why);
 	return result;
+}
+
+/* The message of a refusal: the server's Status message, else the request's error. */
+static const char *refusal_message(const ck_result_t *res)
+{
+	return res->status.message && res->status.message[0] ? res->status.message : res->error;
 }
 
 static int do_sync(controller_t *c, const char *key, char **err)
@@ -183,21 +196,19 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		goto out;
 	}
 
+	/* Not retried until the Foo changes (unless the status write failed). */
+	if (foo_validate_name(foo, &why) != 0) {
+		result = unfixable(c, foo, "InvalidName", why, err);
+		goto out;
+	}
 	if (foo_validate_spec(foo, &why) != 0) {
-		CK_LOG_ERROR(why, "Invalid Foo spec", CK_KV_OBJ("foo", ns, name));
-		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
-		                   "InvalidSpec", why};
-		result = invalid_spec(c, foo, &st, err);
-		goto out; /* not retried until the Foo changes (unless the write failed) */
+		result = unfixable(c, foo, "InvalidSpec", why, err);
+		goto out;
 	}
 	const char *dname = foo_spec_deployment_name(foo);
 	if (dname[0] == '\0') {
-		/* Upstream: log and do not requeue; the user must fix the Foo. */
-		const char *msg = "spec.deploymentName must be specified";
-		CK_LOG_ERROR(msg, "Invalid Foo spec", CK_KV_OBJ("foo", ns, name));
-		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
-		                   "InvalidSpec", msg};
-		result = invalid_spec(c, foo, &st, err);
+		result =
+		    unfixable(c, foo, "InvalidSpec", "spec.deploymentName must be specified", err);
 		goto out;
 	}
 
@@ -207,6 +218,12 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		foo_new_deployment_json(foo, &body);
 		if (ck_client_create_sync(c->client, &ck_type_deployment, ns, ck_sbuf_cstr(&body),
 		                          &wo, &res) != 0) {
+			if (ck_err_is_invalid(&res)) {
+				/* The same Foo builds the same Deployment: refused again. */
+				result = unfixable(c, foo, "DeploymentInvalid",
+				                   refusal_message(&res), err);
+				goto out;
+			}
 			ck_err_set(err, "create deployment %s/%s: %s", ns, dname, res.error);
 			/* Exists but not in our cache yet: retry once the informer sees it. */
 			result = ck_err_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
@@ -251,6 +268,12 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		foo_new_deployment_json(foo, &body);
 		if (ck_client_update_sync(c->client, &ck_type_deployment, ns, dname,
 		                          ck_sbuf_cstr(&body), &wo, &res) != 0) {
+			if (ck_err_is_invalid(&res)) {
+				/* The same Foo builds the same Deployment: refused again. */
+				result = unfixable(c, foo, "DeploymentInvalid",
+				                   refusal_message(&res), err);
+				goto out;
+			}
 			ck_err_set(err, "update deployment %s/%s: %s", ns, dname, res.error);
 			result = ck_err_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;

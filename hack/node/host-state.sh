@@ -10,7 +10,13 @@ set -uo pipefail
 for tool in iptables-save ip6tables-save; do
 	command -v "$tool" >/dev/null || continue
 	echo "== $tool"
-	$tool 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//'
+	# A table with nothing but its built-in chains at policy ACCEPT is the same
+	# host as no table at all (on a machine where iptables never ran, the first
+	# rule creates the table and removing the rule leaves it empty): left out.
+	$tool 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//' | awk '
+		/^\*/ { name = $0; n = 0; empty = 1; next }
+		/^COMMIT/ { if (!empty) { print name; for (i = 0; i < n; i++) print body[i]; print } next }
+		{ body[n++] = $0; if ($0 !~ /^:(PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING) ACCEPT *$/) empty = 0 }'
 done
 echo "== links"
 ip -o link show | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort

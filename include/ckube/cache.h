@@ -1,7 +1,7 @@
 /*
  * cache: informers. A local, indexed copy of one kind of Kubernetes object, kept
  * current by list+watch, with handlers told about every change (client-go's
- * tools/cache: reflector, DeltaFIFO, indexer, shared informer, factory, listers).
+ * tools/cache: reflector, RealFIFO, indexer, shared informer, factory, listers).
  *
  *   kube-apiserver --list/watch--> reflector --deltas--> delta queue
  *        --> store + indexes (readable from any thread) --> handlers (loop thread)
@@ -125,12 +125,29 @@ CKUBE_API void ck_cache_store_list_keys(ck_cache_store_t *s, ck_cache_strs_t *ou
  */
 CKUBE_API int ck_cache_store_by_index(ck_cache_store_t *s, const char *index, const char *value,
                                       ck_cache_objs_t *out, char **err);
-/* Same, as keys (new strings). */
+/* Same, as keys (new strings): client-go's IndexKeys. */
 CKUBE_API int ck_cache_store_index_keys(ck_cache_store_t *s, const char *index, const char *value,
                                         ck_cache_strs_t *out, char **err);
-/* The values index `index` currently has (new strings). -1 with *err if no such index. */
+/* The values index `index` currently has (new strings): client-go's ListIndexFuncValues.
+ * -1 with *err if no such index. */
 CKUBE_API int ck_cache_store_index_values(ck_cache_store_t *s, const char *index,
                                           ck_cache_strs_t *out, char **err);
+/*
+ * client-go's Indexer.Index: the objects that share any of obj's values of index
+ * `index` (new references, each once) into *out. obj (borrowed) need not be
+ * stored: its values are computed by the index function (under the read lock: it
+ * must not touch the store). Returns 0, or -1 with *err if there is no such index.
+ * Any thread.
+ */
+CKUBE_API int ck_cache_store_index(ck_cache_store_t *s, const char *index, const ck_obj_t *obj,
+                                   ck_cache_objs_t *out, char **err);
+/* client-go's GetIndexers: the names of the store's indexes (new strings, the
+ * namespace index included) into *out. Any thread. */
+CKUBE_API void ck_cache_store_indexers(ck_cache_store_t *s, ck_cache_strs_t *out);
+/* The function and ud index `index` was added with, into *fn and *ud (either may be
+ * NULL). Returns 0, or -1 if there is no such index. Any thread. */
+CKUBE_API int ck_cache_store_get_indexer(ck_cache_store_t *s, const char *index,
+                                         ck_cache_index_fn *fn, void **ud);
 /*
  * Calls fn(ud, obj) for every object of a snapshot taken under the read lock,
  * until fn returns false. The lock is not held while fn runs, so fn may call
@@ -186,6 +203,10 @@ typedef struct ck_cache_lw_ops {
 
 struct ck_cache_lw {
 	const ck_cache_lw_ops_t *ops;
+	/* The source cannot serve a streaming list (sendInitialEvents): with
+	 * CK_CACHE_STREAMING_DEFAULT the reflector lists. In-process fakes set it, as
+	 * client-go's fake clients opt out of WatchList semantics. */
+	bool no_watch_list;
 };
 
 /*
@@ -215,7 +236,10 @@ typedef struct ck_cache_informer ck_cache_informer_t;
  *   deleted object's final state, or -- when final_state_unknown is true -- the
  *   last state this cache knew, because the delete happened while the watch was
  *   down and was only noticed by a relist (client-go's DeletedFinalStateUnknown
- *   tombstone). Either way, no delete is ever lost.
+ *   tombstone). Either way, no delete is ever lost. As in client-go, a delete
+ *   the server sends for an object this cache never had is delivered too.
+ * Notifications follow the order the server sent the changes in, across keys;
+ * a relist's come as its deletes, then an update or add per listed object.
  */
 typedef struct ck_cache_handler {
 	void (*on_add)(void *ud, ck_obj_t *obj, bool in_initial_list);
@@ -227,7 +251,11 @@ typedef struct ck_cache_handler {
 typedef struct ck_cache_handler_reg ck_cache_handler_reg_t;
 
 /*
- * Called on every failed list/watch attempt (loop thread). msg (borrowed) says
+ * Called when client-go's WatchErrorHandler is (loop thread): a failed list, a
+ * watch request answered with an error (410 Expired included) or not at all, and
+ * a watch that delivered nothing for longer than its timeout (ours alone) -- not
+ * a watch stream that ended with an ERROR event or a cut, nor a 429 on a watch
+ * (both are retried as routine). msg (borrowed) says
  * what failed, e.g. "list foos.samplecontroller.k8s.io: foos.samplecontroller.k8s.io
  * is forbidden: User ...". res (borrowed, may be NULL for local failures) has the
  * HTTP code and Status. healing is false for errors that retrying will not fix
@@ -241,12 +269,28 @@ typedef void (*ck_cache_watch_error_fn)(void *ud, ck_cache_informer_t *inf, cons
  * ck_obj_ref(obj) keeps it as is. NULL keeps obj. Runs before the object is queued. */
 typedef ck_obj_t *(*ck_cache_transform_fn)(void *ud, ck_obj_t *obj);
 
+/*
+ * The initial state by a streaming list (a watch with sendInitialEvents, ended by
+ * the "k8s.io/initial-events-end" bookmark) instead of a paged list: one request,
+ * objects decoded one by one, served from the watch cache. DEFAULT is on, as
+ * client-go's WatchListClient gate is since 1.35, unless the source says it cannot
+ * (ck_cache_lw_t.no_watch_list) or the environment has
+ * KUBE_FEATURE_WatchListClient=false (client-go's own switch for its gate). A
+ * server that refuses it costs one request per list+watch round: that round lists.
+ */
+typedef enum ck_cache_streaming {
+	CK_CACHE_STREAMING_DEFAULT = 0,
+	CK_CACHE_STREAMING_ON = 1, /* == true: also where the source says it cannot */
+	CK_CACHE_STREAMING_OFF = 2,
+} ck_cache_streaming_t;
+
 typedef struct ck_cache_informer_opts {
 	const char *label_selector; /* server-side filter, or NULL */
 	const char *field_selector; /* server-side filter, or NULL */
 	uint64_t default_resync_ms; /* for ck_cache_informer_add_handler; 0 = never */
-	bool streaming_list;        /* sendInitialEvents, falling back to list+watch */
-	uint32_t page_size;         /* list limit; default 500 */
+	/* A streaming list (sendInitialEvents); default on, see ck_cache_streaming_t. */
+	ck_cache_streaming_t streaming_list;
+	uint32_t page_size; /* list limit; default 500 */
 	ck_cache_transform_fn transform;
 	void *transform_ud;
 	ck_cache_watch_error_fn on_watch_error;
@@ -260,6 +304,13 @@ typedef struct ck_cache_informer_opts {
 	uint32_t watch_timeout_max_s; /* 600 */
 	uint32_t stall_margin_ms;     /* 30000: silent for timeout + this = dead watch */
 	uint32_t batch;               /* deltas processed per loop iteration; 1024 */
+	/*
+	 * Every this many ms, compare the store with the server at the resourceVersion
+	 * it is at (a paged list with resourceVersionMatch=Exact) and report missing,
+	 * extra and stale objects in a log line and the stats; the store is never
+	 * changed. 0 = off. Costs one list of the collection per period.
+	 */
+	uint64_t consistency_check_ms;
 } ck_cache_informer_opts_t;
 
 /*
@@ -284,9 +335,11 @@ CKUBE_API int ck_cache_informer_add_index(ck_cache_informer_t *inf, const char *
  * Registers a handler (h copied, ud borrowed) with the informer's default
  * resync period. Before or after start: a handler added after start first gets
  * an add for every object already cached (in_initial_list true), then every
- * later change, and its HasSynced turns true only after those adds. Added from
- * inside a callback, "already cached" includes the rest of the key being
- * processed: its view always follows the store exactly. Returns the
+ * later change, and its HasSynced turns true only after those adds. "Already
+ * cached" is the store when it is added (from inside a callback: including the
+ * change being delivered, which it does not get): its view always follows the
+ * store exactly. Its adds are delivered a batch at a time beside the other
+ * handlers' notifications, which do not wait for them. Returns the
  * registration (owned by the informer). Loop thread.
  */
 CKUBE_API ck_cache_handler_reg_t *
@@ -301,6 +354,30 @@ CKUBE_API void ck_cache_informer_remove_handler(ck_cache_informer_t *inf,
                                                 ck_cache_handler_reg_t *reg);
 /* true once this handler received the initial list. Any thread. */
 CKUBE_API bool ck_cache_handler_has_synced(const ck_cache_handler_reg_t *reg);
+
+/*
+ * A filtering handler (client-go's FilteringResourceEventHandler): handler sees
+ * only the objects filter accepts (filter NULL = all; it borrows obj and must be
+ * a pure function of it). Adds and deletes pass when filter accepts the object.
+ * An update passes as an update when both states pass, becomes a delete of the
+ * old state (final_state_unknown false) when only the old one passes, an add of
+ * the new one (in_initial_list false) when only the new one passes, and nothing
+ * when neither does.
+ */
+typedef bool (*ck_cache_filter_fn)(void *ud, const ck_obj_t *obj);
+typedef struct ck_cache_filtering_handler {
+	ck_cache_filter_fn filter;
+	void *filter_ud;
+	ck_cache_handler_t handler;
+	void *handler_ud;
+} ck_cache_filtering_handler_t;
+/* The callbacks to register with ud = a ck_cache_filtering_handler_t * (borrowed: it
+ * must outlive the registration), e.g. with ck_cache_informer_add_handler_resync. */
+CKUBE_API const ck_cache_handler_t *ck_cache_filtering_handler(void);
+/* Registers fh (borrowed, must outlive the registration) with the default resync. Loop thread. */
+CKUBE_API ck_cache_handler_reg_t *
+ck_cache_informer_add_filtered_handler(ck_cache_informer_t *inf,
+                                       const ck_cache_filtering_handler_t *fh);
 
 /* Starts list+watch (idempotent). Returns 0 or -1 with *err. Loop thread. */
 CKUBE_API int ck_cache_informer_start(ck_cache_informer_t *inf, char **err);
@@ -331,6 +408,13 @@ CKUBE_API const ck_type_t *ck_cache_informer_type(const ck_cache_informer_t *inf
 /* Borrowed: "deployments.apps", "pods", "foos.samplecontroller.k8s.io". */
 CKUBE_API const char *ck_cache_informer_name(const ck_cache_informer_t *inf);
 
+/*
+ * client-go's SharedInformer.LastSyncResourceVersion: the resourceVersion of the
+ * last list, watch event or bookmark the informer's reflector received ("" before
+ * the first list completed). Returns a new string, free with free(). Any thread.
+ */
+CKUBE_API char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t *inf);
+
 /* Figures for metrics. Any thread. */
 typedef struct ck_cache_stats {
 	uint64_t objects;           /* in the store */
@@ -343,6 +427,11 @@ typedef struct ck_cache_stats {
 	uint64_t deltas;            /* deltas processed */
 	int64_t last_event_wall_ns; /* wall time of the last watch event or list; 0 = never */
 	bool synced;
+	/* The consistency check (opts.consistency_check_ms); zeroes when it is off. */
+	uint64_t consistency_checks;    /* comparisons completed */
+	uint64_t consistency_skipped;   /* rounds skipped: compacted, never quiet, list failed */
+	uint64_t consistency_divergent; /* comparisons that found a difference */
+	uint64_t consistency_last_diff; /* objects that differed in the last comparison */
 } ck_cache_stats_t;
 CKUBE_API void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out);
 
@@ -372,7 +461,9 @@ CKUBE_API void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *n
 /*
  * One informer per resource -- group, version and resource (plural) -- shared by
  * every handler that asks for it, all with the factory's options (namespace,
- * selectors, resync). Sharing goes by what the descriptor names, not by its
+ * selectors, list-option tweak, transform, resync: client-go's
+ * NewSharedInformerFactoryWithOptions with WithNamespace, WithTweakListOptions and
+ * WithTransform). Sharing goes by what the descriptor names, not by its
  * address: two modules with their own, equal descriptors of a kind (ck_type_equal,
  * types.h) get the same informer, one list/watch, one cache. The informer (and its
  * objects' ->type) keeps the first descriptor asked for; the accessors and field
@@ -394,7 +485,7 @@ typedef struct ck_cache_factory_opts {
 	const char *ns;             /* restrict every informer to one namespace; NULL = all */
 	const char *label_selector;
 	const char *field_selector;
-	bool streaming_list;
+	ck_cache_streaming_t streaming_list; /* default on, see ck_cache_streaming_t */
 	ck_cache_watch_error_fn on_watch_error;
 	void *watch_error_ud;
 	const ck_clk_t *clock;
@@ -403,6 +494,20 @@ typedef struct ck_cache_factory_opts {
 	void *lw_ud;
 	/* Tuning passed to every informer (see ck_cache_informer_opts_t); 0 = default. */
 	uint32_t backoff_initial_ms, backoff_max_ms, stall_margin_ms;
+	/* Every informer's consistency check period (ck_cache_informer_opts_t); 0 = off. */
+	uint64_t consistency_check_ms;
+	/* client-go's WithTransform: the transform of every informer the factory creates. */
+	ck_cache_transform_fn transform;
+	void *transform_ud;
+	/*
+	 * client-go's WithTweakListOptions: called (loop thread) on a copy of the options
+	 * of every list and watch request of every informer of the factory, after ns and
+	 * the selectors above were applied. It may set label_selector/field_selector to
+	 * strings it keeps alive as long as the factory; it must leave resourceVersion,
+	 * continue, limit and the watch fields alone (the reflector's protocol).
+	 */
+	void (*tweak_list_opts)(void *ud, ck_list_opts_t *o);
+	void *tweak_ud;
 } ck_cache_factory_opts_t;
 
 /*

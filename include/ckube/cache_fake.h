@@ -41,6 +41,9 @@ CKUBE_API ck_cache_lw_t *ck_cache_fake_lw_source(ck_cache_fake_lw_t *f);
 CKUBE_API size_t ck_cache_fake_lw_count(const ck_cache_fake_lw_t *f, bool watch);
 /* The most recent list or watch request (borrowed), or NULL. */
 CKUBE_API ck_cache_fake_req_t *ck_cache_fake_lw_last(ck_cache_fake_lw_t *f, bool watch);
+/* Whether the fake serves streaming lists with CK_CACHE_STREAMING_DEFAULT (it does
+ * not, as client-go's fakes: set true to test the default). */
+CKUBE_API void ck_cache_fake_lw_set_watch_list(ck_cache_fake_lw_t *f, bool supported);
 /* Makes the next list/watch call fail to start with err (borrowed, copied). */
 CKUBE_API void ck_cache_fake_lw_fail_next_start(ck_cache_fake_lw_t *f, const char *err);
 
@@ -65,5 +68,12 @@ CKUBE_API void ck_cache_fake_req_error_event(ck_cache_fake_req_t *r, int code, c
  */
 CKUBE_API void ck_cache_fake_req_finish(ck_cache_fake_req_t *r, int http_code, const char *reason,
                                         const char *message, int retry_after_s);
+/*
+ * Ends the request with a transport error: curl_code (CURLcode, e.g. 7 refused,
+ * 28 timed out, 56 receive failure), head_code the HTTP status that had arrived
+ * before it (200: cut mid-stream; 0: no answer), message borrowed.
+ */
+CKUBE_API void ck_cache_fake_req_finish_transport(ck_cache_fake_req_t *r, int curl_code,
+                                                  int head_code, const char *message);
 
 #endif

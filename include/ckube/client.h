@@ -100,6 +100,11 @@ typedef struct ck_req_spec {
 	 * any GET it is retried only before the first event reached dcb. */
 	bool is_watch;
 	bool no_decode; /* do not decode a 2xx body (DELETE answers: object or Status) */
+	/* Not held back by the client-side rate limiter (qps/burst) and takes no token
+	 * from it: leader election's Lease requests, which must be on time when a
+	 * controller's writes keep the limiter busy (client-go gets the same with a
+	 * separate client for the lock). Server-side limits (429) still apply. */
+	bool unthrottled;
 } ck_req_spec_t;
 
 typedef struct ck_req ck_req_t;

@@ -7,12 +7,15 @@
  *   ck_manager_new   the standard flags (--kubeconfig, --master, --context,
  *                    --namespace, --workers, --resync-period, --kube-api-qps/-burst,
  *                    -v, --log-format, --version, --metrics-bind-address,
+ *                    --metrics-secure, --metrics-cert-dir/-name/-key,
  *                    --health-probe-bind-address, --graceful-shutdown-timeout,
  *                    --leader-elect and its durations) plus the program's own;
  *                    configuration (kubeconfig / in-cluster); the libev loop; the
  *                    client; the event recorder; the shared informer factory; the
  *                    metrics registry with process, REST client, informer and event
- *                    figures; /metrics, /healthz, /readyz.
+ *                    figures; /metrics (HTTPS, callers authenticated and authorized
+ *                    by the API server, unless --metrics-secure=false), /healthz,
+ *                    /readyz (plain HTTP).
  *   ck_manager_add_controller / ck_manager_add_runnable    what runs once synced.
  *   ck_manager_run   starts the informers, waits for them to sync (saying why not,
  *                    every 10 s), elects a leader if asked, starts the controllers,
@@ -56,7 +59,8 @@ typedef struct ck_manager_opts {
 	const char *version;              /* --version and user agent; NULL: libckube's */
 	const char *reporting_controller; /* events' reportingController; NULL: name */
 	/* Defaults of the standard flags; 0 / NULL keep the library's (2 workers, 30 s
-	 * resync, 20 qps / 30 burst, :8080 and :8081, 30 s graceful shutdown). */
+	 * resync, 20 qps / 30 burst, :8443 (:8080 with --metrics-secure=false) and
+	 * :8081, 30 s graceful shutdown). */
 	int workers;
 	int64_t resync_ms;
 	double qps;

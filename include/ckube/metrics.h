@@ -17,10 +17,14 @@
  * Figures computed at scrape time come from collectors: callbacks whose output is
  * appended verbatim after the registry's own families (see metrics_write_* for
  * writing valid text). ck_metrics_registry_add_process_collector() adds the standard
- * process_* figures.
+ * process_* figures, ck_metrics_registry_add_heap_collector() what malloc holds.
+ *
+ * The server serves plain HTTP (ck_metrics_server_start) or, for /metrics only,
+ * HTTPS with every caller authenticated and authorized by the API server
+ * (ck_metrics_server_start_secure), as controller-runtime's secure metrics.
  *
  * Threads: every function here is thread-safe. The server runs one internal thread
- * (libmicrohttpd); collectors and probe checks run on it.
+ * (libmicrohttpd); collectors, probe checks and reviews run on it.
  */
 #ifndef CKUBE_METRICS_H
 #define CKUBE_METRICS_H
@@ -140,6 +144,15 @@ CKUBE_API void ck_metrics_registry_add_collector(ck_metrics_registry_t *reg,
 CKUBE_API void ck_metrics_registry_add_process_collector(ck_metrics_registry_t *reg,
                                                          const char *proc_root);
 
+/*
+ * Adds process_malloc_inuse_bytes (allocated and not freed) and
+ * process_malloc_free_bytes (free but kept by malloc), from glibc's mallinfo2; the
+ * counterpart of Go's heap figures. Unlike RSS, in-use bytes fall when the program
+ * frees, so they tell a leak from a heap that glibc keeps. Writes nothing on other C
+ * libraries; under a sanitizer the figures are glibc's arenas, not the program's.
+ */
+CKUBE_API void ck_metrics_registry_add_heap_collector(ck_metrics_registry_t *reg);
+
 /* Appends the whole exposition (families sorted by name, then collectors) to out. */
 CKUBE_API void ck_metrics_registry_render(ck_metrics_registry_t *reg, ck_sbuf_t *out);
 
@@ -185,6 +198,93 @@ CKUBE_API int ck_metrics_server_start(const char *bind_addr, const char *flag,
 CKUBE_API int ck_metrics_server_port(const ck_metrics_server_t *srv);
 /* Takes srv (may be NULL): stops answering, waits for the thread, frees it. */
 CKUBE_API void ck_metrics_server_stop(ck_metrics_server_t *srv);
+
+/* --- Secure serving: HTTPS, callers authenticated and authorized by the API server. --- */
+
+/*
+ * Who a bearer token belongs to: a TokenReview's status.user. Strings are owned by
+ * the struct (free with ck_metrics_user_clear); extra_json is status.user.extra
+ * as compact JSON ({"key":["value"]}), or NULL when there is none.
+ */
+typedef struct ck_metrics_user {
+	char *name;
+	char *uid;
+	char **groups;
+	size_t ngroups;
+	char *extra_json;
+} ck_metrics_user_t;
+
+/* Frees what u holds and zeroes it; u itself is the caller's. */
+CKUBE_API void ck_metrics_user_clear(ck_metrics_user_t *u);
+
+/* What a review function answers. */
+enum {
+	CK_METRICS_REVIEW_FAILED = -1, /* the review could not be made: *err says why */
+	CK_METRICS_REVIEW_NO = 0,      /* not authenticated / not allowed */
+	CK_METRICS_REVIEW_YES = 1,
+};
+
+/*
+ * How callers are checked. Both run on the server thread, one request at a time,
+ * and may block (they are asked at most once per cache lifetime for the same
+ * token or the same user and request).
+ *   authenticate: borrows token; YES fills *user (new strings), NO when the token
+ *                 is not valid (*reason may get a new string, logged), FAILED with *err.
+ *   authorize:    borrows user, path, verb (a non-resource request); YES, NO (*reason
+ *                 may get a new string, logged), FAILED with *err.
+ */
+typedef struct ck_metrics_reviewer {
+	int (*authenticate)(void *ud, const char *token, ck_metrics_user_t *user, char **reason,
+	                    char **err);
+	int (*authorize)(void *ud, const ck_metrics_user_t *user, const char *path,
+	                 const char *verb, char **reason, char **err);
+	void *ud;
+} ck_metrics_reviewer_t;
+
+struct ck_client;
+/*
+ * Fills *out with the reviewer that asks the API server through c (borrowed; must
+ * outlive the server): a TokenReview (authentication.k8s.io/v1) of the token, then a
+ * SubjectAccessReview (authorization.k8s.io/v1) with nonResourceAttributes {path,
+ * verb} and the reviewed user, groups, uid and extra, as controller-runtime's
+ * filters.WithAuthenticationAndAuthorization. The calls are blocking client calls,
+ * so c's loop must run on another thread. The identity needs create on both kinds.
+ */
+CKUBE_API void ck_metrics_kube_reviewer(struct ck_client *c, ck_metrics_reviewer_t *out);
+
+/* Options of a secure server; zero members take the default their comment names. */
+typedef struct ck_metrics_secure_opts {
+	/* A directory holding the serving certificate and key (PEM), read at start. NULL
+	 * or "": a self-signed certificate (ECDSA P-256, one year, for localhost,
+	 * 127.0.0.1, ::1 and this host's name) generated in memory at start. */
+	const char *cert_dir;
+	const char *cert_name; /* default "tls.crt" */
+	const char *key_name;  /* default "tls.key" */
+	/* Borrowed (copied); NULL: no authentication nor authorization (TLS only). */
+	const ck_metrics_reviewer_t *reviewer;
+	/* How long decisions are cached, as controller-runtime's filter: authentication
+	 * (valid and invalid tokens alike) 1 min, allowed 5 min, denied 30 s. A failed
+	 * review is never cached. At most max_cached (default 1024) of each. */
+	int64_t authn_ttl_ms;
+	int64_t allow_ttl_ms;
+	int64_t deny_ttl_ms;
+	size_t max_cached;
+	const ck_clk_t *clock; /* NULL = real */
+} ck_metrics_secure_opts_t;
+
+/*
+ * As ck_metrics_server_start with probes off, but serves HTTPS (TLS 1.2 or later),
+ * and /metrics only to a caller whose "Authorization: Bearer <token>" the reviewer
+ * authenticates (401 "Unauthorized" otherwise) and authorizes for the path /metrics
+ * and the lower-case method as verb ("get"; 403 "Authorization denied for user
+ * <name>" otherwise); a review that fails answers 500 and logs the error. Other
+ * paths answer 404 without a check. Borrows o. Returns 0 and the server in *out, or
+ * -1 with *err (also when a certificate or key cannot be read or do not match).
+ */
+CKUBE_API int ck_metrics_server_start_secure(const char *bind_addr, const char *flag,
+                                             ck_metrics_registry_t *reg,
+                                             const ck_metrics_secure_opts_t *o,
+                                             ck_metrics_server_t **out, char **err);
 
 /*
  * A probe check: returns 0 when healthy, or nonzero and sets *reason to a new string

@@ -5,9 +5,21 @@
  * copies what it needs from the involved object and puts the event on a bounded
  * queue (default 1000; when full the event is dropped, counted and logged). It
  * never waits for the network. One poster thread per recorder takes events off
- * the queue, runs them through the correlator and writes core/v1 Events through a
- * sink (by default the REST client's blocking calls, which hand the request to the
- * client's loop).
+ * the queue, runs them through the correlator and writes Events through a sink (by
+ * default the REST client's blocking calls, which hand the request to the client's
+ * loop).
+ *
+ * Which Event API (ck_record_opts_t.api): with the client sink, events.k8s.io/v1
+ * when discovery (GET /apis/events.k8s.io/v1, once, before the first write) says
+ * the server serves it, else core/v1 -- as client-go's tools/events broadcaster
+ * adapter. In events.k8s.io/v1 an event is {reportingController, reportingInstance,
+ * action (= the reason: the recording calls have none), reason, regarding (the
+ * involved object), note (the message), type, eventTime (first occurrence)} and a
+ * repetition sets series {count, lastObservedTime} by PATCH; note cannot change
+ * after create there, so an aggregate Event keeps its first combined message. If
+ * the server refuses an events.k8s.io create with 403 (RBAC that grants only core
+ * "events"), the recorder logs it once and writes core/v1 from then on. A sink of
+ * the caller's gets core/v1 bodies unless api says otherwise.
  *
  * The correlator (per recorder, LRU caches of 4096 entries each):
  *   - dedup: an event identical to one seen before (same source, involved object,
@@ -103,6 +115,13 @@ typedef struct ck_record_sink {
 	void *ud;
 } ck_record_sink_t;
 
+/* The Event API written; AUTO is discovery with the client sink, core/v1 with a sink given. */
+typedef enum ck_record_api {
+	CK_RECORD_API_AUTO = 0,
+	CK_RECORD_API_CORE_V1,   /* v1 Event: involvedObject, message, count, timestamps */
+	CK_RECORD_API_EVENTS_V1, /* events.k8s.io/v1 Event: regarding, note, series */
+} ck_record_api_t;
+
 /* Zero means "the default" for every field. */
 typedef struct ck_record_opts {
 	const char *component;            /* source.component; required */
@@ -121,6 +140,7 @@ typedef struct ck_record_opts {
 	uint32_t spam_log_interval_ms;    /* per-object drop log; default 300000 */
 	const ck_clk_t *clock;            /* timestamps and windows; NULL = real */
 	const ck_record_sink_t *sink;     /* borrowed, outlives the recorder; NULL = client */
+	ck_record_api_t api;              /* default AUTO (see the top of this file) */
 } ck_record_opts_t;
 
 /*
@@ -175,5 +195,8 @@ typedef struct ck_record_stats {
 
 /* Borrows r; fills *out. */
 CKUBE_API void ck_record_stats(const ck_record_t *r, ck_record_stats_t *out);
+
+/* The API the recorder writes: AUTO until discovery ran (before the first write). Any thread. */
+CKUBE_API ck_record_api_t ck_record_api(const ck_record_t *r);
 
 #endif

@@ -53,6 +53,9 @@ struct ck_obj;
 struct ck_result {
 	int http_code;      /* 0 when no HTTP answer arrived (transport error) */
 	int transport_code; /* CURLcode when http_code == 0, else 0 */
+	/* On a transport error: the HTTP status whose head had arrived before the
+	 * connection failed (200: a watch cut mid-stream), else 0. */
+	int head_code;
 	char *error;        /* NULL on success; else a full human-readable message */
 	ck_status_t status; /* decoded on non-2xx */
 	struct ck_obj *obj; /* decoded object on 2xx where one is returned (new ref) */
@@ -64,11 +67,15 @@ CKUBE_API void ck_result_clear(ck_result_t *r);
 
 CKUBE_API bool ck_result_ok(const ck_result_t *r);
 CKUBE_API bool ck_err_is_transport(const ck_result_t *r);
+/* A transport error before any answer: the connection could not be made (refused,
+ * unreachable) -- the server is down or restarting, not our request wrong. */
+CKUBE_API bool ck_err_is_connection_refused(const ck_result_t *r);
 CKUBE_API bool ck_err_is_not_found(const ck_result_t *r);         /* 404 */
 CKUBE_API bool ck_err_is_conflict(const ck_result_t *r);          /* 409, reason Conflict */
 CKUBE_API bool ck_err_is_already_exists(const ck_result_t *r);    /* 409, reason AlreadyExists */
 CKUBE_API bool ck_err_is_gone(const ck_result_t *r);              /* 410, or reason Expired/Gone */
 CKUBE_API bool ck_err_is_forbidden(const ck_result_t *r);         /* 403 */
+CKUBE_API bool ck_err_is_invalid(const ck_result_t *r);           /* 422, reason Invalid */
 CKUBE_API bool ck_err_is_unauthorized(const ck_result_t *r);      /* 401 */
 CKUBE_API bool ck_err_is_too_many_requests(const ck_result_t *r); /* 429 */
 CKUBE_API bool ck_err_is_server_error(const ck_result_t *r);      /* >= 500 */

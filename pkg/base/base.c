@@ -345,6 +345,10 @@ int ck_time_parse_rfc3339(const char *s, int64_t *wall_ns)
 	}
 	if (*p != '\0')
 		return -1;
+	/* Out-of-range fields would be normalised by timegm into another instant. */
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || h < 0 ||
+	    mi < 0 || sec < 0 || y < 0 || labs(off) >= 86400)
+		return -1;
 	tm.tm_year = y - 1900;
 	tm.tm_mon = mo - 1;
 	tm.tm_mday = d;
@@ -352,7 +356,12 @@ int ck_time_parse_rfc3339(const char *s, int64_t *wall_ns)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	time_t t = timegm(&tm);
-	*wall_ns = ((int64_t)t - off) * (int64_t)CK_NS_PER_SEC + frac;
+	/* Nanoseconds since 1970 in 64 bits end in 2262 (as Go's UnixNano). */
+	int64_t secs = (int64_t)t - off;
+	if (secs > INT64_MAX / (int64_t)CK_NS_PER_SEC - 1 ||
+	    secs < INT64_MIN / (int64_t)CK_NS_PER_SEC + 1)
+		return -1;
+	*wall_ns = secs * (int64_t)CK_NS_PER_SEC + frac;
 	return 0;
 }
 

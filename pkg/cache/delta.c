@@ -1,24 +1,52 @@
 /*
- * delta: the delta queue between the reflector and the store, with client-go's
- * DeltaFIFO semantics (REFERENCE.md): per key an ordered list of deltas, keys
- * popped in first-queued order, two trailing deletes collapsed, and Replace
- * turning every key that vanished across a relist into a "final state unknown"
- * delete that carries the last known object.
+ * delta: the queue between the reflector and the store -- client-go's RealFIFO
+ * with atomic events (feature gates InOrderInformers, GA, and AtomicFIFO, on
+ * by default since 1.36).
  *
- * Design note. Everything runs on the loop thread, so unlike DeltaFIFO there is
- * no lock and no condition variable. The queue is still needed even though the
- * producer and consumer share a thread: it lets a big relist be handed over in
- * one call and then processed in batches between network events, and it gives
- * the relist its tombstones against what was queued but not yet processed. An
- * entry is keyed by its first delta's object (no key strings are kept) and
- * entries are recycled, so a steady stream of events allocates nothing.
+ * Model. Every notification the reflector makes is one entry, in arrival
+ * order: Added, Updated or Deleted carrying the object; a complete (re)list is
+ * one ReplacedAll entry carrying the whole list; a resync one SyncAll entry
+ * with nothing. Nothing is coalesced per key, so handlers see the server's
+ * order across keys (a DeltaFIFO, which this file used to be, groups a key's
+ * deltas under its first-queued position and reorders them).
+ *
+ * The queue needs no knowledge of the store: tombstones are made when the
+ * informer reaches a ReplacedAll, against the store as all earlier entries
+ * left it (informer.c; client-go's processReplacedAllInfo): every stored key
+ * missing from the list becomes a Deleted with final state unknown carrying
+ * the last stored object; the store takes the list in one step
+ * (cache_store_replace); then handlers get the deletes, then an update or add
+ * per listed object in list order. A SyncAll becomes an unchanged-RV update
+ * for every stored object, for the handlers whose resync period is due.
+ *
+ * A Deleted for a key the informer never saw is queued and delivered like any
+ * other (the store delete is a no-op, handlers get OnDelete with the object as
+ * the server sent it): that is what RealFIFO does; the DeltaFIFO dropped it.
+ *
+ * has_synced: the first Replace records how many entries are queued up to and
+ * including it (client-go's initialPopulationCount); it turns true when that
+ * many have been fully processed, its notifications included.
+ *
+ * Where it differs from client-go. Everything runs on the loop thread: no
+ * lock, no condition variable, no Pop blocking; the informer pops between
+ * network events in batches (the queue still lets a relist be handed over in
+ * one call and its notifications spread over several batches). client-go's
+ * PopBatch groups distinct keys into one store transaction; here each entry
+ * is applied on its own, which readers cannot tell apart (each write is one
+ * locked step, and a ReplacedAll one locked swap). Bookmark entries are not
+ * queued: the store does not track a resourceVersion. Consecutive SyncAll
+ * entries collapse into one (the second would repeat the first's
+ * notifications to the same handlers).
+ *
+ * Memory. Entries are 16-byte slots in a ring that doubles as needed and
+ * halves when mostly empty: a steady stream of events allocates nothing.
  */
 #include "pkg/cache/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define DQ_MAX_SPARE 1024
+#define DQ_MIN_CAP 16
 
 const char *cache_delta_type_name(cache_delta_type_t t)
 {
@@ -29,246 +57,106 @@ const char *cache_delta_type_name(cache_delta_type_t t)
 		return "Updated";
 	case CACHE_DELTA_DELETED:
 		return "Deleted";
-	case CACHE_DELTA_REPLACED:
-		return "Replaced";
-	case CACHE_DELTA_SYNC:
-		return "Sync";
+	case CACHE_DELTA_REPLACED_ALL:
+		return "ReplacedAll";
+	case CACHE_DELTA_SYNC_ALL:
+		return "SyncAll";
 	}
 	return "?";
 }
 
-static bool eq_entry_obj(const void *p, const void *key)
-{
-	const cache_dq_entry_t *e = p;
-	return cache_obj_same_key(e->d[0].obj, key);
-}
-
-void cache_dq_init(cache_dq_t *q, ck_cache_store_t *known)
+void cache_dq_init(cache_dq_t *q)
 {
 	memset(q, 0, sizeof(*q));
-	q->known = known;
 }
 
-static cache_dq_entry_t *entry_new(cache_dq_t *q)
+/* Moves the ring into an array of ncap slots (ncap >= len), unwrapped. */
+static void resize(cache_dq_t *q, size_t ncap)
 {
-	cache_dq_entry_t *e = q->spare;
-	if (e != NULL) {
-		q->spare = e->next;
-		q->nspare--;
-	} else {
-		e = ck_xmalloc(sizeof(*e));
-	}
-	e->next = NULL;
-	e->n = 0;
-	e->cap = 2;
-	e->d = e->inl;
-	return e;
+	cache_delta_t *r = ck_xmalloc(ncap * sizeof(*r));
+	for (size_t i = 0; i < q->len; i++)
+		r[i] = q->ring[(q->head + i) & (q->cap - 1)];
+	free(q->ring);
+	q->ring = r;
+	q->cap = ncap;
+	q->head = 0;
 }
 
-static void entry_push(cache_dq_entry_t *e, cache_delta_type_t type, ck_obj_t *obj, bool unknown)
+static void push(cache_dq_t *q, cache_delta_t d)
 {
-	if (e->n == e->cap) {
-		uint32_t ncap = e->cap * 2;
-		if (e->d == e->inl) {
-			e->d = ck_xmalloc(ncap * sizeof(*e->d));
-			memcpy(e->d, e->inl, e->n * sizeof(*e->d));
-		} else {
-			e->d = ck_xrealloc(e->d, ncap * sizeof(*e->d));
-		}
-		e->cap = ncap;
-	}
-	e->d[e->n++] = (cache_delta_t){.type = (uint8_t)type, .unknown = unknown, .obj = obj};
-}
-
-/*
- * Two deletes in a row say the same thing; keep the one that knows more: the
- * older unless the newer is a real (not final-state-unknown) delete.
- */
-static void entry_dedup(cache_dq_entry_t *e)
-{
-	if (e->n < 2)
-		return;
-	cache_delta_t *a = &e->d[e->n - 2], *b = &e->d[e->n - 1];
-	if (a->type != CACHE_DELTA_DELETED || b->type != CACHE_DELTA_DELETED)
-		return;
-	if (b->unknown) {
-		ck_obj_unref(b->obj);
-	} else {
-		ck_obj_unref(a->obj);
-		*a = *b;
-	}
-	e->n--;
-}
-
-static cache_dq_entry_t *find_entry(cache_dq_t *q, const ck_obj_t *obj, uint64_t h)
-{
-	size_t at = chash_find(&q->map, h, eq_entry_obj, obj);
-	return at == SIZE_MAX ? NULL : q->map.slots[at].p;
-}
-
-/* Appends a delta for obj's key (takes obj). */
-static void queue_action(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj, bool unknown)
-{
-	uint64_t h = cache_obj_key_hash(obj);
-	cache_dq_entry_t *e = find_entry(q, obj, h);
+	if (q->len == q->cap)
+		resize(q, q->cap ? q->cap * 2 : DQ_MIN_CAP);
+	q->ring[(q->head + q->len) & (q->cap - 1)] = d;
+	q->len++;
 	q->queued_total++;
-	if (e != NULL) {
-		entry_push(e, type, obj, unknown);
-		entry_dedup(e);
-		return;
-	}
-	e = entry_new(q);
-	e->h = h;
-	entry_push(e, type, obj, unknown);
-	chash_insert(&q->map, h, e);
-	if (q->tail != NULL)
-		q->tail->next = e;
-	else
-		q->head = e;
-	q->tail = e;
 }
 
 void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj)
 {
 	q->populated = true;
-	queue_action(q, type, obj, false);
-}
-
-void cache_dq_delete(cache_dq_t *q, ck_obj_t *obj)
-{
-	q->populated = true;
-	/* Deleting what nobody has seen would hand handlers a delete without an add. */
-	if (cache_store_get_obj_nolock(q->known, obj) == NULL &&
-	    find_entry(q, obj, cache_obj_key_hash(obj)) == NULL) {
-		ck_obj_unref(obj);
-		return;
-	}
-	queue_action(q, CACHE_DELTA_DELETED, obj, false);
-}
-
-typedef struct replace_ctx {
-	cache_dq_t *q;
-	chash_t *listed;
-	size_t deletions;
-} replace_ctx_t;
-
-static bool eq_obj(const void *p, const void *key)
-{
-	return cache_obj_same_key(p, key);
-}
-
-static bool listed_has(const chash_t *listed, const ck_obj_t *obj)
-{
-	return chash_find(listed, cache_obj_key_hash(obj), eq_obj, obj) != SIZE_MAX;
-}
-
-static void tombstone_known(void *ud, ck_obj_t *obj)
-{
-	replace_ctx_t *c = ud;
-	if (listed_has(c->listed, obj) || find_entry(c->q, obj, cache_obj_key_hash(obj)) != NULL)
-		return;
-	queue_action(c->q, CACHE_DELTA_DELETED, ck_obj_ref(obj), true);
-	c->deletions++;
+	push(q, (cache_delta_t){.type = (uint8_t)type, .obj = obj});
 }
 
 void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n)
 {
-	chash_t listed = {0};
-	size_t distinct = 0;
-	for (size_t i = 0; i < n; i++) {
-		ck_obj_t *obj = items[i];
-		uint64_t h = cache_obj_key_hash(obj);
-		if (chash_find(&listed, h, eq_obj, obj) == SIZE_MAX) {
-			chash_insert(&listed, h, obj);
-			distinct++;
-		}
-		queue_action(q, CACHE_DELTA_REPLACED, obj, false);
+	if (n == 0) {
+		free(items);
+		items = NULL;
 	}
-	/* Queued keys absent from the list: their newest state is the last we know. The
-	 * entries visited here only grow; new entries are appended behind `stop`. */
-	replace_ctx_t c = {q, &listed, 0};
-	cache_dq_entry_t *stop = q->tail;
-	for (cache_dq_entry_t *e = q->head; e != NULL; e = e->next) {
-		ck_obj_t *newest = e->d[e->n - 1].obj;
-		if (!listed_has(&listed, newest)) {
-			queue_action(q, CACHE_DELTA_DELETED, ck_obj_ref(newest), true);
-			c.deletions++;
-		}
-		if (e == stop)
-			break;
-	}
-	/* Known (processed) keys absent from the list and with nothing queued. */
-	cache_store_foreach_nolock(q->known, tombstone_known, &c);
-	chash_free(&listed);
+	push(q,
+	     (cache_delta_t){.type = CACHE_DELTA_REPLACED_ALL, .n = (uint32_t)n, .items = items});
 	if (!q->populated) {
 		q->populated = true;
-		q->initial = distinct + c.deletions;
+		q->initial = q->len;
 	}
-}
-
-static void resync_one(void *ud, ck_obj_t *obj)
-{
-	cache_dq_t *q = ud;
-	if (find_entry(q, obj, cache_obj_key_hash(obj)) != NULL)
-		return;
-	queue_action(q, CACHE_DELTA_SYNC, ck_obj_ref(obj), false);
 }
 
 void cache_dq_resync(cache_dq_t *q)
 {
-	cache_store_foreach_nolock(q->known, resync_one, q);
+	if (q->len > 0 &&
+	    q->ring[(q->head + q->len - 1) & (q->cap - 1)].type == CACHE_DELTA_SYNC_ALL)
+		return;
+	push(q, (cache_delta_t){.type = CACHE_DELTA_SYNC_ALL});
 }
 
-cache_dq_entry_t *cache_dq_pop(cache_dq_t *q, bool *initial)
+bool cache_dq_pop(cache_dq_t *q, cache_delta_t *out, bool *initial)
 {
-	cache_dq_entry_t *e = q->head;
-	if (e == NULL)
-		return NULL;
-	q->head = e->next;
-	if (q->head == NULL)
-		q->tail = NULL;
-	e->next = NULL;
-	chash_remove_ptr(&q->map, e->h, e);
+	if (q->len == 0)
+		return false;
 	if (initial != NULL)
 		*initial = !cache_dq_has_synced(q);
-	if (q->initial > 0)
-		q->initial--;
-	return e;
+	*out = q->ring[q->head];
+	q->head = (q->head + 1) & (q->cap - 1);
+	q->len--;
+	/* Give a burst's memory back once it is mostly drained. */
+	if (q->cap > DQ_MIN_CAP && q->len < q->cap / 8)
+		resize(q, q->cap / 2);
+	return true;
 }
 
-void cache_dq_release(cache_dq_t *q, cache_dq_entry_t *e)
+void cache_dq_done(cache_dq_t *q)
 {
-	for (uint32_t i = 0; i < e->n; i++)
-		ck_obj_unref(e->d[i].obj);
-	if (e->d != e->inl)
-		free(e->d);
-	e->n = 0;
-	if (q->nspare < DQ_MAX_SPARE) {
-		e->next = q->spare;
-		q->spare = e;
-		q->nspare++;
-	} else {
-		free(e);
+	if (q->initial > 0)
+		q->initial--;
+}
+
+void cache_dq_delta_free(cache_delta_t *d)
+{
+	if (d->type == CACHE_DELTA_REPLACED_ALL) {
+		for (uint32_t i = 0; i < d->n; i++)
+			ck_obj_unref(d->items[i]);
+		free(d->items);
+	} else if (d->type != CACHE_DELTA_SYNC_ALL) {
+		ck_obj_unref(d->obj);
 	}
+	d->obj = NULL;
+	d->n = 0;
 }
 
 void cache_dq_free(cache_dq_t *q)
 {
-	cache_dq_entry_t *e = q->head;
-	while (e != NULL) {
-		cache_dq_entry_t *next = e->next;
-		for (uint32_t i = 0; i < e->n; i++)
-			ck_obj_unref(e->d[i].obj);
-		if (e->d != e->inl)
-			free(e->d);
-		free(e);
-		e = next;
-	}
-	for (e = q->spare; e != NULL;) {
-		cache_dq_entry_t *next = e->next;
-		free(e);
-		e = next;
-	}
-	chash_free(&q->map);
+	for (size_t i = 0; i < q->len; i++)
+		cache_dq_delta_free(&q->ring[(q->head + i) & (q->cap - 1)]);
+	free(q->ring);
 	memset(q, 0, sizeof(*q));
 }

@@ -1,6 +1,7 @@
 /*
  * factory: one shared informer per resource (group/version/plural), all with
- * the factory's options, and the start / wait-for-sync / shutdown of the lot.
+ * the factory's options (namespace, selectors, list-option tweak, transform),
+ * and the start / wait-for-sync / shutdown of the lot.
  *
  * Sharing goes by what a descriptor names, not by its address: two modules that
  * each describe Pods get one watch and one cache. Two descriptors of one resource
@@ -30,6 +31,68 @@ struct ck_cache_factory {
 	ck_cache_informer_t **infs;
 	size_t n;
 };
+
+/*
+ * A list/watch source that hands every request's options through the factory's
+ * tweak first (WithTweakListOptions): the reflector keeps its own selectors, the
+ * tweak sees and changes a copy per request, as client-go's tweak does.
+ */
+typedef struct tweak_lw {
+	ck_cache_lw_t base;
+	ck_cache_lw_t *inner;
+	void (*fn)(void *ud, ck_list_opts_t *o);
+	void *ud;
+} tweak_lw_t;
+
+static ck_cache_lw_req_t *tw_list(ck_cache_lw_t *lw, const ck_list_opts_t *o, const ck_dec_cb_t *cb,
+                                  ck_req_done_cb done, void *ud, char **err)
+{
+	tweak_lw_t *t = (tweak_lw_t *)lw;
+	ck_list_opts_t copy = *o;
+	t->fn(t->ud, &copy);
+	/* The source reads the options during the call only (ck_cache_lw_ops_t). */
+	// cppcheck-suppress returnDanglingLifetime
+	return t->inner->ops->list(t->inner, &copy, cb, done, ud, err);
+}
+
+static ck_cache_lw_req_t *tw_watch(ck_cache_lw_t *lw, const ck_list_opts_t *o,
+                                   const ck_dec_cb_t *cb, ck_req_done_cb done, void *ud, char **err)
+{
+	tweak_lw_t *t = (tweak_lw_t *)lw;
+	ck_list_opts_t copy = *o;
+	t->fn(t->ud, &copy);
+	/* The source reads the options during the call only (ck_cache_lw_ops_t). */
+	// cppcheck-suppress returnDanglingLifetime
+	return t->inner->ops->watch(t->inner, &copy, cb, done, ud, err);
+}
+
+static void tw_cancel(ck_cache_lw_t *lw, ck_cache_lw_req_t *req)
+{
+	tweak_lw_t *t = (tweak_lw_t *)lw;
+	t->inner->ops->cancel(t->inner, req);
+}
+
+static void tw_free(ck_cache_lw_t *lw)
+{
+	tweak_lw_t *t = (tweak_lw_t *)lw;
+	ck_cache_lw_free(t->inner);
+	free(t);
+}
+
+static const ck_cache_lw_ops_t tweak_ops = {tw_list, tw_watch, tw_cancel, tw_free};
+
+/* Takes inner. */
+static ck_cache_lw_t *tweak_lw_new(ck_cache_lw_t *inner, const ck_cache_factory_opts_t *o)
+{
+	tweak_lw_t *t = ck_xcalloc(1, sizeof(*t));
+	t->base.ops = &tweak_ops;
+	/* A source that cannot stream a list stays one when wrapped. */
+	t->base.no_watch_list = inner->no_watch_list;
+	t->inner = inner;
+	t->fn = o->tweak_list_opts;
+	t->ud = o->tweak_ud;
+	return &t->base;
+}
 
 static char *dup_or_null(const char *s)
 {
@@ -141,6 +204,8 @@ ck_cache_informer_t *ck_cache_factory_informer_err(ck_cache_factory_t *f, const 
 		                                       : "the factory has no client");
 		goto out;
 	}
+	if (f->o.tweak_list_opts != NULL)
+		lw = tweak_lw_new(lw, &f->o);
 	ck_cache_informer_opts_t io = {
 	    .label_selector = f->o.label_selector,
 	    .field_selector = f->o.field_selector,
@@ -152,6 +217,9 @@ ck_cache_informer_t *ck_cache_factory_informer_err(ck_cache_factory_t *f, const 
 	    .backoff_initial_ms = f->o.backoff_initial_ms,
 	    .backoff_max_ms = f->o.backoff_max_ms,
 	    .stall_margin_ms = f->o.stall_margin_ms,
+	    .consistency_check_ms = f->o.consistency_check_ms,
+	    .transform = f->o.transform,
+	    .transform_ud = f->o.transform_ud,
 	};
 	inf = ck_cache_informer_new(f->loop, t, lw, &io);
 	f->infs = ck_xrealloc(f->infs, (f->n + 1) * sizeof(*f->infs));

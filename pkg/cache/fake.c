@@ -134,6 +134,7 @@ ck_cache_fake_lw_t *ck_cache_fake_lw_new(void)
 {
 	ck_cache_fake_lw_t *f = ck_xcalloc(1, sizeof(*f));
 	f->base.ops = &fake_ops;
+	f->base.no_watch_list = true;
 	f->refs = 1;
 	return f;
 }
@@ -158,6 +159,11 @@ size_t ck_cache_fake_lw_count(const ck_cache_fake_lw_t *f, bool watch)
 ck_cache_fake_req_t *ck_cache_fake_lw_last(ck_cache_fake_lw_t *f, bool watch)
 {
 	return watch ? f->last_watch : f->last_list;
+}
+
+void ck_cache_fake_lw_set_watch_list(ck_cache_fake_lw_t *f, bool supported)
+{
+	f->base.no_watch_list = !supported;
 }
 
 void ck_cache_fake_lw_fail_next_start(ck_cache_fake_lw_t *f, const char *err)
@@ -242,6 +248,22 @@ void ck_cache_fake_req_finish(ck_cache_fake_req_t *r, int http_code, const char 
 		res.error = ck_xasprintf("HTTP %d %s: %s", http_code, reason ? reason : "",
 		                         message ? message : "");
 	}
+	r->done(r->ud, &res);
+	ck_result_clear(&res);
+}
+
+void ck_cache_fake_req_finish_transport(ck_cache_fake_req_t *r, int curl_code, int head_code,
+                                        const char *message)
+{
+	if (!ck_cache_fake_req_active(r))
+		return;
+	r->finished = true;
+	ck_result_t res;
+	memset(&res, 0, sizeof(res));
+	res.transport_code = curl_code;
+	res.head_code = head_code;
+	res.error = ck_xasprintf("%s: %s (curl error %d)", r->watch ? "watch" : "list",
+	                         message ? message : "transport error", curl_code);
 	r->done(r->ud, &res);
 	ck_result_clear(&res);
 }

@@ -4,22 +4,32 @@
  * thread.
  *
  * Design note. Processing runs in an ev_check watcher (after every poll) in
- * batches of opts.batch deltas, with an ev_idle watcher active while work is
- * queued so that the loop does not block in poll meanwhile. A big relist thus
- * interleaves with network I/O instead of freezing the loop. client-go gives
- * each handler its own goroutine and unbounded buffer; here handlers are called
- * in turn on the loop thread (they must not block), which needs no buffers:
- * the one case client-go buffers for -- a handler added after start that must
- * first see every cached object -- is handled by pausing delta processing
- * while that handler is fed a snapshot of the store, as client-go does. The
- * snapshot is taken when its delivery starts, not when the handler is added:
- * a handler added from inside a callback would otherwise miss the deltas still
- * to be applied for the key being processed (they reach the store, not the
- * handler, whose snapshot is pending), and believe in a stale state.
+ * batches of opts.batch notifications, with an ev_idle watcher active while
+ * work is queued so that the loop does not block in poll meanwhile. A big
+ * relist thus interleaves with network I/O instead of freezing the loop: its
+ * ReplacedAll is built beside the store a batch at a time and swapped in with
+ * one locked step (listers on other threads see the old list or the new one,
+ * never a mix), then its deletes and its adds/updates go out over as many
+ * batches as they take, before any later delta (delta.c has the queue model
+ * and how it differs from client-go).
+ *
+ * Deltas are numbered as they reach the store (a relist when it is swapped in). A handler gets the
+ * notifications of the deltas numbered above the store state it started from:
+ * all of them if added before start; if added later, the store as it was then
+ * (a snapshot, as initial adds) and the deltas after. Such a late handler is
+ * fed its snapshot at its own pace, a batch per round, while the others go on
+ * receiving deltas; what happens meanwhile is kept for it in order (a backlog,
+ * as client-go's per-listener buffer) and delivered after the snapshot. So it
+ * never sees an update for an object it was not given, nor an older state after
+ * a newer one, and nobody waits for it. client-go gives each handler its own
+ * goroutine and buffer; here handlers are called in turn on the loop thread
+ * (they must not block), and only a catching-up handler has a buffer.
  *
  * One libev timer serves the reflector's deadline (retry, stall) and the
- * handlers' resync deadlines; both are in the injected clock's time, so with a
- * fake clock tests run them by hand (cache_informer_tick).
+ * handlers' resync deadlines -- the latter only while the reflector watches,
+ * as client-go's resync runs inside its watch loop; both are in the injected
+ * clock's time, so with a fake clock tests run them by hand
+ * (cache_informer_tick).
  */
 #include "pkg/cache/internal.h"
 #include <ckube/log.h>
@@ -32,6 +42,16 @@
 #include <string.h>
 #include <time.h>
 
+/* A notification kept for a handler that is still catching up. */
+typedef struct note {
+	uint8_t kind;  /* NOTE_* */
+	bool flag;     /* add: initial; delete: final state unknown */
+	ck_obj_t *old; /* update: one reference */
+	ck_obj_t *obj; /* one reference */
+} note_t;
+
+enum { NOTE_ADD, NOTE_UPDATE, NOTE_DELETE };
+
 struct ck_cache_handler_reg {
 	ck_cache_informer_t *inf;
 	ck_cache_handler_t h;
@@ -40,14 +60,31 @@ struct ck_cache_handler_reg {
 	uint64_t next_resync_ns;
 	bool syncing; /* its resync is due: it gets the unchanged-RV updates */
 	bool removed;
-	bool initial_done; /* got its snapshot (or had none to get) */
-	uint64_t born;     /* the dispatch during which it was added (0: none) */
+	uint64_t join_seq; /* it gets the notifications of deltas numbered above */
+	bool catching_up;  /* snapshot or backlog still to deliver (late handler) */
+	bool snap_done;    /* got its snapshot (or had none to get) */
 	_Atomic bool synced;
-	bool snap_taken;      /* snap holds the store as of the start of its delivery */
-	ck_cache_objs_t snap; /* objects still to send as adds (late handler) */
+	ck_cache_objs_t snap; /* the store when it was added, sent as initial adds */
 	size_t snap_pos;
+	note_t *bl; /* notifications since, in order, sent after the snapshot */
+	size_t bl_pos, bl_n, bl_cap;
 	struct ck_cache_handler_reg *next;
 };
+
+/* A ReplacedAll or SyncAll being delivered, over as many batches as it takes. */
+typedef struct compound {
+	bool active;
+	uint8_t type; /* CACHE_DELTA_REPLACED_ALL or CACHE_DELTA_SYNC_ALL */
+	bool initial;
+	uint64_t seq;             /* numbered when it reaches the store */
+	cache_store_repl_t *repl; /* replaced: the new content, until it is swapped in */
+	size_t built;             /* replaced: items in repl so far */
+	ck_obj_t **news;          /* the list's items, or the store (sync); references */
+	ck_obj_t **olds;          /* replaced: what news[i] replaced, or NULL; references */
+	size_t n;
+	ck_cache_objs_t gone; /* replaced: keys not listed, their last state */
+	size_t pos;           /* next notification: gone first, then news */
+} compound_t;
 
 struct ck_cache_informer {
 	struct ev_loop *loop;
@@ -67,9 +104,11 @@ struct ck_cache_informer {
 	void *watch_error_ud;
 
 	ck_cache_handler_reg_t *handlers, *handlers_tail;
-	size_t nsnap_pending;
+	size_t ncatching; /* handlers catching up */
+	uint64_t seq;     /* deltas begun; the store reflects all of them */
+	compound_t cur;
 	int dispatching;
-	uint64_t dispatch_id; /* of the outermost dispatch in progress */
+	int processing;
 	bool need_sweep;
 
 	ev_timer timer;
@@ -86,6 +125,8 @@ struct ck_cache_informer {
 	_Atomic bool have_tid;
 	pthread_t loop_tid;
 	_Atomic uint64_t n_deltas;
+	cache_check_t *consistency; /* opts.consistency_check_ms, or NULL */
+	char *last_sync_rv;         /* the reflector's, copied by the loop thread; under mu */
 };
 
 /* ---------------------------------------------------------------- scheduling */
@@ -104,7 +145,8 @@ static void rearm(ck_cache_informer_t *inf)
 	if (!inf->started || inf->stopped)
 		return;
 	uint64_t d = cache_reflector_deadline(inf->refl);
-	uint64_t rd = resync_deadline(inf);
+	/* Resyncs wait while the reflector lists or backs off: no timer for them. */
+	uint64_t rd = cache_reflector_watching(inf->refl) ? resync_deadline(inf) : UINT64_MAX;
 	if (rd < d)
 		d = rd;
 	ev_timer_stop(inf->loop, &inf->timer);
@@ -138,6 +180,23 @@ static bool on_loop_thread(ck_cache_informer_t *inf)
 
 /* ---------------------------------------------------------------- dispatch */
 
+static void note_drop(note_t *n)
+{
+	ck_obj_unref(n->old);
+	ck_obj_unref(n->obj);
+}
+
+static void catchup_free(ck_cache_handler_reg_t *r)
+{
+	ck_cache_objs_free(&r->snap);
+	r->snap_pos = 0;
+	for (size_t i = r->bl_pos; i < r->bl_n; i++)
+		note_drop(&r->bl[i]);
+	free(r->bl);
+	r->bl = NULL;
+	r->bl_pos = r->bl_n = r->bl_cap = 0;
+}
+
 static void sweep(ck_cache_informer_t *inf)
 {
 	inf->need_sweep = false;
@@ -147,7 +206,7 @@ static void sweep(ck_cache_informer_t *inf)
 		ck_cache_handler_reg_t *r = *pp;
 		if (r->removed) {
 			*pp = r->next;
-			ck_cache_objs_free(&r->snap);
+			catchup_free(r);
 			free(r);
 		} else {
 			inf->handlers_tail = r;
@@ -158,8 +217,7 @@ static void sweep(ck_cache_informer_t *inf)
 
 static void dispatch_begin(ck_cache_informer_t *inf)
 {
-	if (inf->dispatching++ == 0)
-		inf->dispatch_id++;
+	inf->dispatching++;
 }
 
 static void dispatch_end(ck_cache_informer_t *inf)
@@ -168,68 +226,195 @@ static void dispatch_end(ck_cache_informer_t *inf)
 		sweep(inf);
 }
 
-/* A handler added from inside a callback with nothing to catch up on (the store
- * was empty) does not get the notification in flight: the empty store it started
- * from already reflected it. One with a snapshot to receive gets nothing until
- * the snapshot is done. */
-static bool deliverable(const ck_cache_informer_t *inf, const ck_cache_handler_reg_t *r)
+/* Calls r's callback for one notification (all borrowed). */
+static void deliver(ck_cache_handler_reg_t *r, int kind, bool flag, ck_obj_t *old, ck_obj_t *obj)
 {
-	return !r->removed && r->initial_done && r->born != inf->dispatch_id;
+	switch (kind) {
+	case NOTE_ADD:
+		if (r->h.on_add != NULL)
+			r->h.on_add(r->ud, obj, flag);
+		break;
+	case NOTE_UPDATE:
+		if (r->h.on_update != NULL)
+			r->h.on_update(r->ud, old, obj);
+		break;
+	case NOTE_DELETE:
+		if (r->h.on_delete != NULL) {
+			cache_keybuf_t kb;
+			cache_keybuf_set(&kb, obj);
+			r->h.on_delete(r->ud, kb.s, obj, flag);
+			cache_keybuf_free(&kb);
+		}
+		break;
+	}
 }
 
-static void dispatch_add(ck_cache_informer_t *inf, ck_obj_t *obj, bool initial)
+static bool has_callback(const ck_cache_handler_reg_t *r, int kind)
 {
-	dispatch_begin(inf);
-	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
-		if (deliverable(inf, r) && r->h.on_add != NULL)
-			r->h.on_add(r->ud, obj, initial);
-	dispatch_end(inf);
+	return kind == NOTE_ADD      ? r->h.on_add != NULL
+	       : kind == NOTE_UPDATE ? r->h.on_update != NULL
+	                             : r->h.on_delete != NULL;
 }
 
-static void dispatch_update(ck_cache_informer_t *inf, ck_obj_t *old, ck_obj_t *obj)
+static void backlog_push(ck_cache_handler_reg_t *r, int kind, bool flag, ck_obj_t *old,
+                         ck_obj_t *obj)
 {
-	/* Nothing changed: a resync (or a relist of an unchanged object), only for
-	 * handlers whose resync period is due. */
-	bool is_sync = strcmp(old->rv, obj->rv) == 0;
+	if (r->bl_pos > 0 && r->bl_pos == r->bl_n)
+		r->bl_pos = r->bl_n = 0;
+	if (r->bl_n == r->bl_cap) {
+		r->bl_cap = r->bl_cap ? r->bl_cap * 2 : 16;
+		r->bl = ck_xrealloc(r->bl, r->bl_cap * sizeof(*r->bl));
+	}
+	r->bl[r->bl_n++] = (note_t){
+	    .kind = (uint8_t)kind,
+	    .flag = flag,
+	    .old = old ? ck_obj_ref(old) : NULL,
+	    .obj = ck_obj_ref(obj),
+	};
+}
+
+/*
+ * One notification of delta seq to every handler that is owed it: not to one
+ * added after that delta reached the store (its snapshot has the result), an
+ * unchanged-RV update (resync, or relist of an unchanged object) only to those
+ * whose resync is due. A handler still catching up gets it in its backlog.
+ */
+static void dispatch(ck_cache_informer_t *inf, uint64_t seq, int kind, bool flag, ck_obj_t *old,
+                     ck_obj_t *obj)
+{
+	bool is_sync = kind == NOTE_UPDATE && strcmp(old->rv, obj->rv) == 0;
 	dispatch_begin(inf);
 	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next) {
-		if (!deliverable(inf, r) || r->h.on_update == NULL || (is_sync && !r->syncing))
+		if (r->removed || seq <= r->join_seq || (is_sync && !r->syncing) ||
+		    !has_callback(r, kind))
 			continue;
-		r->h.on_update(r->ud, old, obj);
+		if (r->catching_up)
+			backlog_push(r, kind, flag, old, obj);
+		else
+			deliver(r, kind, flag, old, obj);
 	}
 	dispatch_end(inf);
 }
 
-static void dispatch_delete(ck_cache_informer_t *inf, ck_obj_t *obj, bool unknown)
+/* An Added, Updated or Deleted: applied to the store, then told. */
+static void apply_one(ck_cache_informer_t *inf, cache_delta_t *d, bool initial)
 {
-	cache_keybuf_t kb;
-	cache_keybuf_set(&kb, obj);
-	dispatch_begin(inf);
-	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next)
-		if (deliverable(inf, r) && r->h.on_delete != NULL)
-			r->h.on_delete(r->ud, kb.s, obj, unknown);
-	dispatch_end(inf);
-	cache_keybuf_free(&kb);
+	uint64_t seq = ++inf->seq;
+	atomic_fetch_add_explicit(&inf->n_deltas, 1, memory_order_relaxed);
+	if (d->type == CACHE_DELTA_DELETED) {
+		ck_obj_unref(cache_store_delete_obj(inf->store, d->obj));
+		dispatch(inf, seq, NOTE_DELETE, false, NULL, d->obj);
+		return;
+	}
+	ck_obj_t *old = ck_cache_store_upsert(inf->store, d->obj);
+	if (old != NULL) {
+		dispatch(inf, seq, NOTE_UPDATE, false, old, d->obj);
+		ck_obj_unref(old);
+	} else {
+		dispatch(inf, seq, NOTE_ADD, initial, NULL, d->obj);
+	}
 }
 
-static void handle_entry(ck_cache_informer_t *inf, cache_dq_entry_t *e, bool initial)
+static void compound_free(compound_t *c)
 {
-	for (uint32_t i = 0; i < e->n && !inf->stopped; i++) {
-		cache_delta_t *d = &e->d[i];
-		atomic_fetch_add_explicit(&inf->n_deltas, 1, memory_order_relaxed);
-		if (d->type == CACHE_DELTA_DELETED) {
-			ck_obj_unref(cache_store_delete_obj(inf->store, d->obj));
-			dispatch_delete(inf, d->obj, d->unknown);
+	cache_store_replace_abort(c->repl);
+	for (size_t i = 0; i < c->n; i++) {
+		ck_obj_unref(c->news[i]);
+		if (c->olds != NULL)
+			ck_obj_unref(c->olds[i]);
+	}
+	free(c->news);
+	free(c->olds);
+	ck_cache_objs_free(&c->gone);
+	memset(c, 0, sizeof(*c));
+}
+
+static bool any_syncing(const ck_cache_informer_t *inf)
+{
+	for (const ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
+		if (!r->removed && r->syncing)
+			return true;
+	return false;
+}
+
+/*
+ * A ReplacedAll is built beside the store a batch at a time, then swapped in
+ * at once (readers never see a relist half applied, and a big one does not
+ * freeze the loop); a SyncAll takes the store as it is. Their notifications
+ * follow. Takes d's references.
+ */
+static void begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool initial)
+{
+	compound_t *c = &inf->cur;
+	memset(c, 0, sizeof(*c));
+	c->active = true;
+	c->type = d->type;
+	c->initial = initial;
+	if (d->type == CACHE_DELTA_REPLACED_ALL) {
+		c->news = d->items;
+		c->n = d->n;
+		d->items = NULL;
+		d->n = 0;
+		c->olds = c->n ? ck_xcalloc(c->n, sizeof(*c->olds)) : NULL;
+		c->repl = cache_store_replace_begin(inf->store);
+		return;
+	}
+	c->seq = ++inf->seq;
+	if (any_syncing(inf)) {
+		ck_cache_objs_t snap;
+		cache_store_list_nolock(inf->store, &snap);
+		c->news = snap.items;
+		c->n = snap.n;
+	}
+}
+
+/* Builds the relist's content, up to budget items; returns the budget left. */
+static size_t build_replace(ck_cache_informer_t *inf, size_t budget)
+{
+	compound_t *c = &inf->cur;
+	size_t k = c->n - c->built < budget ? c->n - c->built : budget;
+	cache_store_replace_add(c->repl, c->news + c->built, k, c->olds + c->built);
+	c->built += k;
+	budget -= k;
+	if (c->built == c->n) {
+		/* The store changes here: a handler added from now on starts from the new
+		 * content and must not get this relist's notifications. */
+		cache_store_replace_commit(c->repl, &c->gone);
+		c->repl = NULL;
+		c->seq = ++inf->seq;
+		atomic_fetch_add_explicit(&inf->n_deltas, c->n + c->gone.n, memory_order_relaxed);
+	}
+	return budget;
+}
+
+/* Delivers up to budget notifications of the compound delta; returns the budget left. */
+static size_t continue_compound(ck_cache_informer_t *inf, size_t budget)
+{
+	compound_t *c = &inf->cur;
+	if (c->repl != NULL) {
+		budget = build_replace(inf, budget);
+		if (c->repl != NULL)
+			return budget;
+	}
+	while (budget > 0 && !inf->stopped && c->pos < c->gone.n + c->n) {
+		size_t at = c->pos++;
+		budget--;
+		if (at < c->gone.n) {
+			dispatch(inf, c->seq, NOTE_DELETE, true, NULL, c->gone.items[at]);
 			continue;
 		}
-		ck_obj_t *old = ck_cache_store_upsert(inf->store, d->obj);
-		if (old != NULL) {
-			dispatch_update(inf, old, d->obj);
-			ck_obj_unref(old);
-		} else {
-			dispatch_add(inf, d->obj, initial);
-		}
+		at -= c->gone.n;
+		ck_obj_t *old = c->type == CACHE_DELTA_REPLACED_ALL ? c->olds[at] : c->news[at];
+		if (old != NULL)
+			dispatch(inf, c->seq, NOTE_UPDATE, false, old, c->news[at]);
+		else
+			dispatch(inf, c->seq, NOTE_ADD, c->initial, NULL, c->news[at]);
 	}
+	if (!inf->stopped && c->pos == c->gone.n + c->n) {
+		compound_free(c);
+		cache_dq_done(&inf->dq);
+	}
+	return budget;
 }
 
 static void mark_synced(ck_cache_informer_t *inf)
@@ -241,66 +426,113 @@ static void mark_synced(ck_cache_informer_t *inf)
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
 	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
-		if (r->initial_done)
+		if (r->snap_done)
 			atomic_store(&r->synced, true);
 	CK_LOG_V(2, "Caches populated", CK_KV_STR("resource", inf->name),
 	         CK_KV_UINT("objects", ck_cache_store_len(inf->store)));
 }
 
-/* Feeds late handlers their snapshots; returns the budget left. */
-static size_t deliver_snapshots(ck_cache_informer_t *inf, size_t budget)
+/*
+ * Feeds each late handler up to budget of its snapshot, then of the backlog of
+ * notifications made since; once both are empty it gets notifications directly.
+ */
+static void catch_up(ck_cache_informer_t *inf, size_t budget)
 {
 	dispatch_begin(inf);
-	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && budget > 0 && !inf->stopped;
-	     r = r->next) {
-		if (r->removed || r->initial_done)
-			continue;
-		if (!r->snap_taken) {
-			/* Nothing is applied to the store while a snapshot is pending, so this
-			 * is the state that the deltas processed after it follow. */
-			cache_store_list_nolock(inf->store, &r->snap);
-			r->snap_pos = 0;
-			r->snap_taken = true;
-		}
-		while (budget > 0 && r->snap_pos < r->snap.n && !r->removed && !inf->stopped) {
-			ck_obj_t *obj = r->snap.items[r->snap_pos++];
-			budget--;
-			if (r->h.on_add != NULL)
-				r->h.on_add(r->ud, obj, true);
-		}
-		if (!r->removed && r->snap_pos == r->snap.n) {
-			ck_cache_objs_free(&r->snap);
-			r->snap_pos = 0;
-			r->initial_done = true;
-			inf->nsnap_pending--;
-			if (atomic_load(&inf->synced))
-				atomic_store(&r->synced, true);
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL && !inf->stopped; r = r->next) {
+		size_t b = budget;
+		while (r->catching_up && !r->removed && !inf->stopped && b > 0) {
+			if (r->snap_pos < r->snap.n) {
+				b--;
+				if (r->h.on_add != NULL)
+					r->h.on_add(r->ud, r->snap.items[r->snap_pos], true);
+				r->snap_pos++;
+				continue;
+			}
+			if (!r->snap_done) {
+				ck_cache_objs_free(&r->snap);
+				r->snap_pos = 0;
+				r->snap_done = true;
+				if (atomic_load(&inf->synced))
+					atomic_store(&r->synced, true);
+			}
+			if (r->bl_pos < r->bl_n) {
+				note_t n = r->bl[r->bl_pos++];
+				b--;
+				deliver(r, n.kind, n.flag, n.old, n.obj);
+				note_drop(&n);
+				continue;
+			}
+			free(r->bl);
+			r->bl = NULL;
+			r->bl_pos = r->bl_n = r->bl_cap = 0;
+			r->catching_up = false;
+			inf->ncatching--;
 		}
 	}
 	dispatch_end(inf);
-	return budget;
 }
+
+/* Shutdown's cleanup, once no callback is running. */
+static void drop_work(ck_cache_informer_t *inf)
+{
+	cache_dq_free(&inf->dq);
+	cache_dq_init(&inf->dq);
+	compound_free(&inf->cur);
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
+		catchup_free(r);
+		r->catching_up = false;
+	}
+	inf->ncatching = 0;
+}
+
+static bool pending_work(const ck_cache_informer_t *inf)
+{
+	return cache_dq_len(&inf->dq) > 0 || inf->cur.active || inf->ncatching > 0;
+}
+
+static void note_last_sync_rv(ck_cache_informer_t *inf);
 
 static void process(ck_cache_informer_t *inf, size_t budget)
 {
+	note_last_sync_rv(inf);
 	if (!inf->started || inf->stopped)
 		return;
-	if (inf->nsnap_pending > 0)
-		budget = deliver_snapshots(inf, budget);
-	while (inf->nsnap_pending == 0 && budget > 0 && !inf->stopped) {
+	inf->processing++;
+	/* Late handlers get their own share, so delta processing never waits for
+	 * their snapshots. */
+	if (inf->ncatching > 0)
+		catch_up(inf, budget);
+	while (budget > 0 && !inf->stopped) {
+		if (inf->cur.active) {
+			budget = continue_compound(inf, budget);
+			if (inf->cur.active)
+				break;
+			continue;
+		}
+		cache_delta_t d;
 		bool initial;
-		cache_dq_entry_t *e = cache_dq_pop(&inf->dq, &initial);
-		if (e == NULL)
+		if (!cache_dq_pop(&inf->dq, &d, &initial))
 			break;
-		handle_entry(inf, e, initial);
-		cache_dq_release(&inf->dq, e);
 		budget--;
+		if (d.type == CACHE_DELTA_REPLACED_ALL || d.type == CACHE_DELTA_SYNC_ALL) {
+			begin_compound(inf, &d, initial);
+		} else {
+			apply_one(inf, &d, initial);
+			if (!inf->stopped)
+				cache_dq_done(&inf->dq);
+		}
+		cache_dq_delta_free(&d);
 	}
-	if (inf->stopped)
+	inf->processing--;
+	if (inf->stopped) {
+		if (inf->processing == 0)
+			drop_work(inf);
 		return;
-	if (!atomic_load(&inf->synced) && cache_dq_has_synced(&inf->dq))
+	}
+	if (!atomic_load(&inf->synced) && !inf->cur.active && cache_dq_has_synced(&inf->dq))
 		mark_synced(inf);
-	if (cache_dq_len(&inf->dq) == 0 && inf->nsnap_pending == 0)
+	if (!pending_work(inf))
 		ev_idle_stop(inf->loop, &inf->idle);
 }
 
@@ -325,6 +557,11 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 
 static void resync_tick(ck_cache_informer_t *inf, uint64_t now)
 {
+	/* client-go's resync timer runs in the watch loop: a resync due while the
+	 * reflector lists or backs off waits for the next watch (and is then due at
+	 * once, not a whole period later). The relist itself refreshes every object. */
+	if (!cache_reflector_watching(inf->refl))
+		return;
 	bool any = false;
 	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
 		if (!r->removed && r->resync_ns > 0 && now >= r->next_resync_ns)
@@ -383,19 +620,20 @@ static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
 	for (size_t i = 0; i < n; i++)
 		items[i] = transformed(inf, items[i]);
 	cache_dq_replace(&inf->dq, items, n);
-	free(items);
 	schedule(inf);
+	/* A streaming list ends inside a watch that goes on: resyncs may run now. */
+	rearm(inf);
 }
 
 static void sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
 {
 	ck_cache_informer_t *inf = ud;
 	obj = transformed(inf, obj);
-	if (type == CK_WATCH_DELETED)
-		cache_dq_delete(&inf->dq, obj);
-	else
-		cache_dq_add(&inf->dq,
-		             type == CK_WATCH_ADDED ? CACHE_DELTA_ADDED : CACHE_DELTA_UPDATED, obj);
+	cache_dq_add(&inf->dq,
+	             type == CK_WATCH_ADDED     ? CACHE_DELTA_ADDED
+	             : type == CK_WATCH_DELETED ? CACHE_DELTA_DELETED
+	                                        : CACHE_DELTA_UPDATED,
+	             obj);
 	schedule(inf);
 }
 
@@ -443,7 +681,7 @@ ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t
 	inf->name = type_name(t);
 	inf->lw = lw;
 	inf->store = ck_cache_store_new();
-	cache_dq_init(&inf->dq, inf->store);
+	cache_dq_init(&inf->dq);
 	inf->clk = o->clock ? o->clock : ck_clk_real();
 	inf->default_resync_ms = o->default_resync_ms;
 	inf->check_resync_ms = o->default_resync_ms;
@@ -466,6 +704,9 @@ ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t
 	    .stall_margin_ns = (uint64_t)o->stall_margin_ms * CK_NS_PER_MS,
 	};
 	inf->refl = cache_reflector_new(lw, inf->clk, &ro, &sink, inf);
+	if (o->consistency_check_ms > 0)
+		inf->consistency = cache_check_new(inf, loop, lw, o->label_selector,
+		                                   o->field_selector, o->consistency_check_ms);
 	ev_timer_init(&inf->timer, timer_cb, 0.0, 0.0);
 	inf->timer.data = inf;
 	ev_check_init(&inf->check, check_cb);
@@ -493,6 +734,7 @@ int ck_cache_informer_start(ck_cache_informer_t *inf, char **err)
 	ev_unref(inf->loop);
 	CK_LOG_V(2, "Starting informer", CK_KV_STR("resource", inf->name));
 	cache_reflector_start(inf->refl);
+	cache_check_start(inf->consistency);
 	rearm(inf);
 	return 0;
 }
@@ -502,6 +744,7 @@ void ck_cache_informer_shutdown(ck_cache_informer_t *inf)
 	if (inf == NULL || inf->stopped)
 		return;
 	inf->stopped = true;
+	cache_check_stop(inf->consistency);
 	cache_reflector_stop(inf->refl);
 	ev_timer_stop(inf->loop, &inf->timer);
 	ev_idle_stop(inf->loop, &inf->idle);
@@ -509,13 +752,10 @@ void ck_cache_informer_shutdown(ck_cache_informer_t *inf)
 		ev_ref(inf->loop);
 		ev_check_stop(inf->loop, &inf->check);
 	}
-	cache_dq_free(&inf->dq);
-	cache_dq_init(&inf->dq, inf->store);
-	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
-		ck_cache_objs_free(&r->snap);
-		r->snap_pos = 0;
-		r->snap_taken = false;
-	}
+	/* From inside a callback the work in progress is still in use: process()
+	 * drops it on its way out. */
+	if (inf->processing == 0)
+		drop_work(inf);
 	pthread_mutex_lock(&inf->mu);
 	atomic_store(&inf->wait_stopped, true);
 	pthread_cond_broadcast(&inf->cond);
@@ -527,12 +767,14 @@ void ck_cache_informer_free(ck_cache_informer_t *inf)
 	if (inf == NULL)
 		return;
 	ck_cache_informer_shutdown(inf);
+	cache_check_free(inf->consistency);
 	cache_reflector_free(inf->refl);
 	ck_cache_lw_free(inf->lw);
+	drop_work(inf);
 	cache_dq_free(&inf->dq);
 	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL;) {
 		ck_cache_handler_reg_t *next = r->next;
-		ck_cache_objs_free(&r->snap);
+		catchup_free(r);
 		free(r);
 		r = next;
 	}
@@ -540,6 +782,7 @@ void ck_cache_informer_free(ck_cache_informer_t *inf)
 	pthread_mutex_destroy(&inf->mu);
 	pthread_cond_destroy(&inf->cond);
 	free(inf->last_err);
+	free(inf->last_sync_rv);
 	free(inf->name);
 	free(inf);
 }
@@ -583,17 +826,20 @@ ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t
 			inf->check_resync_ms = resync_ms;
 	}
 	r->resync_ns = resync_ms * CK_NS_PER_MS;
-	if (inf->dispatching > 0)
-		r->born = inf->dispatch_id;
 	r->next_resync_ns = ck_clk_mono_ns(inf->clk) + r->resync_ns;
+	/* The store reflects every delta begun so far, the one being delivered too
+	 * (when added from a callback or between batches of a relist): the handler
+	 * gets the store as initial adds and the notifications of later deltas only. */
+	r->join_seq = inf->seq;
 	if (inf->started && !inf->stopped && ck_cache_store_len(inf->store) > 0) {
-		/* Everything processed so far, as adds, before any further delta. The
-		 * snapshot waits for deliver_snapshots: the rest of an entry being
-		 * processed (when added from a callback) must be in it. */
-		inf->nsnap_pending++;
+		/* Delivered at its own pace (catch_up), with what happens meanwhile kept
+		 * for it in order, so that the other handlers never wait for it. */
+		cache_store_list_nolock(inf->store, &r->snap);
+		r->catching_up = true;
+		inf->ncatching++;
 		schedule(inf);
 	} else {
-		r->initial_done = true;
+		r->snap_done = true;
 		if (atomic_load(&inf->synced))
 			atomic_store(&r->synced, true);
 	}
@@ -617,9 +863,9 @@ void ck_cache_informer_remove_handler(ck_cache_informer_t *inf, ck_cache_handler
 	if (reg == NULL || reg->removed)
 		return;
 	reg->removed = true;
-	if (!reg->initial_done) {
-		reg->initial_done = true;
-		inf->nsnap_pending--;
+	if (reg->catching_up) {
+		reg->catching_up = false;
+		inf->ncatching--;
 	}
 	if (inf->dispatching > 0)
 		inf->need_sweep = true;
@@ -739,6 +985,17 @@ void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out)
 	out->deltas = atomic_load(&inf->n_deltas);
 	out->last_event_wall_ns = rs.last_event_wall_ns;
 	out->synced = atomic_load(&inf->synced);
+	cache_check_stats_t cs;
+	cache_check_stats(inf->consistency, &cs);
+	out->consistency_checks = cs.checks;
+	out->consistency_skipped = cs.skipped;
+	out->consistency_divergent = cs.divergent_checks;
+	out->consistency_last_diff = cs.last_divergent;
+}
+
+cache_check_t *cache_informer_check(ck_cache_informer_t *inf)
+{
+	return inf->consistency;
 }
 
 /* ---------------------------------------------------------------- test hooks */
@@ -759,21 +1016,49 @@ void cache_informer_drain(ck_cache_informer_t *inf)
 size_t cache_informer_pending(ck_cache_informer_t *inf)
 {
 	size_t n = cache_dq_len(&inf->dq);
-	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next) {
-		if (r->removed || r->initial_done)
-			continue;
-		if (r->snap_taken) {
-			n += r->snap.n - r->snap_pos;
-		} else {
-			/* Still to be taken: at least the taking itself is work. */
-			size_t len = ck_cache_store_len(inf->store);
-			n += len > 0 ? len : 1;
-		}
-	}
+	if (inf->cur.active)
+		n +=
+		    (inf->cur.n - inf->cur.built) + inf->cur.gone.n + inf->cur.n - inf->cur.pos + 1;
+	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
+		if (!r->removed && r->catching_up)
+			n += r->snap.n - r->snap_pos + r->bl_n - r->bl_pos + 1;
 	return n;
 }
 
 cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf)
 {
 	return inf->refl;
+}
+
+/* ---------------------------------------------------------------- last sync rv */
+
+/*
+ * The reflector's resourceVersion lives on the loop thread (it moves on every
+ * event and bookmark, which do not all reach the sink); process() runs after
+ * every poll, so copying it here keeps other threads at most one loop
+ * iteration behind. Loop thread: it alone writes last_sync_rv, so it may read
+ * it without the lock.
+ */
+static void note_last_sync_rv(ck_cache_informer_t *inf)
+{
+	const char *rv = cache_reflector_last_rv(inf->refl);
+	if (inf->last_sync_rv != NULL && strcmp(inf->last_sync_rv, rv) == 0)
+		return;
+	char *copy = ck_xstrdup(rv);
+	pthread_mutex_lock(&inf->mu);
+	char *old = inf->last_sync_rv;
+	inf->last_sync_rv = copy;
+	pthread_mutex_unlock(&inf->mu);
+	free(old);
+}
+
+char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t *inf)
+{
+	/* On the loop thread the reflector's own value is exact (the copy may lag). */
+	if (on_loop_thread(inf))
+		return ck_xstrdup(cache_reflector_last_rv(inf->refl));
+	pthread_mutex_lock(&inf->mu);
+	char *rv = ck_xstrdup(inf->last_sync_rv ? inf->last_sync_rv : "");
+	pthread_mutex_unlock(&inf->mu);
+	return rv;
 }

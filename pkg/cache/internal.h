@@ -6,8 +6,9 @@
  *   chash      open-addressing hash table of {hash, pointer} slots
  *   keys       hashing and comparing store keys without building the string
  *   backoff    the reflector's retry delay, a pure function of a clock reading
- *   dq         the delta queue (client-go DeltaFIFO semantics), loop thread only
+ *   dq         the delta queue (client-go RealFIFO, atomic events), loop thread only
  *   reflector  list, then watch, with relist/backoff/stall logic
+ *   check      the periodic consistency check of a store against the server
  *   test hooks run timers and processing by hand with a fake clock
  */
 #ifndef CSC_CACHE_INTERNAL_H
@@ -18,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct ev_loop;
 
 /* ---------------------------------------------------------------- chash */
 
@@ -134,75 +137,95 @@ static inline uint64_t cache_watch_stall_deadline(uint64_t last_ns, int64_t time
 
 /* ---------------------------------------------------------------- delta queue */
 
+/*
+ * client-go's RealFIFO with atomic events (AtomicFIFO): one entry per thing the
+ * reflector said, in the order it said it. A relist is one ReplacedAll entry
+ * (the whole list) and a resync one SyncAll entry; the informer turns them into
+ * notifications against its store when it reaches them (delta.c).
+ */
 typedef enum cache_delta_type {
 	CACHE_DELTA_ADDED,
 	CACHE_DELTA_UPDATED,
 	CACHE_DELTA_DELETED,
-	CACHE_DELTA_REPLACED,
-	CACHE_DELTA_SYNC,
+	CACHE_DELTA_REPLACED_ALL,
+	CACHE_DELTA_SYNC_ALL,
 } cache_delta_type_t;
 
 const char *cache_delta_type_name(cache_delta_type_t t);
 
+/* 16 bytes: a delta costs its slot in the ring and nothing else. */
 typedef struct cache_delta {
-	uint8_t type;  /* cache_delta_type_t */
-	bool unknown;  /* Deleted with final state unknown: obj is the last known state */
-	ck_obj_t *obj; /* one reference */
+	uint8_t type; /* cache_delta_type_t */
+	uint32_t n;   /* REPLACED_ALL: items */
+	union {
+		ck_obj_t *obj;    /* ADDED, UPDATED, DELETED: one reference */
+		ck_obj_t **items; /* REPLACED_ALL: the array (malloc'd) and a reference each */
+	};
 } cache_delta_t;
 
-/* The deltas of one key, in order; popped as a unit. */
-typedef struct cache_dq_entry {
-	uint64_t h;
-	struct cache_dq_entry *next; /* FIFO link, or free-list link */
-	uint32_t n, cap;
-	cache_delta_t *d; /* == inl while n <= 2 */
-	cache_delta_t inl[2];
-} cache_dq_entry_t;
-
 typedef struct cache_dq {
-	chash_t map; /* key -> entry */
-	cache_dq_entry_t *head, *tail;
-	cache_dq_entry_t *spare; /* recycled entries */
-	size_t nspare;
-	ck_cache_store_t *known; /* borrowed: the objects already processed */
-	bool populated;          /* something was queued or a Replace happened */
-	size_t initial;          /* keys of the first Replace not yet popped */
+	cache_delta_t *ring; /* cap slots, a power of two (or 0) */
+	size_t cap, head, len;
+	bool populated; /* something was queued or a Replace happened */
+	size_t initial; /* deltas of the first Replace (and before it) not yet done */
 	uint64_t queued_total;
 } cache_dq_t;
 
-void cache_dq_init(cache_dq_t *q, ck_cache_store_t *known);
+void cache_dq_init(cache_dq_t *q);
 /* Drops everything queued and frees the queue's memory. */
 void cache_dq_free(cache_dq_t *q);
-/* Queues Added, Updated or Sync for obj (takes obj). */
+/* Queues Added, Updated or Deleted for obj (takes obj). A Deleted is queued
+ * whether or not the key was ever seen, as client-go's RealFIFO does. */
 void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj);
-/* Queues Deleted for obj (takes obj); a no-op when the key is neither known nor queued. */
-void cache_dq_delete(cache_dq_t *q, ck_obj_t *obj);
-/*
- * A (re)list's result: Replaced for every item, Deleted with final state unknown
- * for every queued or known key that is not in items. Takes the references in
- * items (the array itself is borrowed).
- */
+/* A (re)list's result as one ReplacedAll: takes items (the array too). */
 void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n);
-/* Queues Sync for every known key that has nothing queued. */
+/* Queues one SyncAll (a no-op if the newest queued delta is already one). */
 void cache_dq_resync(cache_dq_t *q);
 /*
- * Removes the oldest key's entry and returns it (release it with
- * cache_dq_release), or NULL when empty. *initial is set to whether the entry
- * belongs to the first list (client-go's isInInitialList).
+ * Removes the oldest delta into *out (its references pass to the caller; free
+ * them with cache_dq_delta_free) and returns true, or false when empty.
+ * *initial is set to whether it belongs to the first list (client-go's
+ * isInInitialList). Call cache_dq_done once it is fully processed.
  */
-cache_dq_entry_t *cache_dq_pop(cache_dq_t *q, bool *initial);
-/* Drops the entry's references and recycles it. */
-void cache_dq_release(cache_dq_t *q, cache_dq_entry_t *e);
-/* Keys queued. */
+bool cache_dq_pop(cache_dq_t *q, cache_delta_t *out, bool *initial);
+/* The popped delta is processed: it no longer holds up has_synced. */
+void cache_dq_done(cache_dq_t *q);
+/* Drops a popped delta's references. */
+void cache_dq_delta_free(cache_delta_t *d);
+/* Deltas queued. */
 static inline size_t cache_dq_len(const cache_dq_t *q)
 {
-	return q->map.len;
+	return q->len;
 }
-/* true once the first Replace's keys have all been popped. */
+/* true once the first Replace, and everything queued before it, is done. */
 static inline bool cache_dq_has_synced(const cache_dq_t *q)
 {
 	return q->populated && q->initial == 0;
 }
+
+/* ---------------------------------------------------------------- store replace */
+
+/*
+ * Replacing the store's whole content in one step, for a relist: the new
+ * table and indexes are built beside the old ones (in as many add calls as
+ * wanted), then commit swaps them in under the write lock, so that a reader
+ * sees the old content or the new, never a mix. Writer thread only, and the
+ * store must not be written between begin and commit/abort.
+ */
+typedef struct cache_store_repl cache_store_repl_t;
+
+/* Starts a replacement of s's content. */
+cache_store_repl_t *cache_store_replace_begin(ck_cache_store_t *s);
+/* Adds items[0..n) (borrowed; the new content takes its own references). olds[i]
+ * receives a reference to the object items[i] will replace (NULL if its key is
+ * absent now). A key listed twice: the later object wins. */
+void cache_store_replace_add(cache_store_repl_t *r, ck_obj_t *const *items, size_t n,
+                             ck_obj_t **olds);
+/* Swaps the new content in and frees r. gone (overwritten) receives references
+ * to the objects whose keys are not in the new content. */
+void cache_store_replace_commit(cache_store_repl_t *r, ck_cache_objs_t *gone);
+/* Drops the new content and r (NULL is a no-op); the store is untouched. */
+void cache_store_replace_abort(cache_store_repl_t *r);
 
 /* ---------------------------------------------------------------- reflector */
 
@@ -226,7 +249,7 @@ typedef struct cache_reflector_opts {
 	const char *label_selector;
 	const char *field_selector;
 	uint32_t page_size;
-	bool streaming_list;
+	ck_cache_streaming_t streaming_list; /* DEFAULT: on unless lw->no_watch_list */
 	uint64_t backoff_initial_ns, backoff_max_ns, backoff_reset_ns;
 	int64_t watch_timeout_min_s, watch_timeout_max_s;
 	uint64_t stall_margin_ns;
@@ -259,10 +282,55 @@ uint64_t cache_reflector_deadline(const cache_reflector_t *r);
 void cache_reflector_tick(cache_reflector_t *r, uint64_t now_ns);
 /* Thread-safe copy of the counters. */
 void cache_reflector_stats(const cache_reflector_t *r, cache_reflector_stats_t *out);
+/* true while a watch is established (not listing, backing off, or still in a
+ * streaming list's initial events): client-go resyncs only then. */
+bool cache_reflector_watching(const cache_reflector_t *r);
 /* Borrowed, loop thread: the last resourceVersion seen ("" before the first list). */
 const char *cache_reflector_last_rv(const cache_reflector_t *r);
-/* true once the server refused a streaming list and the reflector fell back. */
+/* true while the current round fell back from a streaming list to list+watch. */
 bool cache_reflector_streaming_refused(const cache_reflector_t *r);
+
+/* ---------------------------------------------------------------- consistency check */
+
+/* A periodic comparison of an informer's store with the server (consistency.c). */
+typedef struct cache_check cache_check_t;
+
+typedef struct cache_check_kv {
+	char *key, *rv; /* owned */
+} cache_check_kv_t;
+
+typedef struct cache_check_diff {
+	size_t missing; /* on the server, not cached */
+	size_t extra;   /* cached, not on the server */
+	size_t stale;   /* both, with another resourceVersion */
+	char *sample;   /* new string: the first few keys ("stale ns/a, missing ns/b") */
+} cache_check_diff_t;
+
+typedef struct cache_check_stats {
+	uint64_t checks;           /* comparisons completed */
+	uint64_t skipped;          /* rounds skipped (compacted, never quiet, list failed) */
+	uint64_t divergent_checks; /* comparisons that found a difference */
+	uint64_t last_divergent;   /* objects that differed in the last comparison */
+} cache_check_stats_t;
+
+/* Sorts both arrays by key (borrowed) and counts the differences into *out. */
+void cache_check_compare(cache_check_kv_t *cached, size_t nc, cache_check_kv_t *server, size_t ns,
+                         cache_check_diff_t *out);
+/* Borrows inf, loop, lw (must outlive it); copies the selectors. Not started. */
+cache_check_t *cache_check_new(ck_cache_informer_t *inf, struct ev_loop *loop, ck_cache_lw_t *lw,
+                               const char *label_selector, const char *field_selector,
+                               uint64_t period_ms);
+/* Arms the first round one period from now. Loop thread. */
+void cache_check_start(cache_check_t *c);
+/* Starts a round now if nothing is queued (tests). Returns true if it started. */
+bool cache_check_run_now(cache_check_t *c);
+/* Cancels the round in flight and the timer. NULL is a no-op. */
+void cache_check_stop(cache_check_t *c);
+void cache_check_free(cache_check_t *c);
+/* Any thread. NULL gives zeroes. */
+void cache_check_stats(const cache_check_t *c, cache_check_stats_t *out);
+/* The informer's check, or NULL when its period is 0 (tests). */
+cache_check_t *cache_informer_check(ck_cache_informer_t *inf);
 
 /* ---------------------------------------------------------------- test hooks */
 
@@ -270,7 +338,8 @@ bool cache_reflector_streaming_refused(const cache_reflector_t *r);
 void cache_informer_tick(ck_cache_informer_t *inf);
 /* Processes queued deltas and late-handler adds until nothing is left. */
 void cache_informer_drain(ck_cache_informer_t *inf);
-/* Keys queued plus late-handler adds not yet delivered. */
+/* Deltas queued, notifications of the one in progress and late-handler catch-up
+ * not yet delivered. */
 size_t cache_informer_pending(ck_cache_informer_t *inf);
 /* The informer's reflector (borrowed). */
 cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf);

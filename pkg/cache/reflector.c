@@ -1,6 +1,7 @@
 /*
- * reflector: keeps a delta queue fed from the API server: list (paged), then
- * watch from the list's resourceVersion, forever, on the loop thread.
+ * reflector: keeps a delta queue fed from the API server: a streaming list (a
+ * watch with sendInitialEvents, by default where the source can) or a paged list,
+ * then a watch from that resourceVersion, forever, on the loop thread.
  *
  * Design note. The reflector is a small state machine -- LISTING, WATCHING,
  * BACKOFF -- driven by three kinds of input: request callbacks (items, events,
@@ -10,18 +11,35 @@
  * deadline, and tests call the tick by hand with a fake clock. Every delay is
  * computed from the injected clock by pure functions (util.c).
  *
- * Retry policy (REFERENCE.md, client-go's reflector):
+ * Retry policy (REFERENCE.md, client-go's reflector: ListAndWatch, watch(),
+ * handleWatch, isWatchErrorRetriable; a "round" is one ListAndWatch):
  *   first list                       -> resourceVersion="0", pages of 500
  *   relist from the last RV          -> no limit (served by the watch cache as "not
  *                                       older than"), unless the first list came in
  *                                       pages (then the server has no watch cache)
  *   list 410 on a continue token     -> one full list, no limit, at the RV first asked for
  *   list 410 / "too large RV"        -> relist at once from resourceVersion=""
- *   watch clean close                -> re-watch from the last RV, no relist
- *   watch 410 (or ERROR 410)         -> relist (quietly: it is routine); from "" if
- *                                       the watch started at the RV a list just gave
- *   transport, 429, 5xx on a watch   -> re-watch after backoff (429: Retry-After)
- *   anything else                    -> relist after backoff
+ *   watch clean close                -> re-watch at once from the last RV
+ *   ... within 1s without any event  -> relist after backoff ("very short watch")
+ *   connection cut mid-stream        -> a clean close (the answer's head had come, or
+ *                                       events): re-watch at once, nothing reported
+ *   watch refused at connect, or 429 -> re-watch after backoff (429: Retry-After)
+ *     (request or ERROR event)
+ *   watch 410 (request or ERROR)     -> relist after backoff, quietly, from the last RV
+ *                                       (not ""): the RV is not marked unavailable
+ *   anything else on a watch: 5xx,   -> relist after backoff, from the last RV
+ *     ERROR 500, "too large RV", a
+ *     failure before any answer
+ *   a list that fails otherwise      -> relist after backoff
+ * Streaming list (client-go's watchList; every round starts with one):
+ *   ended/cut before the end bookmark -> stream again at once (what came is void)
+ *   ... within 1s without any event  -> this round lists instead
+ *   410 / "too large RV"             -> stream again at once from resourceVersion=""
+ *                                       (twice: this round lists instead)
+ *   refused at connect, or 429       -> stream again after backoff
+ *   anything else (4xx of a gated    -> this round lists instead; the next round
+ *     server, 5xx, ERROR)               streams again
+ *   MODIFIED/DELETED before the end  -> applied to the state being assembled
  * Errors are reported to the sink on every attempt but logged once per change
  * of message, so a missing CRD or RBAC rule does not flood the log.
  */
@@ -72,18 +90,20 @@ struct cache_reflector {
 	char *list_rv_param;
 	bool page_had_cont;
 	bool full_fallback;
-	bool paginated;  /* the first list came in pages: this server pages (no watch cache) */
-	char *listed_rv; /* the resourceVersion the last complete list returned */
+	bool paginated; /* the first list came in pages: this server pages (no watch cache) */
+
+	/* Streaming list (client-go's watchList). */
+	bool use_stream;      /* streaming lists, decided once at start (client-go: NewReflector) */
+	bool fallback_list;   /* this round lists: its streaming list failed */
+	bool fell_back;       /* this round fell back (for tests and messages) */
+	bool warned_fallback; /* the fallback was logged as a warning once */
 
 	/* The watch. */
-	bool stream_refused;
 	bool initial_phase;
 	uint64_t watch_start_ns;
 	uint64_t last_activity_ns;
 	int64_t watch_timeout_s;
 	uint64_t watch_events;
-	uint64_t watch_data; /* events other than ERROR */
-	char *watch_rv;      /* the resourceVersion this watch started from */
 	bool closing;
 	ck_status_t err_status;
 
@@ -196,10 +216,14 @@ static void recovered(cache_reflector_t *r)
 /*
  * A failed attempt: log it if the message is new, schedule the retry, then tell
  * the sink (last: the sink's callback may shut the informer down).
- * Either res or msg is given. quiet: routine (410), not reported.
+ * Either res or msg is given. quiet: routine (410), logged at V(2) only. report:
+ * the sink's error callback runs -- where client-go's ListAndWatch returns an
+ * error to its WatchErrorHandler: a failed list, a watch request that failed or
+ * was answered with an error (410 included, 429 and refusals excepted: retried);
+ * not a stream that ended with an ERROR event, a cut or a very short watch.
  */
 static void fail(cache_reflector_t *r, const char *what, const ck_result_t *res, const char *msg,
-                 raction_t action, bool quiet)
+                 raction_t action, bool quiet, bool report)
 {
 	char *m = msg ? ck_xstrdup(msg) : fmt_error(r, what, res);
 	bool healing = !non_healing(res);
@@ -221,13 +245,18 @@ static void fail(cache_reflector_t *r, const char *what, const ck_result_t *res,
 	}
 	uint64_t now = now_ns(r);
 	uint64_t delay = cache_backoff_next(&r->bo, now, ck_rand_unit());
-	if (res != NULL && ck_err_is_too_many_requests(res) && res->status.retry_after_seconds > 0)
+	/* The REST client has already spent its Retry-After retries: back off as for
+	 * any error (a Retry-After of 1 s would otherwise pace us forever), but never
+	 * come back sooner than the server asked. */
+	if (res != NULL && ck_err_is_too_many_requests(res) &&
+	    res->status.retry_after_seconds > 0 &&
+	    delay < (uint64_t)res->status.retry_after_seconds * CK_NS_PER_SEC)
 		delay = (uint64_t)res->status.retry_after_seconds * CK_NS_PER_SEC;
 	r->state = R_BACKOFF;
 	r->retry_at_ns = now + delay;
 	r->next_action = action;
 	r->sink.rearm(r->ud);
-	if (!quiet)
+	if (report)
 		r->sink.error(r->ud, m, res, healing);
 	free(m);
 }
@@ -257,9 +286,10 @@ static void issue(cache_reflector_t *r, bool watch, const ck_list_opts_t *o)
 		                       err ? err : "cannot start the request");
 		free(err);
 		bool relist = !watch || r->initial_phase;
+		r->fallback_list = false;
 		drop_items(r);
 		r->initial_phase = false;
-		fail(r, NULL, NULL, m, relist ? A_RELIST : A_REWATCH, false);
+		fail(r, NULL, NULL, m, relist ? A_RELIST : A_REWATCH, false, true);
 		free(m);
 		return;
 	}
@@ -318,16 +348,9 @@ static void list_page(cache_reflector_t *r)
 	free(cont);
 }
 
-static void start_list(cache_reflector_t *r)
+/* A paged list, this round's or the fallback of its streaming list. */
+static void plain_list(cache_reflector_t *r)
 {
-	atomic_fetch_add(&r->n_lists, 1);
-	if (r->listed_once)
-		atomic_fetch_add(&r->n_relists, 1);
-	r->listed_once = true;
-	if (r->o.streaming_list && !r->stream_refused) {
-		start_watch(r, true);
-		return;
-	}
 	drop_items(r);
 	free(r->cont);
 	r->cont = NULL;
@@ -336,6 +359,21 @@ static void start_list(cache_reflector_t *r)
 	r->full_fallback = false;
 	set_str(&r->list_rv_param, relist_rv(r));
 	list_page(r);
+}
+
+/* Starts a round's list (client-go's ListAndWatch). */
+static void start_list(cache_reflector_t *r)
+{
+	atomic_fetch_add(&r->n_lists, 1);
+	if (r->listed_once)
+		atomic_fetch_add(&r->n_relists, 1);
+	r->listed_once = true;
+	if (r->use_stream && !r->fallback_list) {
+		r->fell_back = false;
+		start_watch(r, true);
+		return;
+	}
+	plain_list(r);
 }
 
 static void on_item(void *ud, ck_obj_t *obj)
@@ -368,8 +406,8 @@ static void list_complete(cache_reflector_t *r, const char *rv)
 	r->items = NULL;
 	r->nitems = r->capitems = 0;
 	set_str(&r->last_rv, rv);
-	set_str(&r->listed_rv, rv);
 	r->rv_unavailable = false;
+	r->fallback_list = false; /* the next round streams again */
 	atomic_fetch_add(&r->n_lists_done, 1);
 	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
 	CK_LOG_V(3, "Listed", CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", rv),
@@ -413,10 +451,11 @@ static void list_done(cache_reflector_t *r, ck_result_t *res)
 		         CK_KV_STR("resource", r->o.name),
 		         CK_KV_STR("resourceVersion", r->list_rv_param));
 		r->rv_unavailable = true;
-		start_list(r);
+		start_list(r); /* still this round: a fallback lists again */
 		return;
 	}
-	fail(r, "list", res, NULL, A_RELIST, false);
+	r->fallback_list = false; /* the round ends: the next one streams again */
+	fail(r, "list", res, NULL, A_RELIST, false, true);
 }
 
 static void list_done_cb(void *ud, ck_result_t *res)
@@ -454,8 +493,6 @@ static void start_watch(cache_reflector_t *r, bool initial)
 	r->initial_phase = initial;
 	r->watch_start_ns = r->last_activity_ns = now_ns(r);
 	r->watch_events = 0;
-	r->watch_data = 0;
-	set_str(&r->watch_rv, o.resource_version);
 	r->closing = false;
 	ck_status_clear(&r->err_status);
 	r->state = R_WATCHING;
@@ -471,7 +508,47 @@ static void start_watch(cache_reflector_t *r, bool initial)
 static void end_initial_phase(cache_reflector_t *r, const char *rv)
 {
 	r->initial_phase = false;
+	r->fell_back = false;
 	list_complete(r, rv);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/*
+ * An event of a streaming list before its end bookmark, applied to the state
+ * being assembled as client-go's watchList applies it to a temporary store: the
+ * initial events are ADDED, but a MODIFIED or DELETED is not dropped. Lookups
+ * scan from the end (rare events; the array keeps the server's order).
+ */
+static void initial_event(cache_reflector_t *r, ck_watch_type_t type, ck_obj_t *obj)
+{
+	if (type == CK_WATCH_ADDED) {
+		push_item(r, obj);
+		return;
+	}
+	size_t i = r->nitems;
+	while (i > 0 &&
+	       !(str_eq(r->items[i - 1]->name, obj->name) && str_eq(r->items[i - 1]->ns, obj->ns)))
+		i--;
+	if (type == CK_WATCH_MODIFIED) {
+		if (i == 0) {
+			push_item(r, obj);
+		} else {
+			ck_obj_unref(r->items[i - 1]);
+			r->items[i - 1] = obj;
+		}
+		return;
+	}
+	/* DELETED */
+	if (i > 0) {
+		ck_obj_unref(r->items[i - 1]);
+		memmove(&r->items[i - 1], &r->items[i], (r->nitems - i) * sizeof(*r->items));
+		r->nitems--;
+	}
+	ck_obj_unref(obj);
 }
 
 static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *status)
@@ -485,8 +562,6 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 	r->watch_events++;
 	atomic_fetch_add(&r->n_events, 1);
 	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
-	if (type != CK_WATCH_ERROR)
-		r->watch_data++;
 	switch (type) {
 	case CK_WATCH_ADDED:
 	case CK_WATCH_MODIFIED:
@@ -494,11 +569,7 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 		if (obj == NULL)
 			return;
 		if (r->initial_phase) {
-			/* Initial events are all ADDED; anything else would be a server bug. */
-			if (type == CK_WATCH_ADDED)
-				push_item(r, obj);
-			else
-				ck_obj_unref(obj);
+			initial_event(r, type, obj);
 			return;
 		}
 		if (obj->rv[0] != '\0')
@@ -531,19 +602,62 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 	ck_obj_unref(obj);
 }
 
-/* A 4xx that says the server will not stream a list (an old or gated server). */
-static bool refuses_streaming(const ck_result_t *res)
+/*
+ * This round lists instead (client-go: "falling back to regular list"). res, if
+ * any, is why: a 401/403/404 is the list's to report (it will fail the same way),
+ * so only other reasons are worth a warning, once.
+ */
+static void fall_back(cache_reflector_t *r, const char *why, const ck_result_t *res)
 {
-	int c = res->http_code;
-	return c >= 400 && c < 500 && c != 401 && c != 403 && c != 404 && c != 408 && c != 410 &&
-	       c != 429;
+	r->fell_back = true;
+	r->fallback_list = true;
+	if (!r->warned_fallback && !non_healing(res)) {
+		r->warned_fallback = true;
+		CK_LOG_WARN("Streaming list failed, listing instead for this round",
+		            CK_KV_STR("resource", r->o.name), CK_KV_STR("reason", why));
+	} else {
+		CK_LOG_V(2, "Streaming list failed, listing instead for this round",
+		         CK_KV_STR("resource", r->o.name), CK_KV_STR("reason", why));
+	}
+	plain_list(r);
 }
 
-static void refuse_streaming(cache_reflector_t *r, const char *why)
+/*
+ * A streaming list ended before its end bookmark (client-go's watchList): closed
+ * = the stream ended or was cut after its answer, else res is the error. What
+ * was assembled is void either way.
+ */
+static void stream_ended(cache_reflector_t *r, const ck_result_t *res, bool closed)
 {
-	r->stream_refused = true;
-	CK_LOG_WARN("Streaming list refused, falling back to list and watch",
-	            CK_KV_STR("resource", r->o.name), CK_KV_STR("reason", why));
+	drop_items(r);
+	if (closed) {
+		if (r->watch_events == 0 && now_ns(r) - r->watch_start_ns < CK_NS_PER_SEC) {
+			fall_back(r, "the stream closed within 1s without any event", NULL);
+			return;
+		}
+		/* Part of the state came: ask for all of it again, at once. */
+		CK_LOG_V(2, "Streaming list ended before the initial-events-end bookmark, again",
+		         CK_KV_STR("resource", r->o.name), CK_KV_UINT("events", r->watch_events));
+		start_watch(r, true);
+		return;
+	}
+	if ((ck_err_is_gone(res) || ck_err_is_rv_too_large(res)) && !r->rv_unavailable) {
+		/* Our resourceVersion is gone or ahead: stream the most recent state, at once. */
+		r->rv_unavailable = true;
+		start_watch(r, true);
+		return;
+	}
+	if (ck_err_is_connection_refused(res) || ck_err_is_too_many_requests(res)) {
+		/* isWatchErrorRetriable: back off, then stream again. Reported: client-go
+		 * falls back to a list here, whose failure reaches its WatchErrorHandler
+		 * (and the reason an informer is not synced must say the server is down). */
+		fail(r, "watch", res, NULL, A_RELIST, false, !ck_err_is_too_many_requests(res));
+		return;
+	}
+	/* Refused (an old or gated server: 4xx), 5xx, an ERROR event: list instead. */
+	char *m = fmt_error(r, "watch", res);
+	fall_back(r, m, res);
+	free(m);
 }
 
 /* The watch is over: res is the request's result, or NULL after an ERROR event. */
@@ -570,49 +684,43 @@ static void watch_ended(cache_reflector_t *r, const ck_result_t *res)
 	         CK_KV_INT("code", res->http_code), CK_KV_STR("error", res->error),
 	         CK_KV_UINT("events", r->watch_events));
 
-	if (!errored && ck_result_ok(res)) {
-		if (initial) {
-			drop_items(r);
-			refuse_streaming(r,
-			                 "the stream ended before the initial-events-end bookmark");
-			start_list(r);
-		} else if (r->watch_events == 0 && now_ns(r) - r->watch_start_ns < CK_NS_PER_SEC) {
+	/* A connection cut after the watch was answered is a stream that ended, as for
+	 * client-go's stream watcher (a probable EOF is a close, not an error). */
+	bool cut = !errored && ck_err_is_transport(res) &&
+	           ((res->head_code >= 200 && res->head_code < 300) || r->watch_events > 0);
+	bool closed = !errored && (ck_result_ok(res) || cut);
+	if (initial) {
+		stream_ended(r, res, closed);
+		goto out;
+	}
+	if (closed) {
+		if (r->watch_events == 0 && now_ns(r) - r->watch_start_ns < CK_NS_PER_SEC) {
+			/* client-go's "very short watch": the round ends, a relist follows. */
 			char *m =
 			    ck_xasprintf("watch %s: closed within 1s without any event", r->o.name);
-			fail(r, NULL, NULL, m, A_REWATCH, false);
+			fail(r, NULL, NULL, m, A_RELIST, false, false);
 			free(m);
 		} else {
 			start_watch(r, false);
 		}
 		goto out;
 	}
-	if (initial) {
-		drop_items(r);
-		if (refuses_streaming(res)) {
-			char *m = fmt_error(r, "watch", res);
-			refuse_streaming(r, m);
-			free(m);
-			start_list(r);
-			goto out;
-		}
-	}
 	if (ck_err_is_gone(res)) {
-		/* Too old already at the version a list just returned: that list came from
-		 * a store older than the watch cache (etcd at an exact version). Relisting
-		 * from it would loop; ask for the most recent state instead. */
-		if (r->watch_data == 0 && r->listed_rv != NULL && r->watch_rv[0] != '\0' &&
-		    strcmp(r->watch_rv, r->listed_rv) == 0)
-			r->rv_unavailable = true;
-		fail(r, "watch", res, NULL, A_RELIST, true);
-	} else if (ck_err_is_rv_too_large(res)) {
-		r->rv_unavailable = true;
-		fail(r, "watch", res, NULL, A_RELIST, false);
-	} else if (!initial && (ck_err_is_transport(res) || ck_err_is_too_many_requests(res) ||
-	                        ck_err_is_server_error(res))) {
-		/* The server or the path to it hiccupped; our resourceVersion is still good. */
-		fail(r, "watch", res, NULL, A_REWATCH, false);
+		/* Routine. The relist asks for the last RV, not "": a list at an RV is "not
+		 * older than" (the watch cache serves it); should that 410 too, the list path
+		 * moves to the most recent state. client-go does not mark the RV unavailable
+		 * here either. */
+		fail(r, "watch", res, NULL, A_RELIST, true, !errored);
+	} else if (ck_err_is_connection_refused(res) || ck_err_is_too_many_requests(res)) {
+		/* client-go's isWatchErrorRetriable: the server is down or shedding load, our
+		 * resourceVersion is still good. Retried, not reported. */
+		fail(r, "watch", res, NULL, A_REWATCH, false, false);
 	} else {
-		fail(r, "watch", res, NULL, A_RELIST, false);
+		/* 5xx, an ERROR event, a failure before any answer other than a refusal: the
+		 * ListAndWatch round ends; the next starts with a list. Reported when the
+		 * request itself failed (client-go's ListAndWatch returns that error to its
+		 * WatchErrorHandler), not when a stream ended with an ERROR event. */
+		fail(r, "watch", res, NULL, A_RELIST, false, !errored);
 	}
 out:
 	free(synth_err);
@@ -635,6 +743,28 @@ static void watch_done_cb(void *ud, ck_result_t *res)
 static char *dup_or_null(const char *s)
 {
 	return s && s[0] ? ck_xstrdup(s) : NULL;
+}
+
+/*
+ * client-go decides once, in NewReflector: its WatchListClient gate (on since
+ * 1.35; KUBE_FEATURE_WatchListClient=false turns it off), unless the client
+ * cannot do WatchList semantics (its fakes).
+ */
+static bool use_streaming(const ck_cache_lw_t *lw, ck_cache_streaming_t s)
+{
+	if (s == CK_CACHE_STREAMING_ON)
+		return true;
+	if (s == CK_CACHE_STREAMING_OFF || lw->no_watch_list)
+		return false;
+	const char *env = getenv("KUBE_FEATURE_WatchListClient");
+	if (env == NULL)
+		return true;
+	/* Go's strconv.ParseBool spellings of false. */
+	static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False"};
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (strcmp(env, no[i]) == 0)
+			return false;
+	return true;
 }
 
 cache_reflector_t *cache_reflector_new(ck_cache_lw_t *lw, const ck_clk_t *clk,
@@ -667,7 +797,6 @@ cache_reflector_t *cache_reflector_new(ck_cache_lw_t *lw, const ck_clk_t *clk,
 	r->ud = ud;
 	r->last_rv = ck_xstrdup("");
 	r->list_rv_param = ck_xstrdup("");
-	r->watch_rv = ck_xstrdup("");
 	cache_backoff_init(&r->bo, r->o.backoff_initial_ns, r->o.backoff_max_ns,
 	                   r->o.backoff_reset_ns, 1.0);
 	return r;
@@ -677,6 +806,7 @@ void cache_reflector_start(cache_reflector_t *r)
 {
 	if (r->state != R_IDLE || r->listed_once)
 		return;
+	r->use_stream = use_streaming(r->lw, r->o.streaming_list);
 	start_list(r);
 }
 
@@ -699,8 +829,6 @@ void cache_reflector_free(cache_reflector_t *r)
 	free(r->list_rv);
 	free(r->cont);
 	free(r->list_rv_param);
-	free(r->listed_rv);
-	free(r->watch_rv);
 	free(r->last_err);
 	ck_status_clear(&r->err_status);
 	free((char *)r->o.name);
@@ -757,7 +885,7 @@ void cache_reflector_tick(cache_reflector_t *r, uint64_t now)
 	                       (unsigned long long)((now - r->last_activity_ns) / CK_NS_PER_SEC),
 	                       (long long)r->watch_timeout_s);
 	r->state = R_IDLE;
-	fail(r, NULL, NULL, m, initial ? A_RELIST : A_REWATCH, false);
+	fail(r, NULL, NULL, m, initial ? A_RELIST : A_REWATCH, false, true);
 	free(m);
 }
 
@@ -782,5 +910,10 @@ const char *cache_reflector_last_rv(const cache_reflector_t *r)
 
 bool cache_reflector_streaming_refused(const cache_reflector_t *r)
 {
-	return r->stream_refused;
+	return r->fell_back;
+}
+
+bool cache_reflector_watching(const cache_reflector_t *r)
+{
+	return r->state == R_WATCHING && !r->initial_phase && !r->closing;
 }

@@ -155,16 +155,21 @@ static void index_insert(cindex_t *ix, ck_obj_t *obj, ck_cache_index_values_t *v
 	}
 }
 
-static void index_free(cindex_t *ix)
+static void index_values_free(chash_t *values)
 {
-	for (size_t i = 0; i < ix->values.cap; i++) {
-		ivalue_t *iv = ix->values.slots[i].p;
+	for (size_t i = 0; i < values->cap; i++) {
+		ivalue_t *iv = values->slots[i].p;
 		if (iv == NULL)
 			continue;
 		chash_free(&iv->set);
 		free(iv);
 	}
-	chash_free(&ix->values);
+	chash_free(values);
+}
+
+static void index_free(cindex_t *ix)
+{
+	index_values_free(&ix->values);
 	free(ix->name);
 }
 
@@ -295,6 +300,116 @@ ck_obj_t *cache_store_delete_obj(ck_cache_store_t *s, const ck_obj_t *obj)
 		old = delete_at_locked(s, at);
 	pthread_rwlock_unlock(&s->lock);
 	return old;
+}
+
+/*
+ * The atomic relist (client-go's AtomicFIFO replaces its indexer under one
+ * lock). The new table and indexes are built beside the old ones, in as many
+ * steps as the caller likes (the informer does a batch per loop round, so a
+ * big relist does not freeze the loop), and swapped in under the write lock:
+ * readers wait for a few pointer stores, not for the index computations, and
+ * see the old content until then. The price is a second set of tables for the
+ * duration. Only the writer thread changes the tables, so it reads the old
+ * ones unlocked, and they must not change until the commit.
+ */
+struct cache_store_repl {
+	ck_cache_store_t *s;
+	chash_t objs;
+	chash_t *values; /* one per index */
+	size_t nidx;
+	ck_cache_index_values_t v;
+};
+
+cache_store_repl_t *cache_store_replace_begin(ck_cache_store_t *s)
+{
+	cache_store_repl_t *r = ck_xcalloc(1, sizeof(*r));
+	r->s = s;
+	r->nidx = s->nidx;
+	r->values = r->nidx ? ck_xcalloc(r->nidx, sizeof(*r->values)) : NULL;
+	return r;
+}
+
+void cache_store_replace_add(cache_store_repl_t *r, ck_obj_t *const *items, size_t n,
+                             ck_obj_t **olds)
+{
+	ck_cache_store_t *s = r->s;
+	for (size_t i = 0; i < n; i++) {
+		ck_obj_t *obj = items[i];
+		uint64_t h = cache_obj_key_hash(obj);
+		size_t at = chash_find(&s->objs, h, eq_obj_obj, obj);
+		olds[i] = at == SIZE_MAX ? NULL : ck_obj_ref(s->objs.slots[at].p);
+		at = chash_find(&r->objs, h, eq_obj_obj, obj);
+		if (at != SIZE_MAX) {
+			/* A key listed twice: the later one wins. */
+			ck_obj_t *prev = r->objs.slots[at].p;
+			for (size_t k = 0; k < r->nidx; k++) {
+				cindex_t ix = s->idx[k];
+				ix.values = r->values[k];
+				index_remove(&ix, prev, &r->v);
+				r->values[k] = ix.values;
+			}
+			ck_obj_unref(prev);
+			r->objs.slots[at].p = ck_obj_ref(obj);
+		} else {
+			chash_insert(&r->objs, h, ck_obj_ref(obj));
+		}
+		for (size_t k = 0; k < r->nidx; k++) {
+			cindex_t ix = s->idx[k];
+			ix.values = r->values[k];
+			index_insert(&ix, obj, &r->v);
+			r->values[k] = ix.values;
+		}
+	}
+}
+
+static void repl_free(cache_store_repl_t *r)
+{
+	for (size_t k = 0; k < r->nidx; k++)
+		index_values_free(&r->values[k]);
+	free(r->values);
+	for (size_t i = 0; i < r->objs.cap; i++)
+		ck_obj_unref(r->objs.slots[i].p);
+	chash_free(&r->objs);
+	values_free(&r->v);
+	free(r);
+}
+
+void cache_store_replace_abort(cache_store_repl_t *r)
+{
+	if (r != NULL)
+		repl_free(r);
+}
+
+void cache_store_replace_commit(cache_store_repl_t *r, ck_cache_objs_t *gone)
+{
+	ck_cache_store_t *s = r->s;
+	pthread_rwlock_wrlock(&s->lock);
+	chash_t old = s->objs;
+	s->objs = r->objs;
+	r->objs = old;
+	for (size_t k = 0; k < r->nidx; k++) {
+		chash_t t = s->idx[k].values;
+		s->idx[k].values = r->values[k];
+		r->values[k] = t;
+	}
+	pthread_rwlock_unlock(&s->lock);
+
+	/* r now holds the old content: what has no key in the new one is gone. */
+	gone->n = 0;
+	gone->items = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; i < r->objs.cap; i++) {
+		ck_obj_t *o = r->objs.slots[i].p;
+		if (o == NULL ||
+		    chash_find(&s->objs, r->objs.slots[i].h, eq_obj_obj, o) != SIZE_MAX)
+			continue;
+		if (gone->n == cap) {
+			cap = cap ? cap * 2 : 16;
+			gone->items = ck_xrealloc(gone->items, cap * sizeof(*gone->items));
+		}
+		gone->items[gone->n++] = ck_obj_ref(o);
+	}
+	repl_free(r);
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -550,4 +665,87 @@ void ck_cache_lister_list_ns(const ck_cache_lister_t *l, const char *ns,
 	}
 	ck_cache_store_by_index(lister_store(l), CK_CACHE_INDEX_NAMESPACE, ns, out, NULL);
 	filter(out, sel);
+}
+
+/* ---------------------------------------------------------------- index listings */
+
+static bool eq_ptr(const void *p, const void *key)
+{
+	return p == key;
+}
+
+int ck_cache_store_index(ck_cache_store_t *s, const char *index, const ck_obj_t *obj,
+                         ck_cache_objs_t *out, char **err)
+{
+	ck_cache_index_values_t v = {0};
+	chash_t seen = {0}; /* an object with two of obj's values is returned once */
+	out->items = NULL;
+	out->n = 0;
+	if (index == NULL || obj == NULL)
+		return ck_err_set(err, "cache: index: no index name or object");
+	pthread_rwlock_rdlock(&s->lock);
+	cindex_t *ix = index_find(s, index);
+	if (ix == NULL)
+		goto out;
+	/* obj is the caller's, not necessarily stored: its values are computed here
+	 * (client-go's Index does the same), into local scratch -- the store's own is
+	 * the writer's. */
+	ix->fn(ix->ud, obj, &v);
+	size_t cap = 0;
+	for (size_t i = 0; i < v.n; i++) {
+		const char *val = values_at(&v, i);
+		size_t at = chash_find(&ix->values, str_hash(val), eq_ivalue, val);
+		if (at == SIZE_MAX)
+			continue;
+		const chash_t *set = &((ivalue_t *)ix->values.slots[at].p)->set;
+		for (size_t j = 0; j < set->cap; j++) {
+			ck_obj_t *o = set->slots[j].p;
+			if (o == NULL)
+				continue;
+			uint64_t h = chash_ptr_hash(o);
+			if (v.n > 1 && chash_find(&seen, h, eq_ptr, o) != SIZE_MAX)
+				continue;
+			if (v.n > 1)
+				chash_insert(&seen, h, o);
+			if (out->n == cap) {
+				cap = cap ? cap * 2 : set->len;
+				out->items = ck_xrealloc(out->items, cap * sizeof(ck_obj_t *));
+			}
+			out->items[out->n++] = ck_obj_ref(o);
+		}
+	}
+out:
+	pthread_rwlock_unlock(&s->lock);
+	chash_free(&seen);
+	values_free(&v);
+	if (ix == NULL)
+		return ck_err_set(err, "cache: index %s does not exist", index);
+	return 0;
+}
+
+void ck_cache_store_indexers(ck_cache_store_t *s, ck_cache_strs_t *out)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	out->n = s->nidx;
+	out->items = ck_xmalloc((s->nidx ? s->nidx : 1) * sizeof(char *));
+	for (size_t i = 0; i < s->nidx; i++)
+		out->items[i] = ck_xstrdup(s->idx[i].name);
+	pthread_rwlock_unlock(&s->lock);
+}
+
+int ck_cache_store_get_indexer(ck_cache_store_t *s, const char *index, ck_cache_index_fn *fn,
+                               void **ud)
+{
+	int result = -1;
+	pthread_rwlock_rdlock(&s->lock);
+	cindex_t *ix = index ? index_find(s, index) : NULL;
+	if (ix != NULL) {
+		if (fn != NULL)
+			*fn = ix->fn;
+		if (ud != NULL)
+			*ud = ix->ud;
+		result = 0;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return result;
 }

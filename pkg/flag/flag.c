@@ -156,9 +156,40 @@ int ck_flag_parse_duration(const char *s, int64_t *ms)
 	return 0;
 }
 
+/*
+ * A user's text as a message quotes it: control bytes and DEL as \xNN, '"' and '\\'
+ * escaped, at most 128 bytes, so that an error stays one line (an argument can
+ * hold anything a shell or a manifest's args: passes, newlines included).
+ */
+static const char *quoted(const char *s, size_t n, char out[600])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (size_t k = 0; k < n && k < 128; k++) {
+		unsigned char c = (unsigned char)s[k];
+		if (c < 0x20 || c == 0x7f) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			if (c == '"' || c == '\\')
+				out[o++] = '\\';
+			out[o++] = (char)c;
+		}
+	}
+	if (n > 128) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static int set_value(flag_t *f, const char *val, char **err)
 {
-	char *end;
+	char *end, qb[600];
+	const char *q = quoted(val, strlen(val), qb);
 	switch (f->type) {
 	case F_STRING:
 		*(const char **)f->target = val;
@@ -174,16 +205,16 @@ static int set_value(flag_t *f, const char *val, char **err)
 			*(bool *)f->target = false;
 			return 0;
 		}
-		return ck_err_set(err, "invalid boolean value \"%s\" for flag -%s", val, f->name);
+		return ck_err_set(err, "invalid boolean value \"%s\" for flag -%s", q, f->name);
 	case F_INT: {
 		errno = 0;
 		long long v = strtoll(val, &end, 0);
 		if (*val == '\0' || *end != '\0' || errno != 0)
 			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not an integer",
-			                  val, f->name);
+			                  q, f->name);
 		if (v < f->min || v > f->max)
 			return ck_err_set(
-			    err, "invalid value \"%s\" for flag -%s: must be in %lld..%lld", val,
+			    err, "invalid value \"%s\" for flag -%s: must be in %lld..%lld", q,
 			    f->name, (long long)f->min, (long long)f->max);
 		*(int64_t *)f->target = v;
 		return 0;
@@ -192,8 +223,8 @@ static int set_value(flag_t *f, const char *val, char **err)
 		errno = 0;
 		double v = strtod(val, &end);
 		if (*val == '\0' || *end != '\0' || errno != 0 || isnan(v))
-			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not a number",
-			                  val, f->name);
+			return ck_err_set(err, "invalid value \"%s\" for flag -%s: not a number", q,
+			                  f->name);
 		*(double *)f->target = v;
 		return 0;
 	}
@@ -204,7 +235,7 @@ static int set_value(flag_t *f, const char *val, char **err)
 			    err,
 			    "invalid value \"%s\" for flag -%s: not a duration (e.g. 30s, "
 			    "1m30s, 500ms)",
-			    val, f->name);
+			    q, f->name);
 		*(int64_t *)f->target = ms;
 		return 0;
 	}
@@ -237,7 +268,9 @@ ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *he
 			}
 		}
 		if (*a == '-' || *a == '=') {
-			ck_err_set(err, "bad flag syntax: %s", argv[i]);
+			char qb[600];
+			ck_err_set(err, "bad flag syntax: %s",
+			           quoted(argv[i], strlen(argv[i]), qb));
 			return CK_FLAG_ERROR;
 		}
 		const char *eq = strchr(a, '=');
@@ -248,7 +281,8 @@ ck_flag_result_t ck_flag_parse(ck_flagset_t *fs, int argc, char **argv, FILE *he
 				ck_flag_usage(fs, help_out);
 				return CK_FLAG_HELP;
 			}
-			ck_err_set(err, "flag provided but not defined: -%.*s", (int)nlen, a);
+			char qb[600];
+			ck_err_set(err, "flag provided but not defined: -%s", quoted(a, nlen, qb));
 			return CK_FLAG_ERROR;
 		}
 		const char *val;

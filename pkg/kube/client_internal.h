@@ -82,6 +82,7 @@ struct ck_req {
 	bool no_decode;
 	bool keep_body;
 	bool is_watch;
+	bool unthrottled; /* skips the rate limiter (ck_req_spec_t.unthrottled) */
 	uint32_t timeout_ms;
 	char *url;      /* the server's URL: messages, logs */
 	char *curl_url; /* the same with the TLS name as host (tls_base), or NULL */

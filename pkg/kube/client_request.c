@@ -175,7 +175,7 @@ static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	ck_req_t *r = (ck_req_t *)((char *)w - offsetof(ck_req_t, timer));
 	ck_client_t *c = r->c;
-	if (!r->token_held && ck_tb_enabled(&c->bucket)) {
+	if (!r->unthrottled && !r->token_held && ck_tb_enabled(&c->bucket)) {
 		uint64_t wait = ck_tb_reserve(&c->bucket, now_ns(c));
 		r->token_held = true;
 		if (wait > 0) {
@@ -303,6 +303,9 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc)
 		}
 		const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
 		char *msg = ck_xasprintf("%s (curl error %d)", why, (int)cc);
+		/* A watch cut after its 200 is a stream that ended, not a refused request:
+		 * the reflector tells the two apart by this. */
+		r->res.head_code = (int)r->code;
 		ck_client_i_req_fail_transport(r, (int)cc, msg);
 		free(msg);
 		return;
@@ -378,6 +381,7 @@ ck_req_t *ck_client_i_request_start(ck_client_t *c, const ck_req_spec_t *spec,
 	r->no_decode = spec->no_decode;
 	r->keep_body = spec->keep_body;
 	r->is_watch = spec->is_watch;
+	r->unthrottled = spec->unthrottled;
 	r->timeout_ms = spec->timeout_ms;
 	r->url = ck_client_i_build_url(c, spec);
 	if (c->tls_base != NULL)

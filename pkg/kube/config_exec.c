@@ -312,7 +312,7 @@ static const char *jstr(yajl_val obj, const char *key)
 }
 
 /* Parses an ExecCredential into the cache. Messages never quote the output. */
-static int exec_parse(ck_config_t *c, const char *text, char **err)
+int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err)
 {
 	int result = -1;
 	const char *cmd = c->exec.command;
@@ -424,7 +424,7 @@ int ck_config_i_exec_refresh(ck_config_t *c, char **err)
 	int r = exec_run(c, &out, &e);
 	pthread_mutex_lock(&c->mu);
 	if (r == 0)
-		r = exec_parse(c, ck_sbuf_cstr(&out), &e);
+		r = ck_config_i_exec_parse(c, ck_sbuf_cstr(&out), &e);
 	if (r == 0) {
 		c->exec_failed = false;
 		c->exec_backoff_ns = 0;

@@ -38,6 +38,7 @@
 #include <ckube/decode.h>
 
 #include "pkg/kube/decode_internal.h"
+#include "pkg/kube/obj_internal.h"
 #include <ckube/base.h>
 
 #include <errno.h>
@@ -1248,9 +1249,14 @@ int ck_dec_feed(ck_dec_t *d, const char *buf, size_t len, char **err)
 	while (len > 0) {
 		uint64_t used = d->total - d->unit_start;
 		if (used >= d->max) {
-			d->err =
-			    ck_xasprintf("%s larger than the limit of %zu bytes at byte %llu",
-			                 unit_names[d->unit], d->max, (unsigned long long)d->total);
+			/* Name the object when its metadata came first, as the API server
+			 * writes it: "which Deployment" is what an operator needs. */
+			char who[336] = ""; /* " \"ns/name\"": 63 + 253 and quotes */
+			if ((d->unit == U_OBJECT || d->unit == U_EVENT) && d->want_kobj)
+				ck_obj_i_builder_ident(d->b, who, sizeof(who));
+			d->err = ck_xasprintf(
+			    "%s%s larger than the limit of %zu bytes at byte %llu",
+			    unit_names[d->unit], who, d->max, (unsigned long long)d->total);
 			return dead_error(d, err);
 		}
 		uint64_t budget = d->max - used;

@@ -15,6 +15,8 @@
  */
 #include <ckube/obj.h>
 
+#include "pkg/kube/obj_internal.h"
+
 #include <ckube/base.h>
 
 #include <stdio.h>
@@ -263,6 +265,20 @@ void ck_obj_builder_reset(ck_obj_builder_t *b)
 	b->seq = 0;
 	for (size_t i = 0; i < b->type->nfields; i++)
 		b->fields[i].type = CK_VAL_ABSENT;
+}
+
+void ck_obj_i_builder_ident(const ck_obj_builder_t *b, char *out, size_t cap)
+{
+	if (cap == 0)
+		return;
+	out[0] = '\0';
+	const bstr_t *ns = &b->meta[M_NS], *nm = &b->meta[M_NAME];
+	if (nm->off == NONE)
+		return;
+	bool has_ns = ns->off != NONE && ns->len > 0;
+	snprintf(out, cap, " \"%.*s%s%.*s\"", has_ns ? (int)ns->len : 0,
+	         has_ns ? b->arena.data + ns->off : "", has_ns ? "/" : "", (int)nm->len,
+	         b->arena.data + nm->off);
 }
 
 void ck_obj_builder_free(ck_obj_builder_t *b)

@@ -141,6 +141,15 @@ bool ck_err_is_transport(const ck_result_t *r)
 	return r->http_code == 0 && r->error != NULL;
 }
 
+/* CURLE_COULDNT_CONNECT (7), without pulling curl.h into every user of status. */
+#define TRANSPORT_COULDNT_CONNECT 7
+
+bool ck_err_is_connection_refused(const ck_result_t *r)
+{
+	return ck_err_is_transport(r) && r->head_code == 0 &&
+	       r->transport_code == TRANSPORT_COULDNT_CONNECT;
+}
+
 static const char *const known_reasons[] = {
     "Unauthorized",
     "Forbidden",
@@ -230,6 +239,12 @@ bool ck_err_is_gone(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && ck_status_is_gone(&s);
+}
+
+bool ck_err_is_invalid(const ck_result_t *r)
+{
+	ck_status_t s = api_status(r);
+	return is_api_error(r) && st_is(&s, "Invalid", 422);
 }
 
 bool ck_err_is_forbidden(const ck_result_t *r)

@@ -207,6 +207,15 @@ static void collect_informers(void *ud, ck_sbuf_t *out)
 	     CK_METRICS_GAUGE},
 	    {"informer_synced", "1 once the informer's first list has been processed.",
 	     CK_METRICS_GAUGE},
+	    {"informer_consistency_checks_total",
+	     "Comparisons of the cache with the server (--cache-consistency-check-period).",
+	     CK_METRICS_COUNTER},
+	    {"informer_consistency_skipped_total",
+	     "Consistency checks skipped (resourceVersion compacted, list failed, never quiet).",
+	     CK_METRICS_COUNTER},
+	    {"informer_consistency_divergent_objects",
+	     "Objects missing, extra or stale in the cache at the last consistency check.",
+	     CK_METRICS_GAUGE},
 	};
 	for (size_t f = 0; f < CK_ARRAY_LEN(fam); f++) {
 		ck_metrics_write_header(out, fam[f].name, fam[f].help, fam[f].type);
@@ -241,6 +250,15 @@ static void collect_informers(void *ud, ck_sbuf_t *out)
 				break;
 			case 8:
 				v = st[i].synced ? 1 : 0;
+				break;
+			case 9:
+				v = (double)st[i].consistency_checks;
+				break;
+			case 10:
+				v = (double)st[i].consistency_skipped;
+				break;
+			case 11:
+				v = (double)st[i].consistency_last_diff;
 				break;
 			}
 			ck_metrics_label_t l[] = {{"resource", ck_cache_informer_name(infs[i])}};
@@ -529,6 +547,9 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	               "Only watch objects in this namespace (default: all).");
 	ck_flag_int(fs, "workers", &o->workers, 1, 1000, "Number of worker threads.");
 	ck_flag_duration(fs, "resync-period", &o->resync_ms, "Informer resync period.");
+	ck_flag_duration(fs, "cache-consistency-check-period", &o->consistency_ms,
+	                 "Compare every informer's cache with the server this often and report "
+	                 "divergence (log, metrics); 0 disables. Costs one list per period.");
 	ck_flag_double(fs, "kube-api-qps", &o->qps,
 	               "Client-side QPS limit towards the API server (negative disables).");
 	ck_flag_int(fs, "kube-api-burst", &o->burst, 1, 1000000, "Client-side burst.");
@@ -537,7 +558,20 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	ck_flag_string(fs, "log-format", &o->log_format, "Log format: text or json.");
 	ck_flag_bool(fs, "version", &o->version, "Print the version and exit.");
 	ck_flag_string(fs, "metrics-bind-address", &o->metrics_addr,
-	               "Address of the Prometheus /metrics endpoint; 0 disables.");
+	               "Address of the Prometheus /metrics endpoint; 0 disables. The default is "
+	               ":8443 with --metrics-secure, :8080 without.");
+	ck_flag_bool(fs, "metrics-secure", &o->metrics_secure,
+	             "Serve /metrics over HTTPS, only to callers the API server authenticates "
+	             "(TokenReview) and authorizes for GET /metrics (SubjectAccessReview); "
+	             "false serves plain HTTP to anyone.");
+	ck_flag_string(fs, "metrics-cert-dir", &o->metrics_cert_dir,
+	               "Directory holding the metrics server's certificate and key (see "
+	               "--metrics-cert-name, --metrics-cert-key); empty: a self-signed "
+	               "certificate made at start.");
+	ck_flag_string(fs, "metrics-cert-name", &o->metrics_cert_name,
+	               "File name of the metrics server's certificate in --metrics-cert-dir.");
+	ck_flag_string(fs, "metrics-cert-key", &o->metrics_cert_key,
+	               "File name of the metrics server's key in --metrics-cert-dir.");
 	ck_flag_string(fs, "health-probe-bind-address", &o->probe_addr,
 	               "Address of /healthz and /readyz; 0 disables.");
 	ck_flag_duration(fs, "graceful-shutdown-timeout", &o->shutdown_grace_ms,
@@ -604,6 +638,11 @@ static int setup(ck_manager_t *d, char **err)
 		*err = ck_xstrdup("-resync-period: must be 0 (off) or at least 1s");
 		return EXIT_USAGE;
 	}
+	if (o->consistency_ms < 0 || (o->consistency_ms > 0 && o->consistency_ms < 1000)) {
+		*err =
+		    ck_xstrdup("-cache-consistency-check-period: must be 0 (off) or at least 1s");
+		return EXIT_USAGE;
+	}
 	if (o->shutdown_grace_ms < 0) {
 		*err = ck_xstrdup("-graceful-shutdown-timeout: must not be negative");
 		return EXIT_USAGE;
@@ -653,6 +692,7 @@ static int setup(ck_manager_t *d, char **err)
 
 	d->reg = ck_metrics_registry_new();
 	ck_metrics_registry_add_process_collector(d->reg, NULL);
+	ck_metrics_registry_add_heap_collector(d->reg);
 	ck_metrics_gauge_vec_t *lv = ck_metrics_gauge_vec_new(
 	    d->reg, "leader_election_master_status",
 	    "1 if this process is the leader, 0 if not (only with -leader-elect).",
@@ -673,6 +713,7 @@ static int setup(ck_manager_t *d, char **err)
 		return 1;
 
 	ck_cache_factory_opts_t fo = {.default_resync_ms = (uint64_t)o->resync_ms,
+	                              .consistency_check_ms = (uint64_t)o->consistency_ms,
 	                              .ns = o->namespace,
 	                              .on_watch_error = on_watch_error,
 	                              .watch_error_ud = d};
@@ -682,11 +723,39 @@ static int setup(ck_manager_t *d, char **err)
 	ck_metrics_registry_add_collector(d->reg, collect_events, d);
 	ck_metrics_registry_add_collector(d->reg, collect_queues, d);
 
-	/* One server when both flags name the same address. */
-	bool same = strcmp(o->metrics_addr, o->probe_addr) == 0;
-	if (ck_metrics_server_start(o->metrics_addr, "--metrics-bind-address", d->reg, same,
-	                            &d->metrics_srv, err) != 0)
+	/* One server when both flags name the same address, unless /metrics is HTTPS:
+	 * the kubelet probes over plain HTTP. */
+	bool same = strcmp(o->metrics_addr, o->probe_addr) == 0 && strcmp(o->metrics_addr, "0");
+	if (o->metrics_secure && same) {
+		*err = ck_xasprintf("--metrics-bind-address and --health-probe-bind-address are "
+		                    "both \"%s\": with --metrics-secure /metrics is HTTPS and the "
+		                    "probes plain HTTP, so they need two addresses (or pass "
+		                    "--metrics-secure=false)",
+		                    o->metrics_addr);
 		return EXIT_USAGE;
+	}
+	if (o->metrics_secure) {
+		ck_metrics_reviewer_t rv;
+		ck_metrics_kube_reviewer(d->client, &rv);
+		ck_metrics_secure_opts_t so = {.cert_dir = o->metrics_cert_dir,
+		                               .cert_name = o->metrics_cert_name,
+		                               .key_name = o->metrics_cert_key,
+		                               .reviewer = &rv};
+		if (ck_metrics_server_start_secure(o->metrics_addr, "--metrics-bind-address",
+		                                   d->reg, &so, &d->metrics_srv, err) != 0)
+			return EXIT_USAGE;
+		if (d->metrics_srv != NULL)
+			CK_LOG_INFO(
+			    "Serving metrics over HTTPS; callers need a token allowed to get "
+			    "/metrics",
+			    CK_KV_STR("address", o->metrics_addr),
+			    CK_KV_INT("port", ck_metrics_server_port(d->metrics_srv)),
+			    CK_KV_STR("certificate", o->metrics_cert_dir[0] ? o->metrics_cert_dir
+			                                                    : "self-signed"));
+	} else if (ck_metrics_server_start(o->metrics_addr, "--metrics-bind-address", d->reg, same,
+	                                   &d->metrics_srv, err) != 0) {
+		return EXIT_USAGE;
+	}
 	if (!same && ck_metrics_server_start(o->probe_addr, "--health-probe-bind-address", NULL, 1,
 	                                     &d->probe_srv, err) != 0)
 		return EXIT_USAGE;
@@ -699,6 +768,9 @@ static int setup(ck_manager_t *d, char **err)
 		                           NULL);
 	return 0;
 }
+
+/* The default --metrics-bind-address, compared by address after parsing. */
+static const char metrics_secure_default[] = ":8443";
 
 ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv, int *exit_code)
 {
@@ -715,7 +787,11 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .qps = mo->qps != 0 ? mo->qps : 20,
 	    .burst = mo->burst > 0 ? mo->burst : 30,
 	    .log_format = "text",
-	    .metrics_addr = mo->metrics_addr ? mo->metrics_addr : ":8080",
+	    .metrics_addr = mo->metrics_addr ? mo->metrics_addr : metrics_secure_default,
+	    .metrics_secure = true,
+	    .metrics_cert_dir = "",
+	    .metrics_cert_name = "tls.crt",
+	    .metrics_cert_key = "tls.key",
 	    .probe_addr = mo->probe_addr ? mo->probe_addr : ":8081",
 	    .shutdown_grace_ms = mo->shutdown_grace_ms > 0 ? mo->shutdown_grace_ms : 30000,
 	    .le_lease_ms = CK_LE_DEFAULT_LEASE_DURATION_MS,
@@ -742,6 +818,10 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 		rc = EXIT_USAGE;
 		goto fail;
 	}
+	/* The default address follows --metrics-secure unless one was given (the pointer
+	 * is the default's only while the flag was not passed). */
+	if (d->opt.metrics_addr == metrics_secure_default && !d->opt.metrics_secure)
+		d->opt.metrics_addr = ":8080";
 	if (d->opt.version) {
 		printf("%s %s\n", d->mo.name, d->mo.version);
 		rc = 0;

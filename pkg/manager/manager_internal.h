@@ -21,12 +21,15 @@ typedef struct mgr_options {
 	const char *namespace;
 	int64_t workers;
 	int64_t resync_ms;
+	int64_t consistency_ms; /* --cache-consistency-check-period; 0 = off */
 	double qps;
 	int64_t burst;
 	int64_t verbosity;
 	const char *log_format;
 	bool version;
 	const char *metrics_addr;
+	bool metrics_secure;
+	const char *metrics_cert_dir, *metrics_cert_name, *metrics_cert_key;
 	const char *probe_addr;
 	int64_t shutdown_grace_ms;
 	bool leader_elect;

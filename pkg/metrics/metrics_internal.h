@@ -1,5 +1,8 @@
 /*
- * metrics internals shared by the files of pkg/metrics; not part of the public API.
+ * metrics internals shared by the files of pkg/metrics (and reached by the unit
+ * tests); not part of the public API: the owned collector (registry.c), the
+ * serving certificate (tls.c) and the authentication/authorization decision
+ * cache (auth.c).
  */
 #ifndef CSC_METRICS_INTERNAL_H
 #define CSC_METRICS_INTERNAL_H
@@ -9,5 +12,38 @@
 /* Like ck_metrics_registry_add_collector, but takes ud: free_ud(ud) runs at registry free. */
 void metrics_registry_add_collector_owned(ck_metrics_registry_t *reg, ck_metrics_collector_fn fn,
                                           void *ud, void (*free_ud)(void *));
+
+/*
+ * A self-signed serving certificate: ECDSA P-256, valid from a minute ago for one
+ * year, SANs localhost, 127.0.0.1, ::1 and host (skipped when NULL, empty or not a
+ * DNS name). Returns 0 with new PEM strings in *cert_pem and *key_pem, or -1 with *err.
+ */
+int ck_metrics_i_self_signed(const char *host, char **cert_pem, char **key_pem, char **err);
+
+/*
+ * Reads dir/cert_name and dir/key_name (PEM) and checks that they load as one key
+ * pair. Returns 0 with new strings, or -1 with *err naming the file.
+ */
+int ck_metrics_i_load_pair(const char *dir, const char *cert_name, const char *key_name,
+                           char **cert_pem, char **key_pem, char **err);
+
+typedef struct ck_metrics_auth ck_metrics_auth_t;
+
+/* Borrows o (copies the reviewer and the options); returns a new cache. */
+ck_metrics_auth_t *ck_metrics_i_auth_new(const ck_metrics_secure_opts_t *o);
+/* Takes a (may be NULL). */
+void ck_metrics_i_auth_free(ck_metrics_auth_t *a);
+
+/*
+ * The decision for one request, from the cache or the reviewer. Borrows every
+ * argument; header is the Authorization header's value or NULL. Returns the HTTP
+ * status (200 to serve, 401, 403 or 500) and, for the others, appends the body
+ * (Go's http.Error text) to body. Thread-safe; a review runs outside the lock.
+ */
+int ck_metrics_i_auth_check(ck_metrics_auth_t *a, const char *header, const char *path,
+                            const char *verb, ck_sbuf_t *body);
+
+/* How many reviews a has asked the reviewer for so far (for tests). */
+void ck_metrics_i_auth_counts(ck_metrics_auth_t *a, unsigned long *authn, unsigned long *authz);
 
 #endif

@@ -8,6 +8,10 @@
  * whole in a buffer and handed over as a copy, so nothing outlives the handler call.
  * Malformed HTTP is answered by libmicrohttpd itself; our handler only ever sees a
  * parsed request, and answers any method but GET and HEAD with 405.
+ *
+ * A secure server is the same daemon with TLS (GnuTLS inside libmicrohttpd) and
+ * /metrics behind auth.c's gate; it never serves probes, which the kubelet reads
+ * over plain HTTP.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +26,8 @@
 
 #include <ckube/log.h>
 #include <ckube/metrics.h>
+
+#include "pkg/metrics/metrics_internal.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define PROM_TEXT  "text/plain; version=0.0.4; charset=utf-8"
@@ -43,6 +49,9 @@ struct ck_metrics_server {
 	pthread_mutex_t lock; /* the check lists; held while checks run */
 	struct check *checks[EP_COUNT];
 	size_t nchecks[EP_COUNT];
+	/* Secure servers only. */
+	ck_metrics_auth_t *auth; /* NULL: TLS without authn/authz */
+	char *cert_pem, *key_pem;
 };
 
 /* --- Addresses. --- */
@@ -421,9 +430,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ck_sbuf_puts(&body, "method not allowed\n");
 		allow = 1;
 	} else if (srv->reg != NULL && strcmp(url, "/metrics") == 0) {
-		ck_metrics_registry_render(srv->reg, &body);
 		status = MHD_HTTP_OK;
-		ctype = PROM_TEXT;
+		if (srv->auth != NULL) {
+			/* The verb is the method in lower case, as controller-runtime's filter. */
+			const char *verb = strcmp(method, "GET") == 0 ? "get" : "head";
+			status = ck_metrics_i_auth_check(
+			    srv->auth,
+			    MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+			                                MHD_HTTP_HEADER_AUTHORIZATION),
+			    url, verb, &body);
+		}
+		if (status == MHD_HTTP_OK) {
+			ck_metrics_registry_render(srv->reg, &body);
+			ctype = PROM_TEXT;
+		}
 	} else if (srv->probes) {
 		for (int ep = 0; ep < EP_COUNT; ep++) {
 			size_t n = strlen(endpoint_names[ep]);
@@ -469,8 +489,27 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* --- Life cycle. --- */
 
-int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_registry_t *reg,
-                            int probes, ck_metrics_server_t **out, char **err)
+static void server_free(struct ck_metrics_server *srv)
+{
+	for (int ep = 0; ep < EP_COUNT; ep++) {
+		for (size_t i = 0; i < srv->nchecks[ep]; i++)
+			free(srv->checks[ep][i].name);
+		free(srv->checks[ep]);
+	}
+	ck_metrics_i_auth_free(srv->auth);
+	free(srv->cert_pem);
+	if (srv->key_pem != NULL) {
+		memset(srv->key_pem, 0, strlen(srv->key_pem));
+		free(srv->key_pem);
+	}
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}
+
+/* Either kind of server: plain when so is NULL. */
+static int server_start(const char *bind_addr, const char *flag, ck_metrics_registry_t *reg,
+                        int probes, const ck_metrics_secure_opts_t *so, ck_metrics_server_t **out,
+                        char **err)
 {
 	int result = -1;
 	char *why = NULL;
@@ -486,18 +525,52 @@ int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_
 	srv->reg = reg;
 	srv->probes = probes;
 	pthread_mutex_init(&srv->lock, NULL);
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	if (so != NULL) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			ck_err_set(err, "%s \"%s\": this libmicrohttpd has no TLS support", flag,
+			           bind_addr);
+			goto out;
+		}
+		int rc;
+		if (so->cert_dir != NULL && so->cert_dir[0] != '\0') {
+			rc = ck_metrics_i_load_pair(
+			    so->cert_dir,
+			    so->cert_name && so->cert_name[0] ? so->cert_name : "tls.crt",
+			    so->key_name && so->key_name[0] ? so->key_name : "tls.key",
+			    &srv->cert_pem, &srv->key_pem, &why);
+		} else {
+			char host[256] = "";
+			if (gethostname(host, sizeof(host) - 1) != 0)
+				host[0] = '\0';
+			rc = ck_metrics_i_self_signed(host, &srv->cert_pem, &srv->key_pem, &why);
+		}
+		if (rc != 0) {
+			ck_err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
+			goto out;
+		}
+		if (so->reviewer != NULL)
+			srv->auth = ck_metrics_i_auth_new(so);
+		flags |= MHD_USE_TLS;
+	}
 	fd = listen_on(bind_addr, &srv->port, &why);
 	if (fd < 0) {
 		ck_err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
 		goto out;
 	}
-	srv->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	                            on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+	/* A plain server ends the options before the TLS ones (MHD_OPTION_END there). */
+	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+	                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
 	                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
 	                            (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-	                            MHD_OPTION_END);
+	                            so ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->cert_pem,
+	                            MHD_OPTION_HTTPS_MEM_KEY, srv->key_pem,
+	                            /* TLS 1.2 and 1.3 only, as Go's servers since 1.22. */
+	                            MHD_OPTION_HTTPS_PRIORITIES,
+	                            "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
 	if (srv->mhd == NULL) {
-		ck_err_set(err, "%s \"%s\": cannot start the HTTP server", flag, bind_addr);
+		ck_err_set(err, "%s \"%s\": cannot start the HTTP%s server", flag, bind_addr,
+		           so ? "S" : "");
 		goto out;
 	}
 	fd = -1; /* the daemon owns it now */
@@ -507,12 +580,24 @@ int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_
 out:
 	if (fd >= 0)
 		close(fd);
-	if (srv != NULL) {
-		pthread_mutex_destroy(&srv->lock);
-		free(srv);
-	}
+	if (srv != NULL)
+		server_free(srv);
 	free(why);
 	return result;
+}
+
+int ck_metrics_server_start(const char *bind_addr, const char *flag, ck_metrics_registry_t *reg,
+                            int probes, ck_metrics_server_t **out, char **err)
+{
+	return server_start(bind_addr, flag, reg, probes, NULL, out, err);
+}
+
+int ck_metrics_server_start_secure(const char *bind_addr, const char *flag,
+                                   ck_metrics_registry_t *reg, const ck_metrics_secure_opts_t *o,
+                                   ck_metrics_server_t **out, char **err)
+{
+	static const ck_metrics_secure_opts_t none = {0};
+	return server_start(bind_addr, flag, reg, 0, o ? o : &none, out, err);
 }
 
 int ck_metrics_server_port(const ck_metrics_server_t *srv)
@@ -525,11 +610,5 @@ void ck_metrics_server_stop(ck_metrics_server_t *srv)
 	if (srv == NULL)
 		return;
 	MHD_stop_daemon(srv->mhd);
-	for (int ep = 0; ep < EP_COUNT; ep++) {
-		for (size_t i = 0; i < srv->nchecks[ep]; i++)
-			free(srv->checks[ep][i].name);
-		free(srv->checks[ep]);
-	}
-	pthread_mutex_destroy(&srv->lock);
-	free(srv);
+	server_free(srv);
 }

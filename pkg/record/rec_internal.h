@@ -85,6 +85,9 @@ char *rec_event_name(const char *obj_name, int64_t ns);
 void rec_json_create(ck_sbuf_t *out, const rec_source_t *s, const rec_event_t *e);
 /* Appends the count/lastTimestamp/message patch to out. Borrows e. */
 void rec_json_patch(ck_sbuf_t *out, const rec_event_t *e);
+/* The same for events.k8s.io/v1: an Event (series once count > 1) and a series patch. */
+void rec_json_create_v1(ck_sbuf_t *out, const rec_source_t *s, const rec_event_t *e);
+void rec_json_patch_v1(ck_sbuf_t *out, const rec_event_t *e);
 
 /*
  * A string-keyed LRU cache of at most cap values. get() makes the entry the most
@@ -106,7 +109,24 @@ size_t rec_lru_len(const rec_lru_t *l);
 /* Calls fn on every entry, most recent first; fn must not change the cache. */
 void rec_lru_foreach(rec_lru_t *l, void (*fn)(void *ud, const char *key, void *val), void *ud);
 
-/* The sink that writes through the REST client's blocking calls (borrows c). */
-void rec_sink_kclient(ck_client_t *c, ck_record_sink_t *out);
+/*
+ * The sink that writes through the REST client's blocking calls: its state, the
+ * API its writes go to (the recorder picks it before building a body) and the
+ * HTTP code of the last write (the recorder falls back to core/v1 on a 403 from
+ * events.k8s.io: RBAC written for core/v1 events only).
+ */
+typedef struct rec_kclient {
+	ck_client_t *c;
+	ck_record_api_t api; /* CK_RECORD_API_CORE_V1 or CK_RECORD_API_EVENTS_V1 */
+	int last_http;
+} rec_kclient_t;
+/* Borrows kc (must outlive the sink); kc->c must be set. */
+void rec_sink_kclient(rec_kclient_t *kc, ck_record_sink_t *out);
+/*
+ * Discovery, as client-go's NewEventBroadcasterAdapter: events.k8s.io/v1 when
+ * GET /apis/events.k8s.io/v1 answers, else core/v1 -- whatever the failure.
+ * *why (if not NULL) gets a new string saying what the answer was.
+ */
+ck_record_api_t rec_kclient_discover(rec_kclient_t *kc, char **why);
 
 #endif

@@ -60,6 +60,9 @@ typedef struct spam {
 
 struct ck_record {
 	ck_record_sink_t sink;
+	rec_kclient_t kc; /* the client sink's state, when it is the sink */
+	bool kclient;
+	_Atomic int api; /* ck_record_api_t; AUTO until discovery ran (poster thread) */
 	rec_source_t src;
 	char *component;
 	char *host;
@@ -298,14 +301,54 @@ static bool poster_sleep(ck_record_t *r, uint64_t ns)
 	return ok;
 }
 
+/* The API to write: decided once, by discovery, before the first write (client sink). */
+static ck_record_api_t current_api(ck_record_t *r)
+{
+	ck_record_api_t api = (ck_record_api_t)atomic_load(&r->api);
+	if (api != CK_RECORD_API_AUTO)
+		return api;
+	char *why = NULL;
+	api = rec_kclient_discover(&r->kc, &why);
+	CK_LOG_V(1, "Event API chosen",
+	         CK_KV_STR("api", api == CK_RECORD_API_EVENTS_V1 ? "events.k8s.io/v1" : "v1"),
+	         CK_KV_STR("discovery", why ? why : ""));
+	free(why);
+	r->kc.api = api;
+	atomic_store(&r->api, (int)api);
+	return api;
+}
+
+/*
+ * A 403 on an events.k8s.io create where discovery said it is served: most likely
+ * RBAC that grants core/v1 events only (deploy/ manifests written before this
+ * library used events.k8s.io). Losing every event over it would be worse than
+ * writing the older API: fall back, once, for the recorder's life.
+ */
+static bool fall_back_to_core(ck_record_t *r, ck_record_sink_result_t result)
+{
+	if (!r->kclient || r->kc.api != CK_RECORD_API_EVENTS_V1 ||
+	    result != CK_RECORD_SINK_REJECTED || r->kc.last_http != 403)
+		return false;
+	CK_LOG_WARN("events.k8s.io/v1 events forbidden, writing core/v1 events instead "
+	            "(grant create/patch on events.k8s.io events to use the newer API)",
+	            CK_KV_STR("reportingController", r->reporting_controller));
+	r->kc.api = CK_RECORD_API_CORE_V1;
+	atomic_store(&r->api, (int)CK_RECORD_API_CORE_V1);
+	return true;
+}
+
 /* One attempt: PATCH when the Event exists, else (or when the PATCH finds none) create. */
 static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
 {
 	ck_record_sink_result_t result;
 	ck_sbuf_t body = CK_SBUF_INIT;
+	bool v1 = current_api(r) == CK_RECORD_API_EVENTS_V1;
 
 	if (o->on_server) {
-		rec_json_patch(&body, o->ev);
+		if (v1)
+			rec_json_patch_v1(&body, o->ev);
+		else
+			rec_json_patch(&body, o->ev);
 		result =
 		    r->sink.patch(r->sink.ud, o->ev->ns, o->ev->name, ck_sbuf_cstr(&body), err);
 		if (result == CK_RECORD_SINK_OK) {
@@ -320,8 +363,18 @@ static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
 		*err = NULL;
 		ck_sbuf_reset(&body);
 	}
-	rec_json_create(&body, &r->src, o->ev);
+	if (v1)
+		rec_json_create_v1(&body, &r->src, o->ev);
+	else
+		rec_json_create(&body, &r->src, o->ev);
 	result = r->sink.create(r->sink.ud, o->ev->ns, ck_sbuf_cstr(&body), err);
+	if (v1 && fall_back_to_core(r, result)) {
+		free(*err);
+		*err = NULL;
+		ck_sbuf_reset(&body);
+		rec_json_create(&body, &r->src, o->ev);
+		result = r->sink.create(r->sink.ud, o->ev->ns, ck_sbuf_cstr(&body), err);
+	}
 	if (result == CK_RECORD_SINK_OK)
 		stat_inc(&r->st_posted, 1);
 	/* Most likely our own earlier try that succeeded but whose answer was lost. */
@@ -600,10 +653,19 @@ ck_record_t *ck_record_new(ck_client_t *c, const ck_record_opts_t *opts, char **
 	}
 
 	r = ck_xcalloc(1, sizeof(*r));
-	if (opts->sink != NULL)
+	if (opts->sink != NULL) {
 		r->sink = *opts->sink;
-	else
-		rec_sink_kclient(c, &r->sink);
+	} else {
+		r->kclient = true;
+		r->kc.c = c;
+		rec_sink_kclient(&r->kc, &r->sink);
+	}
+	/* A sink of the caller's does not discover: it gets what it was written for. */
+	ck_record_api_t api = opts->api;
+	if (api == CK_RECORD_API_AUTO && !r->kclient)
+		api = CK_RECORD_API_CORE_V1;
+	r->kc.api = api == CK_RECORD_API_EVENTS_V1 ? api : CK_RECORD_API_CORE_V1;
+	atomic_store(&r->api, (int)api);
 	r->component = ck_xstrdup(opts->component);
 	r->host = ck_xstrdup(opts->host ? opts->host : "");
 	r->reporting_controller =
@@ -830,4 +892,9 @@ void ck_record_stats(const ck_record_t *r, ck_record_stats_t *out)
 	out->dropped_invalid = atomic_load(&m->st_dropped_invalid);
 	out->failed = atomic_load(&m->st_failed);
 	out->retries = atomic_load(&m->st_retries);
+}
+
+ck_record_api_t ck_record_api(const ck_record_t *r)
+{
+	return (ck_record_api_t)atomic_load(&((ck_record_t *)(uintptr_t)r)->api);
 }

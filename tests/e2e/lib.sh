@@ -49,10 +49,13 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # Extra environment for start_controller (e.g. SC_ENV=(-u KUBECONFIG X=y)).
 SC_ENV=()
 # start_controller NAME [ARGS...]: run the daemon in the background; its PID goes to
-# $E2E_LOGS/NAME.pid and its log to $E2E_LOGS/NAME.log.
+# $E2E_LOGS/NAME.pid and its log to $E2E_LOGS/NAME.log. Metrics are plain HTTP
+# (--metrics-secure=false) so that the tests scrape them with curl http://;
+# test_metrics_secure.sh passes --metrics-secure=true after.
 start_controller() {
 	local name="$1"; shift
-	env "${SC_ENV[@]}" "$SC_BIN" --metrics-bind-address=0 --health-probe-bind-address=0 -v=4 "$@" \
+	env "${SC_ENV[@]}" "$SC_BIN" --metrics-bind-address=0 --health-probe-bind-address=0 \
+		--metrics-secure=false -v=4 "$@" \
 		>"$E2E_LOGS/$name.log" 2>&1 &
 	echo $! >"$E2E_LOGS/$name.pid"
 }
@@ -115,10 +118,14 @@ free_port() { # print a TCP port on 127.0.0.1 that was free a moment ago
 # prom_value HOST:PORT NAME [LABEL=VALUE | LABEL!=VALUE | LABEL~REGEX ...]: parse
 # /metrics with the Prometheus text parser and print the sum of the samples named NAME
 # whose labels match; prints "absent" when none does. Fails when /metrics does not
-# parse.
+# parse. With PROM_TOKEN set (a bearer token allowed to get /metrics), it scrapes
+# https:// instead, without verifying the (self-signed) certificate: the secure
+# metrics of a deployed daemon. HOST:PORT may be file:PATH, a scrape kept earlier.
 prom_value() {
 	local addr="$1"; shift
-	curl -sf --max-time 5 "http://$addr/metrics" | "$PROM_PY" -c '
+	local how=("http://$addr/metrics")
+	[ -n "${PROM_TOKEN:-}" ] && how=(-k -H "Authorization: Bearer $PROM_TOKEN" "https://$addr/metrics")
+	{ if [ "${addr#file:}" != "$addr" ]; then cat "${addr#file:}"; else curl -sf --max-time 5 "${how[@]}"; fi; } | "$PROM_PY" -c '
 import re, sys
 from prometheus_client.parser import text_string_to_metric_families
 name, conds = sys.argv[1], []

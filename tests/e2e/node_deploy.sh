@@ -17,6 +17,17 @@ figure() { # figure NAME VALUE: one measured figure, printed and kept for the no
 	echo "$1 = $2" >>"$FIGURES"
 }
 now_ms() { date +%s%3N; }
+# metrics_token: a token allowed to get /metrics (--metrics-secure): of the
+# ServiceAccount metrics-scraper, bound to deploy/'s sample-controller-metrics-reader.
+metrics_token() {
+	kubectl -n "$SC_NS" create serviceaccount metrics-scraper --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+	kubectl create clusterrolebinding sample-controller-metrics-scraper \
+		--clusterrole=sample-controller-metrics-reader --serviceaccount="$SC_NS:metrics-scraper" \
+		--dry-run=client -o yaml | kubectl apply -f - >/dev/null
+	# The daemon caches a denial for 30 s: scrape only once RBAC allows it.
+	until_ok 20 kubectl auth can-i get /metrics --as="system:serviceaccount:$SC_NS:metrics-scraper" >/dev/null
+	kubectl -n "$SC_NS" create token metrics-scraper --duration=10m
+}
 
 sc_pods() { # names of the controller's pods that are not being deleted
 	kubectl -n "$SC_NS" get pods -l app=sample-controller \
@@ -86,8 +97,25 @@ stop_follow() {
 	FOLLOW_PID=
 }
 
+# terminating_namespaces: the namespaces still being deleted, one per line.
+terminating_namespaces() {
+	kubectl get namespaces -o go-template='{{range .items}}{{if eq .status.phase "Terminating"}}{{.metadata.name}}{{"\n"}}{{end}}{{end}}'
+}
+no_terminating_namespaces() { [ -z "$(terminating_namespaces)" ]; }
+
 t_node1_apply_ready() {
 	: >"$FIGURES"
+	# The earlier suites delete their namespaces without waiting. A cluster-wide
+	# daemon that starts while they terminate gets the server's own 403 ("unable to
+	# create new content in namespace ... because it is being terminated") for the
+	# Events and Deployments of their last Foos, which node2's count of 403s cannot
+	# tell from an RBAC denial: let them go first (node2 then checks only RBAC if
+	# they did not).
+	rm -f "$E2E_LOGS/node-ns-terminating"
+	if ! until_ok 180 no_terminating_namespaces; then
+		terminating_namespaces >"$E2E_LOGS/node-ns-terminating"
+		echo "    note: $(wc -l <"$E2E_LOGS/node-ns-terminating") namespaces still terminating after 180 s: $(head -n 3 "$E2E_LOGS/node-ns-terminating" | tr '\n' ' ')"
+	fi
 	# deploy/ names the image this tree builds.
 	local want
 	want="sample-controller-c:$(cat "$E2E_ROOT/VERSION")"
@@ -136,6 +164,8 @@ t_node2_incluster_foo() {
 	grep -q '"Starting".*config="in-cluster"' "$E2E_LOGS/node-leader.log" ||
 		fail "the controller in the pod does not say it uses in-cluster credentials: $(grep -m1 Starting "$E2E_LOGS/node-leader.log")"
 	ns=$(new_ns node-foo)
+	# node4 and node6 reuse this Foo; they report their own failure if node2's fails.
+	echo "$ns" >"$E2E_LOGS/node-foo-ns"
 	apply_foo "$ns" nfoo nweb 2
 	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 2 || fail "no Deployment nweb with 2 replicas"
 	local uid
@@ -146,21 +176,56 @@ t_node2_incluster_foo() {
 	kubectl -n "$ns" patch foo nfoo --type merge -p '{"spec":{"replicas":3}}' >/dev/null
 	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 3 || fail "Deployment did not follow the scale to 3"
 	until_ok 90 jp_eq "$ns" foo/nfoo '{.status.availableReplicas}' 3 || fail "status did not follow to 3"
-	# Only deploy/'s RBAC: not one request was forbidden.
+	# Only deploy/'s RBAC: not one request was forbidden, except by a namespace
+	# being deleted (the server's NamespaceTerminating cause, not authorization).
 	kubectl -n "$SC_NS" logs "$leader" >"$E2E_LOGS/node-leader.log"
-	if grep -qi 'forbidden' "$E2E_LOGS/node-leader.log"; then
-		fail "a request was forbidden: $(grep -i -m3 forbidden "$E2E_LOGS/node-leader.log")"
-	fi
-	local port pf
+	local denied
+	denied=$(grep -i 'forbidden' "$E2E_LOGS/node-leader.log" | grep -v 'because it is being terminated' | head -n 3 || true)
+	[ -z "$denied" ] || fail "a request was forbidden: $denied"
+	local port PROM_TOKEN
+	PROM_TOKEN=$(metrics_token)
 	port=$(free_port)
-	kubectl -n "$SC_NS" port-forward "pod/$leader" "$port:8080" >/dev/null 2>&1 &
-	pf=$!
-	until_ok 20 curl -sf "http://127.0.0.1:$port/metrics" || { kill $pf; fail "no /metrics through port-forward"; }
+	local scrape="$E2E_LOGS/node-leader-metrics-2.txt"
+	pf_start "$leader" "$port" node-pf-leader
+	until_ok 20 curl -skf -o "$scrape" -H "Authorization: Bearer $PROM_TOKEN" "https://127.0.0.1:$port/metrics" || { pf_stop; fail "no /metrics through port-forward"; }
+	# Secure metrics: the 200 above needed the daemon's TokenReview and
+	# SubjectAccessReview to succeed under deploy/'s RBAC (a failed review is 500);
+	# no token is 401 (a new port-forward if kubectl gave up on the first).
+	kill -0 "$PF_PID" 2>/dev/null || { pf_stop; pf_start "$leader" "$port" node-pf-leader-2; }
+	until_ok 20 http_code_is 401 -k "https://127.0.0.1:$port/metrics" ||
+		{ pf_stop; fail "/metrics without a token is not 401: $(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/metrics")"; }
+	pf_stop
 	local f
-	f=$(prom_value "127.0.0.1:$port" rest_client_requests_total code=403)
-	kill $pf; wait $pf 2>/dev/null || true
-	[ "$f" = absent ] || [ "$f" = 0.0 ] || fail "rest_client_requests_total{code=403} = $f"
-	echo "$ns" >"$E2E_LOGS/node-foo-ns"
+	f=$(prom_value "file:$scrape" rest_client_requests_total code=403)
+	if [ -f "$E2E_LOGS/node-ns-terminating" ]; then
+		echo "    note: rest_client_requests_total{code=403} = $f not checked: namespaces were terminating when the pods started"
+	else
+		[ "$f" = absent ] || [ "$f" = 0.0 ] || fail "rest_client_requests_total{code=403} = $f"
+	fi
+}
+
+# pf_start POD PORT NAME: kubectl port-forward to the pod's 8443 in the background
+# (PF_PID), its output in $E2E_LOGS/NAME.log. pf_stop ends it; kubectl may already
+# have exited on its own (it gives up on the whole forward when one connection is
+# reset, kubernetes/kubernetes#74551), which is not a failure of the daemon once
+# the scrapes through it succeeded, so pf_stop only says so.
+# http_code_is CODE CURL_ARGS...: the answer's status is CODE (000, no answer yet, is not).
+http_code_is() {
+	local want=$1; shift
+	[ "$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$@")" = "$want" ]
+}
+pf_start() {
+	PF_LOG="$E2E_LOGS/$3.log"
+	kubectl -n "$SC_NS" port-forward "pod/$1" "$2:8443" >"$PF_LOG" 2>&1 &
+	PF_PID=$!
+}
+pf_stop() {
+	if kill "$PF_PID" 2>/dev/null; then
+		wait "$PF_PID" 2>/dev/null || true
+	else
+		wait "$PF_PID" 2>/dev/null || true
+		echo "    note: kubectl port-forward had exited: $(tail -n 2 "$PF_LOG" | tr '\n' ' ')"
+	fi
 }
 
 # probe_succeeded POD Liveness|Readiness: the kubelet's prober metrics count at
@@ -179,7 +244,7 @@ PY
 }
 
 t_node3_probes_metrics() {
-	local pod port pf
+	local pod port
 	# The kubelet's own prober counts: liveness (/healthz) and readiness (/readyz)
 	# succeeded on every controller pod (liveness starts after its initial delay).
 	for pod in $(sc_pods); do
@@ -194,12 +259,16 @@ t_node3_probes_metrics() {
 	# controller's own families.
 	pod=$(leader_pod)
 	port=$(free_port)
-	kubectl -n "$SC_NS" port-forward "pod/$pod" "$port:8080" >/dev/null 2>&1 &
-	pf=$!
-	until_ok 20 curl -sf "http://127.0.0.1:$port/metrics" || { kill $pf; fail "no /metrics through port-forward"; }
-	prom_eq "127.0.0.1:$port" 1 leader_election_master_status || { kill $pf; fail "leader's master_status is not 1"; }
-	prom_ge "127.0.0.1:$port" 1 controller_runtime_reconcile_total || { kill $pf; fail "no reconcile counted"; }
-	kill $pf; wait $pf 2>/dev/null || true
+	local PROM_TOKEN
+	PROM_TOKEN=$(metrics_token)
+	# One scrape kept in a file, then read: the checks do not depend on the
+	# port-forward living through several connections.
+	local scrape="$E2E_LOGS/node-leader-metrics.txt"
+	pf_start "$pod" "$port" node-pf-metrics
+	until_ok 20 curl -skf -o "$scrape" -H "Authorization: Bearer $PROM_TOKEN" "https://127.0.0.1:$port/metrics" || { pf_stop; fail "no /metrics through port-forward"; }
+	pf_stop
+	prom_eq "file:$scrape" 1 leader_election_master_status || fail "leader's master_status is not 1"
+	prom_ge "file:$scrape" 1 controller_runtime_reconcile_total || fail "no reconcile counted"
 	# The pod's memory working set as the kubelet reports it.
 	local ws
 	ws=$(kubectl get --raw "/api/v1/nodes/$NODE_NAME/proxy/stats/summary" | python3 -c '

@@ -290,7 +290,9 @@ for f in fams:
     for s in f.samples:
         if f.type == "histogram" and s.name.endswith("_bucket"):
             assert "le" in s.labels, s
-need = ["controller_runtime_reconcile_total", "workqueue_adds_total", "rest_client_requests_total",
+# (rest_client_requests_total is checked below, once writes have completed: with the
+# streaming list no request has completed yet at this point, watches count at their end.)
+need = ["controller_runtime_reconcile_total", "workqueue_adds_total",
         "process_resident_memory_bytes", "informer_objects", "process_start_time_seconds"]
 have = {s.name for f in fams for s in f.samples}
 missing = [n for n in need if n not in have]
@@ -492,9 +494,12 @@ t_events_aggregated_not_multiplied() {
 	kubectl -n "$NS" create deployment foreign --image=busybox --replicas=1 >/dev/null
 	apply_foo "$NS" e1 foreign 1
 	local sel="involvedObject.name=e1,reason=ErrResourceExists"
+	# The recorder writes events.k8s.io/v1 where served: seen through core/v1, its
+	# count is series.count (count is for core/v1-written Events).
 	ev_count_ge() {
 		local c
-		c=$(kubectl -n "$NS" get events --field-selector "$sel" -o jsonpath='{.items[*].count}')
+		c=$(kubectl -n "$NS" get events --field-selector "$sel" -o jsonpath='{range .items[*]}{.count}{.series.count} {end}')
+		c=${c% }
 		[ -n "$c" ] && [ "${c##* }" -ge "$1" ]
 	}
 	until_ok 30 ev_count_ge 3 || fail "no ErrResourceExists event with count >= 3"
@@ -502,7 +507,7 @@ t_events_aggregated_not_multiplied() {
 	n=$(kubectl -n "$NS" get events --field-selector "$sel" -o name | wc -l)
 	test "$n" = 1 || fail "$n ErrResourceExists Event objects for e1, want 1"
 	name=$(kubectl -n "$NS" get events --field-selector "$sel" -o jsonpath='{.items[0].metadata.name}')
-	c1=$(jp "$NS" "event/$name" '{.count}')
+	c1=$(jp "$NS" "event/$name" '{.count}{.series.count}')
 	# The retries go on (with backoff): the same Event counts them.
 	until_ok 40 ev_count_ge $((c1 + 1)) || fail "the count stayed at $c1"
 	n=$(kubectl -n "$NS" get events --field-selector "$sel" -o name | wc -l)
@@ -515,7 +520,7 @@ t_events_aggregated_not_multiplied() {
 	test "$(jp "$NS" "event/$name" '{.involvedObject.kind}/{.involvedObject.uid}')" = "Foo/$(jp "$NS" foo/e1 '{.metadata.uid}')" ||
 		fail "involvedObject is not the Foo"
 	# Timestamps have whole seconds; the retries back off over several of them.
-	ts_moved() { test "$(jp "$NS" "event/$name" '{.firstTimestamp}')" != "$(jp "$NS" "event/$name" '{.lastTimestamp}')"; }
+	ts_moved() { test "$(jp "$NS" "event/$name" '{.firstTimestamp}{.eventTime}')" != "$(jp "$NS" "event/$name" '{.lastTimestamp}{.series.lastObservedTime}')"; }
 	until_ok 20 ts_moved || fail "lastTimestamp not advanced by the repeats"
 	# The recorder counted them as patches, not as new posts.
 	fle 2 "$(prom_value "$m" events_total outcome=patched)" || fail "events_total{outcome=patched} < 2"

@@ -274,18 +274,25 @@ static ck_cache_lw_t *make_cut_lw(void *ud, const ck_type_t *t, const char *ns)
 	return &c->base;
 }
 
+/* A client of the local control plane on loop (opts may be NULL). */
+static ck_client_t *cit_client_new(struct ev_loop *loop, const ck_client_opts_t *opts)
+{
+	ck_config_load_opts_t lo = {.kubeconfig = kubeconfig()};
+	char *err = NULL;
+	ck_config_t *cfg = ck_config_load(&lo, &err);
+	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
+	ck_client_t *c = ck_client_new(loop, cfg, opts, &err);
+	ck_assert_msg(c != NULL, "kclient_new: %s", err);
+	return c;
+}
+
 static void cit_init(cit_t *t, bool cuttable)
 {
 	memset(t, 0, sizeof(*t));
 	if (getenv("CACHE_IT_V") != NULL)
 		ck_log_set_verbosity(atoi(getenv("CACHE_IT_V")));
 	t->loop = ev_loop_new(EVFLAG_AUTO);
-	ck_config_load_opts_t lo = {.kubeconfig = kubeconfig()};
-	char *err = NULL;
-	ck_config_t *cfg = ck_config_load(&lo, &err);
-	ck_assert_msg(cfg != NULL, "kconfig_load: %s", err);
-	t->c = ck_client_new(t->loop, cfg, NULL, &err);
-	ck_assert_msg(t->c != NULL, "kclient_new: %s", err);
+	t->c = cit_client_new(t->loop, NULL);
 	snprintf(t->ns, sizeof(t->ns), "cache-it-%08llx",
 	         (unsigned long long)(ck_rand_u64() >> 32));
 	pthread_mutex_init(&t->dep_rec.mu, NULL);
@@ -821,6 +828,13 @@ static void *streaming_wait_main(void *arg)
 	char *why = NULL;
 	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
 	ck_cache_informer_t *inf = ck_cache_factory_informer(t->fac, &ck_type_deployment);
+	/* The initial state came by the stream (the WatchList gate is on by default in
+	 * kube-apiserver since 1.32): its one watch carried 5 ADDED and the end bookmark;
+	 * a fallback would have needed a second watch after its list. */
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(inf, &st);
+	ck_assert_uint_eq(st.watch_restarts, 0);
+	ck_assert_uint_ge(st.events, 6);
 	ck_assert(converge(inf, "deployments.apps", t->ns, 30));
 	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(inf)), 5);
 	nent_t e = nrec_get(&t->dep_rec, "s-3");
@@ -835,7 +849,7 @@ START_TEST(test_streaming_list)
 	cit_t t;
 	cit_init(&t, false);
 	ck_cache_factory_free(t.fac);
-	ck_cache_factory_opts_t fo = {.ns = t.ns, .streaming_list = true};
+	ck_cache_factory_opts_t fo = {.ns = t.ns}; /* streaming is the default */
 	t.fac = ck_cache_factory_new(t.loop, t.c, &fo);
 	cit_run(&t, create_ns_main);
 	cit_run(&t, streaming_main);
@@ -843,6 +857,70 @@ START_TEST(test_streaming_list)
 	ck_cache_informer_add_handler(inf, &nrec_handler, &t.dep_rec);
 	ck_assert_int_eq(ck_cache_factory_start(t.fac, NULL), 0);
 	cit_run(&t, streaming_wait_main);
+	cit_fini(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------ factory tweak */
+
+/* WithTweakListOptions: the factory's informers list and watch only app in (d-web, d-web2). */
+static void tweak_web(void *ud, ck_list_opts_t *o)
+{
+	(void)ud;
+	o->label_selector = "app in (d-web,d-web2)";
+}
+
+static bool cache_has(ck_cache_informer_t *inf, const char *ns, const char *name)
+{
+	ck_obj_t *o = ck_cache_lister_get(ck_cache_informer_lister(inf), ns, name);
+	ck_obj_unref(o);
+	return o != NULL;
+}
+
+static void *tweak_create_main(void *arg)
+{
+	cit_t *t = arg;
+	ck_assert_int_eq(do_retry(ns_create_fn, t, t->ns), 0);
+	ck_assert_int_eq(do_retry(dep_create_fn, t, "d-web"), 0);
+	ck_assert_int_eq(do_retry(dep_create_fn, t, "d-db"), 0);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+static void *tweak_main(void *arg)
+{
+	cit_t *t = arg;
+	char *why = NULL;
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
+	ck_cache_informer_t *inf = ck_cache_factory_informer(t->fac, &ck_type_deployment);
+	/* The list was filtered... */
+	ck_assert(cache_has(inf, t->ns, "d-web"));
+	ck_assert(!cache_has(inf, t->ns, "d-db"));
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(inf)), 1);
+	/* ...and so is the watch: d-db2 is created first, d-web2 after it. */
+	ck_assert_int_eq(do_retry(dep_create_fn, t, "d-db2"), 0);
+	ck_assert_int_eq(do_retry(dep_create_fn, t, "d-web2"), 0);
+	for (int i = 0; i < 300 && !cache_has(inf, t->ns, "d-web2"); i++)
+		usleep(100000);
+	ck_assert(cache_has(inf, t->ns, "d-web2"));
+	ck_assert(!cache_has(inf, t->ns, "d-db2"));
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(inf)), 2);
+	ns_delete(t);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+START_TEST(test_factory_tweak_list_options)
+{
+	cit_t t;
+	cit_init(&t, false);
+	ck_cache_factory_free(t.fac);
+	ck_cache_factory_opts_t fo = {.ns = t.ns, .tweak_list_opts = tweak_web};
+	t.fac = ck_cache_factory_new(t.loop, t.c, &fo);
+	cit_run(&t, tweak_create_main);
+	ck_assert_ptr_nonnull(ck_cache_factory_informer(t.fac, &ck_type_deployment));
+	ck_assert_int_eq(ck_cache_factory_start(t.fac, NULL), 0);
+	cit_run(&t, tweak_main);
 	cit_fini(&t);
 }
 END_TEST
@@ -951,6 +1029,161 @@ START_TEST(test_forbidden_sync_reports_reason)
 }
 END_TEST
 
+/* ------------------------------------------------------------ objects over the limit */
+
+/*
+ * A client whose max_object_bytes (64 KiB here; 64 MiB by default, far above what
+ * etcd stores) is smaller than an object the server holds. The informer must not
+ * skip the object (that would lose it) nor crash: its sync fails with a reason that
+ * names the object and the limit, it retries with backoff, and once the object is
+ * back under the limit it converges. A watch event over the limit leaves the cache
+ * at the last state that fitted until a relist can read the new one.
+ */
+#define BIG_LIMIT (64u * 1024u)
+
+typedef struct big_ctx {
+	cit_t t;
+	pthread_mutex_t mu;
+	char *last_err;
+	atomic_int nerr;
+} big_ctx_t;
+
+static void big_werr(void *ud, ck_cache_informer_t *inf, const char *msg, const ck_result_t *res,
+                     bool healing)
+{
+	big_ctx_t *b = ud;
+	(void)inf;
+	(void)res;
+	(void)healing;
+	pthread_mutex_lock(&b->mu);
+	free(b->last_err);
+	b->last_err = ck_xstrdup(msg);
+	pthread_mutex_unlock(&b->mu);
+	atomic_fetch_add(&b->nerr, 1);
+}
+
+static bool big_err_has(big_ctx_t *b, const char *want)
+{
+	pthread_mutex_lock(&b->mu);
+	bool ok = b->last_err != NULL && strstr(b->last_err, want) != NULL;
+	pthread_mutex_unlock(&b->mu);
+	return ok;
+}
+
+/* Sets annotation "pad" of Deployment name to n bytes of 'x'; returns the new
+ * resourceVersion as a number. */
+static unsigned long long big_annotate(cit_t *t, const char *name, size_t n)
+{
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b, "{\"metadata\":{\"annotations\":{\"pad\":\"");
+	for (size_t i = 0; i < n; i++)
+		ck_sbuf_putc(&b, 'x');
+	ck_sbuf_puts(&b, "\"}}}");
+	ck_result_t r = {0};
+	int rc = ck_client_patch_sync(t->c, &ck_type_deployment, t->ns, name, CK_PATCH_MERGE,
+	                              ck_sbuf_cstr(&b), NULL, &r);
+	ck_assert_msg(rc == 0, "annotate %s: %s", name, r.error);
+	unsigned long long rv = strtoull(r.obj->rv, NULL, 10);
+	ck_result_clear(&r);
+	ck_sbuf_free(&b);
+	return rv;
+}
+
+/* The cached object's resourceVersion as a number; 0 when it is not cached. */
+static unsigned long long cached_rv(ck_cache_informer_t *inf, const char *ns, const char *name)
+{
+	ck_obj_t *o = ck_cache_lister_get(ck_cache_informer_lister(inf), ns, name);
+	unsigned long long rv = o ? strtoull(o->rv, NULL, 10) : 0;
+	ck_obj_unref(o);
+	return rv;
+}
+
+static void *big_setup_main(void *arg)
+{
+	big_ctx_t *b = arg;
+	ck_assert_int_eq(do_retry(ns_create_fn, &b->t, b->t.ns), 0);
+	ck_assert_int_eq(do_retry(dep_create_fn, &b->t, "d-small"), 0);
+	ck_assert_int_eq(do_retry(dep_create_fn, &b->t, "d-big"), 0);
+	big_annotate(&b->t, "d-big", 100 * 1024);
+	atomic_store(&b->t.done, 1);
+	return NULL;
+}
+
+static void *big_main(void *arg)
+{
+	big_ctx_t *b = arg;
+	cit_t *t = &b->t;
+	ck_cache_informer_t *inf = ck_cache_factory_informer(t->fac, &ck_type_deployment);
+	char *why = NULL;
+	/* 1. A list holding an object over the limit: not synced, and the reason
+	 * names the object and the limit. */
+	ck_assert_int_eq(ck_cache_factory_wait_synced(t->fac, 5000, &why), -1);
+	char want[160];
+	snprintf(want, sizeof(want), "\"%s/d-big\" larger than the limit of %u bytes", t->ns,
+	         BIG_LIMIT);
+	ck_assert_msg(why != NULL && strstr(why, want) != NULL, "reason: %s", why);
+	ck_assert(big_err_has(b, want));
+	fprintf(stderr, "over the limit: %s\n", why);
+	free(why);
+	why = NULL;
+	ck_assert_int_eq(ck_cache_store_len(ck_cache_informer_store(inf)), 0);
+	/* 2. Under the limit again: it converges, nothing skipped. */
+	big_annotate(t, "d-big", 10);
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 60000, &why) == 0, "sync: %s", why);
+	ck_assert_int_eq(ck_cache_store_len(ck_cache_informer_store(inf)), 2);
+	/* 3. A watch event over the limit: reported, and the cache keeps d-small as
+	 * it was (its last state that fitted), never a half-read object. */
+	int nerr = atomic_load(&b->nerr);
+	unsigned long long rv_big = big_annotate(t, "d-small", 100 * 1024);
+	for (int i = 0; i < 300 && atomic_load(&b->nerr) == nerr; i++)
+		usleep(100000);
+	snprintf(want, sizeof(want), "\"%s/d-small\" larger than the limit", t->ns);
+	pthread_mutex_lock(&b->mu);
+	ck_assert_msg(b->last_err != NULL && strstr(b->last_err, want) != NULL,
+	              "no error naming d-small: %s", b->last_err ? b->last_err : "(none)");
+	pthread_mutex_unlock(&b->mu);
+	unsigned long long rv = cached_rv(inf, t->ns, "d-small");
+	ck_assert_msg(rv > 0 && rv < rv_big, "d-small cached at %llu, the large version is %llu",
+	              rv, rv_big);
+	/* 4. Back under the limit: the cache reaches that state (or a later one: the
+	 * deployment controller may write its status). */
+	unsigned long long rv_small = big_annotate(t, "d-small", 20);
+	for (int i = 0; i < 600 && (rv = cached_rv(inf, t->ns, "d-small")) < rv_small; i++)
+		usleep(100000);
+	ck_assert_msg(rv >= rv_small, "d-small cached at %llu, never reached %llu", rv, rv_small);
+	ns_delete(t);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+START_TEST(test_object_over_limit)
+{
+	big_ctx_t b;
+	cit_init(&b.t, false);
+	pthread_mutex_init(&b.mu, NULL);
+	b.last_err = NULL;
+	atomic_store(&b.nerr, 0);
+	/* The informers read through a client whose object limit is 64 KiB; the test
+	 * writes through the fixture's (whose answers carry the large objects). */
+	ck_cache_factory_free(b.t.fac);
+	ck_client_opts_t co = {.max_object_bytes = BIG_LIMIT};
+	ck_client_t *lim = cit_client_new(b.t.loop, &co);
+	cit_run(&b.t, big_setup_main);
+	ck_cache_factory_opts_t fo = {
+	    .ns = b.t.ns, .on_watch_error = big_werr, .watch_error_ud = &b};
+	b.t.fac = ck_cache_factory_new(b.t.loop, lim, &fo);
+	ck_cache_factory_informer(b.t.fac, &ck_type_deployment);
+	ck_assert_int_eq(ck_cache_factory_start(b.t.fac, NULL), 0);
+	cit_run(&b.t, big_main);
+	ck_cache_factory_free(b.t.fac);
+	b.t.fac = NULL;
+	ck_client_free(lim);
+	cit_fini(&b.t);
+	free(b.last_err);
+	pthread_mutex_destroy(&b.mu);
+}
+END_TEST
+
 Suite *suite_cache(void)
 {
 	Suite *s = suite_create("cache");
@@ -961,6 +1194,8 @@ Suite *suite_cache(void)
 	} cases[] = {
 	    {"rbac", test_forbidden_sync_reports_reason},
 	    {"streaming", test_streaming_list},
+	    {"tweak", test_factory_tweak_list_options},
+	    {"over_limit", test_object_over_limit},
 	    {"churn", test_churn_matches_kubectl},
 	    /* These two disturb the shared control plane (etcd compaction, API server
 	     * restart): run them when nobody else is using it. */

@@ -174,7 +174,7 @@ static const char *jstr(yajl_val v, const char *a, const char *b)
 	return s ? YAJL_GET_STRING(s) : "";
 }
 
-static ck_record_t *new_recorder(void)
+static ck_record_t *new_recorder_api(ck_record_api_t api)
 {
 	char *err = NULL;
 	ck_record_opts_t o = {
@@ -182,10 +182,17 @@ static ck_record_t *new_recorder(void)
 	    .reporting_controller = "samplecontroller.k8s.io/sample-controller",
 	    .reporting_instance = "record-integration-test",
 	    .retry_interval_ms = 100,
+	    .api = api,
 	};
 	ck_record_t *r = ck_record_new(kc, &o, &err);
 	ck_assert_msg(r != NULL, "record_new: %s", err);
 	return r;
+}
+
+/* The tests of core/v1 fields (count, source, timestamps) write core/v1 Events. */
+static ck_record_t *new_recorder(void)
+{
+	return new_recorder_api(CK_RECORD_API_CORE_V1);
 }
 
 START_TEST(test_hundred_identical_events_one_event)
@@ -311,6 +318,72 @@ START_TEST(test_namespace_missing_not_retried)
 }
 END_TEST
 
+static const ck_type_t t_events_v1 = {.group = "events.k8s.io",
+                                      .version = "v1",
+                                      .kind = "Event",
+                                      .resource = "events",
+                                      .namespaced = true};
+
+START_TEST(test_events_v1_by_discovery_with_series)
+{
+	ck_obj_t *cm = create_configmap();
+	ck_record_t *r = new_recorder_api(CK_RECORD_API_AUTO);
+	for (int i = 0; i < 3; i++) {
+		ck_record_event(r, cm, CK_RECORD_WARNING, "SyncFailed", "sync of %s failed",
+		                cm->name);
+		ck_assert_int_eq(ck_record_flush(r, 30000), 0);
+		usleep(20000); /* lastObservedTime moves */
+	}
+	ck_assert_int_eq(ck_record_api(r), CK_RECORD_API_EVENTS_V1);
+	ck_record_stats_t st;
+	ck_record_stats(r, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_uint_eq(st.patched, 2);
+	ck_assert_uint_eq(st.failed, 0);
+	ck_record_free(r);
+
+	/* One Event (seen through core/v1 too), read back through events.k8s.io/v1. */
+	ck_obj_t **items;
+	size_t n = list_events(NS, cm->uid, &items);
+	ck_assert_uint_eq(n, 1);
+	ck_result_t res = {0};
+	ck_req_spec_t spec = {.method = "GET",
+	                      .type = &t_events_v1,
+	                      .ns = NS,
+	                      .name = items[0]->name,
+	                      .no_decode = true,
+	                      .keep_body = true};
+	int rc = ck_client_do_sync(kc, &spec, &res);
+	ck_assert_msg(rc == 0, "get events.k8s.io event: %s", res.error);
+	char eb[256];
+	yajl_val v = yajl_tree_parse(res.body, eb, sizeof(eb));
+	ck_assert_msg(v != NULL, "%s", eb);
+	char want[128];
+	snprintf(want, sizeof(want), "sync of %s failed", cm->name);
+	ck_assert_str_eq(jstr(v, "apiVersion", NULL), "events.k8s.io/v1");
+	ck_assert_str_eq(jstr(v, "note", NULL), want);
+	ck_assert_str_eq(jstr(v, "reason", NULL), "SyncFailed");
+	ck_assert_str_eq(jstr(v, "action", NULL), "SyncFailed");
+	ck_assert_str_eq(jstr(v, "type", NULL), "Warning");
+	ck_assert_str_eq(jstr(v, "reportingController", NULL),
+	                 "samplecontroller.k8s.io/sample-controller");
+	ck_assert_str_eq(jstr(v, "reportingInstance", NULL), "record-integration-test");
+	ck_assert_str_eq(jstr(v, "regarding", "kind"), "ConfigMap");
+	ck_assert_str_eq(jstr(v, "regarding", "name"), cm->name);
+	ck_assert_str_eq(jstr(v, "regarding", "uid"), cm->uid);
+	ck_assert_str_ne(jstr(v, "eventTime", NULL), "");
+	const char *pcount[] = {"series", "count", NULL};
+	yajl_val c = yajl_tree_get(v, pcount, yajl_t_number);
+	ck_assert_msg(c != NULL, "no series.count: %s", res.body);
+	ck_assert_int_eq(YAJL_GET_INTEGER(c), 3);
+	ck_assert_str_gt(jstr(v, "series", "lastObservedTime"), jstr(v, "eventTime", NULL));
+	yajl_tree_free(v);
+	ck_result_clear(&res);
+	free_events(items, n);
+	delete_configmap(cm);
+}
+END_TEST
+
 Suite *suite_record(void)
 {
 	Suite *s = suite_create("record");
@@ -321,6 +394,7 @@ Suite *suite_record(void)
 	tcase_add_test(tc, test_deleted_event_is_created_again);
 	tcase_add_test(tc, test_cluster_scoped_object);
 	tcase_add_test(tc, test_namespace_missing_not_retried);
+	tcase_add_test(tc, test_events_v1_by_discovery_with_series);
 	suite_add_tcase(s, tc);
 	return s;
 }

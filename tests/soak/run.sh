@@ -28,7 +28,7 @@ ns_vg="soak-vg-$suffix" ns_ts="soak-tsan-$suffix"
 kubectl create namespace "$ns_vg" >/dev/null && kubectl create namespace "$ns_ts" >/dev/null || exit 1
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 m_vg=127.0.0.1:$(port) m_ts=127.0.0.1:$(port)
-common=(--kubeconfig "$KUBECONFIG" --resync-period=10s --leader-elect -v=2)
+common=(--kubeconfig "$KUBECONFIG" --resync-period=10s --leader-elect -v=2 --metrics-secure=false)
 
 valgrind --leak-check=full --show-leak-kinds=all --errors-for-leak-kinds=definite,indirect \
 	--error-exitcode=3 --log-file="$out/valgrind.txt" bin/sample-controller "${common[@]}" \

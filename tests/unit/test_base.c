@@ -38,6 +38,12 @@ START_TEST(test_time_roundtrip)
 	ck_assert_str_eq(micro, "2026-11-29T12:00:00.500000Z");
 	ck_assert_int_eq(ck_time_parse_rfc3339("yesterday", &ns), -1);
 	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T12:00:00", &ns), -1);
+	/* Found by fuzz_exec (an exec plugin's expirationTimestamp): past 2262 the
+	 * nanoseconds overflowed (UBSan: signed integer overflow). */
+	ck_assert_int_eq(ck_time_parse_rfc3339("4977-12-01T00:00:00Z", &ns), -1);
+	ck_assert_int_eq(ck_time_parse_rfc3339("2026-13-01T00:00:00Z", &ns), -1);
+	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T25:00:00Z", &ns), -1);
+	ck_assert_int_eq(ck_time_parse_rfc3339("2262-01-01T00:00:00Z", &ns), 0);
 }
 END_TEST
 

@@ -230,11 +230,8 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	fx_synced(&f);
 	/* A watch failure that needs a relist: the relist asks for the last RV... */
 	ck_cache_fake_req_finish(last_watch(&f), 500, "InternalError", "boom", 0);
-	advance_ms(&f, 2000); /* after 500: re-watch, not relist */
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
-	ck_cache_fake_req_finish(last_watch(&f), 400, "BadRequest", "odd", 0);
-	advance_ms(&f, 5000);
+	advance_ms(&f, 2000); /* after 500: relist (client-go), from the last RV */
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "10");
 	/* No limit: the watch cache serves it, at a version its watches can follow. */
@@ -248,12 +245,17 @@ START_TEST(test_list_gone_and_too_large_relist_from_empty_rv)
 	respond_list(&f, items, 1, "100", NULL);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "100");
 
-	/* Too large RV (504 with the cause) on a watch: relist from "". */
+	/* Too large RV (504 with the cause) on a watch: a relist at the last RV, as for
+	 * any watch error (client-go); told "too large" again, the list asks for "". */
 	ck_cache_fake_req_t *w = last_watch(&f);
 	ck_cache_fake_req_finish(w, 504, "Timeout", "Too large resource version: 200, current: 100",
 	                         0);
 	advance_ms(&f, 60000);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 4);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "100");
+	ck_cache_fake_req_finish(last_list(&f), 504, "Timeout",
+	                         "Too large resource version: 100, current: 50", 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 5);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
 	fx_free(&f);
 }
@@ -278,11 +280,12 @@ START_TEST(test_relist_pages_only_where_the_server_pages)
 }
 END_TEST
 
-START_TEST(test_watch_too_old_at_listed_rv_relists_from_empty)
+START_TEST(test_watch_gone_at_listed_rv_relists_from_that_rv)
 {
-	/* After an API server restart its watch cache starts after our RV; a list at that
-	 * exact RV (etcd) gives it back and the watch from it is too old again: the relist
-	 * must move to the most recent state instead of looping. */
+	/* A watch told 410 at once, at the RV a list just gave, relists from that RV, not
+	 * from "" (client-go: an expired watch does not make the RV "unavailable"; a list
+	 * at an RV is "not older than", served by the watch cache). Only if that list is
+	 * told 410 too does the next one ask for the most recent state. */
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f); /* listed at "10", watching from "10" */
@@ -290,6 +293,10 @@ START_TEST(test_watch_too_old_at_listed_rv_relists_from_empty)
 	                              "too old resource version: 10 (15)");
 	cache_informer_tick(f.inf);
 	advance_ms(&f, 1700);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "10");
+	ck_cache_fake_req_finish(last_list(&f), 410, "Expired", "too old resource version", 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "");
 	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
 	respond_list(&f, items, 1, "20", NULL);
@@ -316,8 +323,8 @@ START_TEST(test_watch_events_bookmark_and_clean_close)
 	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "c", "13"));
 	ck_cache_fake_req_event(w, CK_WATCH_BOOKMARK, mkbookmark("20", false));
 	cache_informer_drain(f.inf);
-	/* Deltas are grouped per key, keys in first-queued order (DeltaFIFO). */
-	ck_assert_str_eq(rec_text(&f.rec), "add ns/c 11\ndelete ns/c 13\nupdate ns/a 1->12\n");
+	/* Deltas in the order the server sent them, across keys (RealFIFO). */
+	ck_assert_str_eq(rec_text(&f.rec), "add ns/c 11\nupdate ns/a 1->12\ndelete ns/c 13\n");
 	ck_assert_str_eq(cache_reflector_last_rv(cache_informer_reflector(f.inf)), "20");
 	/* The server's timeout closes the stream: re-watch from the bookmark, no relist. */
 	ck_clk_fake_advance(&f.clk, 300 * CK_NS_PER_SEC);
@@ -376,33 +383,85 @@ END_TEST
 
 START_TEST(test_watch_closed_at_once_is_an_error)
 {
+	/* client-go's "very short watch": closed within 1 s without an event ends the
+	 * ListAndWatch round -- a relist after backoff, not a re-watch. */
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
 	ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1); /* no hot loop */
-	ck_assert_int_eq(f.werr_calls, 1);
-	advance_ms(&f, 1700);
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_int_eq(f.werr_calls,
+	                 0); /* retried as routine: client-go's WatchErrorHandler is not called */
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "10");
 	fx_free(&f);
 }
 END_TEST
 
 START_TEST(test_transport_error_rewatches_without_relist)
 {
+	/* A connection dropped mid-stream is a stream that ended (client-go's stream
+	 * watcher takes a probable EOF for a close): re-watch at once from the last RV,
+	 * no backoff, nothing reported. */
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
 	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_MODIFIED, mkobj("ns", "a", "15"));
-	ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "connection reset by peer", 0);
-	ck_assert_int_eq(f.werr_calls, 1);
-	ck_assert_int_eq(f.werr_nonhealing, 0);
-	ck_assert_ptr_nonnull(strstr(f.werr_last, "connection reset"));
-	advance_ms(&f, 1700);
+	ck_cache_fake_req_finish_transport(last_watch(&f), 56, 200, "connection reset by peer");
+	ck_assert_int_eq(f.werr_calls, 0);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
 	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+
+	/* Refused at connect (the server restarting): back off, then re-watch. */
+	ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "connection refused", 0);
+	ck_assert_int_eq(f.werr_calls,
+	                 0); /* retried as routine: client-go's WatchErrorHandler is not called */
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 3);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+
+	/* Any other failure before an answer (here a timeout) is not "retriable" for a
+	 * watch: the round ends, a relist after backoff. */
+	ck_clk_fake_advance(&f.clk, 5 * CK_NS_PER_SEC);
+	ck_cache_fake_req_finish_transport(last_watch(&f), 28, 0, "connection timed out");
+	ck_assert_int_eq(f.werr_calls, 1); /* reported: the watch request itself failed */
+	advance_ms(&f, 3300);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 3);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "15");
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_watch_5xx_relists_after_backoff)
+{
+	/* A 5xx answer to the watch request is not "retriable" (only refused and 429
+	 * are): the round ends, a relist from the last RV after backoff. */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	ck_cache_fake_req_finish(last_watch(&f), 503, "ServiceUnavailable", "etcd is down", 0);
+	ck_assert_int_eq(f.werr_calls, 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "10");
+	respond_list(&f, NULL, 0, "30", NULL);
+	/* An ERROR 429 in the stream backs off and re-watches (client-go does the same). */
+	ck_cache_fake_req_error_event(last_watch(&f), 429, "TooManyRequests", "slow down");
+	cache_informer_tick(f.inf);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	advance_ms(&f, 3300);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 3);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "30");
 	fx_free(&f);
 }
 END_TEST
@@ -421,13 +480,11 @@ START_TEST(test_429_honours_retry_after)
 }
 END_TEST
 
-START_TEST(test_watch_error_event_500_rewatches_after_backoff)
+START_TEST(test_watch_error_event_500_relists_after_backoff)
 {
 	/* An ERROR event that is not 410 (etcd hiccup: 500 InternalError) ends the watch,
-	 * is reported, and -- our resourceVersion being still good -- is followed by a
-	 * re-watch from the last RV after backoff, not a relist. (client-go, whose
-	 * MaxInternalErrorRetryDuration defaults to 0, relists instead; a re-watch at a
-	 * compacted RV would turn into a 410 and relist anyway.) */
+	 * is reported, and is followed by a relist from the last RV after backoff, as in
+	 * client-go (whose MaxInternalErrorRetryDuration defaults to 0). */
 	fx_t f;
 	fx_init(&f, NULL);
 	fx_synced(&f);
@@ -439,34 +496,21 @@ START_TEST(test_watch_error_event_500_rewatches_after_backoff)
 	ck_assert_uint_eq(cache_reflector_deadline(cache_informer_reflector(f.inf)), 0);
 	cache_informer_tick(f.inf); /* the ERROR ends the watch on the next tick */
 	ck_assert(ck_cache_fake_req_cancelled(w));
-	ck_assert_int_eq(f.werr_calls, 1);
-	ck_assert_int_eq(f.werr_nonhealing, 0);
-	ck_assert_ptr_nonnull(
-	    strstr(f.werr_last, "watch widgets.test.example.com: etcdserver: leader changed"));
+	ck_assert_int_eq(f.werr_calls,
+	                 0); /* retried as routine: client-go's WatchErrorHandler is not called */
 	/* Not at once (no hot loop against a failing server): after the backoff. */
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
 	ck_assert_uint_ge(retry_delay(&f), 800 * CK_NS_PER_MS);
 	advance_ms(&f, 1700);
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
-	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "15");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "15");
 	cache_informer_drain(f.inf);
 	ck_assert_str_eq(rec_text(&f.rec), "update ns/a 1->15\n");
 	ck_cache_stats_t st;
 	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.errors, 1);
-	ck_assert_uint_eq(st.relists, 0);
-
-	/* An ERROR that retrying the watch will not fix (400) relists after backoff. */
-	ck_cache_fake_req_error_event(last_watch(&f), 400, "BadRequest", "unable to decode");
-	cache_informer_tick(f.inf);
-	ck_assert_int_eq(f.werr_calls, 2);
-	ck_assert_ptr_nonnull(strstr(f.werr_last, "unable to decode"));
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
-	advance_ms(&f, 3300);
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
-	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
-	ck_assert_str_eq(ck_cache_fake_req_opts(last_list(&f))->resource_version, "15");
+	ck_assert_uint_eq(st.relists, 1);
 	fx_free(&f);
 }
 END_TEST
@@ -490,6 +534,46 @@ START_TEST(test_429_on_list_honours_retry_after)
 	respond_list(&f, items, 1, "10", NULL);
 	cache_informer_drain(f.inf);
 	ck_assert(ck_cache_informer_has_synced(f.inf));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_repeated_429_backs_off_exponentially)
+{
+	/* APF answers every rejected request with 429 Retry-After: 1. Once the REST
+	 * client's own retries are spent, client-go's reflector backs off through its
+	 * backoffManager (800 ms doubling to 30 s), not once a second forever: the
+	 * delay is the exponential backoff, never shorter than the Retry-After. */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_synced(&f);
+	uint64_t d[7];
+	for (int i = 0; i < 7; i++) {
+		ck_cache_fake_req_finish(last_watch(&f), 429, "TooManyRequests", "slow down", 1);
+		d[i] = retry_delay(&f);
+		ck_assert_uint_ge(d[i], 1 * CK_NS_PER_SEC);
+		advance_ms(&f, d[i] / CK_NS_PER_MS + 1);
+		ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), (size_t)i + 2);
+	}
+	ck_assert_uint_lt(d[0], 1600 * CK_NS_PER_MS);
+	ck_assert_uint_ge(d[3], 6400 * CK_NS_PER_MS);
+	ck_assert_uint_ge(d[6], 30 * CK_NS_PER_SEC);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1); /* re-watches only */
+
+	/* The same on the list: a daemon started while rejected. */
+	fx_t g;
+	fx_init(&g, NULL);
+	fx_start(&g);
+	uint64_t e[5];
+	for (int i = 0; i < 5; i++) {
+		ck_cache_fake_req_finish(last_list(&g), 429, "TooManyRequests", "slow down", 1);
+		e[i] = retry_delay(&g);
+		advance_ms(&g, e[i] / CK_NS_PER_MS + 1);
+		ck_assert_uint_eq(ck_cache_fake_lw_count(g.fake, false), (size_t)i + 2);
+	}
+	ck_assert_uint_ge(e[1], 1600 * CK_NS_PER_MS);
+	ck_assert_uint_ge(e[4], 12800 * CK_NS_PER_MS);
+	fx_free(&g);
 	fx_free(&f);
 }
 END_TEST
@@ -667,6 +751,8 @@ START_TEST(test_backoff_grows_and_resets_after_health)
 		ck_clk_fake_advance(&f.clk, 30 * CK_NS_PER_SEC);
 		ck_cache_fake_req_event(last_watch(&f), CK_WATCH_BOOKMARK, mkbookmark("30", false));
 	}
+	/* The server's timeout ends it (re-watch at once); the new watch is refused. */
+	ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0);
 	ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "refused", 0);
 	ck_assert_uint_lt(retry_delay(&f), 1600 * CK_NS_PER_MS);
 	fx_free(&f);
@@ -793,7 +879,7 @@ START_TEST(test_late_handler_gets_existing_objects_first)
 	rec_t late = {0};
 	ck_cache_handler_reg_t *r = ck_cache_informer_add_handler(f.inf, &rec_handler, &late);
 	ck_assert(!ck_cache_handler_has_synced(r));
-	ck_assert_uint_eq(cache_informer_pending(f.inf), 2);
+	ck_assert_uint_gt(cache_informer_pending(f.inf), 0);
 	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("ns", "c", "11"));
 	cache_informer_drain(f.inf);
 	ck_assert(ck_cache_handler_has_synced(r));
@@ -1005,9 +1091,9 @@ static void view_add_on_add(void *ud, ck_obj_t *obj, bool initial)
 
 START_TEST(test_handler_added_in_a_callback_sees_the_store)
 {
-	/* Added while c's [Added, Deleted] is being processed, with a's updates and d's
-	 * add still queued: it must end up with exactly what the store has -- not c from
-	 * a snapshot taken before c's delete was applied. */
+	/* Added from the callback for c's add, with a's updates, c's delete and d's
+	 * add still queued: it gets the store as it is then (with c) and exactly the
+	 * deltas after the one in flight, ending with what the store has. */
 	fx_t f;
 	fx_init(&f, NULL);
 	view_t late;
@@ -1026,13 +1112,13 @@ START_TEST(test_handler_added_in_a_callback_sees_the_store)
 	ck_assert(a.added);
 	ck_assert(!a.synced_at_once); /* the store was not empty: a snapshot to deliver */
 	ck_assert_str_eq(rec_text(&f.rec),
-	                 "add ns/c 11\ndelete ns/c 13\nupdate ns/a 1->12\nupdate ns/a 12->15\n"
-	                 "add ns/d 14\n");
+	                 "add ns/c 11\nupdate ns/a 1->12\ndelete ns/c 13\nadd ns/d 14\n"
+	                 "update ns/a 12->15\n");
 	view_assert_is_store(&late, ck_cache_informer_store(f.inf));
-	/* The store after c's entry (a@1, b@2), then a's updates and d's add. */
-	ck_assert_int_eq(late.initial_adds, 2);
+	/* The store after c's add (a@1, b@2, c@11), then the four deltas after it. */
+	ck_assert_int_eq(late.initial_adds, 3);
 	ck_assert_int_eq(late.adds_after_synced, 0);
-	ck_assert_int_eq(late.events, 3);
+	ck_assert_int_eq(late.events, 4);
 	ck_assert_int_eq(late.events_unsynced, 0);
 	ck_assert(ck_cache_handler_has_synced(late.reg));
 	ck_assert_uint_eq(cache_informer_pending(f.inf), 0);
@@ -1076,9 +1162,10 @@ END_TEST
 
 START_TEST(test_late_handler_added_between_batches_of_the_initial_list)
 {
-	/* Not from a callback: the loop processed two of five listed objects (batch 2)
-	 * when the handler comes. It gets those two, then the other three, all as
-	 * initial adds, and is synced only after the last. */
+	/* Not from a callback: the list reached the store at once, and the loop told
+	 * the first handler about two of five objects (batch 2) when this one comes.
+	 * It gets all five from its snapshot, as initial adds, none of the list's
+	 * remaining notifications, and is synced only after the last. */
 	ck_cache_informer_opts_t o = {.batch = 2};
 	fx_t f;
 	fx_init(&f, &o);
@@ -1086,8 +1173,14 @@ START_TEST(test_late_handler_added_between_batches_of_the_initial_list)
 	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2"), mkobj("ns", "c", "3"),
 	                     mkobj("ns", "d", "4"), mkobj("ns", "e", "5")};
 	respond_list(&f, items, 5, "10", NULL);
+	/* The list is built beside the store two objects a round, then swapped in. */
+	for (int i = 0; i < 10 && ck_cache_store_len(ck_cache_informer_store(f.inf)) == 0; i++) {
+		ck_assert_int_eq(f.rec.adds, 0);
+		ev_run(f.loop, EVRUN_NOWAIT);
+	}
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 5);
 	ev_run(f.loop, EVRUN_NOWAIT);
-	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	ck_assert_int_eq(f.rec.adds, 2);
 	ck_assert(!ck_cache_informer_has_synced(f.inf));
 	view_t late;
 	memset(&late, 0, sizeof(late));
@@ -1196,7 +1289,7 @@ END_TEST
 
 START_TEST(test_streaming_list)
 {
-	ck_cache_informer_opts_t o = {.streaming_list = true};
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_ON};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_start(&f);
@@ -1225,7 +1318,7 @@ END_TEST
 
 START_TEST(test_streaming_list_refused_falls_back)
 {
-	ck_cache_informer_opts_t o = {.streaming_list = true};
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_ON};
 	fx_t f;
 	fx_init(&f, &o);
 	fx_start(&f);
@@ -1241,6 +1334,134 @@ START_TEST(test_streaming_list_refused_falls_back)
 	ck_assert(!ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
 	cache_informer_drain(f.inf);
 	ck_assert(ck_cache_informer_has_synced(f.inf));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_streaming_list_is_the_default)
+{
+	/* As client-go's WatchListClient since 1.35: on unless the source cannot serve
+	 * it (the in-process fake says so by default, as client-go's fakes do). */
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 0);
+	fx_free(&f);
+
+	fx_init(&f, NULL);
+	ck_cache_fake_lw_set_watch_list(f.fake, true);
+	fx_start(&f);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 0);
+	ck_assert(ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	fx_free(&f);
+
+	/* Opt-outs: the option, and client-go's own switch for its gate. */
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_OFF};
+	fx_init(&f, &o);
+	ck_cache_fake_lw_set_watch_list(f.fake, true);
+	fx_start(&f);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	fx_free(&f);
+
+	setenv("KUBE_FEATURE_WatchListClient", "false", 1);
+	fx_init(&f, NULL);
+	ck_cache_fake_lw_set_watch_list(f.fake, true);
+	fx_start(&f);
+	unsetenv("KUBE_FEATURE_WatchListClient");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_streaming_refusal_falls_back_for_one_round)
+{
+	/* client-go falls back to list+watch for the ListAndWatch that failed to stream,
+	 * and streams again on the next one. */
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_ON};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	ck_cache_fake_req_finish(last_watch(&f), 422, "Invalid", "sendInitialEvents is forbidden",
+	                         0);
+	ck_obj_t *items[] = {mkobj("ns", "a", "1")};
+	respond_list(&f, items, 1, "10", NULL);
+	ck_assert(!ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	/* The round ends (ERROR 500); the next one streams again, from the last RV. */
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_MODIFIED, mkobj("ns", "a", "12"));
+	ck_cache_fake_req_error_event(last_watch(&f), 500, "InternalError", "leader changed");
+	cache_informer_tick(f.inf);
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 3);
+	const ck_list_opts_t *wo = ck_cache_fake_req_opts(last_watch(&f));
+	ck_assert(wo->send_initial_events);
+	ck_assert_str_eq(wo->resource_version, "12");
+	ck_assert(!cache_reflector_streaming_refused(cache_informer_reflector(f.inf)));
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_streaming_applies_modified_and_deleted)
+{
+	/* client-go's watchList applies every event to a temporary store: a MODIFIED or
+	 * DELETED before the end bookmark changes the state being assembled. */
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_ON};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "a", "5"));
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("ns", "b", "6"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "a", "8"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "b", "9"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "c", "10"));
+	ck_cache_fake_req_event(w, CK_WATCH_DELETED, mkobj("ns", "nobody", "11"));
+	ck_cache_fake_req_event(w, CK_WATCH_BOOKMARK, mkbookmark("11", true));
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_assert_str_eq(rec_text(&f.rec), "add ns/a 8 initial\nadd ns/c 10 initial\n");
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	fx_free(&f);
+}
+END_TEST
+
+START_TEST(test_streaming_interrupted_streams_again)
+{
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_ON};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	/* Closed (or cut) before the end bookmark after some events: client-go's
+	 * watchList streams again at once, from scratch. */
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("ns", "a", "5"));
+	ck_clk_fake_advance(&f.clk, 2 * CK_NS_PER_SEC);
+	ck_cache_fake_req_finish_transport(last_watch(&f), 56, 200, "connection reset by peer");
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 2);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 0);
+	ck_assert(ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	/* 410 / too large: stream again at once, from the most recent state. */
+	ck_cache_fake_req_finish(last_watch(&f), 410, "Expired", "too old", 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 3);
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->resource_version, "");
+	ck_assert(ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	/* Refused at connect: back off, then stream again. */
+	ck_cache_fake_req_finish(last_watch(&f), 0, NULL, "connection refused", 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 3);
+	advance_ms(&f, 1700);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, true), 4);
+	ck_assert(ck_cache_fake_req_opts(last_watch(&f))->send_initial_events);
+	/* A very short watch is an error: this round falls back to a list. */
+	ck_cache_fake_req_finish(last_watch(&f), 200, NULL, NULL, 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	respond_list(&f, NULL, 0, "20", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_assert_uint_eq(f.rec.adds, 0); /* a's half-streamed state was dropped */
 	fx_free(&f);
 }
 END_TEST
@@ -1740,14 +1961,16 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(tc, test_expired_continue_falls_back_to_full_list);
 	tcase_add_test(tc, test_list_gone_and_too_large_relist_from_empty_rv);
 	tcase_add_test(tc, test_relist_pages_only_where_the_server_pages);
-	tcase_add_test(tc, test_watch_too_old_at_listed_rv_relists_from_empty);
+	tcase_add_test(tc, test_watch_gone_at_listed_rv_relists_from_that_rv);
 	tcase_add_test(tc, test_watch_events_bookmark_and_clean_close);
 	tcase_add_test(tc, test_watch_gone_relists_with_tombstones);
 	tcase_add_test(tc, test_watch_closed_at_once_is_an_error);
 	tcase_add_test(tc, test_transport_error_rewatches_without_relist);
+	tcase_add_test(tc, test_watch_5xx_relists_after_backoff);
 	tcase_add_test(tc, test_429_honours_retry_after);
 	tcase_add_test(tc, test_429_on_list_honours_retry_after);
-	tcase_add_test(tc, test_watch_error_event_500_rewatches_after_backoff);
+	tcase_add_test(tc, test_watch_error_event_500_relists_after_backoff);
+	tcase_add_test(tc, test_repeated_429_backs_off_exponentially);
 	tcase_add_test(tc, test_forbidden_reported_logged_once_and_sync_reason);
 	tcase_add_test(tc, test_not_found_hint_and_wait_on_loop_thread);
 	tcase_add_test(tc, test_start_failure_retries);
@@ -1756,6 +1979,10 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(tc, test_stall_detection);
 	tcase_add_test(tc, test_streaming_list);
 	tcase_add_test(tc, test_streaming_list_refused_falls_back);
+	tcase_add_test(tc, test_streaming_list_is_the_default);
+	tcase_add_test(tc, test_streaming_refusal_falls_back_for_one_round);
+	tcase_add_test(tc, test_streaming_applies_modified_and_deleted);
+	tcase_add_test(tc, test_streaming_interrupted_streams_again);
 	suite_add_tcase(s, tc);
 	TCase *th = tcase_create("informer");
 	tcase_add_test(th, test_resync_only_to_due_handlers);

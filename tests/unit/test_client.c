@@ -7,6 +7,7 @@
 #include <ckube/log.h>
 #include <ckube/ratelimit.h>
 
+#include "pkg/leaderelection/le_internal.h" /* the Lease lock, over this client */
 #include "tests/unit/fault_server.h"
 
 #include <check.h>
@@ -564,7 +565,7 @@ END_TEST
 /* A worker thread's blocking call. */
 typedef struct worker {
 	ck_client_t *c;
-	int which; /* 0 get, 1 create */
+	int which; /* 0 get, 1 create, 2 the Lease lock's get */
 	int rc;
 	ck_result_t res;
 	atomic_int done;
@@ -575,7 +576,19 @@ static void *worker_main(void *arg)
 	worker_t *w = arg;
 	if (w->which == 0)
 		w->rc = ck_client_get_sync(w->c, &t_dep, "ns1", "d1", &w->res);
-	else
+	else if (w->which == 2) {
+		le_lock_t *l = le_lock_lease_new(w->c, "ns1", "sc");
+		le_record_t rec;
+		le_record_init(&rec);
+		char *err = NULL;
+		w->rc = l->ops->get(l, 5000, &rec, &err);
+		if (w->rc != 0)
+			w->res.error = err;
+		else
+			free(err);
+		le_record_free(&rec);
+		l->ops->free(l);
+	} else
 		w->rc = ck_client_create_sync(w->c, &t_dep, "ns1", DEP_JSON("d1"), NULL, &w->res);
 	atomic_store(&w->done, 1);
 	return NULL;
@@ -1789,6 +1802,67 @@ START_TEST(test_client_rate_limited)
 }
 END_TEST
 
+/* An unthrottled request neither waits for nor takes a token: with the burst
+ * spent and the next token 2 s away, it completes before the throttled one queued
+ * ahead of it (an order, not a time). */
+START_TEST(test_unthrottled_skips_the_limiter)
+{
+	ck_client_opts_t o = {.qps = 0.5, .burst = 1};
+	fx_t f;
+	fx_init(&f, &o);
+	call_t a = {0}, b = {0}, u = {0};
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = CK_DEC_OBJECT};
+	for (int i = 0; i < 3; i++)
+		fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	ck_assert_ptr_nonnull(ck_client_request(f.c, &spec, NULL, call_done, &a, NULL));
+	ck_assert_ptr_nonnull(ck_client_request(f.c, &spec, NULL, call_done, &b, NULL));
+	ck_req_spec_t us = spec;
+	us.unthrottled = true;
+	ck_assert_ptr_nonnull(ck_client_request(f.c, &us, NULL, call_done, &u, NULL));
+	run_until(f.loop, &u.done);
+	ck_assert_msg(!atomic_load(&b.done), "the throttled request went first");
+	run_until(f.loop, &b.done);
+	run_until(f.loop, &a.done);
+	ck_assert_msg(u.res.error == NULL && b.res.error == NULL && a.res.error == NULL, "%s",
+	              u.res.error   ? u.res.error
+	              : b.res.error ? b.res.error
+	                            : a.res.error);
+	call_clear(&a);
+	call_clear(&b);
+	call_clear(&u);
+	fx_done(&f);
+}
+END_TEST
+
+/* The Lease lock's requests are unthrottled: with the bucket spent and the next
+ * token 1,000 s away, leader election still reads its Lease (throttled, the get
+ * would wait past its 5 s limit and run_until's). */
+START_TEST(test_lease_lock_skips_the_limiter)
+{
+	ck_client_opts_t o = {.qps = 0.001, .burst = 1};
+	fx_t f;
+	fx_init(&f, &o);
+	call_t a = {0};
+	ck_req_spec_t spec = {
+	    .method = "GET", .type = &t_dep, .ns = "ns1", .name = "d1", .decode = CK_DEC_OBJECT};
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	ck_assert_ptr_nonnull(ck_client_request(f.c, &spec, NULL, call_done, &a, NULL));
+	run_until(f.loop, &a.done);
+	call_clear(&a);
+	fs_push_simple(f.fs, 200, NULL,
+	               "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+	               "\"metadata\":{\"name\":\"sc\",\"namespace\":\"ns1\","
+	               "\"resourceVersion\":\"7\"},\"spec\":{\"holderIdentity\":\"x\","
+	               "\"leaseDurationSeconds\":15}}");
+	worker_t w = {.which = 2};
+	run_worker(&f, &w);
+	ck_assert_msg(w.rc == 0, "%s", w.res.error ? w.res.error : "?");
+	free(w.res.error);
+	fx_done(&f);
+}
+END_TEST
+
 Suite *suite_client(void)
 {
 	Suite *s = suite_create("client");
@@ -1834,6 +1908,8 @@ Suite *suite_client(void)
 	TCase *tb = tcase_create("ratelimit");
 	tcase_add_test(tb, test_bucket_burst_then_qps);
 	tcase_add_test(tb, test_bucket_negative_qps_disables);
+	tcase_add_test(tb, test_unthrottled_skips_the_limiter);
+	tcase_add_test(tb, test_lease_lock_skips_the_limiter);
 	suite_add_tcase(s, tb);
 	return s;
 }

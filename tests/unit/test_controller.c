@@ -304,11 +304,103 @@ START_TEST(test_invalid_spec_event_only_when_status_written)
 }
 END_TEST
 
+/*
+ * Refusals that retrying cannot fix are said on the Foo and not retried: a name
+ * too long for the Deployment's "controller" label (checked before any request),
+ * and a Deployment the API server refuses as invalid (422).
+ */
+/* A Foo at resourceVersion 1, generation 1, with the given spec; owned by the caller. */
+static ck_obj_t *foo_new(const char *name, const char *spec)
+{
+	char *ms = meta_spec(name, "1", 1, spec);
+	char *json = ck_xasprintf("{%s}", ms);
+	ck_obj_t *foo = foo_from(json);
+	free(json);
+	free(ms);
+	return foo;
+}
+
+START_TEST(test_unfixable_refusals_reported_not_retried)
+{
+	/* 1. A 64-character name: one status write (InvalidName), one Warning, no create. */
+	char name[65];
+	memset(name, 'n', 64);
+	name[64] = '\0';
+	ck_obj_t *foo = foo_new(name, "{\"deploymentName\":\"web\",\"replicas\":1}");
+	fx_t f;
+	fx_init(&f, &foo, 1);
+	char key[128];
+	snprintf(key, sizeof(key), "ns1/%s", name);
+	fs_push_simple(f.fs, 200, NULL, ANY_FOO);
+	ck_assert_int_eq(fx_sync(&f, key, NULL), 0);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	const fs_request_t *rq = fs_request(f.fs, 0);
+	ck_assert_str_eq(rq->method, "PUT");
+	ck_assert_msg(strstr(rq->body, "\"reason\":\"InvalidName\"") != NULL, "%s", rq->body);
+	ck_assert_msg(strstr(rq->body, "64 characters, at most 63") != NULL, "%s", rq->body);
+	ck_assert_int_eq(fx_events(&f), 1);
+	ck_assert_ptr_nonnull(strstr(f.sink.first_body, "\"type\":\"Warning\""));
+	fx_done(&f);
+
+	/* 2. The create answered 422: the server's message on the Foo, sync done. */
+	foo = foo_new("ok", "{\"deploymentName\":\"web\",\"replicas\":1}");
+	fx_init(&f, &foo, 1);
+	fs_push_simple(f.fs, 422, NULL,
+	               "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+	               "\"message\":\"Deployment.apps \\\"web\\\" is invalid: spec.template: "
+	               "refused by a test\",\"reason\":\"Invalid\",\"code\":422}");
+	fs_push_simple(f.fs, 200, NULL, ANY_FOO);
+	char *err = NULL;
+	ck_assert_int_eq(fx_sync(&f, "ns1/ok", &err), 0);
+	free(err);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	ck_assert_str_eq(fs_request(f.fs, 0)->method, "POST");
+	rq = fs_request(f.fs, 1);
+	ck_assert_str_eq(rq->method, "PUT");
+	ck_assert_msg(strstr(rq->body, "\"reason\":\"DeploymentInvalid\"") != NULL, "%s", rq->body);
+	ck_assert_msg(strstr(rq->body, "refused by a test") != NULL, "%s", rq->body);
+	ck_assert_int_eq(fx_events(&f), 1);
+	fx_done(&f);
+
+	/* 3. The same on the update path: the Foo's Deployment exists with 1 replica,
+	 * the Foo asks for 2, the PUT is answered 422. */
+	foo = foo_new("up", "{\"deploymentName\":\"web\",\"replicas\":2}");
+	fx_init(&f, &foo, 1);
+	char *err2 = NULL;
+	const char *dep_json =
+	    "{\"metadata\":{\"name\":\"web\",\"namespace\":\"ns1\",\"uid\":\"d1\","
+	    "\"resourceVersion\":\"5\",\"ownerReferences\":[{\"apiVersion\":"
+	    "\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",\"name\":\"up\",\"uid\":\"u1\","
+	    "\"controller\":true}]},\"spec\":{\"replicas\":1}}";
+	ck_obj_t *dep = ck_dec_object(&ck_type_deployment, dep_json, strlen(dep_json), &err2);
+	ck_assert_msg(dep != NULL, "%s", err2 ? err2 : "?");
+	ck_cache_fake_req_t *w = ck_cache_fake_lw_last(f.deps, true);
+	ck_assert_ptr_nonnull(w);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, dep);
+	cache_informer_drain(ck_cache_factory_informer(f.factory, &ck_type_deployment));
+	fs_push_simple(f.fs, 422, NULL,
+	               "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+	               "\"message\":\"Deployment.apps \\\"web\\\" is invalid: refused on update\","
+	               "\"reason\":\"Invalid\",\"code\":422}");
+	fs_push_simple(f.fs, 200, NULL, ANY_FOO);
+	ck_assert_int_eq(fx_sync(&f, "ns1/up", NULL), 0);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	ck_assert_str_eq(fs_request(f.fs, 0)->method, "PUT");
+	ck_assert_ptr_nonnull(strstr(fs_request(f.fs, 0)->target, "/deployments/web"));
+	rq = fs_request(f.fs, 1);
+	ck_assert_msg(strstr(rq->body, "\"reason\":\"DeploymentInvalid\"") != NULL, "%s", rq->body);
+	ck_assert_msg(strstr(rq->body, "refused on update") != NULL, "%s", rq->body);
+	ck_assert_int_eq(fx_events(&f), 1);
+	fx_done(&f);
+}
+END_TEST
+
 Suite *suite_controller(void)
 {
 	Suite *s = suite_create("controller");
 	TCase *tc = tcase_create("sync");
 	tcase_add_test(tc, test_invalid_spec_event_only_when_status_written);
+	tcase_add_test(tc, test_unfixable_refusals_reported_not_retried);
 	suite_add_tcase(s, tc);
 	return s;
 }

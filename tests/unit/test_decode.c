@@ -443,7 +443,24 @@ START_TEST(test_max_object_bytes)
 	char want[64];
 	snprintf(want, sizeof(want), "larger than the limit of %zu bytes", il - 1);
 	ck_assert_msg(strstr(ck_sbuf_cstr(&r.out), want) != NULL, "%s", ck_sbuf_cstr(&r.out));
+	/* The error names the object: its name had been read when the limit was hit. */
+	ck_assert_msg(strstr(ck_sbuf_cstr(&r.out), "object \"0123456789\" larger than") != NULL,
+	              "%s", ck_sbuf_cstr(&r.out));
 	rec_free(&r);
+	/* A watch event too large names namespace/name (metadata comes first). */
+	ck_sbuf_t ev = CK_SBUF_INIT;
+	ck_sbuf_puts(&ev, "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"big\","
+	                  "\"namespace\":\"ns1\",\"annotations\":{\"a\":\"");
+	for (int i = 0; i < 5000; i++)
+		ck_sbuf_putc(&ev, 'x');
+	ck_sbuf_puts(&ev, "\"}}}}\n");
+	ck_assert_int_eq(run(&ck_type_deployment, CK_DEC_WATCH, ev.data, ev.len, NULL, 0, 4096, &r),
+	                 -1);
+	ck_assert_msg(strstr(ck_sbuf_cstr(&r.out),
+	                     "watch event \"ns1/big\" larger than the limit of 4096 bytes") != NULL,
+	              "%s", ck_sbuf_cstr(&r.out));
+	rec_free(&r);
+	ck_sbuf_free(&ev);
 	/* A huge string is refused before it is buffered whole. */
 	ck_sbuf_t big = CK_SBUF_INIT;
 	ck_sbuf_puts(&big, "{\"metadata\":{\"name\":\"");

@@ -1,7 +1,9 @@
 /*
  * Unit tests for pkg/metrics: exact exposition text, escaping, number format,
  * concurrent updates, the process collector, and the HTTP server (fetched with
- * libcurl, parsed with prometheus_client's parser through prom_parse_check.py).
+ * libcurl, parsed with prometheus_client's parser through prom_parse_check.py);
+ * the secure server: its certificate, TLS, and the authentication/authorization
+ * gate and its cache, with a fake reviewer.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -17,10 +19,17 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include <ckube/base.h>
 #include <ckube/metrics.h>
+
+#include "pkg/metrics/metrics_internal.h"
 
 static char *render(ck_metrics_registry_t *reg)
 {
@@ -393,6 +402,38 @@ static double sample_value(const char *text, const char *name)
 	free(key);
 	return v;
 }
+
+/* The heap figures: two gauges; outside a sanitizer, in-use bytes follow a block
+ * allocated and freed (a sanitizer's allocator bypasses glibc's, whose figures
+ * these are). */
+START_TEST(heap_collector)
+{
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_registry_add_heap_collector(reg);
+	char *text = render(reg);
+	ck_assert_ptr_nonnull(strstr(text, "# TYPE process_malloc_inuse_bytes gauge\n"));
+	ck_assert_ptr_nonnull(strstr(text, "# TYPE process_malloc_free_bytes gauge\n"));
+	double before = sample_value(text, "process_malloc_inuse_bytes");
+	ck_assert(before >= 0 && sample_value(text, "process_malloc_free_bytes") >= 0);
+	free(text);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	size_t n = 8u << 20;
+	char *block = malloc(n);
+	ck_assert_ptr_nonnull(block);
+	memset(block, 1, n);
+	text = render(reg);
+	double during = sample_value(text, "process_malloc_inuse_bytes");
+	free(text);
+	free(block);
+	text = render(reg);
+	double after = sample_value(text, "process_malloc_inuse_bytes");
+	free(text);
+	ck_assert_msg(during - before >= (double)n, "in use %.0f -> %.0f", before, during);
+	ck_assert_msg(during - after >= (double)n, "in use after free %.0f -> %.0f", during, after);
+#endif
+	ck_metrics_registry_free(reg);
+}
+END_TEST
 
 START_TEST(process_collector_real)
 {
@@ -864,6 +905,386 @@ START_TEST(server_survives_odd_requests)
 }
 END_TEST
 
+/* --- The secure server. --- */
+
+/*
+ * A fake reviewer: tokens "alice" and "bob" are valid (users alice and bob, uid
+ * u-<name>, group g), "carol" is valid but her access review fails, "boom" fails
+ * to review, "t<N>" are valid users t<N>; anything else is invalid. Only alice
+ * and t<N> may get /metrics. Counts its calls.
+ */
+struct fake_rev {
+	_Atomic int authn, authz;
+	char last_path[64], last_verb[16];
+};
+
+static int fake_authenticate(void *ud, const char *token, ck_metrics_user_t *user, char **reason,
+                             char **err)
+{
+	struct fake_rev *f = ud;
+	atomic_fetch_add(&f->authn, 1);
+	if (strcmp(token, "boom") == 0)
+		return ck_err_set(err, "tokenreviews is forbidden"), CK_METRICS_REVIEW_FAILED;
+	if (strcmp(token, "alice") && strcmp(token, "bob") && strcmp(token, "carol") &&
+	    token[0] != 't') {
+		*reason = ck_xstrdup("invalid bearer token");
+		return CK_METRICS_REVIEW_NO;
+	}
+	user->name = ck_xstrdup(token);
+	user->uid = ck_xasprintf("u-%s", token);
+	user->groups = ck_xcalloc(1, sizeof(char *));
+	user->groups[user->ngroups++] = ck_xstrdup("g");
+	return CK_METRICS_REVIEW_YES;
+}
+
+static int fake_authorize(void *ud, const ck_metrics_user_t *user, const char *path,
+                          const char *verb, char **reason, char **err)
+{
+	struct fake_rev *f = ud;
+	atomic_fetch_add(&f->authz, 1);
+	snprintf(f->last_path, sizeof(f->last_path), "%s", path);
+	snprintf(f->last_verb, sizeof(f->last_verb), "%s", verb);
+	ck_assert_int_eq((int)user->ngroups, 1);
+	ck_assert_str_eq(user->groups[0], "g");
+	if (strcmp(user->name, "carol") == 0)
+		return ck_err_set(err, "subjectaccessreviews is forbidden"),
+		       CK_METRICS_REVIEW_FAILED;
+	if (strcmp(user->name, "alice") == 0 || user->name[0] == 't')
+		return CK_METRICS_REVIEW_YES;
+	*reason = ck_xstrdup("no RBAC policy matched");
+	return CK_METRICS_REVIEW_NO;
+}
+
+/* GET https://127.0.0.1:port/path; returns the status, or -1 with *cc when no answer came. */
+static long https_get(int port, const char *path, const char *authz, const char *cainfo,
+                      const char *scheme, ck_sbuf_t *body, CURLcode *cc)
+{
+	CURL *c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	char *url = ck_xasprintf("%s://127.0.0.1:%d%s", scheme ? scheme : "https", port, path);
+	struct curl_slist *hdr = NULL;
+	if (authz != NULL) {
+		char *h = ck_xasprintf("Authorization: %s", authz);
+		hdr = curl_slist_append(hdr, h);
+		free(h);
+	}
+	ck_sbuf_reset(body);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	if (cainfo != NULL) {
+		curl_easy_setopt(c, CURLOPT_CAINFO, cainfo);
+	} else {
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	*cc = curl_easy_perform(c);
+	long status = -1;
+	if (*cc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	ck_sbuf_cstr(body);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(c);
+	free(url);
+	return status;
+}
+
+#define EXPECT_HTTPS(path, authz, want_status, want_body)                                          \
+	do {                                                                                       \
+		CURLcode cc_;                                                                      \
+		long st_ = https_get(port, path, authz, NULL, NULL, &body, &cc_);                  \
+		ck_assert_msg(cc_ == CURLE_OK, "%s: %s", path, curl_easy_strerror(cc_));           \
+		ck_assert_msg(st_ == (want_status), "%s with %s: status %ld, want %d (%s)", path,  \
+		              authz ? authz : "no token", st_, (int)(want_status),                 \
+		              ck_sbuf_cstr(&body));                                                \
+		if ((want_body) != NULL)                                                           \
+			ck_assert_str_eq(ck_sbuf_cstr(&body), (const char *)(want_body));          \
+	} while (0)
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	fclose(f);
+}
+
+START_TEST(self_signed_certificate)
+{
+	char *cert = NULL, *key = NULL, *cert2 = NULL, *key2 = NULL, *err = NULL;
+	ck_assert_int_eq(ck_metrics_i_self_signed("sample-controller-7d9f-x2", &cert, &key, &err),
+	                 0);
+	ck_assert_ptr_nonnull(strstr(cert, "-----BEGIN CERTIFICATE-----"));
+	ck_assert_ptr_nonnull(strstr(key, "PRIVATE KEY-----"));
+
+	gnutls_x509_crt_t crt;
+	gnutls_datum_t d = {(unsigned char *)cert, (unsigned)strlen(cert)};
+	ck_assert_int_eq(gnutls_x509_crt_init(&crt), 0);
+	ck_assert_int_eq(gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_PEM), 0);
+	/* One year, starting now (a minute of slack). */
+	time_t now = time(NULL);
+	time_t nb = gnutls_x509_crt_get_activation_time(crt);
+	time_t na = gnutls_x509_crt_get_expiration_time(crt);
+	ck_assert_int_le(nb, now);
+	ck_assert_int_ge(nb, now - 120);
+	ck_assert_int_ge(na - nb, 365 * 24 * 3600);
+	ck_assert_int_le(na - nb, 366 * 24 * 3600);
+	/* SANs: localhost, 127.0.0.1, ::1 and the host name. */
+	int dns_local = 0, dns_host = 0, ip4 = 0, ip6 = 0;
+	for (unsigned i = 0;; i++) {
+		char san[256];
+		size_t len = sizeof(san);
+		int t = gnutls_x509_crt_get_subject_alt_name(crt, i, san, &len, NULL);
+		if (t == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+			break;
+		ck_assert_int_ge(t, 0);
+		if (t == GNUTLS_SAN_DNSNAME && len == 9 && memcmp(san, "localhost", 9) == 0)
+			dns_local = 1;
+		if (t == GNUTLS_SAN_DNSNAME && len == 25 &&
+		    memcmp(san, "sample-controller-7d9f-x2", 25) == 0)
+			dns_host = 1;
+		if (t == GNUTLS_SAN_IPADDRESS && len == 4 && memcmp(san, "\x7f\0\0\x01", 4) == 0)
+			ip4 = 1;
+		if (t == GNUTLS_SAN_IPADDRESS && len == 16 &&
+		    memcmp(san, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01", 16) == 0)
+			ip6 = 1;
+	}
+	ck_assert(dns_local && dns_host && ip4 && ip6);
+	/* ECDSA P-256, not a CA, signed by itself (it verifies against itself). */
+	unsigned bits = 0;
+	ck_assert_int_eq(gnutls_x509_crt_get_pk_algorithm(crt, &bits), GNUTLS_PK_ECDSA);
+	ck_assert_int_eq(bits, 256);
+	unsigned critical = 0, ca = 1;
+	ck_assert_int_eq(gnutls_x509_crt_get_basic_constraints(crt, &critical, &ca, NULL), 0);
+	ck_assert_uint_eq(ca, 0);
+	unsigned vst = 1;
+	ck_assert_int_eq(
+	    gnutls_x509_crt_verify(crt, &crt, 1, GNUTLS_VERIFY_ALLOW_UNSORTED_CHAIN, &vst), 0);
+	gnutls_x509_crt_deinit(crt);
+
+	/* The key is the certificate's: a temp dir pair loads as one. */
+	char dir[] = "/tmp/test_metrics_cert_XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *cp = ck_xasprintf("%s/tls.crt", dir), *kp = ck_xasprintf("%s/tls.key", dir);
+	put_file(cp, cert);
+	put_file(kp, key);
+	char *lc = NULL, *lk = NULL;
+	ck_assert_int_eq(ck_metrics_i_load_pair(dir, "tls.crt", "tls.key", &lc, &lk, &err), 0);
+	ck_assert_str_eq(lc, cert);
+	free(lc);
+	free(lk);
+
+	/* Each start makes a new key and serial; a bad host name is left out. */
+	ck_assert_int_eq(ck_metrics_i_self_signed("bad name!", &cert2, &key2, &err), 0);
+	ck_assert_str_ne(cert, cert2);
+	ck_assert_str_ne(key, key2);
+
+	/* A key that is not the certificate's is refused, naming both files. */
+	put_file(kp, key2);
+	ck_assert_int_eq(ck_metrics_i_load_pair(dir, "tls.crt", "tls.key", &lc, &lk, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "tls.crt and "));
+	ck_assert_ptr_null(lc);
+	free(err);
+	err = NULL;
+	/* A missing file is named. */
+	ck_assert_int_eq(ck_metrics_i_load_pair(dir, "nope.crt", "tls.key", &lc, &lk, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "nope.crt: No such file or directory"));
+	free(err);
+	unlink(cp);
+	unlink(kp);
+	rmdir(dir);
+	free(cp);
+	free(kp);
+	free(cert);
+	free(key);
+	free(cert2);
+	free(key2);
+}
+END_TEST
+
+START_TEST(server_tls)
+{
+	char *err = NULL;
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_gauge_set(ck_metrics_gauge_new(reg, "up_gauge", "Up.", &err), 1);
+	ck_metrics_server_t *srv = NULL;
+	/* Self-signed, no reviewer: TLS only. */
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, NULL, &srv, &err),
+	                 0);
+	int port = ck_metrics_server_port(srv);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	EXPECT_HTTPS("/metrics", NULL, 200,
+	             "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n");
+	/* No probes on a secure server. */
+	EXPECT_HTTPS("/healthz", NULL, 404, "404 page not found\n");
+	/* Plain HTTP on the TLS port gets no HTTP answer. */
+	CURLcode cc;
+	ck_assert_int_eq(https_get(port, "/metrics", NULL, NULL, "http", &body, &cc), -1);
+	ck_assert_int_ne(cc, CURLE_OK);
+	ck_metrics_server_stop(srv);
+
+	/* A given certificate is the one served: curl verifies against it as the CA. */
+	char dir[] = "/tmp/test_metrics_srv_XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *cert = NULL, *key = NULL;
+	ck_assert_int_eq(ck_metrics_i_self_signed(NULL, &cert, &key, &err), 0);
+	char *cp = ck_xasprintf("%s/serving.pem", dir),
+	     *kp = ck_xasprintf("%s/serving-key.pem", dir);
+	put_file(cp, cert);
+	put_file(kp, key);
+	ck_metrics_secure_opts_t so = {
+	    .cert_dir = dir, .cert_name = "serving.pem", .key_name = "serving-key.pem"};
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &so, &srv, &err),
+	                 0);
+	port = ck_metrics_server_port(srv);
+	ck_assert_int_eq(https_get(port, "/metrics", NULL, cp, NULL, &body, &cc), 200);
+	ck_metrics_server_stop(srv);
+	/* ... and another self-signed one does not verify against it. */
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, NULL, &srv, &err),
+	                 0);
+	port = ck_metrics_server_port(srv);
+	ck_assert_int_eq(https_get(port, "/metrics", NULL, cp, NULL, &body, &cc), -1);
+	ck_assert_int_eq(cc, CURLE_PEER_FAILED_VERIFICATION);
+	ck_metrics_server_stop(srv);
+
+	/* A missing certificate fails the start, naming the flag and the file. */
+	so.cert_name = "missing.pem";
+	srv = (ck_metrics_server_t *)&err;
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &so, &srv, &err),
+	                 -1);
+	ck_assert_ptr_null(srv);
+	ck_assert_ptr_nonnull(strstr(err, "--metrics-bind-address \"127.0.0.1:0\": "));
+	ck_assert_ptr_nonnull(strstr(err, "missing.pem: No such file or directory"));
+	free(err);
+	unlink(cp);
+	unlink(kp);
+	rmdir(dir);
+	free(cp);
+	free(kp);
+	free(cert);
+	free(key);
+	ck_sbuf_free(&body);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
+START_TEST(server_auth_statuses)
+{
+	char *err = NULL;
+	struct fake_rev f = {0};
+	ck_metrics_reviewer_t rv = {fake_authenticate, fake_authorize, &f};
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_gauge_set(ck_metrics_gauge_new(reg, "up_gauge", "Up.", &err), 1);
+	ck_metrics_secure_opts_t so = {.reviewer = &rv};
+	ck_metrics_server_t *srv = NULL;
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &so, &srv, &err),
+	                 0);
+	int port = ck_metrics_server_port(srv);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	EXPECT_HTTPS("/metrics", NULL, 401, "Unauthorized\n");
+	EXPECT_HTTPS("/metrics", "Bearer ", 401, "Unauthorized\n");
+	EXPECT_HTTPS("/metrics", "Basic YWxpY2U6eA==", 401, "Unauthorized\n");
+	ck_assert_int_eq(atomic_load(&f.authn), 0); /* no token: nothing to review */
+	EXPECT_HTTPS("/metrics", "Bearer garbage", 401, "Unauthorized\n");
+	EXPECT_HTTPS("/metrics", "Bearer alice", 200,
+	             "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n");
+	ck_assert_str_eq(f.last_path, "/metrics");
+	ck_assert_str_eq(f.last_verb, "get");
+	/* The scheme is case-insensitive, as in the apiserver. */
+	EXPECT_HTTPS("/metrics", "bearer alice", 200, NULL);
+	EXPECT_HTTPS("/metrics", "Bearer bob", 403, "Authorization denied for user bob\n");
+	EXPECT_HTTPS("/metrics", "Bearer boom", 500, "Authentication failed\n");
+	EXPECT_HTTPS("/metrics", "Bearer carol", 500, "Authorization for user carol failed\n");
+	/* Other paths are not gated: they do not exist. */
+	int before = atomic_load(&f.authn);
+	EXPECT_HTTPS("/other", NULL, 404, "404 page not found\n");
+	ck_assert_int_eq(atomic_load(&f.authn), before);
+	ck_metrics_server_stop(srv);
+	ck_sbuf_free(&body);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
+/* One decision through the cache: returns the status. */
+static int decide(ck_metrics_auth_t *a, const char *token)
+{
+	ck_sbuf_t b = CK_SBUF_INIT;
+	char *h = token ? ck_xasprintf("Bearer %s", token) : NULL;
+	int st = ck_metrics_i_auth_check(a, h, "/metrics", "get", &b);
+	free(h);
+	ck_sbuf_free(&b);
+	return st;
+}
+
+START_TEST(auth_decision_cache)
+{
+	struct fake_rev f = {0};
+	ck_metrics_reviewer_t rv = {fake_authenticate, fake_authorize, &f};
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 1000 * CK_NS_PER_SEC, 0);
+	ck_metrics_secure_opts_t so = {.reviewer = &rv, .clock = &clk.base, .max_cached = 4};
+	ck_metrics_auth_t *a = ck_metrics_i_auth_new(&so);
+
+	/* Allowed: reviewed once, then served from the cache. */
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(atomic_load(&f.authn), 1);
+	ck_assert_int_eq(atomic_load(&f.authz), 1);
+	/* The token is cached 1 min, the allowed decision 5 min. */
+	ck_clk_fake_advance(&clk, 61 * CK_NS_PER_SEC);
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(atomic_load(&f.authn), 2);
+	ck_assert_int_eq(atomic_load(&f.authz), 1);
+	ck_clk_fake_advance(&clk, 240 * CK_NS_PER_SEC);
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(atomic_load(&f.authz), 2);
+
+	/* Denied: cached 30 s. */
+	ck_assert_int_eq(decide(a, "bob"), 403);
+	ck_assert_int_eq(decide(a, "bob"), 403);
+	ck_assert_int_eq(atomic_load(&f.authz), 3);
+	ck_clk_fake_advance(&clk, 31 * CK_NS_PER_SEC);
+	ck_assert_int_eq(decide(a, "bob"), 403);
+	ck_assert_int_eq(atomic_load(&f.authz), 4);
+
+	/* An invalid token is cached too (1 min); a failed review is not. */
+	int n = atomic_load(&f.authn);
+	ck_assert_int_eq(decide(a, "garbage"), 401);
+	ck_assert_int_eq(decide(a, "garbage"), 401);
+	ck_assert_int_eq(atomic_load(&f.authn), n + 1);
+	ck_assert_int_eq(decide(a, "boom"), 500);
+	ck_assert_int_eq(decide(a, "boom"), 500);
+	ck_assert_int_eq(atomic_load(&f.authn), n + 3);
+	n = atomic_load(&f.authz);
+	ck_assert_int_eq(decide(a, "carol"), 500);
+	ck_assert_int_eq(decide(a, "carol"), 500);
+	ck_assert_int_eq(atomic_load(&f.authz), n + 2);
+
+	/* Bounded: with 4 entries, the 4 newest tokens stay, older ones are asked again. */
+	for (int i = 0; i < 10; i++) {
+		char t[16];
+		snprintf(t, sizeof(t), "t%d", i);
+		ck_assert_int_eq(decide(a, t), 200);
+		ck_clk_fake_advance(&clk, CK_NS_PER_SEC);
+	}
+	n = atomic_load(&f.authn);
+	ck_assert_int_eq(decide(a, "t9"), 200);
+	ck_assert_int_eq(decide(a, "t6"), 200);
+	ck_assert_int_eq(atomic_load(&f.authn), n);
+	ck_assert_int_eq(decide(a, "t0"), 200);
+	ck_assert_int_eq(atomic_load(&f.authn), n + 1);
+	ck_metrics_i_auth_free(a);
+}
+END_TEST
+
 static void curl_setup(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -885,6 +1306,7 @@ Suite *suite_metrics(void)
 	tcase_add_test(reg, concurrent_updates_add_up);
 	tcase_add_test(reg, process_collector_fixture);
 	tcase_add_test(reg, process_collector_real);
+	tcase_add_test(reg, heap_collector);
 	suite_add_tcase(s, reg);
 
 	TCase *srv = tcase_create("server");
@@ -896,6 +1318,10 @@ Suite *suite_metrics(void)
 	tcase_add_test(srv, server_one_address_both);
 	tcase_add_test(srv, server_disabled_and_bad_addresses);
 	tcase_add_test(srv, server_survives_odd_requests);
+	tcase_add_test(srv, self_signed_certificate);
+	tcase_add_test(srv, server_tls);
+	tcase_add_test(srv, server_auth_statuses);
+	tcase_add_test(srv, auth_decision_cache);
 	suite_add_tcase(s, srv);
 	return s;
 }

@@ -9,7 +9,10 @@
 #include <ckube/log.h>
 #include <ckube/record.h>
 
+#include "fault_server.h"
+
 #include <check.h>
+#include <ev.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -867,6 +870,213 @@ START_TEST(test_concurrent_callers)
 }
 END_TEST
 
+/* --- events.k8s.io/v1 ------------------------------------------------------- */
+
+START_TEST(test_events_v1_bodies)
+{
+	ck_record_opts_t o = base_opts();
+	o.api = CK_RECORD_API_EVENTS_V1;
+	ck_record_t *r = new_rec(&o);
+	ck_assert_int_eq(ck_record_api(r), CK_RECORD_API_EVENTS_V1);
+
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "boom %d", 1);
+	flush(r);
+	ck_clk_fake_advance(&CLK, 3 * CK_NS_PER_SEC);
+	ck_record_event_ref(r, &FOO, CK_RECORD_WARNING, "SyncFailed", "boom %d", 1);
+	flush(r);
+	ck_assert_uint_eq(ncalls(), 2);
+	call_t *c = &F.calls[0];
+	ck_assert_int_eq(c->op, 'C');
+	ck_assert_str_eq(c->ns, "ns1");
+	struct {
+		const char *path[3];
+		const char *want;
+	} fields[] = {
+	    {{"apiVersion"}, "events.k8s.io/v1"},
+	    {{"kind"}, "Event"},
+	    {{"metadata", "namespace"}, "ns1"},
+	    {{"regarding", "kind"}, "Foo"},
+	    {{"regarding", "namespace"}, "ns1"},
+	    {{"regarding", "name"}, "example-foo"},
+	    {{"regarding", "uid"}, "uid-1"},
+	    {{"regarding", "apiVersion"}, "samplecontroller.k8s.io/v1alpha1"},
+	    {{"reason"}, "SyncFailed"},
+	    {{"action"}, "SyncFailed"},
+	    {{"note"}, "boom 1"},
+	    {{"type"}, "Warning"},
+	    {{"eventTime"}, "2023-11-14T22:13:20.000000Z"},
+	    {{"reportingController"}, "samplecontroller.k8s.io/sample-controller"},
+	    {{"reportingInstance"}, "test-instance"},
+	};
+	for (size_t i = 0; i < CK_ARRAY_LEN(fields); i++) {
+		char *got = body_str(c->body, fields[i].path);
+		ck_assert_msg(got != NULL, "missing %s in %s", fields[i].path[0], c->body);
+		ck_assert_str_eq(got, fields[i].want);
+		free(got);
+	}
+	/* The server refuses the deprecated (core/v1) fields and a series below 2. */
+	const char *absent[] = {"count",   "firstTimestamp", "lastTimestamp", "source",
+	                        "message", "involvedObject", "series"};
+	char eb[256];
+	yajl_val v = yajl_tree_parse(c->body, eb, sizeof(eb));
+	for (size_t i = 0; i < CK_ARRAY_LEN(absent); i++) {
+		const char *pa[] = {absent[i], NULL};
+		ck_assert_msg(yajl_tree_get(v, pa, yajl_t_any) == NULL, "%s in %s", absent[i],
+		              c->body);
+	}
+	yajl_tree_free(v);
+
+	/* The repetition: a patch of the series alone (note is immutable there). */
+	c = &F.calls[1];
+	ck_assert_int_eq(c->op, 'P');
+	ck_assert_str_eq(c->name, F.calls[0].name);
+	v = yajl_tree_parse(c->body, eb, sizeof(eb));
+	ck_assert_ptr_nonnull(v);
+	ck_assert_uint_eq(YAJL_GET_OBJECT(v)->len, 1);
+	const char *pcount[] = {"series", "count", NULL};
+	const char *plast[] = {"series", "lastObservedTime", NULL};
+	ck_assert_int_eq(YAJL_GET_INTEGER(yajl_tree_get(v, pcount, yajl_t_number)), 2);
+	ck_assert_str_eq(YAJL_GET_STRING(yajl_tree_get(v, plast, yajl_t_string)),
+	                 "2023-11-14T22:13:23.000000Z");
+	yajl_tree_free(v);
+	ck_record_free(r);
+}
+END_TEST
+
+START_TEST(test_own_sink_defaults_to_core_v1)
+{
+	ck_record_opts_t o = base_opts();
+	ck_record_t *r = new_rec(&o);
+	ck_assert_int_eq(ck_record_api(r), CK_RECORD_API_CORE_V1);
+	ck_record_free(r);
+}
+END_TEST
+
+/*
+ * The client sink against a scripted server: discovery first, then the write to
+ * the API it chose. The client's loop runs on this thread, the poster's blocking
+ * calls hand their requests to it.
+ */
+typedef struct api_fx {
+	fault_server_t *fs;
+	struct ev_loop *loop;
+	ck_client_t *c;
+	ck_record_t *r;
+	ev_timer poll;
+	int ticks;
+} api_fx_t;
+
+static void api_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	api_fx_t *f = w->data;
+	ck_record_stats_t st;
+	ck_record_stats(f->r, &st);
+	if (st.posted + st.failed > 0 || ++f->ticks > 500)
+		ev_break(loop, EVBREAK_ALL);
+}
+
+#define EVENT_201 "{\"kind\":\"Event\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"e\"}}"
+#define STATUS_JSON(code, reason)                                                                  \
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"" reason   \
+	"\",\"code\":" #code "}"
+
+/* Runs one event through a recorder on the client sink; returns its stats. */
+static void api_run(api_fx_t *f, ck_record_stats_t *st)
+{
+	f->loop = ev_loop_new(EVFLAG_AUTO);
+	f->c = fs_client_new(f->loop, f->fs->port, "tok", NULL);
+	ck_record_opts_t o = {.component = "sample-controller",
+	                      .reporting_instance = "test-instance",
+	                      .retry_interval_ms = 1,
+	                      .max_tries = 1};
+	char *err = NULL;
+	f->r = ck_record_new(f->c, &o, &err);
+	ck_assert_msg(f->r != NULL, "%s", err);
+	ck_assert_int_eq(ck_record_api(f->r), CK_RECORD_API_AUTO);
+	ck_record_event_ref(f->r, &FOO, CK_RECORD_NORMAL, "Synced", "synced");
+	ev_timer_init(&f->poll, api_poll_cb, 0.01, 0.01);
+	f->poll.data = f;
+	ev_timer_start(f->loop, &f->poll);
+	ev_run(f->loop, 0);
+	ev_timer_stop(f->loop, &f->poll);
+	ck_record_stats(f->r, st);
+}
+
+static void api_free(api_fx_t *f)
+{
+	ck_record_free(f->r);
+	ck_client_free(f->c);
+	ev_loop_destroy(f->loop);
+	fs_free(f->fs);
+}
+
+static void assert_req(fault_server_t *fs, int i, const char *method, const char *target)
+{
+	const fs_request_t *q = fs_request(fs, i);
+	ck_assert_msg(q != NULL, "no request %d", i);
+	ck_assert_str_eq(q->method, method);
+	ck_assert_msg(strncmp(q->target, target, strlen(target)) == 0, "request %d: %s, want %s", i,
+	              q->target, target);
+}
+
+START_TEST(test_discovery_404_falls_back_to_core_v1)
+{
+	api_fx_t f = {.fs = fs_new()};
+	fs_push_simple(f.fs, 404, NULL, STATUS_JSON(404, "NotFound"));
+	fs_push_simple(f.fs, 201, NULL, EVENT_201);
+	ck_record_stats_t st;
+	api_run(&f, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_int_eq(ck_record_api(f.r), CK_RECORD_API_CORE_V1);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	assert_req(f.fs, 0, "GET", "/apis/events.k8s.io/v1/");
+	assert_req(f.fs, 1, "POST", "/api/v1/namespaces/ns1/events");
+	const char *const pav[] = {"apiVersion", NULL};
+	ck_body(fs_request(f.fs, 1)->body, pav, "v1");
+	api_free(&f);
+}
+END_TEST
+
+START_TEST(test_discovery_ok_writes_events_v1)
+{
+	api_fx_t f = {.fs = fs_new()};
+	fs_push_simple(
+	    f.fs, 200, NULL,
+	    "{\"kind\":\"APIResourceList\",\"groupVersion\":\"events.k8s.io/v1\","
+	    "\"resources\":[{\"name\":\"events\",\"namespaced\":true,\"kind\":\"Event\"}]}");
+	fs_push_simple(f.fs, 201, NULL, EVENT_201);
+	ck_record_stats_t st;
+	api_run(&f, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_int_eq(ck_record_api(f.r), CK_RECORD_API_EVENTS_V1);
+	ck_assert_int_eq(fs_nrequests(f.fs), 2);
+	assert_req(f.fs, 1, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events");
+	const char *const pav[] = {"apiVersion", NULL};
+	const char *const pnote[] = {"note", NULL};
+	ck_body(fs_request(f.fs, 1)->body, pav, "events.k8s.io/v1");
+	ck_body(fs_request(f.fs, 1)->body, pnote, "synced");
+	api_free(&f);
+}
+END_TEST
+
+START_TEST(test_events_v1_forbidden_falls_back_to_core_v1)
+{
+	api_fx_t f = {.fs = fs_new()};
+	fs_push_simple(f.fs, 200, NULL, "{\"kind\":\"APIResourceList\",\"resources\":[]}");
+	fs_push_simple(f.fs, 403, NULL, STATUS_JSON(403, "Forbidden"));
+	fs_push_simple(f.fs, 201, NULL, EVENT_201);
+	ck_record_stats_t st;
+	api_run(&f, &st);
+	ck_assert_uint_eq(st.posted, 1);
+	ck_assert_uint_eq(st.failed, 0);
+	ck_assert_int_eq(ck_record_api(f.r), CK_RECORD_API_CORE_V1);
+	ck_assert_int_eq(fs_nrequests(f.fs), 3);
+	assert_req(f.fs, 1, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events");
+	assert_req(f.fs, 2, "POST", "/api/v1/namespaces/ns1/events");
+	api_free(&f);
+}
+END_TEST
+
 Suite *suite_record(void)
 {
 	Suite *s = suite_create("record");
@@ -894,6 +1104,13 @@ Suite *suite_record(void)
 	tcase_add_test(tc, test_event_name_cut);
 	tcase_add_test(tc, test_lru);
 	tcase_add_test(tc, test_concurrent_callers);
+	tcase_add_test(tc, test_events_v1_bodies);
+	tcase_add_test(tc, test_own_sink_defaults_to_core_v1);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("api");
+	tcase_add_test(tc, test_discovery_404_falls_back_to_core_v1);
+	tcase_add_test(tc, test_discovery_ok_writes_events_v1);
+	tcase_add_test(tc, test_events_v1_forbidden_falls_back_to_core_v1);
 	suite_add_tcase(s, tc);
 	return s;
 }

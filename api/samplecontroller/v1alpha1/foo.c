@@ -152,6 +152,17 @@ bool dns1123_subdomain_valid(const char *s)
 	return s[n - 1] != '-' && s[n - 1] != '.';
 }
 
+int foo_validate_name(const ck_obj_t *foo, char **err)
+{
+	size_t n = strlen(foo->name);
+	if (n <= FOO_NAME_MAX)
+		return 0;
+	return ck_err_set(err,
+	                  "metadata.name: %zu characters, at most %d: the Deployment carries it "
+	                  "as the value of its \"controller\" label",
+	                  n, FOO_NAME_MAX);
+}
+
 int foo_validate_spec(const ck_obj_t *foo, char **err)
 {
 	const ck_val_t *name = ck_obj_field(foo, FOO_SPEC_DEPLOYMENT_NAME);

@@ -69,6 +69,14 @@ bool foo_condition_get(const ck_obj_t *foo, const char *type, foo_condition_t *o
  * An empty deploymentName is reported separately by the controller (as upstream).
  */
 int foo_validate_spec(const ck_obj_t *foo, char **err);
+/*
+ * Checks what of a Foo's metadata its Deployment carries: the name is the value of
+ * the Deployment's "controller" label, so at most 63 characters (a Foo's own name
+ * may be a 253-character subdomain; deploy/crd.yaml refuses longer ones with a CEL
+ * rule, a CRD without it does not). Returns 0, or -1 with a new message in *err.
+ */
+#define FOO_NAME_MAX 63
+int foo_validate_name(const ck_obj_t *foo, char **err);
 /* true if s is a DNS-1123 subdomain (what a Deployment name must be). */
 bool dns1123_subdomain_valid(const char *s);
 
