@@ -26,8 +26,22 @@
 #     window. Every Foo is synced again every 30 s: by the informers' 30 s resync
 #     period (C, Go, controller-runtime), by a 30 s requeue after each sync for
 #     kube-rs, whose watchers have no resync.
+#   - reaction latency at the last count, under its load: from a Foo's ADDED event to
+#     its Deployment's ADDED event, both seen by one watcher (bench/reaction.py) and
+#     timestamped locally: BENCH_SINGLES Foos created one at a time, 1.5 s apart, then
+#     a burst of BENCH_BURST_FOOS Foos in one `kubectl create`;
+#   - a restart with every object present: the controller is stopped and a fresh
+#     process started in the same namespace; time to "Started workers" and its peak
+#     RSS (VmHWM) through the initial list, the figure that decides a memory limit.
+# Memory is read three ways: RSS; RssAnon (its heap and stacks: what the process
+# itself allocated, without the shared libraries' and binary's pages); PSS from
+# smaps_rollup (RSS with shared pages divided among the processes that map them).
 # Then it stops the controller, deletes the namespace and waits until it is gone
 # before the next one starts: no two run at the same time.
+#
+# The last column divides the C daemon's figure by the best (lowest) peer's: below 1
+# the C daemon uses less. Data files and plots (gnuplot, installed from Debian when
+# missing) of RSS against Foos and of reaction latency go to BENCH_OUT.
 #
 # Environment:
 #   BENCH_QUICK=1            1,000 Foos and a 60 s window (what `make bench` runs)
@@ -43,7 +57,10 @@
 #   GO_SC_BIN                the Go original (default: bench/build_go_controller.sh)
 #   CR_SC_BIN                the controller-runtime peer (default: bench/build_cr_controller.sh)
 #   RS_SC_BIN                the kube-rs peer (default: bench/build_rs_controller.sh)
+#   BENCH_SINGLES            Foos created one at a time for reaction latency (20)
+#   BENCH_BURST_FOOS         Foos in the burst for reaction latency (100)
 #   BENCH_LOGS               controller logs (default .local/bench-logs)
+#   BENCH_OUT                data files and PNG plots (default .local/bench-out)
 # Needs the local control plane (bash hack/local-up.sh); bench/run.sh starts it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -80,6 +97,9 @@ PARALLEL="${BENCH_PARALLEL:-2}"
 SETTLE="${BENCH_SETTLE:-15}"
 READY_TIMEOUT="${BENCH_READY_TIMEOUT:-2400}"
 LOGS="${BENCH_LOGS:-$root/.local/bench-logs}"
+OUT="${BENCH_OUT:-$root/.local/bench-out}"
+SINGLES="${BENCH_SINGLES:-20}"
+BURST_FOOS="${BENCH_BURST_FOOS:-100}"
 SC_BIN="${SC_BIN:-$root/bin/sample-controller}"
 last_count="${COUNTS##* }"
 
@@ -105,7 +125,7 @@ if [[ " ${impls[*]} " == *" rs "* ]] && [ -z "${RS_SC_BIN:-}" ]; then
 	RS_SC_BIN="$(bash bench/build_rs_controller.sh | tail -n 1)"
 fi
 
-mkdir -p "$LOGS"
+mkdir -p "$LOGS" "$OUT"
 # The repository as it was when the run started (others may commit meanwhile).
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 work="$(mktemp -d)"
@@ -134,6 +154,14 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'; }
 status_mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+# mem KEY: RSS, RssAnon and PSS (MiB) of the controller into R[impl,KEY], R[impl,KEYanon],
+# R[impl,KEYpss].
+mem() {
+	R[$impl,$1]=$(status_mib "$ctl_pid" VmRSS)
+	R[$impl,${1}anon]=$(status_mib "$ctl_pid" RssAnon)
+	R[$impl,${1}pss]=$(awk '$1 == "Pss:" { printf "%.1f", $2 / 1024 }' "/proc/$ctl_pid/smaps_rollup")
+}
+mem_text() { echo "${R[$impl,$1]} MiB (anon ${R[$impl,${1}anon]}, PSS ${R[$impl,${1}pss]})"; }
 # Foo writes (create/update/patch/delete, any subresource) the API server has
 # served since it started, from its own metrics. Cluster-wide: others' tests count too.
 foo_writes() {
@@ -142,16 +170,47 @@ foo_writes() {
 		END { printf "%d", n }'
 }
 
-# gen_foos FROM TO DIR: files of $CHUNK Foos each, foo-FROM .. foo-TO.
+# gen_foos FROM TO DIR [PREFIX [CHUNK]]: files of CHUNK ($CHUNK) Foos each, named
+# PREFIX (foo-) FROM .. TO, each with a Deployment of the same name.
 gen_foos() {
-	awk -v from="$1" -v to="$2" -v chunk="$CHUNK" -v dir="$3" 'BEGIN {
+	awk -v from="$1" -v to="$2" -v dir="$3" -v prefix="${4:-foo-}" -v chunk="${5:-$CHUNK}" 'BEGIN {
 		for (i = from; i <= to; i++) {
 			f = sprintf("%s/foos-%06d.yaml", dir, int((i - from) / chunk))
 			printf "---\napiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\n" \
-				"metadata:\n  name: foo-%05d\nspec:\n  deploymentName: foo-%05d\n" \
-				"  replicas: 1\n", i, i > f
+				"metadata:\n  name: %s%05d\nspec:\n  deploymentName: %s%05d\n" \
+				"  replicas: 1\n", prefix, i, prefix, i > f
 		}
 	}'
+}
+
+# reaction KEY PREFIX COUNT single|burst: reaction latency of COUNT new Foos named
+# PREFIX*, created one at a time 1.5 s apart or in one kubectl call, into
+# R[impl,KEYp50], KEYp99, KEYmax (ms).
+reaction() {
+	local key="$1" prefix="$2" count="$3" mode="$4" i out files
+	rm -f "$work"/foos-*.yaml "$work/react.out"
+	python3 bench/reaction.py "$ns" "$prefix" "$count" 300 >"$work/react.out" &
+	local watcher=$!
+	for i in $(seq 1 120); do
+		grep -q watching "$work/react.out" 2>/dev/null && break
+		sleep 0.25
+	done
+	if [ "$mode" = single ]; then
+		gen_foos 1 "$count" "$work" "$prefix" 1
+		for f in $(find "$work" -name 'foos-*.yaml' | sort); do
+			kubectl -n "$ns" create -f "$f" >/dev/null || echo "bench: kubectl create failed" >&2
+			sleep 1.5
+		done
+	else
+		gen_foos 1 "$count" "$work" "$prefix" "$count"
+		kubectl -n "$ns" create -f "$work/foos-000000.yaml" >/dev/null || echo "bench: kubectl create failed" >&2
+	fi
+	wait "$watcher" || true
+	out=$(tail -n 1 "$work/react.out")
+	for i in p50 p99 max; do
+		R[$impl,$key$i]=$(sed -n "s/.*$i=\([0-9]*\).*/\1/p" <<<"$out")
+	done
+	say "[$impl] reaction latency, $count Foos ($mode): $out"
 }
 
 declare -A R # R[impl,figure] = value
@@ -222,8 +281,8 @@ run_impl() {
 	grep -q "Started workers" "$log" || { echo "bench: the $impl controller did not start workers" >&2; return 1; }
 	R[$impl,start]=$(elapsed "$t0")
 	sleep "$SETTLE"
-	R[$impl,idle]=$(status_mib "$ctl_pid" VmRSS)
-	say "[$impl] synced in ${R[$impl,start]}s; idle RSS ${R[$impl,idle]} MiB"
+	mem idle
+	say "[$impl] synced in ${R[$impl,start]}s; idle RSS $(mem_text idle)"
 
 	for n in $COUNTS; do
 		rm -f "$work"/foos-*.yaml
@@ -250,8 +309,8 @@ run_impl() {
 		say "[$impl] $n Foos: created in ${R[$impl,create$n]}s; all available after ${avail}s" \
 			"(Ready=True: ${cond:-n/a}); controller CPU while loading ${R[$impl,loadcpu$n]}s"
 		sleep "$SETTLE"
-		R[$impl,rss$n]=$(status_mib "$ctl_pid" VmRSS)
-		say "[$impl] RSS at $n Foos: ${R[$impl,rss$n]} MiB"
+		mem "rss$n"
+		say "[$impl] RSS at $n Foos: $(mem_text "rss$n")"
 		prev=$n
 	done
 
@@ -266,6 +325,26 @@ run_impl() {
 	R[$impl,steadyrss]=$(status_mib "$ctl_pid" VmRSS)
 	R[$impl,hwm]=$(status_mib "$ctl_pid" VmHWM)
 	say "[$impl] steady: ${R[$impl,steadycpu]} CPU s, ${R[$impl,steadywrites]} Foo writes, RSS ${R[$impl,steadyrss]} MiB, peak ${R[$impl,hwm]} MiB"
+
+	reaction single lat-s- "$SINGLES" single
+	reaction burst lat-b- "$BURST_FOOS" burst
+
+	# A fresh process with every object already there: the initial list's peak.
+	stop_ctl
+	t0=$(now)
+	start_ctl "$impl" "$ns" "$log.restart"
+	for i in $(seq 1 1200); do
+		grep -q "Started workers" "$log.restart" 2>/dev/null && break
+		kill -0 "$ctl_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	R[$impl,restartsync]=$(elapsed "$t0")
+	grep -q "Started workers" "$log.restart" || R[$impl,restartsync]="failed"
+	sleep "$SETTLE"
+	R[$impl,restarthwm]=$(status_mib "$ctl_pid" VmHWM)
+	mem restart
+	say "[$impl] restart with $((last_count + SINGLES + BURST_FOOS)) Foos present: synced in ${R[$impl,restartsync]}s;" \
+		"peak RSS ${R[$impl,restarthwm]} MiB; then $(mem_text restart)"
 
 	stop_ctl
 	t0=$(now)
@@ -304,7 +383,7 @@ for impl in "${impls[@]}"; do
 		;;
 	cr)
 		echo "  controller-rt: sigs.k8s.io/controller-runtime $(version_of "$CR_SC_BIN" sigs.k8s.io/controller-runtime)" \
-			"with client-go $(version_of "$CR_SC_BIN" "client libraries"), $(version_of "$CR_SC_BIN" "go version" | awk '{print $1}')" \
+			"with client-go $(version_of "$CR_SC_BIN" k8s.io/client-go), $(version_of "$CR_SC_BIN" "go version" | awk '{print $1}')" \
 			"(bench/peers/controller-runtime)"
 		;;
 	rs)
@@ -321,28 +400,118 @@ row() {
 	printf '\n'
 }
 val() { echo "${R[$1,$2]:--}"; }
-# fig LABEL FIGURE: one row, the figure of each controller in run order.
+isnum() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+# ratio FIGURE: the C daemon's figure divided by the lowest peer figure ("-" when
+# either is missing or the peer's is 0).
+ratio() {
+	local impl best="" c v
+	c="$(val c "$1")"
+	isnum "$c" || { echo "-"; return; }
+	for impl in "${impls[@]}"; do
+		[ "$impl" = c ] && continue
+		v="$(val "$impl" "$1")"
+		isnum "$v" || continue
+		if [ -z "$best" ] || awk -v a="$v" -v b="$best" 'BEGIN { exit !(a < b) }'; then best="$v"; fi
+	done
+	if [ -z "$best" ] || awk -v b="$best" 'BEGIN { exit !(b == 0) }'; then echo "-"; return; fi
+	awk -v a="$c" -v b="$best" 'BEGIN { printf "%.2f", a / b }'
+}
+with_ratio=0
+[[ " ${impls[*]} " == *" c "* ]] && [ "${#impls[@]}" -gt 1 ] && with_ratio=1
+# fig LABEL FIGURE: one row, the figure of each controller in run order, then C/best.
 fig() {
 	local label="$1" impl vals=()
 	for impl in "${impls[@]}"; do vals+=("$(val "$impl" "$2")"); done
+	[ "$with_ratio" = 1 ] && vals+=("$(ratio "$2")")
 	row "$label" "${vals[@]}"
+}
+# figmem LABEL KEY: RSS, then RssAnon and PSS rows.
+figmem() {
+	fig "$1" "$2"
+	fig "  of which anonymous, RssAnon (MiB)" "${2}anon"
+	fig "  PSS (MiB)" "${2}pss"
 }
 names=()
 for impl in "${impls[@]}"; do names+=("${NAME[$impl]}"); done
+[ "$with_ratio" = 1 ] && names+=("C/best peer")
 row "figure" "${names[@]}"
 fig "time to caches synced, empty namespace (s)" start
-fig "idle RSS after sync (MiB)" idle
+figmem "idle RSS after sync (MiB)" idle
 prev=0
 for n in $COUNTS; do
 	fig "create foo-$((prev + 1))..$n with kubectl (s)" "create$n"
-	fig "  until all $n available (s)" "ready$n"
+	fig "  until all $n available (s, control-plane bound)" "ready$n"
 	# Only the C daemon sets a Ready condition; the others' runs record n/a.
 	fig "  until all $n Ready=True (s)" "cond$n"
 	fig "  controller CPU while loading (s)" "loadcpu$n"
-	fig "RSS at $n Foos + Deployments (MiB)" "rss$n"
+	figmem "RSS at $n Foos + Deployments (MiB)" "rss$n"
 	prev=$n
 done
 fig "CPU over ${STEADY}s steady at $last_count Foos (s)" steadycpu
 fig "  Foo writes in that window (cluster-wide)" steadywrites
 fig "  RSS at the end of the window (MiB)" steadyrss
 fig "peak RSS, VmHWM (MiB)" hwm
+fig "reaction, $SINGLES single Foos at $last_count: p50 (ms)" singlep50
+fig "  p99 (ms)" singlep99
+fig "  max (ms)" singlemax
+fig "reaction, burst of $BURST_FOOS Foos: p50 (ms)" burstp50
+fig "  p99 (ms)" burstp99
+fig "  max (ms)" burstmax
+present=$((last_count + SINGLES + BURST_FOOS))
+fig "restart, $present Foos present: to synced (s)" restartsync
+fig "  peak RSS through the initial list (MiB)" restarthwm
+figmem "  RSS after it settled (MiB)" restart
+
+# ---- Data files and plots.
+{
+	echo "# controller foos rss_mib rssanon_mib pss_mib   (bench/bench_controller.sh, $commit)"
+	for impl in "${impls[@]}"; do
+		echo "${NAME[$impl]} 0 $(val "$impl" idle) $(val "$impl" idleanon) $(val "$impl" idlepss)"
+		for n in $COUNTS; do
+			echo "${NAME[$impl]} $n $(val "$impl" "rss$n") $(val "$impl" "rss${n}anon") $(val "$impl" "rss${n}pss")"
+		done
+	done
+} >"$OUT/rss.dat"
+{
+	echo "# controller single_p50 single_p99 burst_p50 burst_p99 (ms)   (bench/bench_controller.sh, $commit)"
+	for impl in "${impls[@]}"; do
+		echo "${NAME[$impl]} $(val "$impl" singlep50) $(val "$impl" singlep99) $(val "$impl" burstp50) $(val "$impl" burstp99)"
+	done
+} >"$OUT/latency.dat"
+if ! command -v gnuplot >/dev/null; then
+	say "installing gnuplot-nox from Debian for the plots"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null 2>&1 ||
+		say "could not install gnuplot-nox: no plots (data files are in $OUT)"
+fi
+if command -v gnuplot >/dev/null; then
+	stamp="$(date -u +%Y-%m-%d), commit $commit, $(nproc) cores, Kubernetes $KUBE_VERSION"
+	plot_rss=""
+	for impl in "${impls[@]}"; do
+		nm="${NAME[$impl]}"
+		plot_rss+="'$OUT/rss.dat' using (strcol(1) eq '$nm' ? \$2 : NaN):3 with linespoints lw 2 title '$nm RSS', "
+		plot_rss+="'$OUT/rss.dat' using (strcol(1) eq '$nm' ? \$2 : NaN):4 with linespoints dt 2 title '$nm RssAnon', "
+	done
+	gnuplot <<-GP || say "gnuplot failed: no plots"
+		set terminal pngcairo size 900,560 noenhanced
+		set datafile missing '-'
+		set output '$OUT/rss.png'
+		set title "Controller memory against Foos (+ their Deployments), one namespace\n$stamp"
+		set xlabel 'Foos'
+		set ylabel 'MiB'
+		set key top left
+		set grid
+		plot ${plot_rss%, }
+		set output '$OUT/latency.png'
+		set title "Reaction latency: Foo ADDED to its Deployment ADDED\n$stamp"
+		set style data histogram
+		set style histogram cluster gap 1
+		set style fill solid 0.8 border -1
+		set ylabel 'ms'
+		set xlabel ''
+		set key top left
+		set yrange [0:*]
+		plot '$OUT/latency.dat' using 2:xtic(1) title 'single p50', '' using 3 title 'single p99', \
+		     '' using 4 title 'burst of $BURST_FOOS p50', '' using 5 title 'burst p99'
+	GP
+	[ -f "$OUT/rss.png" ] && say "plots: $OUT/rss.png $OUT/latency.png"
+fi
