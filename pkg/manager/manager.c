@@ -411,7 +411,10 @@ static void *control_main(void *arg)
 	int sig = 0;
 
 	CK_LOG_INFO("Waiting for informer caches to sync");
-	while (!(sig = wait_signal(&set, 200))) {
+	/* Polled every 20 ms: an initial list of an empty or small namespace takes a few
+	 * milliseconds, and workers should not start up to a whole poll period later
+	 * (client-go's WaitForCacheSync polls every 100 ms). The poll only reads flags. */
+	while (!(sig = wait_signal(&set, 20))) {
 		char *why = ck_cache_factory_sync_reason(d->factory);
 		if (why == NULL)
 			break;
