@@ -2,13 +2,16 @@
  * types: descriptors of the built-in kinds this project uses, with typed
  * accessors over their kept fields.
  *
- *   ck_type_deployment  apps/v1 Deployment
+ *   ck_type_deployment  apps/v1 Deployment (replicas and status)
+ *   ck_type_deployment_with_template  the same, and its pod template's containers
  *   ck_type_event       core/v1 Event (what an event recorder reads back)
  *   ck_type_lease       coordination.k8s.io/v1 Lease (leader election)
  *
  * Accessors borrow the object and return false / NULL when the field is absent,
  * null, of another JSON type, or out of range, or when the object is of another
- * kind (one whose descriptor is not ck_type_equal to the accessor's). Returned
+ * kind (one whose descriptor is not ck_type_equal to the accessor's, or an
+ * extension of it: one that keeps the same fields first and more after them, as
+ * ck_type_deployment_with_template extends ck_type_deployment). Returned
  * strings are borrowed from the object (valid while you hold a reference).
  *
  * More kinds (Pod, Service, ConfigMap, ...) and how to describe your own: kinds.h.
@@ -23,7 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-CKUBE_API extern const ck_type_t ck_type_deployment, ck_type_event, ck_type_lease;
+CKUBE_API extern const ck_type_t ck_type_deployment, ck_type_deployment_with_template,
+    ck_type_event, ck_type_lease;
 
 /*
  * true when a and b (borrowed) describe the same thing, whatever their
@@ -44,11 +48,14 @@ enum {
 	CK_DEPLOYMENT_STATUS_REPLICAS,
 	CK_DEPLOYMENT_STATUS_UPDATED_REPLICAS,
 	CK_DEPLOYMENT_STATUS_OBSERVED_GENERATION,
-	/* spec.template.spec.containers as compact JSON: lets a controller compare the
-	 * pod template it wants with the one it has. About 200 bytes per object for a
-	 * one-container template (the largest kept field). */
-	CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS,
 	CK_DEPLOYMENT_NFIELDS,
+	/* Kept only by ck_type_deployment_with_template: spec.template.spec.containers
+	 * as compact JSON, which lets a controller compare the pod template it wants
+	 * with the one it has. About 180 bytes per object for a one-container template,
+	 * more than a quarter of a cached Deployment, so the plain descriptor (which
+	 * the sample-controller needs) does not keep it. */
+	CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS = CK_DEPLOYMENT_NFIELDS,
+	CK_DEPLOYMENT_WITH_TEMPLATE_NFIELDS,
 };
 
 CKUBE_API bool ck_deployment_spec_replicas(const ck_obj_t *d, int32_t *out);
@@ -57,7 +64,8 @@ CKUBE_API bool ck_deployment_status_ready_replicas(const ck_obj_t *d, int32_t *o
 CKUBE_API bool ck_deployment_status_replicas(const ck_obj_t *d, int32_t *out);
 CKUBE_API bool ck_deployment_status_updated_replicas(const ck_obj_t *d, int32_t *out);
 CKUBE_API bool ck_deployment_status_observed_generation(const ck_obj_t *d, int64_t *out);
-/* Compact JSON array text, or NULL (absent or null). */
+/* Compact JSON array text, or NULL (absent or null, or d was decoded with
+ * ck_type_deployment, which does not keep it). */
 CKUBE_API const char *ck_deployment_template_containers_json(const ck_obj_t *d);
 
 /* Indexes into ck_type_event.fields. */

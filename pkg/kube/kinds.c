@@ -21,16 +21,26 @@
 /* ================================================================ any kind */
 
 /* Whether objects decoded with a have their fields where t says: an equal
- * descriptor, or one that differs only in keeping annotations. */
+ * descriptor, one that differs only in keeping annotations, or one that keeps
+ * t's fields first and more after them (ck_type_deployment_with_template). */
 static bool same_layout(const ck_type_t *a, const ck_type_t *t)
 {
 	if (a == t)
 		return true;
-	if (a == NULL)
+	if (a == NULL || a->nfields < t->nfields)
 		return false;
 	ck_type_t u = *t;
 	u.keep_annotations = a->keep_annotations;
-	return ck_type_equal(a, &u);
+	u.nfields = a->nfields;
+	u.fields = a->fields;
+	if (!ck_type_equal(a, &u))
+		return false;
+	for (size_t i = 0; i < t->nfields; i++) {
+		const char *x = a->fields[i], *y = t->fields[i];
+		if (x != y && (x == NULL || y == NULL || strcmp(x, y) != 0))
+			return false;
+	}
+	return true;
 }
 
 static const ck_val_t *field_of(const ck_obj_t *obj, const ck_type_t *t, size_t i)

@@ -23,8 +23,11 @@ static const char *const deployment_fields[] = {
     [CK_DEPLOYMENT_STATUS_OBSERVED_GENERATION] = "status.observedGeneration",
     [CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS] = "spec.template.spec.containers",
 };
-_Static_assert(CK_ARRAY_LEN(deployment_fields) == CK_DEPLOYMENT_NFIELDS, "deployment fields");
+_Static_assert(CK_ARRAY_LEN(deployment_fields) == CK_DEPLOYMENT_WITH_TEMPLATE_NFIELDS,
+               "deployment fields");
 
+/* Both share one field list: the plain descriptor keeps its first
+ * CK_DEPLOYMENT_NFIELDS entries, so its accessors read either kind of object. */
 const ck_type_t ck_type_deployment = {
     .group = "apps",
     .version = "v1",
@@ -33,6 +36,17 @@ const ck_type_t ck_type_deployment = {
     .namespaced = true,
     .fields = deployment_fields,
     .nfields = CK_DEPLOYMENT_NFIELDS,
+    .keep_annotations = false,
+};
+
+const ck_type_t ck_type_deployment_with_template = {
+    .group = "apps",
+    .version = "v1",
+    .kind = "Deployment",
+    .resource = "deployments",
+    .namespaced = true,
+    .fields = deployment_fields,
+    .nfields = CK_DEPLOYMENT_WITH_TEMPLATE_NFIELDS,
     .keep_annotations = false,
 };
 
@@ -137,7 +151,8 @@ bool ck_deployment_status_observed_generation(const ck_obj_t *d, int64_t *out)
 
 const char *ck_deployment_template_containers_json(const ck_obj_t *d)
 {
-	return ck_kind_json(d, &ck_type_deployment, CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
+	return ck_kind_json(d, &ck_type_deployment_with_template,
+	                    CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
 }
 
 bool ck_event_count(const ck_obj_t *e, int32_t *out)
