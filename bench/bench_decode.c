@@ -18,6 +18,8 @@
 #include <ckube/decode.h>
 #include <ckube/types.h>
 
+#include "api/samplecontroller/v1alpha1/foo.h"
+
 #include <malloc.h>
 #include <yajl/yajl_parse.h>
 #include <stdio.h>
@@ -82,6 +84,75 @@ static void make_item(ck_sbuf_t *b, size_t i)
 	int gen = 1 + (int)(i % 5), rep = 1 + (int)(i % 10), ready = (int)(i % 10);
 	ck_sbuf_printf(b, item_fmt, name, ns, uid, (unsigned long long)(100000 + i), gen, name,
 	               name, rep, name, name, gen, rep, rep, ready, ready, name);
+}
+
+/* One Foo as the API server returns it once the daemon has reconciled it: created with
+ * kubectl (client-side apply annotation not used: `kubectl create`), status written by
+ * the daemon (observedGeneration, one Ready condition). Placeholders: name, namespace,
+ * uid, resourceVersion, name (deploymentName), replicas x2. */
+static const char foo_fmt[] =
+    "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",\"metadata\":{\"cre"
+    "ationTimestamp\":\"2026-12-04T15:45:14Z\",\"generation\":1,\"managedFields\":[{\"apiVe"
+    "rsion\":\"samplecontroller.k8s.io/v1alpha1\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{"
+    "\"f:spec\":{\".\":{},\"f:deploymentName\":{},\"f:replicas\":{}}},\"manager\":\"kubectl-c"
+    "reate\",\"operation\":\"Update\",\"time\":\"2026-12-04T15:45:14Z\"},{\"apiVersion\":\"s"
+    "amplecontroller.k8s.io/v1alpha1\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:status\":"
+    "{\".\":{},\"f:availableReplicas\":{},\"f:conditions\":{\".\":{},\"k:{\\\"type\\\":\\\"Ready"
+    "\\\"}\":{\".\":{},\"f:lastTransitionTime\":{},\"f:message\":{},\"f:observedGeneration\":"
+    "{},\"f:reason\":{},\"f:status\":{},\"f:type\":{}}},\"f:observedGeneration\":{}}},\"manage"
+    "r\":\"sample-controller\",\"operation\":\"Update\",\"subresource\":\"status\",\"time\":"
+    "\"2026-12-04T15:45:31Z\"}],\"name\":\"%s\",\"namespace\":\"%s\",\"resourceVersion\":\""
+    "%llu\",\"uid\":\"%s\"},\"spec\":{\"deploymentName\":\"%s\",\"replicas\":%d},\"status\""
+    ":{\"availableReplicas\":%d,\"conditions\":[{\"lastTransitionTime\":\"2026-12-04T15:45:31Z"
+    "\",\"message\":\"Deployment has the desired available replicas\",\"observedGeneration\":1,"
+    "\"reason\":\"DeploymentAvailable\",\"status\":\"True\",\"type\":\"Ready\"}],\"observedGen"
+    "eration\":1}}";
+
+static void make_foo(ck_sbuf_t *b, size_t i)
+{
+	char name[32], ns[32], uid[48];
+	snprintf(name, sizeof(name), "foo-%05zu", i);
+	snprintf(ns, sizeof(ns), "team-%03zu", i % 97);
+	snprintf(uid, sizeof(uid), "%08zx-7d2e-4b1a-9c3f-%012zx", i * 2246822519u % 0xffffffffu, i);
+	int rep = 1 + (int)(i % 3);
+	ck_sbuf_printf(b, foo_fmt, name, ns, (unsigned long long)(300000 + i), uid, name, rep, rep);
+}
+
+/* Where the bytes of one cached object go: the fixed header, the kept-field slots,
+ * then the strings and tables packed after them in the same allocation. */
+static void budget(const char *what, const ck_obj_t *o)
+{
+	size_t str = 0, fstr = 0;
+	const char *ids[] = {o->ns, o->name, o->uid, o->rv, o->creation_timestamp};
+	for (size_t i = 0; i < CK_ARRAY_LEN(ids); i++)
+		str += strlen(ids[i]) + 1;
+	size_t lab = 0;
+	for (size_t i = 0; i < o->nlabels; i++)
+		lab += strlen(o->labels[i].key) + strlen(o->labels[i].value) + 2;
+	size_t own = 0;
+	for (size_t i = 0; i < o->nowners; i++)
+		own += strlen(o->owners[i].api_version) + strlen(o->owners[i].kind) +
+		       strlen(o->owners[i].name) + strlen(o->owners[i].uid) + 4;
+	for (size_t i = 0; i < o->nfields; i++)
+		if (o->fields[i].type == CK_VAL_STRING || o->fields[i].type == CK_VAL_JSON)
+			fstr += strlen(o->fields[i].u.s) + 1;
+	size_t total = ck_obj_size(o);
+	size_t parts = sizeof(ck_obj_t) + o->nfields * sizeof(ck_val_t) +
+	               o->nlabels * sizeof(ck_obj_kv_t) + o->nowners * sizeof(ck_obj_owner_t) +
+	               str + lab + own + fstr;
+	printf("  budget of one %s, %zu bytes (malloc usable %zu):\n", what, total,
+	       malloc_usable_size((void *)o));
+	char label[64];
+	printf("    %-44s %4zu\n", "header (ck_obj_t)", sizeof(ck_obj_t));
+	snprintf(label, sizeof(label), "kept-field slots, %u x %zu", o->nfields, sizeof(ck_val_t));
+	printf("    %-44s %4zu\n", label, o->nfields * sizeof(ck_val_t));
+	printf("    %-44s %4zu\n", "namespace, name, uid, rv, creation time", str);
+	snprintf(label, sizeof(label), "labels: %u slots + text", o->nlabels);
+	printf("    %-44s %4zu\n", label, o->nlabels * sizeof(ck_obj_kv_t) + lab);
+	snprintf(label, sizeof(label), "ownerReferences: %u slots + text", o->nowners);
+	printf("    %-44s %4zu\n", label, o->nowners * sizeof(ck_obj_owner_t) + own);
+	printf("    %-44s %4zu\n", "kept string and JSON fields' text", fstr);
+	printf("    %-44s %4zd\n", "alignment and padding", (ssize_t)total - (ssize_t)parts);
 }
 
 static double now_s(void)
@@ -262,6 +333,34 @@ int main(int argc, char **argv)
 	printf("  with the pod template (ck_type_deployment_with_template): %.0f bytes per "
 	       "Deployment, of which spec.template.spec.containers JSON %.0f\n",
 	       (double)tmpl.held / (double)n, (double)containers / (double)n);
+	/* The daemon's other cache: Foos, as its descriptor keeps them. */
+	ck_sbuf_t foos = CK_SBUF_INIT;
+	ck_sbuf_puts(&foos, "{\"kind\":\"FooList\",\"apiVersion\":\"samplecontroller.k8s.io/"
+	                    "v1alpha1\",\"metadata\":{\"resourceVersion\":\"400000\"},\"items\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			ck_sbuf_putc(&foos, ',');
+		make_foo(&foos, i);
+	}
+	ck_sbuf_puts(&foos, "]}");
+	sink_t kf = {.keep = true, .objs = keep.objs};
+	decode(&ktype_foo, &foos, &kf);
+	printf("  Foos: %.0f bytes of JSON each; bytes held per Foo: %.0f (kobj_size), %.0f (malloc "
+	       "usable size)\n",
+	       (double)foos.len / (double)n, (double)kf.held / (double)n,
+	       (double)kf.usable / (double)n);
+
+	/* Where the bytes go, for the first object of each. */
+	sink_t one = {.keep = true, .objs = ck_xcalloc(n, sizeof(ck_obj_t *))};
+	decode(&ck_type_deployment, &in, &one);
+	budget("Deployment (ck_type_deployment)", one.objs[0]);
+	budget("Foo (ktype_foo)", kf.objs[0]);
+	for (size_t i = 0; i < n; i++) {
+		ck_obj_unref(kf.objs[i]);
+		ck_obj_unref(one.objs[i]);
+	}
+	free(one.objs);
+	ck_sbuf_free(&foos);
 	free(keep.objs);
 	ck_sbuf_free(&in);
 	return 0;
