@@ -21,12 +21,12 @@
 #include "api/samplecontroller/v1alpha1/foo.h"
 
 #include <malloc.h>
-#include <yajl/yajl_parse.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <yajl/yajl_parse.h>
 
 /* One list item; placeholders: name, namespace, uid, resourceVersion, generation,
  * label, owner name, spec.replicas, selector label, template label, status x5,
@@ -345,10 +345,11 @@ int main(int argc, char **argv)
 	ck_sbuf_puts(&foos, "]}");
 	sink_t kf = {.keep = true, .objs = keep.objs};
 	decode(&ktype_foo, &foos, &kf);
-	printf("  Foos: %.0f bytes of JSON each; bytes held per Foo: %.0f (kobj_size), %.0f (malloc "
-	       "usable size)\n",
-	       (double)foos.len / (double)n, (double)kf.held / (double)n,
-	       (double)kf.usable / (double)n);
+	printf(
+	    "  Foos: %.0f bytes of JSON each; bytes held per Foo: %.0f (kobj_size), %.0f (malloc "
+	    "usable size)\n",
+	    (double)foos.len / (double)n, (double)kf.held / (double)n,
+	    (double)kf.usable / (double)n);
 
 	/* Where the bytes go, for the first object of each. */
 	sink_t one = {.keep = true, .objs = ck_xcalloc(n, sizeof(ck_obj_t *))};

@@ -184,7 +184,8 @@ static void bench_workers(int nworkers)
 	t1 = now_ns();
 	printf("1 producer -> %d workers:             %6.1f ns/add  (%d adds, %lu processed)\n",
 	       nworkers, (double)(t1 - t0) / N, N, got);
-	printf("1 producer -> %d workers, per get:    %6.1f ns/key  (adds of a queued key are merged)\n",
+	printf("1 producer -> %d workers, per get:    %6.1f ns/key  (adds of a queued key are "
+	       "merged)\n",
 	       nworkers, (double)(t1 - t0) / (double)got);
 	ck_wq_free(q);
 }

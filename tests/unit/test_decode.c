@@ -632,8 +632,8 @@ START_TEST(test_max_depth)
 			ck_sbuf_putc(&in, ']');
 		ck_sbuf_puts(&in, kept ? "}}}}]}" : "}]}");
 		rec_t r = {0};
-		ck_assert_int_eq(run(&ck_type_deployment_with_template, CK_DEC_LIST, in.data, in.len,
-		                     NULL, 0, 0, &r),
+		ck_assert_int_eq(run(&ck_type_deployment_with_template, CK_DEC_LIST, in.data,
+		                     in.len, NULL, 0, 0, &r),
 		                 0);
 		ck_assert_uint_eq(r.nobj, 1);
 		const char *c = ck_deployment_template_containers_json(r.objs[0]);
@@ -642,7 +642,8 @@ START_TEST(test_max_depth)
 		else
 			ck_assert_ptr_null(c);
 		rec_free(&r);
-		check_all_splits(&ck_type_deployment_with_template, CK_DEC_LIST, in.data, in.len, NULL);
+		check_all_splits(&ck_type_deployment_with_template, CK_DEC_LIST, in.data, in.len,
+		                 NULL);
 	}
 	ck_sbuf_free(&in);
 }

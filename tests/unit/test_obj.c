@@ -175,9 +175,9 @@ START_TEST(test_keys)
 	ck_assert_str_eq(buf, "v1");
 	ck_type_api_version(&ck_type_lease, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "coordination.k8s.io/v1");
-	ck_assert_int_eq(ck_type_field_index(&ck_type_deployment_with_template,
-	                                     "spec.template.spec.containers"),
-	                 CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
+	ck_assert_int_eq(
+	    ck_type_field_index(&ck_type_deployment_with_template, "spec.template.spec.containers"),
+	    CK_DEPLOYMENT_SPEC_TEMPLATE_CONTAINERS);
 	/* The plain descriptor does not keep the template (a quarter of a Deployment). */
 	ck_assert_int_eq(ck_type_field_index(&ck_type_deployment, "spec.template.spec.containers"),
 	                 -1);
