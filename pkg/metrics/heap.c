@@ -24,9 +24,10 @@ static void heap_collect(void *ud, ck_sbuf_t *out)
 #ifdef HAVE_MALLINFO2
 	/* Walks every arena under its lock: cheap next to a scrape's other work. */
 	struct mallinfo2 mi = mallinfo2();
-	ck_metrics_write_header(out, "process_malloc_free_bytes",
-	                        "Bytes malloc holds free in its arenas (not returned to the system).",
-	                        CK_METRICS_GAUGE);
+	ck_metrics_write_header(
+	    out, "process_malloc_free_bytes",
+	    "Bytes malloc holds free in its arenas (not returned to the system).",
+	    CK_METRICS_GAUGE);
 	ck_metrics_write_sample(out, "process_malloc_free_bytes", NULL, 0, (double)mi.fordblks);
 	ck_metrics_write_header(out, "process_malloc_inuse_bytes",
 	                        "Bytes allocated with malloc and not yet freed (arenas and mmap).",
