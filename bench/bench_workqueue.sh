@@ -32,7 +32,7 @@ awk -F': *' '
 		printf "%-38s %12s %12s %8s\n", "figure (same loop shapes)", "pkg/workqueue", "client-go", "C/Go"
 		for (i = 1; i <= n; i++) {
 			k = order[i]
-			if (!(k in g)) continue
+			if (!(k in g)) g[k] = "-"
 			r = (g[k] > 0) ? sprintf("%.2f", c[k] / g[k]) : "-"
 			printf "%-38s %9s %-3s %9s %-3s %7s\n", k, c[k], u[k], g[k], u[k], r
 		}

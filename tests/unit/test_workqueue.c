@@ -1064,6 +1064,59 @@ START_TEST(test_delayed_threads)
 }
 END_TEST
 
+/* A clock that counts its reads. */
+typedef struct counting_clk {
+	ck_clk_t base;
+	_Atomic unsigned reads;
+	uint64_t now;
+} counting_clk_t;
+
+static uint64_t counting_mono(const ck_clk_t *c)
+{
+	counting_clk_t *cc = (counting_clk_t *)(uintptr_t)c;
+	atomic_fetch_add(&cc->reads, 1);
+	return cc->now;
+}
+
+static int64_t counting_wall(const ck_clk_t *c)
+{
+	return 0;
+}
+
+/* An unnamed queue exposes no metrics: with nothing delayed, add/get/done read no
+ * clock (a third of their cost); a named one reads it for its histograms, and an
+ * unnamed one with delayed keys reads it to promote them. */
+START_TEST(test_unnamed_queue_reads_no_clock)
+{
+	counting_clk_t c = {.base = {counting_mono, counting_wall}, .now = 1000 * CK_NS_PER_SEC};
+	ck_wq_options_t o = {.clock = &c.base};
+	ck_wq_t *q = ck_wq_new(&o);
+	unsigned at_start = atomic_load(&c.reads); /* the default limiter's bucket starts */
+	for (int i = 0; i < 100; i++) {
+		ck_assert_int_eq(ck_wq_add(q, "ns/a"), 1);
+		get_expect(q, "ns/a");
+	}
+	ck_assert_uint_eq(atomic_load(&c.reads), at_start);
+
+	ck_wq_add_after(q, "ns/later", 5 * MS);
+	unsigned before = atomic_load(&c.reads);
+	ck_wq_add(q, "ns/b");
+	ck_assert_uint_gt(atomic_load(&c.reads), before);
+	c.now += 10 * MS;
+	get_expect(q, "ns/b");
+	get_expect(q, "ns/later");
+	ck_wq_free(q);
+
+	o.name = "named";
+	q = ck_wq_new(&o);
+	at_start = atomic_load(&c.reads);
+	ck_wq_add(q, "ns/a");
+	get_expect(q, "ns/a");
+	ck_assert_uint_ge(atomic_load(&c.reads), at_start + 3);
+	ck_wq_free(q);
+}
+END_TEST
+
 Suite *suite_workqueue(void)
 {
 	Suite *s = suite_create("workqueue");
@@ -1116,6 +1169,7 @@ Suite *suite_workqueue(void)
 
 	tc = tcase_create("metrics");
 	tcase_add_test(tc, test_metrics_values);
+	tcase_add_test(tc, test_unnamed_queue_reads_no_clock);
 	tcase_add_test(tc, test_metrics_format_several_queues);
 	suite_add_tcase(s, tc);
 	return s;
