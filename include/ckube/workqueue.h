@@ -139,7 +139,8 @@ CKUBE_API ck_wq_ratelimiter_t *ck_wq_ratelimiter_controller_new(const ck_clk_t *
 typedef struct ck_wq ck_wq_t;
 
 typedef struct ck_wq_options {
-	/* Queue name, the metrics label; NULL or "" = no metrics exposed. Borrowed (copied). */
+	/* Queue name, the metrics label; NULL or "" = no metrics exposed, and then adds,
+	 * gets and dones read no clock while nothing is delayed. Borrowed (copied). */
 	const char *name;
 	/* Clock; NULL = ck_clk_real(). Borrowed: must outlive the queue. */
 	const ck_clk_t *clock;
