@@ -335,9 +335,12 @@ int ck_time_parse_rfc3339(const char *s, int64_t *wall_ns)
 	if (*p == 'Z' || *p == 'z') {
 		p++;
 	} else if (*p == '+' || *p == '-') {
-		int oh, om;
-		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
-			return -1;
+		/* Exactly "HH:MM": sscanf would take "-1:00" as well, and stepping over six
+		 * bytes of a shorter offset ran past the string's end (found by fuzz_exec). */
+		for (int i = 1; i <= 5; i++)
+			if (i == 3 ? p[i] != ':' : (p[i] < '0' || p[i] > '9'))
+				return -1;
+		long oh = (p[1] - '0') * 10 + (p[2] - '0'), om = (p[4] - '0') * 10 + (p[5] - '0');
 		off = (oh * 3600L + om * 60L) * (*p == '-' ? -1 : 1);
 		p += 6;
 	} else {

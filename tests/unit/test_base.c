@@ -43,6 +43,16 @@ START_TEST(test_time_roundtrip)
 	ck_assert_int_eq(ck_time_parse_rfc3339("4977-12-01T00:00:00Z", &ns), -1);
 	ck_assert_int_eq(ck_time_parse_rfc3339("2026-13-01T00:00:00Z", &ns), -1);
 	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T25:00:00Z", &ns), -1);
+	/* Offsets are exactly HH:MM. On the heap, so that ASan sees a read past the end
+	 * (the old parser stepped six bytes over "-1:00" and read beyond the string). */
+	const char *bad_off[] = {"2026-11-29T12:00:00-1:00", "2026-11-29T12:00:00+1:0",
+	                         "2026-11-29T12:00:00+ 1:00", "2026-11-29T12:00:00+01-00"};
+	for (size_t i = 0; i < sizeof(bad_off) / sizeof(bad_off[0]); i++) {
+		char *h = ck_xstrdup(bad_off[i]);
+		ck_assert_msg(ck_time_parse_rfc3339(h, &ns) == -1, "accepted %s", h);
+		free(h);
+	}
+	ck_assert_int_eq(ck_time_parse_rfc3339("2026-11-29T12:00:00-01:30", &ns), 0);
 	ck_assert_int_eq(ck_time_parse_rfc3339("2262-01-01T00:00:00Z", &ns), 0);
 }
 END_TEST
