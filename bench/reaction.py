@@ -17,6 +17,7 @@ what remains is the controller's reaction plus one API server write and its watc
 fan-out. Each event is stamped when its line is read.
 """
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -68,8 +69,8 @@ def watch(path, rv, table, seen, opened, deadline):
 
 
 def pct(sorted_ms, p):
-    # Nearest rank, as the other figures of the benchmark.
-    i = max(0, min(len(sorted_ms) - 1, int(round(p / 100.0 * len(sorted_ms) + 0.5)) - 1))
+    # Nearest rank: the smallest value with at least p% of the samples at or below it.
+    i = max(0, min(len(sorted_ms) - 1, math.ceil(p / 100.0 * len(sorted_ms)) - 1))
     return sorted_ms[i]
 
 
