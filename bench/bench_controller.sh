@@ -339,12 +339,18 @@ run_impl() {
 		sleep 0.1
 	done
 	R[$impl,restartsync]=$(elapsed "$t0")
-	grep -q "Started workers" "$log.restart" || R[$impl,restartsync]="failed"
 	sleep "$SETTLE"
-	R[$impl,restarthwm]=$(status_mib "$ctl_pid" VmHWM)
-	mem restart
-	say "[$impl] restart with $((last_count + SINGLES + BURST_FOOS)) Foos present: synced in ${R[$impl,restartsync]}s;" \
-		"peak RSS ${R[$impl,restarthwm]} MiB; then $(mem_text restart)"
+	# A process that exited has no /proc to read: say why and leave its figures empty.
+	if ! grep -q "Started workers" "$log.restart" || ! kill -0 "$ctl_pid" 2>/dev/null; then
+		R[$impl,restartsync]="failed"
+		echo "bench: the $impl controller did not come back after the restart:" >&2
+		tail -n 20 "$log.restart" >&2
+	else
+		R[$impl,restarthwm]=$(status_mib "$ctl_pid" VmHWM)
+		mem restart
+		say "[$impl] restart with $((last_count + SINGLES + BURST_FOOS)) Foos present: synced in ${R[$impl,restartsync]}s;" \
+			"peak RSS ${R[$impl,restarthwm]} MiB; then $(mem_text restart)"
+	fi
 
 	stop_ctl
 	t0=$(now)
