@@ -11,7 +11,9 @@
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
 #   make bench      benchmarks (print figures)
-#   make lint       clang-format check + cppcheck
+#   make lint       clang-format check + cppcheck + generated code up to date
+#   make generate   regenerate api/ from deploy/crd.yaml with ckube-gen (commit the result)
+#   make verify-generate   fail when the committed api/ differs from what ckube-gen writes
 #   make cluster-up / cluster-down     the local control plane alone
 #   make image      container images with buildah, no registry (hack/image.sh): build/image/*.oci.tar
 #   make node-up / node-down           a real kubelet node (containerd, runc, CNI) joined
@@ -50,9 +52,10 @@ REL_OBJS  := $(LIB_SRCS:%.c=$(B)/rel/%.o)
 ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
-.PHONY: FORCE all deps image install libcheck fuzz-smoke test unit unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+GENERATE_PHONY := generate verify-generate
+.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck fuzz-smoke test unit unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
-all: lib/libckube.a lib/libckube.so.$(VERSION) bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
+all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
 deps:
 	@bash hack/install-deps.sh
@@ -115,8 +118,10 @@ $(B)/ckube.pc $(B)/ckube-static.pc: VERSION Makefile
 	   echo "Libs.private: $(PC_LIBS)"; echo 'Cflags: -I$${includedir} -pthread'; } >$@
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]
-install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube
+BINDIR     ?= $(PREFIX)/bin
+install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc bin/ckube-gen
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube $(DESTDIR)$(BINDIR)
+	install -m 755 bin/ckube-gen $(DESTDIR)$(BINDIR)/
 	install -m 644 include/ckube/*.h $(DESTDIR)$(INCLUDEDIR)/ckube/
 	install -m 644 lib/libckube.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 lib/libckube.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -128,6 +133,21 @@ install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-stat
 bin/sample-controller: $(CMD_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
 	@mkdir -p bin
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
+
+# ckube-gen, the generator of typed kinds from a CRD (installed with the library).
+GEN_SRCS := $(sort $(wildcard cmd/ckube-gen/*.c))
+bin/ckube-gen: $(GEN_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
+	@mkdir -p bin
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
+
+# The Foo kind is generated from the CRD and committed, as Go's code-generator
+# output is; make test fails when it is stale (as verify-codegen does).
+generate: bin/ckube-gen
+	bin/ckube-gen -o api/samplecontroller deploy/crd.yaml
+
+verify-generate: bin/ckube-gen
+	@bin/ckube-gen --check -o api/samplecontroller deploy/crd.yaml && \
+		echo "  ok    generated code (api/samplecontroller) matches deploy/crd.yaml"
 
 bin/%: $(B)/rel/tests/tools/%.o lib/libckube.a
 	@mkdir -p bin
@@ -188,10 +208,18 @@ unit-tsan: deps $(B)/tsan/unit-tests
 
 # The examples/ controllers: each examples/<name>/main.c, ASan build for the e2e
 # tests (tests/lib/run.sh builds them again from the installed library).
+# An example with a crd.yaml has its kind generated at build time by ckube-gen into
+# $(B)/gen/examples/<name>/<version>/, which its main.c includes.
 EXAMPLES := $(patsubst examples/%/main.c,%,$(wildcard examples/*/main.c))
+EXAMPLES_CRD := $(patsubst examples/%/crd.yaml,%,$(wildcard examples/*/crd.yaml))
+$(B)/gen/examples/%/stamp: examples/%/crd.yaml bin/ckube-gen
+	rm -rf $(dir $@) && bin/ckube-gen -o $(dir $@) $< && touch $@
+$(foreach e,$(EXAMPLES_CRD),$(eval $(B)/asan/examples/$(e)/main.o: $(B)/gen/examples/$(e)/stamp))
+$(foreach e,$(EXAMPLES_CRD),$(eval $(B)/asan/examples/$(e)/main.o: BASEFLAGS += -I$(B)/gen/examples/$(e)))
 $(B)/asan/bin/%: $(B)/asan/examples/%/main.o $(ASAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
+		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) -lm
 
 e2e: deps all $(B)/asan/sample-controller $(EXAMPLES:%=$(B)/asan/bin/%)
 	bash tests/e2e/run.sh
@@ -210,6 +238,7 @@ soak: deps all $(B)/tsan/sample-controller
 
 test: deps
 	$(MAKE) all
+	$(MAKE) verify-generate
 	$(MAKE) libcheck
 	$(MAKE) fuzz-smoke
 	$(MAKE) unit
@@ -249,11 +278,12 @@ cluster-down:
 image:
 	bash hack/image.sh
 
-FMT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-lint:
+# Generated files are laid out by ckube-gen, not clang-format.
+FMT_SRCS = $(shell git grep -L 'generated by ckube-gen' -- '*.c' '*.h' 2>/dev/null)
+lint: verify-generate
 	clang-format --dry-run --Werror $(FMT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --suppress=missingIncludeSystem -Iinclude -I. $(LIB_SRCS) $(CMD_SRCS)
+		--inline-suppr --suppress=missingIncludeSystem -Iinclude -I. $(LIB_SRCS) $(CMD_SRCS) $(GEN_SRCS)
 
 fmt:
 	clang-format -i $(FMT_SRCS)

@@ -344,7 +344,7 @@ int main(int argc, char **argv)
 	}
 	ck_sbuf_puts(&foos, "]}");
 	sink_t kf = {.keep = true, .objs = keep.objs};
-	decode(&ktype_foo, &foos, &kf);
+	decode(&foo_type, &foos, &kf);
 	printf(
 	    "  Foos: %.0f bytes of JSON each; bytes held per Foo: %.0f (kobj_size), %.0f (malloc "
 	    "usable size)\n",
@@ -355,7 +355,7 @@ int main(int argc, char **argv)
 	sink_t one = {.keep = true, .objs = ck_xcalloc(n, sizeof(ck_obj_t *))};
 	decode(&ck_type_deployment, &in, &one);
 	budget("Deployment (ck_type_deployment)", one.objs[0]);
-	budget("Foo (ktype_foo)", kf.objs[0]);
+	budget("Foo (foo_type)", kf.objs[0]);
 	for (size_t i = 0; i < n; i++) {
 		ck_obj_unref(kf.objs[i]);
 		ck_obj_unref(one.objs[i]);

@@ -9,7 +9,7 @@
  */
 #include "cmd/sample-controller/controller.h"
 
-#include "api/samplecontroller/v1alpha1/foo.h"
+#include "cmd/sample-controller/foo_sync.h"
 #include <ckube/log.h>
 #include <ckube/manager.h>
 #include <ckube/types.h>
@@ -109,7 +109,7 @@ static void warn_event(controller_t *c, const ck_obj_t *foo, const char *reason,
 }
 
 /* Writes the status if it differs from what the Foo says. Returns a sync_result. */
-static int update_status(controller_t *c, const ck_obj_t *foo, const foo_status_t *st, bool *wrote,
+static int update_status(controller_t *c, const ck_obj_t *foo, const foo_desired_status_t *st, bool *wrote,
                          char **err)
 {
 	if (foo_status_equal(foo, st))
@@ -119,7 +119,7 @@ static int update_status(controller_t *c, const ck_obj_t *foo, const foo_status_
 	int result = SYNC_ERROR;
 	foo_status_update_json(foo, st, ck_clk_wall_ns(c->clock), &body);
 	ck_write_opts_t wo = {.field_manager = c->field_manager};
-	if (ck_client_update_status_sync(c->client, &ktype_foo, foo->ns, foo->name,
+	if (ck_client_update_status_sync(c->client, &foo_type, foo->ns, foo->name,
 	                                 ck_sbuf_cstr(&body), &wo, &res) == 0) {
 		*wrote = true;
 		result = SYNC_OK;
@@ -154,8 +154,9 @@ static int unfixable(controller_t *c, const ck_obj_t *foo, const char *reason, c
 {
 	CK_LOG_ERROR(why, "Foo cannot be reconciled as written",
 	             CK_KV_OBJ("foo", foo->ns, foo->name), CK_KV_STR("reason", reason));
-	foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False", reason,
-	                   why};
+	int64_t avail = 0;
+	foo_status_available_replicas(foo, &avail);
+	foo_desired_status_t st = {avail, foo->generation, "False", reason, why};
 	bool wrote = false;
 	int result = update_status(c, foo, &st, &wrote, err);
 	if (wrote)
@@ -201,14 +202,17 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		result = unfixable(c, foo, "InvalidName", why, err);
 		goto out;
 	}
-	if (foo_validate_spec(foo, &why) != 0) {
-		result = unfixable(c, foo, "InvalidSpec", why, err);
-		goto out;
-	}
+	/* First, as upstream does: an empty name is not one the pattern should judge. */
 	const char *dname = foo_spec_deployment_name(foo);
-	if (dname[0] == '\0') {
+	if (dname == NULL || dname[0] == '\0') {
 		result =
 		    unfixable(c, foo, "InvalidSpec", "spec.deploymentName must be specified", err);
+		goto out;
+	}
+	/* The schema's checks, generated from deploy/crd.yaml: the CRD installed may
+	 * be the upstream one, which states none. */
+	if (foo_validate_spec(foo, &why) != 0) {
+		result = unfixable(c, foo, "InvalidSpec", why, err);
 		goto out;
 	}
 
@@ -249,8 +253,9 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		snprintf(msg, sizeof(msg),
 		         "Resource \"%s\" already exists and is not managed by Foo", dname);
 		warn_event(c, foo, "ErrResourceExists", msg);
-		foo_status_t st = {foo_status_available_replicas(foo), foo->generation, "False",
-		                   "ErrResourceExists", msg};
+		int64_t was = 0;
+		foo_status_available_replicas(foo, &was);
+		foo_desired_status_t st = {was, foo->generation, "False", "ErrResourceExists", msg};
 		bool w = false;
 		update_status(c, foo, &st, &w, NULL);
 		ck_err_set(err, "%s", msg);
@@ -296,7 +301,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	bool ready = avail >= desired && dgen_seen >= dep->generation;
 	char msg[128];
 	snprintf(msg, sizeof(msg), "%d/%lld replicas available", (int)avail, (long long)desired);
-	foo_status_t st = {avail, foo->generation, ready ? "True" : "False",
+	foo_desired_status_t st = {avail, foo->generation, ready ? "True" : "False",
 	                   ready ? "DeploymentAvailable" : "DeploymentProgressing", msg};
 	result = update_status(c, foo, &st, &wrote, err);
 	if (result != SYNC_OK)
@@ -341,7 +346,7 @@ controller_t *controller_new(const controller_opts_t *o, char **err)
 	c->field_manager = o->field_manager ? o->field_manager : "sample-controller";
 	c->enqueue = o->enqueue;
 	c->enqueue_ud = o->enqueue_ud;
-	c->foos = ck_cache_factory_informer(o->factory, &ktype_foo);
+	c->foos = ck_cache_factory_informer(o->factory, &foo_type);
 	c->deployments = ck_cache_factory_informer(o->factory, &ck_type_deployment);
 	if (c->foos == NULL || c->deployments == NULL) {
 		ck_err_set(err, "cannot create informers");

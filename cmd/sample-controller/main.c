@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 	if (m == NULL)
 		return rc;
 	/* Both informers in the manager's metrics and sync wait. */
-	ck_manager_informer(m, &ktype_foo);
+	ck_manager_informer(m, &foo_type);
 	ck_manager_informer(m, &ck_type_deployment);
 	controller_opts_t cto = {.client = ck_manager_client(m),
 	                         .factory = ck_manager_factory(m),

@@ -18,7 +18,7 @@
  *
  *   ck_cache_factory_t *f = ck_cache_factory_new(loop, client, &(ck_cache_factory_opts_t){
  *           .default_resync_ms = 30000});
- *   ck_cache_informer_t *foos = ck_cache_factory_informer(f, &ktype_foo);
+ *   ck_cache_informer_t *foos = ck_cache_factory_informer(f, &foo_type);
  *   ck_cache_informer_add_handler(foos, &(ck_cache_handler_t){on_add, on_update, NULL}, ctl);
  *   ck_cache_factory_start(f, &err);                  // before or on the loop thread
  *   ... run the loop in its thread ...

@@ -10,6 +10,7 @@
 
 #include <ckube/base.h>
 #include <ckube/flag.h>
+#include <ckube/gen.h>
 #include <ckube/log.h>
 
 #include <ckube/client.h>

@@ -73,15 +73,20 @@
 /*
  * Typed reads of kept field i of obj, which must have been decoded with t or a
  * descriptor with the same fields (a copy that also keeps annotations will do;
- * borrowed). false / NULL as described above, and when obj is of another kind. _str is for JSON
+ * borrowed). false / NULL as described above, and when obj is of another kind. _double takes any
+ * number (an integer too); _str is for JSON
  * strings, _json for objects and arrays (compact JSON text); _i32 also fails when the integer does
  * not fit.
  */
 CKUBE_API bool ck_kind_bool(const ck_obj_t *obj, const ck_type_t *t, size_t i, bool *out);
 CKUBE_API bool ck_kind_i32(const ck_obj_t *obj, const ck_type_t *t, size_t i, int32_t *out);
 CKUBE_API bool ck_kind_i64(const ck_obj_t *obj, const ck_type_t *t, size_t i, int64_t *out);
+CKUBE_API bool ck_kind_double(const ck_obj_t *obj, const ck_type_t *t, size_t i,
+                                  double *out);
 CKUBE_API const char *ck_kind_str(const ck_obj_t *obj, const ck_type_t *t, size_t i);
 CKUBE_API const char *ck_kind_json(const ck_obj_t *obj, const ck_type_t *t, size_t i);
+/* The kept value whatever its type (borrowed), or NULL when absent or null. */
+CKUBE_API const ck_val_t *ck_kind_val(const ck_obj_t *obj, const ck_type_t *t, size_t i);
 
 /*
  * Looks up the condition of type cond_type (borrowed) in kept field i, a

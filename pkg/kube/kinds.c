@@ -68,6 +68,22 @@ bool ck_kind_i64(const ck_obj_t *obj, const ck_type_t *t, size_t i, int64_t *out
 	return true;
 }
 
+bool ck_kind_double(const ck_obj_t *obj, const ck_type_t *t, size_t i, double *out)
+{
+	const ck_val_t *v = field_of(obj, t, i);
+	if (v == NULL || (v->type != CK_VAL_DOUBLE && v->type != CK_VAL_INT))
+		return false;
+	/* A JSON number without a fraction decodes as an integer: 2 is a number too. */
+	*out = v->type == CK_VAL_INT ? (double)v->u.i : v->u.d;
+	return true;
+}
+
+const ck_val_t *ck_kind_val(const ck_obj_t *obj, const ck_type_t *t, size_t i)
+{
+	const ck_val_t *v = field_of(obj, t, i);
+	return v == NULL || v->type == CK_VAL_ABSENT || v->type == CK_VAL_NULL ? NULL : v;
+}
+
 bool ck_kind_i32(const ck_obj_t *obj, const ck_type_t *t, size_t i, int32_t *out)
 {
 	int64_t v;

@@ -7,7 +7,7 @@
  */
 #include "cmd/sample-controller/controller.h"
 
-#include "api/samplecontroller/v1alpha1/foo.h"
+#include "cmd/sample-controller/foo_sync.h"
 #include <ckube/record.h>
 #include <ckube/types.h>
 
@@ -65,13 +65,13 @@ typedef struct fx {
 static ck_cache_lw_t *fx_lw_new(void *ud, const ck_type_t *t, const char *ns)
 {
 	fx_t *f = ud;
-	return ck_cache_fake_lw_source(t == &ktype_foo ? f->foos : f->deps);
+	return ck_cache_fake_lw_source(t == &foo_type ? f->foos : f->deps);
 }
 
 static ck_obj_t *foo_from(const char *json)
 {
 	char *err = NULL;
-	ck_obj_t *o = ck_dec_object(&ktype_foo, json, strlen(json), &err);
+	ck_obj_t *o = ck_dec_object(&foo_type, json, strlen(json), &err);
 	ck_assert_msg(o != NULL, "decode: %s", err ? err : "?");
 	return o;
 }
@@ -107,7 +107,7 @@ static void fx_init(fx_t *f, ck_obj_t **foos, size_t n)
 	l = ck_cache_fake_lw_last(f->deps, false);
 	ck_cache_fake_req_meta(l, "100", NULL);
 	ck_cache_fake_req_finish(l, 200, NULL, NULL, 0);
-	cache_informer_drain(ck_cache_factory_informer(f->factory, &ktype_foo));
+	cache_informer_drain(ck_cache_factory_informer(f->factory, &foo_type));
 	cache_informer_drain(ck_cache_factory_informer(f->factory, &ck_type_deployment));
 }
 
@@ -141,7 +141,7 @@ static void fx_watch_modified(fx_t *f, ck_obj_t *foo)
 	ck_cache_fake_req_t *w = ck_cache_fake_lw_last(f->foos, true);
 	ck_assert_ptr_nonnull(w);
 	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, foo);
-	cache_informer_drain(ck_cache_factory_informer(f->factory, &ktype_foo));
+	cache_informer_drain(ck_cache_factory_informer(f->factory, &foo_type));
 }
 
 /* --- sync on a worker thread while the test thread runs the loop --- */

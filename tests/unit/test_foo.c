@@ -1,5 +1,6 @@
-/* Unit tests for api/samplecontroller/v1alpha1: accessors, validation, the JSON written. */
-#include "api/samplecontroller/v1alpha1/foo.h"
+/* Unit tests of the Foo kind as the controller uses it: the generated accessors and
+ * validation (api/samplecontroller/v1alpha1), the JSON written (foo_sync). */
+#include "cmd/sample-controller/foo_sync.h"
 #include <ckube/decode.h>
 
 #include <check.h>
@@ -11,7 +12,7 @@
 static ck_obj_t *foo_from(const char *json)
 {
 	char *err = NULL;
-	ck_obj_t *o = ck_dec_object(&ktype_foo, json, strlen(json), &err);
+	ck_obj_t *o = ck_dec_object(&foo_type, json, strlen(json), &err);
 	ck_assert_msg(o != NULL, "decode: %s", err ? err : "?");
 	return o;
 }
@@ -23,6 +24,14 @@ static const char *FOO =
     "\"availableReplicas\":2,\"observedGeneration\":3,\"conditions\":[{\"type\":\"Ready\","
     "\"status\":\"True\",\"reason\":\"DeploymentAvailable\",\"message\":\"2/2 replicas available\","
     "\"lastTransitionTime\":\"2026-11-29T12:00:00Z\",\"observedGeneration\":3}]}}";
+
+/* status.availableReplicas, 0 when absent (as the controller reads it). */
+static int64_t avail_of(const ck_obj_t *foo)
+{
+	int64_t n;
+	foo_status_available_replicas(foo, &n);
+	return n;
+}
 
 static const char *str_at(yajl_val root, const char **path)
 {
@@ -37,19 +46,21 @@ START_TEST(test_accessors_and_status_equal)
 	ck_assert_str_eq(foo_spec_deployment_name(f), "web");
 	ck_assert(foo_spec_replicas(f, &r));
 	ck_assert_int_eq(r, 2);
-	ck_assert_int_eq(foo_status_available_replicas(f), 2);
-	ck_assert_int_eq(foo_status_observed_generation(f), 3);
+	ck_assert(foo_status_available_replicas(f, &r));
+	ck_assert_int_eq(r, 2);
+	ck_assert(foo_status_observed_generation(f, &r));
+	ck_assert_int_eq(r, 3);
 	foo_condition_t c;
 	ck_assert(foo_condition_get(f, "Ready", &c));
 	ck_assert_str_eq(c.status, "True");
 	ck_assert_str_eq(c.last_transition_time, "2026-11-29T12:00:00Z");
 	ck_assert(!foo_condition_get(f, "Degraded", &c));
 
-	foo_status_t same = {2, 3, "True", "DeploymentAvailable", "2/2 replicas available"};
+	foo_desired_status_t same = {2, 3, "True", "DeploymentAvailable", "2/2 replicas available"};
 	ck_assert(foo_status_equal(f, &same));
-	foo_status_t fewer = {1, 3, "False", "DeploymentProgressing", "1/2 replicas available"};
+	foo_desired_status_t fewer = {1, 3, "False", "DeploymentProgressing", "1/2 replicas available"};
 	ck_assert(!foo_status_equal(f, &fewer));
-	foo_status_t newgen = same;
+	foo_desired_status_t newgen = same;
 	newgen.observed_generation = 4;
 	ck_assert(!foo_status_equal(f, &newgen));
 	ck_obj_unref(f);
@@ -93,12 +104,16 @@ START_TEST(test_validation)
 		free(err);
 		ck_obj_unref(f);
 	}
-	ck_assert(dns1123_subdomain_valid("a"));
-	ck_assert(!dns1123_subdomain_valid(""));
-	char longname[300];
-	memset(longname, 'a', 254);
-	longname[254] = '\0';
-	ck_assert(!dns1123_subdomain_valid(longname));
+	/* A valid name is at most 253 characters. */
+	char json[512], *err = NULL;
+	for (int n = 253; n <= 254; n++) {
+		snprintf(json, sizeof(json), "{\"spec\":{\"deploymentName\":\"%0*d\"}}", n, 0);
+		ck_obj_t *f = foo_from(json);
+		ck_assert_int_eq(foo_validate_spec(f, &err), n == 253 ? 0 : -1);
+		ck_obj_unref(f);
+	}
+	ck_assert_str_eq(err, "spec.deploymentName: 254 characters, at most 253");
+	free(err);
 }
 END_TEST
 
@@ -165,7 +180,7 @@ START_TEST(test_status_update_json)
 	ck_sbuf_t b = CK_SBUF_INIT;
 	char ebuf[256];
 	/* Same status value: lastTransitionTime is kept. */
-	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
+	foo_desired_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
 	yajl_val root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	ck_assert_msg(root != NULL, "%s", ebuf);
@@ -179,7 +194,7 @@ START_TEST(test_status_update_json)
 	yajl_tree_free(root);
 	ck_sbuf_reset(&b);
 	/* Status flips: the transition time is now. */
-	foo_status_t down = {0, 4, "False", "DeploymentProgressing", "0/1 replicas available"};
+	foo_desired_status_t down = {0, 4, "False", "DeploymentProgressing", "0/1 replicas available"};
 	foo_status_update_json(f, &down, 1795000000LL * 1000000000LL, &b);
 	root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	cs = yajl_tree_get(root, conds, yajl_t_array);
@@ -260,8 +275,8 @@ START_TEST(test_long_deployment_name_status_round_trips)
 	ck_assert_int_eq(foo_validate_spec(f, &why), -1);
 	ck_assert_msg(strlen(why) <= FOO_CONDITION_MESSAGE_MAX, "message of %zu bytes",
 	              strlen(why));
-	ck_assert_ptr_nonnull(strstr(why, "(1748 bytes) is not a valid DNS-1123 subdomain"));
-	foo_status_t st = {foo_status_available_replicas(f), f->generation, "False", "InvalidSpec",
+	ck_assert_str_eq(why, "spec.deploymentName: 1000 characters, at most 253");
+	foo_desired_status_t st = {avail_of(f), f->generation, "False", "InvalidSpec",
 	                   why};
 	ck_assert(!foo_status_equal(f, &st));
 
@@ -276,7 +291,7 @@ START_TEST(test_long_deployment_name_status_round_trips)
 	char *why2 = NULL;
 	ck_assert_int_eq(foo_validate_spec(g, &why2), -1);
 	ck_assert_str_eq(why2, why);
-	foo_status_t st2 = {foo_status_available_replicas(g), g->generation, "False", "InvalidSpec",
+	foo_desired_status_t st2 = {avail_of(g), g->generation, "False", "InvalidSpec",
 	                    why2};
 	ck_assert_msg(foo_status_equal(g, &st2), "the controller would write again");
 	ck_assert(foo_status_equal(g, &st));
@@ -309,7 +324,7 @@ START_TEST(test_long_message_cut_at_utf8_boundary)
 	                        "\"spec\":{\"deploymentName\":\"web\"}";
 	char *json = ck_xasprintf("{%s}", meta_spec);
 	ck_obj_t *f = foo_from(json);
-	foo_status_t st = {0, 2, "False", "DeploymentProgressing", ck_sbuf_cstr(&m)};
+	foo_desired_status_t st = {0, 2, "False", "DeploymentProgressing", ck_sbuf_cstr(&m)};
 	ck_sbuf_t b = CK_SBUF_INIT;
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
 	char *msg = ready_message(ck_sbuf_cstr(&b));
@@ -322,7 +337,7 @@ START_TEST(test_long_message_cut_at_utf8_boundary)
 	ck_assert(foo_condition_get(g, "Ready", &c));
 	ck_assert_str_eq(c.message, msg);
 	/* A different message is still a difference. */
-	foo_status_t other = st;
+	foo_desired_status_t other = st;
 	other.ready_message = "0/1 replicas available";
 	ck_assert(!foo_status_equal(g, &other));
 	ck_obj_unref(g);
@@ -354,7 +369,7 @@ START_TEST(test_status_update_keeps_other_conditions)
 	    "\"conditions\":[%s,%s,%s,%s]}}",
 	    degraded, ready, progressing, ready);
 	ck_obj_t *f = foo_from(json);
-	foo_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
+	foo_desired_status_t st = {1, 4, "True", "DeploymentAvailable", "1/1 replicas available"};
 	ck_sbuf_t b = CK_SBUF_INIT;
 	foo_status_update_json(f, &st, 1795000000LL * 1000000000LL, &b);
 	yajl_val root = yajl_tree_parse(ck_sbuf_cstr(&b), NULL, 0);
