@@ -45,6 +45,7 @@ API_SRCS  := $(sort $(wildcard api/*/*/*.c))
 CMD_SRCS  := $(sort $(wildcard cmd/sample-controller/*.c)) $(API_SRCS)
 UNIT_SRCS := $(sort $(foreach s,$(SUITES),tests/unit/test_$(s).c))
 TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
+GEN_SRCS  := $(sort $(wildcard cmd/ckube-gen/*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 
 B := build
@@ -135,7 +136,6 @@ bin/sample-controller: $(CMD_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
 
 # ckube-gen, the generator of typed kinds from a CRD (installed with the library).
-GEN_SRCS := $(sort $(wildcard cmd/ckube-gen/*.c))
 bin/ckube-gen: $(GEN_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
 	@mkdir -p bin
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
@@ -166,13 +166,24 @@ $(B)/suites.h: FORCE
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 FORCE:
 
-# The daemon's reconcile logic (controller.c, not main.c) is unit-tested too.
-UNIT_CMD_SRCS := $(filter-out %/main.c,$(CMD_SRCS))
+# The daemon's reconcile logic (controller.c, not main.c) is unit-tested too, and so
+# is ckube-gen's reading and writing (all but its main.c).
+UNIT_CMD_SRCS := $(filter-out %/main.c,$(CMD_SRCS)) $(filter-out %/main.c,$(GEN_SRCS))
+# Generated code under test: tests/unit/crd/widget.yaml, a CRD using every schema
+# feature, generated at build time into $(UNIT_GEN)/<version>/widget.{h,c}, which
+# test_gen.c includes; its sources are compiled into the runner with the sanitizers.
+UNIT_GEN := $(B)/gen/tests/widget
+$(UNIT_GEN)/stamp: tests/unit/crd/widget.yaml bin/ckube-gen
+	rm -rf $(UNIT_GEN) && bin/ckube-gen -o $(UNIT_GEN) $< && touch $@
+$(B)/asan/tests/unit/test_gen.o $(B)/tsan/tests/unit/test_gen.o: $(UNIT_GEN)/stamp
+$(B)/asan/tests/unit/test_gen.o $(B)/tsan/tests/unit/test_gen.o: BASEFLAGS += -I$(UNIT_GEN)
 $(B)/asan/unit-tests: $(UNIT_SRCS:%.c=$(B)/asan/%.o) $(B)/asan/tests/unit/main.o $(ASAN_OBJS) $(UNIT_CMD_SRCS:%.c=$(B)/asan/%.o)
-	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(UNIT_GEN) -o $@ $^ \
+		$(if $(filter %/test_gen.c,$(UNIT_SRCS)),$(wildcard $(UNIT_GEN)/*/*.c)) $(PKG_LIBS) $(CHECK_LIBS) -lm
 
 $(B)/tsan/unit-tests: $(UNIT_SRCS:%.c=$(B)/tsan/%.o) $(B)/tsan/tests/unit/main.o $(TSAN_OBJS) $(UNIT_CMD_SRCS:%.c=$(B)/tsan/%.o)
-	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS) -lm
+	$(CC) $(BASEFLAGS) $(TSAN_FLAGS) $(PKG_CFLAGS) -I$(UNIT_GEN) -o $@ $^ \
+		$(if $(filter %/test_gen.c,$(UNIT_SRCS)),$(wildcard $(UNIT_GEN)/*/*.c)) $(PKG_LIBS) $(CHECK_LIBS) -lm
 
 # Integration suites (tests/integration/test_<x>.c) talk to the real local control
 # plane named by $KUBECONFIG; same runner, their own suite list.

@@ -79,7 +79,8 @@ static yaml_node_t *get(ctx_t *x, const yaml_node_t *m, const char *key)
 {
 	if (m == NULL || m->type != YAML_MAPPING_NODE)
 		return NULL;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	     p++) {
 		const char *k = scalar(node_at(x, p->key));
 		if (k != NULL && strcmp(k, key) == 0)
 			return node_at(x, p->value);
@@ -170,11 +171,8 @@ static void node_free(gen_node_t *n)
 static char *enum_text(ctx_t *x, const gen_node_t *g, const yaml_node_t *v, const char *path)
 {
 	const char *s = scalar(v);
-	if (s == NULL) {
-		if (g->kind == CK_GEN_JSON)
-			return ck_xstrdup("null"); /* a structured enum value: not compared */
+	if (s == NULL)
 		return fail(x, v, path, "enum values must be scalars");
-	}
 	ck_sbuf_t b = CK_SBUF_INIT;
 	int64_t i;
 	double d;
@@ -249,15 +247,16 @@ static void build_props(ctx_t *x, gen_node_t *g, const yaml_node_t *props, const
 		fail(x, req, path, "required must be a list of property names");
 		return;
 	}
-	for (yaml_node_item_t *it = req->data.sequence.items.start; it < req->data.sequence.items.top;
-	     it++) {
+	for (yaml_node_item_t *it = req->data.sequence.items.start;
+	     it < req->data.sequence.items.top; it++) {
 		const yaml_node_t *r = node_at(x, *it);
 		const char *name = scalar(r);
 		size_t i = 0;
 		while (name != NULL && i < g->nprops && strcmp(g->props[i].name, name) != 0)
 			i++;
 		if (name == NULL || i == g->nprops) {
-			fail(x, r, path, "required names \"%s\", which is not one of its properties",
+			fail(x, r, path,
+			     "required names \"%s\", which is not one of its properties",
 			     name ? name : "?");
 			return;
 		}
@@ -331,7 +330,8 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 		}
 		regex_t re;
 		if (regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0) {
-			fail(x, v, path, "pattern '%s' is not a valid regular expression here", src);
+			fail(x, v, path, "pattern '%s' is not a valid regular expression here",
+			     src);
 			free(ere);
 			return;
 		}
@@ -346,13 +346,55 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 			return;
 		}
 		size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+		/* Structured values (of a value kept as JSON: an array of arrays, ...) have
+		 * no text here that the generated validation could compare with; a
+		 * placeholder would make it refuse every value. Left to the API server. */
+		for (size_t i = 0; g->kind == CK_GEN_JSON && i < n; i++) {
+			const yaml_node_t *e = node_at(x, v->data.sequence.items.start[i]);
+			if (e != NULL && e->type != YAML_SCALAR_NODE) {
+				note(x, y, path,
+				     "an enum of structured values is not checked by the generated "
+				     "validation (the API server checks it)");
+				return;
+			}
+		}
 		g->enums = ck_xcalloc(n > 0 ? n : 1, sizeof(char *));
 		for (size_t i = 0; i < n && x->err == NULL; i++) {
-			char *t = enum_text(x, g, node_at(x, v->data.sequence.items.start[i]), path);
+			char *t =
+			    enum_text(x, g, node_at(x, v->data.sequence.items.start[i]), path);
 			if (t != NULL)
 				g->enums[g->nenum++] = t;
 		}
 	}
+}
+
+/*
+ * Whether any (an anyOf) is [{type: integer}, {type: string}], which is how
+ * controller-gen states an IntOrString beside x-kubernetes-int-or-string: the
+ * generated validation checks exactly that (CK_GEN_INT_OR_STRING), so it is no
+ * note, and --strict takes the CRDs that use IntOrString.
+ */
+static bool int_or_string_any_of(ctx_t *x, const yaml_node_t *any)
+{
+	if (any == NULL || any->type != YAML_SEQUENCE_NODE ||
+	    any->data.sequence.items.top - any->data.sequence.items.start != 2)
+		return false;
+	bool is_int = false, is_str = false;
+	for (yaml_node_item_t *it = any->data.sequence.items.start;
+	     it < any->data.sequence.items.top; it++) {
+		const yaml_node_t *a = node_at(x, *it);
+		if (a == NULL || a->type != YAML_MAPPING_NODE ||
+		    a->data.mapping.pairs.top - a->data.mapping.pairs.start != 1)
+			return false;
+		const char *t = scalar(get(x, a, "type"));
+		if (t != NULL && strcmp(t, "integer") == 0)
+			is_int = true;
+		else if (t != NULL && strcmp(t, "string") == 0)
+			is_str = true;
+		else
+			return false;
+	}
+	return is_int && is_str;
 }
 
 static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int depth)
@@ -417,8 +459,9 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 			keep_json(g, "an array of arrays or maps: kept as JSON text");
 	} else if (strcmp(type, "object") == 0) {
 		if (props != NULL && addl != NULL && scalar(addl) == NULL) {
-			fail(x, y, path, "properties and additionalProperties together are not "
-			                 "structural");
+			fail(x, y, path,
+			     "properties and additionalProperties together are not "
+			     "structural");
 			goto bad;
 		}
 		if (props != NULL) {
@@ -430,9 +473,9 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 				keep_json(g, "an object without properties");
 			else if (preserve)
 				note(x, y, path,
-				     "x-kubernetes-preserve-unknown-fields: fields beyond the stated "
-				     "properties are not in the generated struct (they stay on the "
-				     "server)");
+				     "x-kubernetes-preserve-unknown-fields: fields beyond the "
+				     "stated properties are not in the generated struct (they "
+				     "stay on the server)");
 		} else if (addl != NULL && scalar(addl) == NULL) {
 			char *sub = ck_xasprintf("%s.additionalProperties", path);
 			g->items = build(x, addl, sub, depth + 1);
@@ -453,15 +496,19 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 	if (x->err != NULL)
 		goto bad;
 	static const char *const unchecked[] = {"oneOf", "anyOf", "allOf", "not"};
-	for (size_t i = 0; i < sizeof(unchecked) / sizeof(unchecked[0]); i++)
-		if (get(x, y, unchecked[i]) != NULL) {
-			char what[160];
-			snprintf(what, sizeof(what),
-			         "%s is not checked by the generated validation (the API server "
-			         "checks it)",
-			         unchecked[i]);
-			note(x, y, path, what);
-		}
+	for (size_t i = 0; i < sizeof(unchecked) / sizeof(unchecked[0]); i++) {
+		const yaml_node_t *u = get(x, y, unchecked[i]);
+		if (u == NULL)
+			continue;
+		if ((g->flags & CK_GEN_INT_OR_STRING) && strcmp(unchecked[i], "anyOf") == 0 &&
+		    int_or_string_any_of(x, u))
+			continue;
+		char what[160];
+		snprintf(what, sizeof(what),
+		         "%s is not checked by the generated validation (the API server checks it)",
+		         unchecked[i]);
+		note(x, y, path, what);
+	}
 	if (get(x, y, "x-kubernetes-validations") != NULL)
 		note(x, y, path,
 		     "x-kubernetes-validations (CEL) are not checked by the generated validation "
@@ -530,8 +577,18 @@ static void read_crd(ctx_t *x, const yaml_node_t *root)
 	}
 	const char *name = scalar(get(x, get(x, root, "metadata"), "name"));
 	c->name = ck_xstrdup(name ? name : "");
+	/* Checked here so that a missing spec or names is reported where it was looked
+	 * for: get_str would only have the absent mapping, and no line. */
 	const yaml_node_t *spec = get(x, root, "spec");
+	if (spec == NULL || spec->type != YAML_MAPPING_NODE) {
+		fail(x, spec ? spec : root, "spec", "a mapping is required");
+		return;
+	}
 	const yaml_node_t *names = get(x, spec, "names");
+	if (names == NULL || names->type != YAML_MAPPING_NODE) {
+		fail(x, names ? names : spec, "spec.names", "a mapping is required");
+		return;
+	}
 	const char *group = get_str(x, spec, "group", "spec");
 	const char *kind = get_str(x, names, "kind", "spec.names");
 	const char *plural = get_str(x, names, "plural", "spec.names");
@@ -599,11 +656,10 @@ gen_crd_t *gen_crd_load(const char *file, const char *buf, size_t len, bool stri
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
 	for (;;) {
 		if (!yaml_parser_load(&parser, &doc)) {
-			x.err = ck_xasprintf("%s:%zu: invalid YAML: %s%s%s", file,
-			                     parser.problem_mark.line + 1,
-			                     parser.problem ? parser.problem : "?",
-			                     parser.context ? " " : "",
-			                     parser.context ? parser.context : "");
+			x.err = ck_xasprintf(
+			    "%s:%zu: invalid YAML: %s%s%s", file, parser.problem_mark.line + 1,
+			    parser.problem ? parser.problem : "?", parser.context ? " " : "",
+			    parser.context ? parser.context : "");
 			break;
 		}
 		yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -613,7 +669,8 @@ gen_crd_t *gen_crd_load(const char *file, const char *buf, size_t len, bool stri
 		}
 		x.doc = &doc;
 		const char *kind = scalar(get(&x, root, "kind"));
-		if (kind != NULL && strcmp(kind, "CustomResourceDefinition") == 0 && x.err == NULL) {
+		if (kind != NULL && strcmp(kind, "CustomResourceDefinition") == 0 &&
+		    x.err == NULL) {
 			if (found)
 				fail(&x, root, "kind",
 				     "a second CustomResourceDefinition (the first is at line %d): "

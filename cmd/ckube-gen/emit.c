@@ -15,8 +15,8 @@
 #include <string.h>
 
 typedef struct kept {
-	char *path;  /* "spec.replicas" */
-	char *ident; /* "spec_replicas" */
+	char *path;   /* "spec.replicas" */
+	char *ident;  /* "spec_replicas" */
 	char *uident; /* "SPEC_REPLICAS" */
 	gen_node_t *node;
 } kept_t;
@@ -29,19 +29,38 @@ typedef struct em {
 	size_t nkept;
 	char **globals; /* every identifier written at file scope, for collisions */
 	char **gpaths;  /* where each came from */
+	int *glines;    /* and its line, 0 for the names every header has */
 	size_t nglobals;
 	int next_id;
 	char *err;
 } em_t;
 
 static const char *const keywords[] = {
-    "auto",     "break",    "case",     "char",     "const",     "continue",     "default",
-    "do",       "double",   "else",     "enum",     "extern",    "float",        "for",
-    "goto",     "if",       "inline",   "int",      "long",      "register",     "restrict",
-    "return",   "short",    "signed",   "sizeof",   "static",    "struct",       "switch",
-    "typedef",  "union",    "unsigned", "void",     "volatile",  "while",        "bool",
-    "true",     "false",    "_Bool",    "_Complex", "_Atomic",   "_Imaginary",   "_Noreturn",
-    "_Alignas", "_Alignof", "_Generic", "_Static_assert", "_Thread_local", "NULL", "errno",
+    "auto",          "break",
+    "case",          "char",
+    "const",         "continue",
+    "default",       "do",
+    "double",        "else",
+    "enum",          "extern",
+    "float",         "for",
+    "goto",          "if",
+    "inline",        "int",
+    "long",          "register",
+    "restrict",      "return",
+    "short",         "signed",
+    "sizeof",        "static",
+    "struct",        "switch",
+    "typedef",       "union",
+    "unsigned",      "void",
+    "volatile",      "while",
+    "bool",          "true",
+    "false",         "_Bool",
+    "_Complex",      "_Atomic",
+    "_Imaginary",    "_Noreturn",
+    "_Alignas",      "_Alignof",
+    "_Generic",      "_Static_assert",
+    "_Thread_local", "NULL",
+    "errno",
 };
 
 char *gen_snake(const char *name)
@@ -54,7 +73,8 @@ char *gen_snake(const char *name)
 			unsigned char prev = i > 0 ? (unsigned char)name[i - 1] : 0;
 			unsigned char next = (unsigned char)name[i + 1];
 			/* podIP -> pod_ip, URLPath -> url_path, v1Beta -> v1_beta */
-			if (i > 0 && (islower(prev) || isdigit(prev) || (isupper(prev) && islower(next))))
+			if (i > 0 &&
+			    (islower(prev) || isdigit(prev) || (isupper(prev) && islower(next))))
 				ck_sbuf_putc(&b, '_');
 			ck_sbuf_putc(&b, (char)tolower(c));
 		} else if (isalnum(c)) {
@@ -90,20 +110,34 @@ static char *upper(const char *s)
 	return u;
 }
 
-/* Records a file-scope identifier; a second use is an error naming both places. */
-static void global(em_t *e, const char *ident, const char *from)
+/*
+ * Records a file-scope identifier made for from (a schema path at line, or what
+ * every header has, line 0); a second use is an error naming both places, at the
+ * line of the one in the schema.
+ */
+static void global(em_t *e, const char *ident, const char *from, int line)
 {
 	for (size_t i = 0; i < e->nglobals; i++)
 		if (strcmp(e->globals[i], ident) == 0) {
-			if (e->err == NULL)
-				e->err = ck_xasprintf("%s:%d: %s: the C name %s is also made for %s; "
-				                      "rename one, or give --prefix",
-				                      e->crd->file, 0, from, ident, e->gpaths[i]);
+			if (e->err != NULL)
+				return;
+			if (line == 0 && e->glines[i] > 0)
+				e->err = ck_xasprintf(
+				    "%s:%d: %s: the C name %s is also made for %s; "
+				    "rename one, or give --prefix",
+				    e->crd->file, e->glines[i], e->gpaths[i], ident, from);
+			else
+				e->err =
+				    ck_xasprintf("%s:%d: %s: the C name %s is also made for %s; "
+				                 "rename one, or give --prefix",
+				                 e->crd->file, line, from, ident, e->gpaths[i]);
 			return;
 		}
 	e->globals = ck_xrealloc(e->globals, (e->nglobals + 1) * sizeof(char *));
 	e->gpaths = ck_xrealloc(e->gpaths, (e->nglobals + 1) * sizeof(char *));
+	e->glines = ck_xrealloc(e->glines, (e->nglobals + 1) * sizeof(int));
 	e->globals[e->nglobals] = ck_xstrdup(ident);
+	e->glines[e->nglobals] = line;
 	e->gpaths[e->nglobals++] = ck_xstrdup(from);
 }
 
@@ -123,21 +157,46 @@ static void c_str(ck_sbuf_t *b, const char *s)
 	ck_sbuf_putc(b, '"');
 }
 
-/* Appends s for a comment: no "*" "/" can close it, no control bytes. */
+/* The last byte appended to b, or 0. */
+static char last_byte(const ck_sbuf_t *b)
+{
+	return b->len > 0 ? b->data[b->len - 1] : 0;
+}
+
+/*
+ * Appends s for a comment: no control bytes, and a space between '*' and '/'
+ * either way, so that nothing closes the comment ("*" "/") or opens one in it
+ * ("/" "*", which -Wcomment rejects); and between "??" and '/', a trigraph under
+ * -std=c11 that would splice the next line in (-Wtrigraphs). What was appended
+ * before counts, and the text never ends in '*' or '/': the '/' of
+ * "group/version" that the caller appends next cannot combine with it.
+ */
 static void c_comment(ck_sbuf_t *b, const char *s, size_t max)
 {
 	size_t n = 0;
 	for (; *s && n < max; s++, n++) {
 		unsigned char c = (unsigned char)*s;
-		if (c == '/' && n > 0 && s[-1] == '*')
-			ck_sbuf_puts(b, " /");
-		else if (c < 0x20)
+		if ((c == '/' && last_byte(b) == '*') || (c == '*' && last_byte(b) == '/') ||
+		    (c == '/' && b->len >= 2 && memcmp(b->data + b->len - 2, "??", 2) == 0))
+			ck_sbuf_putc(b, ' ');
+		if (c < 0x20)
 			ck_sbuf_putc(b, ' ');
 		else
 			ck_sbuf_putc(b, (char)c);
 	}
 	if (*s)
 		ck_sbuf_puts(b, "...");
+	if (last_byte(b) == '*' || last_byte(b) == '/')
+		ck_sbuf_putc(b, ' ');
+}
+
+/* Appends s in a comment as a C string literal (c_str), made safe by c_comment. */
+static void c_str_comment(ck_sbuf_t *b, const char *s)
+{
+	ck_sbuf_t t = CK_SBUF_INIT;
+	c_str(&t, s);
+	c_comment(b, ck_sbuf_cstr(&t), t.len);
+	ck_sbuf_free(&t);
 }
 
 static const char *kind_name(const gen_node_t *n)
@@ -184,8 +243,7 @@ static void summary(ck_sbuf_t *b, const gen_node_t *n, bool required)
 		while (len > 0 && n->pattern_name[len - 1] == ' ')
 			len--;
 		ck_sbuf_printf(&t, ", a %.*s", (int)len, n->pattern_name);
-	}
-	else if (n->pattern)
+	} else if (n->pattern)
 		ck_sbuf_printf(&t, ", pattern %s", n->pattern);
 	if (n->nenum > 0) {
 		ck_sbuf_puts(&t, ", one of ");
@@ -243,7 +301,7 @@ static void name_nodes(em_t *e, gen_node_t *n, const char *cname)
 		free(n->ctype);
 		n->ctype = ck_xstrdup(cname);
 		char *t = ck_xasprintf("%s_t", cname);
-		global(e, t, n->spath);
+		global(e, t, n->spath, n->line);
 		free(t);
 	} else if ((n->kind == CK_GEN_ARRAY || n->kind == CK_GEN_MAP) && n->items) {
 		char *c = ck_xasprintf("%s_%s", cname, n->kind == CK_GEN_ARRAY ? "item" : "value");
@@ -302,10 +360,11 @@ static void check_members(em_t *e, const gen_node_t *n)
 				continue;
 			for (size_t j = 0; j < cnt && e->err == NULL; j++)
 				if (strcmp(names[j], mine[k]) == 0)
-					e->err = ck_xasprintf("%s:%d: %s.properties.%s: its C member %s "
-					                      "collides with the one made for %s",
-					                      e->crd->file, c->line, n->spath,
-					                      n->props[i].name, mine[k], from[j]);
+					e->err =
+					    ck_xasprintf("%s:%d: %s.properties.%s: its C member %s "
+					                 "collides with the one made for %s",
+					                 e->crd->file, c->line, n->spath,
+					                 n->props[i].name, mine[k], from[j]);
 			names[cnt] = mine[k];
 			from[cnt++] = n->props[i].name;
 		}
@@ -339,7 +398,7 @@ static void emit_struct(em_t *e, const gen_node_t *n, ck_sbuf_t *h)
 		const gen_node_t *c = n->props[i].node;
 		char *sn = gen_snake(n->props[i].name);
 		ck_sbuf_puts(h, "\t/* ");
-		c_str(h, n->props[i].name);
+		c_str_comment(h, n->props[i].name);
 		ck_sbuf_puts(h, ": ");
 		summary(h, c, n->props[i].required);
 		ck_sbuf_puts(h, " */\n\t");
@@ -426,14 +485,17 @@ static void emit_tables(em_t *e, const gen_node_t *n, ck_sbuf_t *c)
 			else
 				ck_sbuf_puts(c, ", .len_offset = CK_GEN_NONE");
 			if (ch->kind == CK_GEN_MAP)
-				ck_sbuf_printf(c, ", .keys_offset = offsetof(%s_t, %s_keys)", T, sn);
+				ck_sbuf_printf(c, ", .keys_offset = offsetof(%s_t, %s_keys)", T,
+				               sn);
 			else
 				ck_sbuf_puts(c, ", .keys_offset = CK_GEN_NONE");
 			if (ch->field >= 0)
-				ck_sbuf_printf(c, ", .field = %s_%s", e->PU, e->kept[ch->field].uident);
+				ck_sbuf_printf(c, ", .field = %s_%s", e->PU,
+				               e->kept[ch->field].uident);
 			else
 				ck_sbuf_puts(c, ", .field = -1");
-			ck_sbuf_printf(c, ", .required = %s},\n", n->props[i].required ? "true" : "false");
+			ck_sbuf_printf(c, ", .required = %s},\n",
+			               n->props[i].required ? "true" : "false");
 			free(sn);
 		}
 		ck_sbuf_puts(c, "};\n");
@@ -441,17 +503,22 @@ static void emit_tables(em_t *e, const gen_node_t *n, ck_sbuf_t *c)
 	ck_sbuf_puts(c, n->exported ? "const ck_gen_schema_t " : "static const ck_gen_schema_t ");
 	table_name(c, n);
 	ck_sbuf_puts(c, " = {\n");
-	static const char *const kinds[] = {"",          "CK_GEN_STRING", "CK_GEN_INT",
-	                                    "CK_GEN_NUMBER", "CK_GEN_BOOL", "CK_GEN_OBJECT",
-	                                    "CK_GEN_ARRAY",  "CK_GEN_MAP",  "CK_GEN_JSON"};
+	static const char *const kinds[] = {"",
+	                                    "CK_GEN_STRING",
+	                                    "CK_GEN_INT",
+	                                    "CK_GEN_NUMBER",
+	                                    "CK_GEN_BOOL",
+	                                    "CK_GEN_OBJECT",
+	                                    "CK_GEN_ARRAY",
+	                                    "CK_GEN_MAP",
+	                                    "CK_GEN_JSON"};
 	ck_sbuf_printf(c, "    .kind = %s,\n", kinds[n->kind]);
 	if (n->flags) {
 		ck_sbuf_puts(c, "    .flags = ");
-		static const char *const fl[] = {"CK_GEN_HAS_MIN",        "CK_GEN_HAS_MAX",
-		                                 "CK_GEN_EXCL_MIN",       "CK_GEN_EXCL_MAX",
-		                                 "CK_GEN_INT_OR_STRING",  "CK_GEN_HAS_MIN_LENGTH",
-		                                 "CK_GEN_HAS_MAX_LENGTH", "CK_GEN_HAS_MIN_ITEMS",
-		                                 "CK_GEN_HAS_MAX_ITEMS"};
+		static const char *const fl[] = {
+		    "CK_GEN_HAS_MIN",        "CK_GEN_HAS_MAX",       "CK_GEN_EXCL_MIN",
+		    "CK_GEN_EXCL_MAX",       "CK_GEN_INT_OR_STRING", "CK_GEN_HAS_MIN_LENGTH",
+		    "CK_GEN_HAS_MAX_LENGTH", "CK_GEN_HAS_MIN_ITEMS", "CK_GEN_HAS_MAX_ITEMS"};
 		bool first = true;
 		for (int i = 0; i < 9; i++)
 			if (n->flags & (1u << i)) {
@@ -475,8 +542,9 @@ static void emit_tables(em_t *e, const gen_node_t *n, ck_sbuf_t *c)
 		ck_sbuf_puts(c, "    .size = sizeof(bool),\n");
 		break;
 	case CK_GEN_OBJECT:
-		ck_sbuf_printf(c, "    .size = sizeof(%s_t),\n    .props = p_%d,\n    .nprops = %zu,\n",
-		               n->ctype, n->id, n->nprops);
+		ck_sbuf_printf(
+		    c, "    .size = sizeof(%s_t),\n    .props = p_%d,\n    .nprops = %zu,\n",
+		    n->ctype, n->id, n->nprops);
 		break;
 	default:
 		ck_sbuf_puts(c, "    .size = sizeof(void *),\n    .items = &");
@@ -486,10 +554,13 @@ static void emit_tables(em_t *e, const gen_node_t *n, ck_sbuf_t *c)
 	}
 	/* INT64_MIN has no literal of its own: written as (-MAX - 1). */
 	if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MIN))
-		ck_sbuf_printf(c, "    .imin = %lldLL%s,\n", (long long)n->imin + (n->imin == INT64_MIN),
+		ck_sbuf_printf(c, "    .imin = %lldLL%s,\n",
+		               (long long)n->imin + (n->imin == INT64_MIN),
 		               n->imin == INT64_MIN ? " - 1" : "");
 	if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MAX))
-		ck_sbuf_printf(c, "    .imax = %lldLL,\n", (long long)n->imax);
+		ck_sbuf_printf(c, "    .imax = %lldLL%s,\n",
+		               (long long)n->imax + (n->imax == INT64_MIN),
+		               n->imax == INT64_MIN ? " - 1" : "");
 	if (n->kind == CK_GEN_NUMBER && (n->flags & CK_GEN_HAS_MIN))
 		ck_sbuf_printf(c, "    .dmin = %.17g,\n", n->dmin);
 	if (n->kind == CK_GEN_NUMBER && (n->flags & CK_GEN_HAS_MAX))
@@ -514,10 +585,11 @@ static void emit_tables(em_t *e, const gen_node_t *n, ck_sbuf_t *c)
 static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 {
 	ck_sbuf_puts(h, "/*\n * Reads of one kept field of an object decoded with ");
-	ck_sbuf_printf(h, "%s_type (or a\n * descriptor that extends it). Strings are borrowed "
-	                  "from the object. NULL / false\n * when the field is absent, null, of "
-	                  "another type, or the object of another kind;\n * *out is then zero, so "
-	                  "absent and zero differ only by the result.\n */\n",
+	ck_sbuf_printf(h,
+	               "%s_type (or a\n * descriptor that extends it). Strings are borrowed "
+	               "from the object. NULL / false\n * when the field is absent, null, of "
+	               "another type, or the object of another kind;\n * *out is then zero, so "
+	               "absent and zero differ only by the result.\n */\n",
 	               e->P);
 	for (size_t i = 0; i < e->nkept; i++) {
 		const kept_t *k = &e->kept[i];
@@ -531,9 +603,11 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 		char fn[512];
 		switch (n->kind) {
 		case CK_GEN_STRING:
-			snprintf(fn, sizeof(fn), "const char *%s_%s(const ck_obj_t *obj)", P, k->ident);
-			ck_sbuf_printf(c, "%s\n{\n\treturn ck_kind_str(obj, &%s_type, %s_%s);\n}\n\n", fn,
-			               P, PU, k->uident);
+			snprintf(fn, sizeof(fn), "const char *%s_%s(const ck_obj_t *obj)", P,
+			         k->ident);
+			ck_sbuf_printf(c,
+			               "%s\n{\n\treturn ck_kind_str(obj, &%s_type, %s_%s);\n}\n\n",
+			               fn, P, PU, k->uident);
 			break;
 		case CK_GEN_INT:
 		case CK_GEN_NUMBER:
@@ -544,30 +618,35 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 			const char *get = n->kind == CK_GEN_INT      ? "i64"
 			                  : n->kind == CK_GEN_NUMBER ? "double"
 			                                             : "bool";
-			snprintf(fn, sizeof(fn), "bool %s_%s(const ck_obj_t *obj, %s *out)", P, k->ident, ct);
-			ck_sbuf_printf(c,
-			               "%s\n{\n\t*out = 0;\n\treturn ck_kind_%s(obj, &%s_type, %s_%s, "
-			               "out);\n}\n\n",
-			               fn, get, P, PU, k->uident);
+			snprintf(fn, sizeof(fn), "bool %s_%s(const ck_obj_t *obj, %s *out)", P,
+			         k->ident, ct);
+			ck_sbuf_printf(
+			    c,
+			    "%s\n{\n\t*out = 0;\n\treturn ck_kind_%s(obj, &%s_type, %s_%s, "
+			    "out);\n}\n\n",
+			    fn, get, P, PU, k->uident);
 			break;
 		}
 		case CK_GEN_JSON:
-			snprintf(fn, sizeof(fn), "const ck_val_t *%s_%s(const ck_obj_t *obj)", P, k->ident);
-			ck_sbuf_printf(c, "%s\n{\n\treturn ck_kind_val(obj, &%s_type, %s_%s);\n}\n\n", fn,
-			               P, PU, k->uident);
+			snprintf(fn, sizeof(fn), "const ck_val_t *%s_%s(const ck_obj_t *obj)", P,
+			         k->ident);
+			ck_sbuf_printf(c,
+			               "%s\n{\n\treturn ck_kind_val(obj, &%s_type, %s_%s);\n}\n\n",
+			               fn, P, PU, k->uident);
 			break;
 		default: /* arrays and maps: their compact JSON text */
 			snprintf(fn, sizeof(fn), "const char *%s_%s_json(const ck_obj_t *obj)", P,
 			         k->ident);
-			ck_sbuf_printf(c, "%s\n{\n\treturn ck_kind_json(obj, &%s_type, %s_%s);\n}\n\n",
+			ck_sbuf_printf(c,
+			               "%s\n{\n\treturn ck_kind_json(obj, &%s_type, %s_%s);\n}\n\n",
 			               fn, P, PU, k->uident);
 			break;
 		}
 		ck_sbuf_printf(h, "%s;\n", fn);
-		char *g = ck_xasprintf(n->kind == CK_GEN_ARRAY || n->kind == CK_GEN_MAP ? "%s_%s_json"
-		                                                                          : "%s_%s",
-		                       P, k->ident);
-		global(e, g, n->spath);
+		char *g = ck_xasprintf(
+		    n->kind == CK_GEN_ARRAY || n->kind == CK_GEN_MAP ? "%s_%s_json" : "%s_%s", P,
+		    k->ident);
+		global(e, g, n->spath, n->line);
 		free(g);
 	}
 	ck_sbuf_putc(h, '\n');
@@ -581,36 +660,43 @@ static void emit_object_fns(em_t *e, const gen_node_t *n, const char *member, ck
 	static const char *const suffixes[] = {"_get", "_clear", "_to_json", "_to_patch", "_check"};
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		char *g = ck_xasprintf("%s%s", T, suffixes[i]);
-		global(e, g, n->spath);
+		global(e, g, n->spath, n->line);
 		free(g);
 	}
+	/* member is the CRD's text: c_comment() keeps it from closing the comment. */
+	ck_sbuf_puts(h,
+	             member ? "/*\n * The kept fields under " : "/*\n * Every kept field of obj");
+	if (member)
+		c_comment(h, member, 200);
 	ck_sbuf_printf(h,
-	               "/*\n * %s%s read into *out (zeroed first; a value of another type is left\n"
+	               " read into *out (zeroed first; a value of another type is left\n"
 	               " * absent). Returns 0, or -1 with a new message in *err. Clear *out with\n"
 	               " * %s_clear() either way.\n */\n",
-	               member ? "The kept fields under " : "Every kept field of obj", member ? member : "",
 	               T);
 	ck_sbuf_printf(h, "int %s_get(const ck_obj_t *obj, %s_t *out, char **err);\n", T, T);
 	ck_sbuf_printf(c,
 	               "int %s_get(const ck_obj_t *obj, %s_t *out, char **err)\n{\n\treturn "
 	               "ck_gen_get(&%s_schema, obj, out, err);\n}\n\n",
 	               T, T, T);
-	ck_sbuf_printf(h, "/* Frees what *v owns (all of it, when filled by %s_get) and zeroes it. */\n",
-	               T);
+	ck_sbuf_printf(
+	    h, "/* Frees what *v owns (all of it, when filled by %s_get) and zeroes it. */\n", T);
 	ck_sbuf_printf(h, "void %s_clear(%s_t *v);\n", T, T);
-	ck_sbuf_printf(c, "void %s_clear(%s_t *v)\n{\n\tck_gen_clear(&%s_schema, v);\n}\n\n", T, T, T);
-	ck_sbuf_printf(h, "/* Appends *v as compact JSON, absent members left out. Borrows v. */\n");
+	ck_sbuf_printf(c, "void %s_clear(%s_t *v)\n{\n\tck_gen_clear(&%s_schema, v);\n}\n\n", T, T,
+	               T);
+	ck_sbuf_printf(h,
+	               "/* Appends *v as compact JSON, absent members left out. Borrows v. */\n");
 	ck_sbuf_printf(h, "void %s_to_json(const %s_t *v, ck_sbuf_t *out);\n", T, T);
 	ck_sbuf_printf(c,
 	               "void %s_to_json(const %s_t *v, ck_sbuf_t *out)\n{\n\tck_gen_to_json(&%s_"
 	               "schema, v, out);\n}\n\n",
 	               T, T, T);
 	if (member) {
-		ck_sbuf_printf(h,
-		               "/* Sets %s in the body p (create, update, apply or merge patch) to *v. "
-		               "Returns\n * 0, or -1 with p's error (a kept-JSON member that is not "
-		               "JSON). */\n",
-		               member);
+		ck_sbuf_puts(h, "/* Sets ");
+		c_comment(h, member, 200);
+		ck_sbuf_puts(h,
+		             " in the body p (create, update, apply or merge patch) to *v. "
+		             "Returns\n * 0, or -1 with p's error (a kept-JSON member that is not "
+		             "JSON). */\n");
 		ck_sbuf_printf(h, "int %s_to_patch(const %s_t *v, ck_patch_t *p);\n", T, T);
 		ck_sbuf_printf(c,
 		               "int %s_to_patch(const %s_t *v, ck_patch_t *p)\n{\n\treturn "
@@ -619,8 +705,9 @@ static void emit_object_fns(em_t *e, const gen_node_t *n, const char *member, ck
 		c_str(c, member);
 		ck_sbuf_puts(c, "));\n}\n\n");
 	} else {
-		ck_sbuf_printf(h, "/* Sets each present member of *v at the top of the body p. Returns 0, "
-		                  "or -1\n * with p's error. */\n");
+		ck_sbuf_printf(
+		    h, "/* Sets each present member of *v at the top of the body p. Returns 0, "
+		       "or -1\n * with p's error. */\n");
 		ck_sbuf_printf(h, "int %s_to_patch(const %s_t *v, ck_patch_t *p);\n", T, T);
 		ck_sbuf_printf(c,
 		               "int %s_to_patch(const %s_t *v, ck_patch_t *p)\n{\n\treturn "
@@ -652,23 +739,26 @@ static void emit_validators(em_t *e, const gen_node_t *root, ck_sbuf_t *h, ck_sb
 	               "ck_gen_validate_obj(&%s_schema, \"\", false, obj, err);\n}\n\n",
 	               P, root->ctype);
 	char *g = ck_xasprintf("%s_validate", P);
-	global(e, g, root->spath);
+	global(e, g, root->spath, root->line);
 	free(g);
 	for (size_t i = 0; i < root->nprops; i++) {
 		const gen_node_t *n = root->props[i].node;
 		if (n->kind != CK_GEN_OBJECT)
 			continue;
 		char *sn = gen_snake(root->props[i].name);
-		ck_sbuf_printf(h, "/* Only %s. */\n", root->props[i].name);
+		ck_sbuf_puts(h, "/* Only ");
+		c_comment(h, root->props[i].name, 200);
+		ck_sbuf_puts(h, ". */\n");
 		ck_sbuf_printf(h, "int %s_validate_%s(const ck_obj_t *obj, char **err);\n", P, sn);
 		ck_sbuf_printf(c,
 		               "int %s_validate_%s(const ck_obj_t *obj, char **err)\n{\n\treturn "
 		               "ck_gen_validate_obj(&%s_schema, ",
 		               P, sn, n->ctype);
 		c_str(c, root->props[i].name);
-		ck_sbuf_printf(c, ", %s, obj, err);\n}\n\n", root->props[i].required ? "true" : "false");
+		ck_sbuf_printf(c, ", %s, obj, err);\n}\n\n",
+		               root->props[i].required ? "true" : "false");
 		g = ck_xasprintf("%s_validate_%s", P, sn);
-		global(e, g, n->spath);
+		global(e, g, n->spath, n->line);
 		free(g);
 		free(sn);
 	}
@@ -718,17 +808,18 @@ static void emit_header_top(em_t *e, const char *guard, ck_sbuf_t *h)
 	ck_sbuf_printf(h, "\n#define %s_RESOURCE    ", PU);
 	c_str(h, crd->plural);
 	ck_sbuf_puts(h, "\n\n");
-	ck_sbuf_printf(h,
-	               "/* The kind's descriptor, for informers, listers and the client: it keeps "
-	               "the\n * fields below beyond metadata. */\nextern const ck_type_t %s_type;\n\n",
-	               e->P);
+	ck_sbuf_printf(
+	    h,
+	    "/* The kind's descriptor, for informers, listers and the client: it keeps "
+	    "the\n * fields below beyond metadata. */\nextern const ck_type_t %s_type;\n\n",
+	    e->P);
 	ck_sbuf_printf(h, "/* Kept fields: indexes into %s_type.fields. */\nenum {\n", e->P);
 	for (size_t i = 0; i < e->nkept; i++) {
 		ck_sbuf_printf(h, "\t%s_%s, /* ", PU, e->kept[i].uident);
 		c_comment(h, e->kept[i].path, 300);
 		ck_sbuf_puts(h, " */\n");
 		char *g = ck_xasprintf("%s_%s", PU, e->kept[i].uident);
-		global(e, g, e->kept[i].node->spath);
+		global(e, g, e->kept[i].node->spath, e->kept[i].node->line);
 		free(g);
 	}
 	ck_sbuf_printf(h, "\t%s_NFIELDS\n};\n\n", PU);
@@ -747,10 +838,12 @@ static void emit_source_top(em_t *e, const char *base, ck_sbuf_t *c)
 	}
 	if (e->nkept == 0)
 		ck_sbuf_puts(c, "    NULL,\n");
-	ck_sbuf_printf(c, "};\n\nconst ck_type_t %s_type = {\n    .group = %s_GROUP,\n    .version = "
-	                  "%s_VERSION,\n    .kind = %s_KIND,\n    .resource = %s_RESOURCE,\n    "
-	                  ".namespaced = %s,\n    .fields = fields,\n    .nfields = %s_NFIELDS,\n};\n\n",
-	               e->P, e->PU, e->PU, e->PU, e->PU, e->crd->namespaced ? "true" : "false", e->PU);
+	ck_sbuf_printf(
+	    c,
+	    "};\n\nconst ck_type_t %s_type = {\n    .group = %s_GROUP,\n    .version = "
+	    "%s_VERSION,\n    .kind = %s_KIND,\n    .resource = %s_RESOURCE,\n    "
+	    ".namespaced = %s,\n    .fields = fields,\n    .nfields = %s_NFIELDS,\n};\n\n",
+	    e->P, e->PU, e->PU, e->PU, e->PU, e->crd->namespaced ? "true" : "false", e->PU);
 }
 
 static void em_free(em_t *e)
@@ -767,6 +860,7 @@ static void em_free(em_t *e)
 	}
 	free(e->globals);
 	free(e->gpaths);
+	free(e->glines);
 	free(e->P);
 	free(e->PU);
 	free(e->err);
@@ -807,8 +901,25 @@ int gen_emit(gen_crd_t *crd, const gen_version_t *v, const gen_opts_t *o, ck_sbu
 		if (root->props[i].node->kind == CK_GEN_OBJECT)
 			root->props[i].node->exported = true;
 	char *g = ck_xasprintf("%s_type", e.P);
-	global(&e, g, "the descriptor");
+	global(&e, g, "the descriptor", 0);
 	free(g);
+	/* The header's macros, and the schema tables it declares: names too. */
+	static const char *const macros[] = {"GROUP", "VERSION",  "API_VERSION",
+	                                     "KIND",  "RESOURCE", "NFIELDS"};
+	for (size_t i = 0; i < sizeof(macros) / sizeof(macros[0]); i++) {
+		g = ck_xasprintf("%s_%s", e.PU, macros[i]);
+		global(&e, g, "the header's macros", 0);
+		free(g);
+	}
+	g = ck_xasprintf("%s_schema", root->ctype);
+	global(&e, g, root->spath, root->line);
+	free(g);
+	for (size_t i = 0; i < root->nprops; i++)
+		if (root->props[i].node->exported) {
+			g = ck_xasprintf("%s_schema", root->props[i].node->ctype);
+			global(&e, g, root->props[i].node->spath, root->props[i].node->line);
+			free(g);
+		}
 
 	char *vs = gen_snake(v->name);
 	char *guard = ck_xasprintf("CKUBE_GEN_%s_%s_H", e.PU, vs);
@@ -817,7 +928,8 @@ int gen_emit(gen_crd_t *crd, const gen_version_t *v, const gen_opts_t *o, ck_sbu
 	free(vs);
 	emit_header_top(&e, guard, h);
 	emit_struct(&e, root, h);
-	ck_sbuf_printf(h, "/* The schema's tables (ckube/gen.h), for ck_gen_* calls of your own. */\n");
+	ck_sbuf_printf(
+	    h, "/* The schema's tables (ckube/gen.h), for ck_gen_* calls of your own. */\n");
 	ck_sbuf_printf(h, "extern const ck_gen_schema_t %s_schema;\n", root->ctype);
 	for (size_t i = 0; i < root->nprops; i++)
 		if (root->props[i].node->exported)
@@ -829,17 +941,16 @@ int gen_emit(gen_crd_t *crd, const gen_version_t *v, const gen_opts_t *o, ck_sbu
 	emit_tables(&e, root, c);
 	emit_accessors(&e, h, c);
 
-	ck_sbuf_printf(h,
-	               "/* A body for create, update, apply or merge patch of the named object: "
-	               "apiVersion,\n * kind, metadata.name and .namespace set (ckube/patch.h). "
-	               "Free with ck_patch_free(). */\n");
+	ck_sbuf_printf(h, "/* A body for create, update, apply or merge patch of the named object: "
+	                  "apiVersion,\n * kind, metadata.name and .namespace set (ckube/patch.h). "
+	                  "Free with ck_patch_free(). */\n");
 	ck_sbuf_printf(h, "ck_patch_t *%s_patch_new(const char *ns, const char *name);\n\n", e.P);
 	ck_sbuf_printf(c,
 	               "ck_patch_t *%s_patch_new(const char *ns, const char *name)\n{\n\treturn "
 	               "ck_patch_new_object(&%s_type, ns, name);\n}\n\n",
 	               e.P, e.P);
 	g = ck_xasprintf("%s_patch_new", e.P);
-	global(&e, g, "the patch constructor");
+	global(&e, g, "the patch constructor", 0);
 	free(g);
 	emit_object_fns(&e, root, NULL, h, c);
 	for (size_t i = 0; i < root->nprops; i++)

@@ -36,16 +36,16 @@ struct gen_node {
 	int64_t min_length, max_length, min_items, max_items;
 	char **enums; /* compact JSON text of each value */
 	size_t nenum;
-	char *pattern;      /* as in the schema */
-	char *pattern_ere;  /* translated (pattern.c) */
+	char *pattern;     /* as in the schema */
+	char *pattern_ere; /* translated (pattern.c) */
 	const char *pattern_name;
 	char *format;
 	char *description; /* its first line */
 	bool nullable;
 	/* Set by gen_emit: */
-	int id;      /* number of its table in the generated source */
-	int field;   /* index of its kept field, or -1 */
-	char *ctype; /* objects: the generated struct's name, without _t */
+	int id;        /* number of its table in the generated source */
+	int field;     /* index of its kept field, or -1 */
+	char *ctype;   /* objects: the generated struct's name, without _t */
 	bool exported; /* its table is public: the whole kind and its top-level objects */
 };
 

@@ -91,12 +91,13 @@ static int put_file(const char *path, const ck_sbuf_t *text, bool check)
 	char *ign = NULL;
 	char *have = read_file(path, &have_len, &ign);
 	free(ign);
-	bool same = have != NULL && have_len == text->len && memcmp(have, text->data, text->len) == 0;
+	bool same =
+	    have != NULL && have_len == text->len && memcmp(have, text->data, text->len) == 0;
 	free(have);
 	if (check) {
 		if (!same)
-			fprintf(stderr, "ckube-gen: %s is %s: regenerate it (make generate)\n", path,
-			        have ? "stale" : "missing");
+			fprintf(stderr, "ckube-gen: %s is %s: regenerate it (make generate)\n",
+			        path, have ? "stale" : "missing");
 		return same ? 0 : 1;
 	}
 	if (same)
@@ -122,11 +123,13 @@ int main(int argc, char **argv)
 	const char *out = ".", *only = NULL;
 	gen_opts_t o = {0};
 	bool strict = false, check = false;
-	static const struct option longopts[] = {
-	    {"version", required_argument, NULL, 'V'}, {"prefix", required_argument, NULL, 'p'},
-	    {"base", required_argument, NULL, 'b'},    {"strict", no_argument, NULL, 's'},
-	    {"check", no_argument, NULL, 'c'},         {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {{"version", required_argument, NULL, 'V'},
+	                                         {"prefix", required_argument, NULL, 'p'},
+	                                         {"base", required_argument, NULL, 'b'},
+	                                         {"strict", no_argument, NULL, 's'},
+	                                         {"check", no_argument, NULL, 'c'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -197,7 +200,8 @@ int main(int argc, char **argv)
 		} else {
 			char *base = vo.base ? ck_xstrdup(vo.base) : gen_snake(crd->kind);
 			char *dir = ck_xasprintf("%s/%s", out, v->name);
-			char *hp = ck_xasprintf("%s/%s.h", dir, base), *cp = ck_xasprintf("%s/%s.c", dir, base);
+			char *hp = ck_xasprintf("%s/%s.h", dir, base),
+			     *cp = ck_xasprintf("%s/%s.c", dir, base);
 			if (!check && mkdir_p(dir) != 0) {
 				fprintf(stderr, "ckube-gen: %s: %s\n", dir, strerror(errno));
 				rc = 1;

@@ -80,12 +80,83 @@ static bool is_punct_escape(char c)
 	return c != '\0' && strchr(".^$|?*+()[]{}\\/-,:=!<>'\"#&~%@`;_ ", c) != NULL;
 }
 
+/*
+ * A bracket expression being translated. The bytes that are special in a POSIX
+ * one (']' and '^' first, '-' between two bytes, '[' before ':', '.' or '=') are
+ * set aside and put where they are literal; all else keeps the source's order.
+ */
+typedef struct cls {
+	ck_sbuf_t items;
+	bool rbracket, caret, hyphen, lbracket;
+} cls_t;
+
+static void cls_char(cls_t *k, char c)
+{
+	if (c == ']')
+		k->rbracket = true;
+	else if (c == '^')
+		k->caret = true;
+	else if (c == '-')
+		k->hyphen = true;
+	else if (c == '[')
+		k->lbracket = true;
+	else
+		ck_sbuf_putc(&k->items, c);
+}
+
+/*
+ * Reads one class atom at s[*p]: a byte into *c, or a class escape (\d, \w, \s)
+ * added to k, *c then -1. Returns 0 or -1 with *err; start is the offset of the
+ * class's '['.
+ */
+static int cls_atom(const char *s, size_t *p, size_t start, cls_t *k, int *c, char **err)
+{
+	char a = s[*p];
+	*c = -1;
+	if (a == '\0')
+		return ck_err_set(err, "unterminated class \"[\" at offset %zu", start);
+	if (a == '\\') {
+		char e = s[*p + 1];
+		if (e == 'd')
+			ck_sbuf_puts(&k->items, "0-9");
+		else if (e == 'w')
+			ck_sbuf_puts(&k->items, "0-9A-Za-z_");
+		else if (e == 's')
+			ck_sbuf_puts(&k->items, "[:space:]");
+		else if (control_escape(e))
+			*c = (unsigned char)control_escape(e);
+		else if (is_punct_escape(e))
+			*c = (unsigned char)e; /* a backslash is literal in a POSIX class */
+		else
+			return ck_err_set(err,
+			                  "the escape \"\\%c\" inside a class at offset %zu has no "
+			                  "POSIX form",
+			                  e ? e : '0', *p);
+		*p += 2;
+		return 0;
+	}
+	if (a == '[' && (s[*p + 1] == ':' || s[*p + 1] == '.' || s[*p + 1] == '='))
+		return ck_err_set(err,
+		                  "\"[%c\" inside a class at offset %zu would be a POSIX class",
+		                  s[*p + 1], *p);
+	/* One code point is one ECMA atom but several bytes here: [é] would accept
+	 * either byte of it, and not "é". */
+	if ((unsigned char)a >= 0x80)
+		return ck_err_set(err,
+		                  "a non-ASCII character inside a class at offset %zu has no POSIX "
+		                  "form",
+		                  *p);
+	*c = (unsigned char)a;
+	(*p)++;
+	return 0;
+}
+
 /* Translates the bracket expression at s[*i] ('['). Returns 0 or -1 with *err. */
 static int bracket(const char *s, size_t *i, ck_sbuf_t *out, char **err)
 {
 	size_t p = *i + 1;
-	bool neg = false, rbracket = false, hyphen = false, caret = false;
-	ck_sbuf_t items = CK_SBUF_INIT;
+	bool neg = false;
+	cls_t k = {.items = CK_SBUF_INIT};
 	int rc = -1;
 	if (s[p] == '^') {
 		neg = true;
@@ -95,72 +166,63 @@ static int bracket(const char *s, size_t *i, ck_sbuf_t *out, char **err)
 		ck_err_set(err, "an empty class \"[]\" at offset %zu has no POSIX form", *i);
 		goto out;
 	}
-	size_t first = p;
-	for (; s[p] != ']'; p++) {
-		char c = s[p];
-		if (c == '\0') {
-			ck_err_set(err, "unterminated class \"[\" at offset %zu", *i);
+	while (s[p] != ']') {
+		int lo, hi;
+		size_t at = p;
+		if (cls_atom(s, &p, *i, &k, &lo, err) != 0)
 			goto out;
-		}
-		if (c == '\\') {
-			char e = s[++p];
-			if (e == 'd') {
-				ck_sbuf_puts(&items, "0-9");
-			} else if (e == 'w') {
-				ck_sbuf_puts(&items, "0-9A-Za-z_");
-			} else if (e == 's') {
-				ck_sbuf_puts(&items, "[:space:]");
-			} else if (control_escape(e)) {
-				ck_sbuf_putc(&items, control_escape(e));
-			} else if (e == ']') {
-				rbracket = true;
-			} else if (e == '-') {
-				hyphen = true;
-			} else if (e == '^') {
-				caret = true;
-			} else if (is_punct_escape(e)) {
-				ck_sbuf_putc(&items, e); /* a backslash is literal in a POSIX class */
-			} else {
-				ck_err_set(err, "the escape \"\\%c\" inside a class at offset %zu has no "
-				                "POSIX form",
-				           e ? e : '0', p - 1);
-				goto out;
-			}
+		/* '-' makes a range only between two bytes: after or before a class
+		 * escape, or last, it is literal (ECMA-262 Annex B, and RE2). */
+		if (lo < 0 || s[p] != '-' || s[p + 1] == ']' || s[p + 1] == '\0') {
+			if (lo >= 0)
+				cls_char(&k, (char)lo);
 			continue;
 		}
-		if (c == '[' && (s[p + 1] == ':' || s[p + 1] == '.' || s[p + 1] == '=')) {
-			ck_err_set(err, "\"[%c\" inside a class at offset %zu would be a POSIX class",
-			           s[p + 1], p);
+		size_t q = p + 1;
+		if (cls_atom(s, &q, *i, &k, &hi, err) != 0)
 			goto out;
+		p = q;
+		if (hi < 0) {
+			cls_char(&k, (char)lo);
+			cls_char(&k, '-');
+		} else if (hi < lo) {
+			/* As written: an escape stays one, and the message one line. */
+			ck_err_set(err, "the range \"%.*s\" at offset %zu is out of order",
+			           (int)(q - at), s + at, at);
+			goto out;
+		} else if (strchr("[]^-", lo) != NULL || strchr("[]^-", hi) != NULL) {
+			/* An end that is special in POSIX: the range byte by byte. */
+			for (int c = lo; c <= hi; c++)
+				cls_char(&k, (char)c);
+		} else {
+			ck_sbuf_putc(&k.items, (char)lo);
+			ck_sbuf_putc(&k.items, '-');
+			ck_sbuf_putc(&k.items, (char)hi);
 		}
-		/* A hyphen first or last is literal in both dialects; moved to the end
-		 * so that a ']' put first cannot start a range with it. */
-		if (c == '-' && (p == first || s[p + 1] == ']')) {
-			hyphen = true;
-			continue;
-		}
-		ck_sbuf_putc(&items, c);
 	}
 	*i = p;
-	if (!neg && caret && items.len == 0 && !rbracket && !hyphen) {
-		ck_sbuf_puts(out, "\\^");
+	if (!neg && !k.rbracket && k.items.len == 0 && !k.lbracket && k.caret) {
+		/* '^' would come first and negate: "[-^]", or just "\^". */
+		ck_sbuf_puts(out, k.hyphen ? "[-^]" : "\\^");
 		rc = 0;
 		goto out;
 	}
 	ck_sbuf_putc(out, '[');
 	if (neg)
 		ck_sbuf_putc(out, '^');
-	if (rbracket)
+	if (k.rbracket)
 		ck_sbuf_putc(out, ']');
-	ck_sbuf_append(out, items.data ? items.data : "", items.len);
-	if (caret)
+	ck_sbuf_append(out, k.items.data ? k.items.data : "", k.items.len);
+	if (k.lbracket)
+		ck_sbuf_putc(out, '[');
+	if (k.caret)
 		ck_sbuf_putc(out, '^');
-	if (hyphen)
+	if (k.hyphen)
 		ck_sbuf_putc(out, '-');
 	ck_sbuf_putc(out, ']');
 	rc = 0;
 out:
-	ck_sbuf_free(&items);
+	ck_sbuf_free(&k.items);
 	return rc;
 }
 
@@ -202,7 +264,8 @@ char *gen_pattern_ere(const char *s, char **err)
 			} else if (is_punct_escape(e)) {
 				ck_sbuf_putc(&out, e);
 			} else {
-				ck_err_set(err, "the escape \"\\%c\" at offset %zu has no POSIX form",
+				ck_err_set(err,
+				           "the escape \"\\%c\" at offset %zu has no POSIX form",
 				           e ? e : '0', i - 1);
 				goto fail;
 			}
@@ -211,8 +274,9 @@ char *gen_pattern_ere(const char *s, char **err)
 				goto fail;
 		} else if (c == '(' && s[i + 1] == '?') {
 			if (s[i + 2] != ':') {
-				ck_err_set(err, "\"(?%c\" at offset %zu (lookaround, flags or named "
-				                "groups) has no POSIX form",
+				ck_err_set(err,
+				           "\"(?%c\" at offset %zu (lookaround, flags or named "
+				           "groups) has no POSIX form",
 				           s[i + 2] ? s[i + 2] : '0', i);
 				goto fail;
 			}

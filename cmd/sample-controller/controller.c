@@ -109,8 +109,8 @@ static void warn_event(controller_t *c, const ck_obj_t *foo, const char *reason,
 }
 
 /* Writes the status if it differs from what the Foo says. Returns a sync_result. */
-static int update_status(controller_t *c, const ck_obj_t *foo, const foo_desired_status_t *st, bool *wrote,
-                         char **err)
+static int update_status(controller_t *c, const ck_obj_t *foo, const foo_desired_status_t *st,
+                         bool *wrote, char **err)
 {
 	if (foo_status_equal(foo, st))
 		return SYNC_OK;
@@ -302,7 +302,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	char msg[128];
 	snprintf(msg, sizeof(msg), "%d/%lld replicas available", (int)avail, (long long)desired);
 	foo_desired_status_t st = {avail, foo->generation, ready ? "True" : "False",
-	                   ready ? "DeploymentAvailable" : "DeploymentProgressing", msg};
+	                           ready ? "DeploymentAvailable" : "DeploymentProgressing", msg};
 	result = update_status(c, foo, &st, &wrote, err);
 	if (result != SYNC_OK)
 		goto out;

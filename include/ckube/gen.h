@@ -173,8 +173,8 @@ CKUBE_API int ck_gen_to_patch_props(const ck_gen_schema_t *s, const void *v, ck_
 CKUBE_API int ck_gen_validate_obj(const ck_gen_schema_t *s, const char *path, bool required,
                                   const ck_obj_t *obj, char **err);
 /* The JSON value v (NULL = absent) at path. Borrows all. */
-CKUBE_API int ck_gen_validate_json(const ck_gen_schema_t *s, const char *path,
-                                   const ck_json_t *v, char **err);
+CKUBE_API int ck_gen_validate_json(const ck_gen_schema_t *s, const char *path, const ck_json_t *v,
+                                   char **err);
 /* The value *v of schema s (a struct you are about to write), at path. Borrows all. */
 CKUBE_API int ck_gen_validate(const ck_gen_schema_t *s, const char *path, const void *v,
                               char **err);

@@ -81,8 +81,7 @@
 CKUBE_API bool ck_kind_bool(const ck_obj_t *obj, const ck_type_t *t, size_t i, bool *out);
 CKUBE_API bool ck_kind_i32(const ck_obj_t *obj, const ck_type_t *t, size_t i, int32_t *out);
 CKUBE_API bool ck_kind_i64(const ck_obj_t *obj, const ck_type_t *t, size_t i, int64_t *out);
-CKUBE_API bool ck_kind_double(const ck_obj_t *obj, const ck_type_t *t, size_t i,
-                                  double *out);
+CKUBE_API bool ck_kind_double(const ck_obj_t *obj, const ck_type_t *t, size_t i, double *out);
 CKUBE_API const char *ck_kind_str(const ck_obj_t *obj, const ck_type_t *t, size_t i);
 CKUBE_API const char *ck_kind_json(const ck_obj_t *obj, const ck_type_t *t, size_t i);
 /* The kept value whatever its type (borrowed), or NULL when absent or null. */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Pointer to the member at off in struct base. */
-#define AT(base, off) ((void *)((char *)(base) + (off)))
+#define AT(base, off)  ((void *)((char *)(base) + (off)))
 #define CAT(base, off) ((const void *)((const char *)(base) + (off)))
 
 static void set_flag(void *base, size_t off, bool v)
@@ -34,7 +34,8 @@ static bool prop_present(const ck_gen_prop_t *p, const void *base)
 	case CK_GEN_MAP:
 		/* Items set without the flag still count: forgetting has_x must not
 		 * silently drop a list. */
-		return get_flag(base, p->has_offset) || *(const size_t *)CAT(base, p->len_offset) > 0;
+		return get_flag(base, p->has_offset) ||
+		       *(const size_t *)CAT(base, p->len_offset) > 0;
 	default:
 		return get_flag(base, p->has_offset);
 	}
@@ -115,11 +116,19 @@ static bool from_json_value(const ck_gen_schema_t *s, const ck_json_t *v, void *
 		return ck_json_get_double(v, out) == CK_JSON_OK;
 	case CK_GEN_BOOL:
 		return ck_json_get_bool(v, out) == CK_JSON_OK;
-	case CK_GEN_JSON:
+	case CK_GEN_JSON: {
 		if (ck_json_type(v) == CK_JSON_ABSENT || ck_json_is_null(v))
+			return false;
+		/* An int-or-string holding a boolean, a fraction, an object, ... is of
+		 * another type than the schema's: left absent like any other, not kept
+		 * for the encoders to write back. */
+		int64_t i;
+		if ((s->flags & CK_GEN_INT_OR_STRING) && ck_json_type(v) != CK_JSON_STRING &&
+		    ck_json_get_int64(v, &i) != CK_JSON_OK)
 			return false;
 		*(char **)out = ck_json_to_text(v);
 		return true;
+	}
 	default:
 		return false;
 	}
@@ -145,7 +154,8 @@ static bool from_json_prop(const ck_gen_prop_t *p, const ck_json_t *v, void *bas
 		for (size_t i = 0; i < n; i++) {
 			/* An element of another type stays zero: the list keeps its
 			 * length and positions, as validation reports them. */
-			(void)ck_gen_from_json(s->items, ck_json_at(v, i), elems + i * s->items->size);
+			(void)ck_gen_from_json(s->items, ck_json_at(v, i),
+			                       elems + i * s->items->size);
 			if (keys != NULL)
 				keys[i] = ck_xstrdup(ck_json_key(v, i, NULL));
 		}
@@ -281,7 +291,8 @@ static void to_json_prop(const ck_gen_prop_t *p, const void *base, ck_sbuf_t *ou
 	size_t n = *(const size_t *)CAT(base, p->len_offset);
 	if (elems == NULL)
 		n = 0;
-	char *const *keys = s->kind == CK_GEN_MAP ? *(char **const *)CAT(base, p->keys_offset) : NULL;
+	char *const *keys =
+	    s->kind == CK_GEN_MAP ? *(char **const *)CAT(base, p->keys_offset) : NULL;
 	ck_sbuf_putc(out, s->kind == CK_GEN_ARRAY ? '[' : '{');
 	bool first = true;
 	for (size_t i = 0; i < n; i++) {
@@ -355,8 +366,7 @@ void ck_gen_to_json(const ck_gen_schema_t *s, const void *v, ck_sbuf_t *out)
 	to_json_value(s, v, out);
 }
 
-int ck_gen_to_patch(const ck_gen_schema_t *s, const void *v, ck_patch_t *p,
-                    const char *const *path)
+int ck_gen_to_patch(const ck_gen_schema_t *s, const void *v, ck_patch_t *p, const char *const *path)
 {
 	ck_sbuf_t b = CK_SBUF_INIT;
 	to_json_value(s, v, &b);

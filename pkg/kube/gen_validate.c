@@ -22,21 +22,40 @@ typedef struct scalar {
  * messages stay short enough to be a condition's. */
 #define QUOTE_MAX 253
 
-/* Appends s quoted, cut at a UTF-8 boundary after QUOTE_MAX bytes. */
-static void put_quoted(ck_sbuf_t *b, const char *s)
+/* How many bytes of s to quote: all of it up to QUOTE_MAX, else QUOTE_MAX or
+ * fewer so as not to split a UTF-8 character (a message must stay valid UTF-8
+ * to be a condition's). */
+static size_t quote_len(const char *s)
 {
 	size_t n = strnlen(s, QUOTE_MAX + 1);
-	ck_sbuf_putc(b, '"');
-	if (n <= QUOTE_MAX) {
-		ck_sbuf_append(b, s, n);
-		ck_sbuf_putc(b, '"');
-		return;
-	}
+	if (n <= QUOTE_MAX)
+		return n;
 	n = QUOTE_MAX;
 	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
 		n--;
+	return n;
+}
+
+/* Appends s quoted, cut at a UTF-8 boundary after QUOTE_MAX bytes. */
+static void put_quoted(ck_sbuf_t *b, const char *s)
+{
+	size_t n = quote_len(s);
+	ck_sbuf_putc(b, '"');
 	ck_sbuf_append(b, s, n);
-	ck_sbuf_printf(b, "...\" (%zu bytes)", strlen(s));
+	if (s[n] == '\0')
+		ck_sbuf_putc(b, '"');
+	else
+		ck_sbuf_printf(b, "...\" (%zu bytes)", strlen(s));
+}
+
+/* Appends the JSON text of a value, cut as put_quoted cuts a string (a string's
+ * closing quote put back); the bytes counted are the text's. */
+static void put_text(ck_sbuf_t *b, const char *text)
+{
+	size_t n = quote_len(text);
+	ck_sbuf_append(b, text, n);
+	if (text[n] != '\0')
+		ck_sbuf_printf(b, "...%s (%zu bytes)", text[0] == '"' ? "\"" : "", strlen(text));
 }
 
 /* "<path>.<name>", or "<name>" at the top. */
@@ -95,8 +114,9 @@ static int check_enum(const ck_gen_schema_t *s, const char *path, const char *te
 		if (strcmp(s->enum_json[i], text) == 0)
 			return 0;
 	ck_sbuf_t b = CK_SBUF_INIT;
-	ck_sbuf_printf(&b, "%s: %.*s%s is not one of ", path, QUOTE_MAX, text,
-	               strlen(text) > QUOTE_MAX ? "..." : "");
+	ck_sbuf_printf(&b, "%s: ", path);
+	put_text(&b, text);
+	ck_sbuf_puts(&b, " is not one of ");
 	for (size_t i = 0; i < s->nenum; i++)
 		ck_sbuf_printf(&b, "%s%s", i > 0 ? ", " : "", s->enum_json[i]);
 	int rc = ck_err_set(err, "%s", ck_sbuf_cstr(&b));
@@ -147,7 +167,8 @@ static int check_int(const ck_gen_schema_t *s, const char *path, int64_t v, char
 		                  (long long)s->imin, (long long)s->imax);
 	if (below)
 		return ck_err_set(err, "%s: %lld is %s %lld", path, (long long)v,
-		                  xlo ? "not more than" : "less than the minimum", (long long)s->imin);
+		                  xlo ? "not more than" : "less than the minimum",
+		                  (long long)s->imin);
 	return ck_err_set(err, "%s: %lld is %s %lld", path, (long long)v,
 	                  xhi ? "not less than" : "more than the maximum", (long long)s->imax);
 }
@@ -186,8 +207,7 @@ static void scalar_text(const scalar_t *v, ck_sbuf_t *b)
 	}
 }
 
-static int check_scalar(const ck_gen_schema_t *s, const char *path, const scalar_t *v,
-                        char **err)
+static int check_scalar(const ck_gen_schema_t *s, const char *path, const scalar_t *v, char **err)
 {
 	switch (s->kind) {
 	case CK_GEN_STRING:
@@ -247,14 +267,14 @@ static int check_count(const ck_gen_schema_t *s, const char *path, size_t n, con
 	return 0;
 }
 
-int ck_gen_validate_json(const ck_gen_schema_t *s, const char *path, const ck_json_t *v,
-                         char **err)
+int ck_gen_validate_json(const ck_gen_schema_t *s, const char *path, const ck_json_t *v, char **err)
 {
 	ck_json_type_t t = ck_json_type(v);
 	if (t == CK_JSON_ABSENT || t == CK_JSON_NULL)
 		return 0;
 	if (t == CK_JSON_OBJECT || t == CK_JSON_ARRAY) {
-		bool obj_ok = t == CK_JSON_OBJECT && (s->kind == CK_GEN_OBJECT || s->kind == CK_GEN_MAP);
+		bool obj_ok =
+		    t == CK_JSON_OBJECT && (s->kind == CK_GEN_OBJECT || s->kind == CK_GEN_MAP);
 		bool arr_ok = t == CK_JSON_ARRAY && s->kind == CK_GEN_ARRAY;
 		if (s->kind == CK_GEN_JSON) {
 			if (s->flags & CK_GEN_INT_OR_STRING)
@@ -375,7 +395,9 @@ static int check_val(const ck_gen_schema_t *s, const char *path, const ck_val_t 
 int ck_gen_validate_obj(const ck_gen_schema_t *s, const char *path, bool required,
                         const ck_obj_t *obj, char **err)
 {
-	if (!object_present(s, obj))
+	/* The whole kind (path "") is obj itself, present even when none of its kept
+	 * fields is: its required members must still be reported. */
+	if (path[0] != '\0' && !object_present(s, obj))
 		return required ? ck_err_set(err, "%s: required", path) : 0;
 	for (size_t i = 0; i < s->nprops; i++) {
 		const ck_gen_prop_t *p = &s->props[i];

@@ -58,7 +58,8 @@ START_TEST(test_accessors_and_status_equal)
 
 	foo_desired_status_t same = {2, 3, "True", "DeploymentAvailable", "2/2 replicas available"};
 	ck_assert(foo_status_equal(f, &same));
-	foo_desired_status_t fewer = {1, 3, "False", "DeploymentProgressing", "1/2 replicas available"};
+	foo_desired_status_t fewer = {1, 3, "False", "DeploymentProgressing",
+	                              "1/2 replicas available"};
 	ck_assert(!foo_status_equal(f, &fewer));
 	foo_desired_status_t newgen = same;
 	newgen.observed_generation = 4;
@@ -194,7 +195,8 @@ START_TEST(test_status_update_json)
 	yajl_tree_free(root);
 	ck_sbuf_reset(&b);
 	/* Status flips: the transition time is now. */
-	foo_desired_status_t down = {0, 4, "False", "DeploymentProgressing", "0/1 replicas available"};
+	foo_desired_status_t down = {0, 4, "False", "DeploymentProgressing",
+	                             "0/1 replicas available"};
 	foo_status_update_json(f, &down, 1795000000LL * 1000000000LL, &b);
 	root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
 	cs = yajl_tree_get(root, conds, yajl_t_array);
@@ -276,8 +278,7 @@ START_TEST(test_long_deployment_name_status_round_trips)
 	ck_assert_msg(strlen(why) <= FOO_CONDITION_MESSAGE_MAX, "message of %zu bytes",
 	              strlen(why));
 	ck_assert_str_eq(why, "spec.deploymentName: 1000 characters, at most 253");
-	foo_desired_status_t st = {avail_of(f), f->generation, "False", "InvalidSpec",
-	                   why};
+	foo_desired_status_t st = {avail_of(f), f->generation, "False", "InvalidSpec", why};
 	ck_assert(!foo_status_equal(f, &st));
 
 	ck_sbuf_t b = CK_SBUF_INIT;
@@ -291,8 +292,7 @@ START_TEST(test_long_deployment_name_status_round_trips)
 	char *why2 = NULL;
 	ck_assert_int_eq(foo_validate_spec(g, &why2), -1);
 	ck_assert_str_eq(why2, why);
-	foo_desired_status_t st2 = {avail_of(g), g->generation, "False", "InvalidSpec",
-	                    why2};
+	foo_desired_status_t st2 = {avail_of(g), g->generation, "False", "InvalidSpec", why2};
 	ck_assert_msg(foo_status_equal(g, &st2), "the controller would write again");
 	ck_assert(foo_status_equal(g, &st));
 
