@@ -264,6 +264,18 @@ static void build_props(ctx_t *x, gen_node_t *g, const yaml_node_t *props, const
 	}
 }
 
+/* Whether n or anything under it states a validation (what kept JSON loses). */
+static bool has_checks(const gen_node_t *n)
+{
+	unsigned shape = CK_GEN_INT_OR_STRING | CK_GEN_JSON_OBJECT | CK_GEN_JSON_ARRAY;
+	if ((n->flags & ~shape) != 0 || n->nenum > 0 || n->pattern != NULL)
+		return true;
+	for (size_t i = 0; i < n->nprops; i++)
+		if (n->props[i].required || has_checks(n->props[i].node))
+			return true;
+	return n->items != NULL && has_checks(n->items);
+}
+
 /* Makes g a value kept as JSON text, saying why. */
 static void keep_json(gen_node_t *g, const char *why)
 {
@@ -455,8 +467,16 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 		if (g->items == NULL)
 			goto bad;
 		g->kind = CK_GEN_ARRAY;
-		if (g->items->kind == CK_GEN_ARRAY || g->items->kind == CK_GEN_MAP)
-			keep_json(g, "an array of arrays or maps: kept as JSON text");
+		if (g->items->kind == CK_GEN_ARRAY || g->items->kind == CK_GEN_MAP) {
+			keep_json(g, "an array of arrays or maps");
+			g->flags |= CK_GEN_JSON_ARRAY;
+			if (has_checks(g->items))
+				note(x, y, path,
+				     "an array of arrays or maps is kept as JSON text: the "
+				     "validations of "
+				     "its "
+				     "elements are not checked by the generated validation");
+		}
 	} else if (strcmp(type, "object") == 0) {
 		if (props != NULL && addl != NULL && scalar(addl) == NULL) {
 			fail(x, y, path,
@@ -469,9 +489,10 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 			build_props(x, g, props, y, path, depth);
 			if (x->err != NULL)
 				goto bad;
-			if (g->nprops == 0)
+			if (g->nprops == 0) {
 				keep_json(g, "an object without properties");
-			else if (preserve)
+				g->flags |= CK_GEN_JSON_OBJECT;
+			} else if (preserve)
 				note(x, y, path,
 				     "x-kubernetes-preserve-unknown-fields: fields beyond the "
 				     "stated properties are not in the generated struct (they "
@@ -483,11 +504,20 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 			if (g->items == NULL)
 				goto bad;
 			g->kind = CK_GEN_MAP;
-			if (g->items->kind == CK_GEN_ARRAY || g->items->kind == CK_GEN_MAP)
-				keep_json(g, "a map of arrays or maps: kept as JSON text");
+			if (g->items->kind == CK_GEN_ARRAY || g->items->kind == CK_GEN_MAP) {
+				keep_json(g, "a map of arrays or maps");
+				g->flags |= CK_GEN_JSON_OBJECT;
+				if (has_checks(g->items))
+					note(x, y, path,
+					     "a map of arrays or maps is kept as JSON text: the "
+					     "validations "
+					     "of its values are not checked by the generated "
+					     "validation");
+			}
 		} else {
 			keep_json(g, preserve ? "x-kubernetes-preserve-unknown-fields: any object"
 			                      : "an object without properties");
+			g->flags |= CK_GEN_JSON_OBJECT;
 		}
 	} else {
 		fail(x, get(x, y, "type"), path, "unknown type \"%s\"", type);

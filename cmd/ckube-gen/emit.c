@@ -230,14 +230,30 @@ static void summary(ck_sbuf_t *b, const gen_node_t *n, bool required)
 		ck_sbuf_printf(&t, " (%s)", n->format);
 	if (required)
 		ck_sbuf_puts(&t, ", required");
-	if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MIN) && (n->flags & CK_GEN_HAS_MAX))
+	bool xlo = n->flags & CK_GEN_EXCL_MIN, xhi = n->flags & CK_GEN_EXCL_MAX;
+	if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MIN) && (n->flags & CK_GEN_HAS_MAX) &&
+	    !xlo && !xhi) {
 		ck_sbuf_printf(&t, ", %lld..%lld", (long long)n->imin, (long long)n->imax);
-	else if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MIN))
-		ck_sbuf_printf(&t, ", >= %lld", (long long)n->imin);
-	else if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MAX))
-		ck_sbuf_printf(&t, ", <= %lld", (long long)n->imax);
-	if (n->max_length >= 0)
+	} else {
+		if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MIN))
+			ck_sbuf_printf(&t, ", %s %lld", xlo ? ">" : ">=", (long long)n->imin);
+		if (n->kind == CK_GEN_INT && (n->flags & CK_GEN_HAS_MAX))
+			ck_sbuf_printf(&t, ", %s %lld", xhi ? "<" : "<=", (long long)n->imax);
+	}
+	if (n->kind == CK_GEN_NUMBER && (n->flags & CK_GEN_HAS_MIN))
+		ck_sbuf_printf(&t, ", %s %g", xlo ? ">" : ">=", n->dmin);
+	if (n->kind == CK_GEN_NUMBER && (n->flags & CK_GEN_HAS_MAX))
+		ck_sbuf_printf(&t, ", %s %g", xhi ? "<" : "<=", n->dmax);
+	if (n->flags & CK_GEN_HAS_MIN_LENGTH)
+		ck_sbuf_printf(&t, ", at least %lld characters", (long long)n->min_length);
+	if (n->flags & CK_GEN_HAS_MAX_LENGTH)
 		ck_sbuf_printf(&t, ", at most %lld characters", (long long)n->max_length);
+	if (n->flags & CK_GEN_HAS_MIN_ITEMS)
+		ck_sbuf_printf(&t, ", at least %lld %s", (long long)n->min_items,
+		               n->kind == CK_GEN_ARRAY ? "items" : "entries");
+	if (n->flags & CK_GEN_HAS_MAX_ITEMS)
+		ck_sbuf_printf(&t, ", at most %lld %s", (long long)n->max_items,
+		               n->kind == CK_GEN_ARRAY ? "items" : "entries");
 	if (n->pattern_name) {
 		size_t len = strcspn(n->pattern_name, "(");
 		while (len > 0 && n->pattern_name[len - 1] == ' ')
@@ -518,9 +534,10 @@ static void emit_tables(em_t *e, const gen_node_t *n, ck_sbuf_t *c)
 		static const char *const fl[] = {
 		    "CK_GEN_HAS_MIN",        "CK_GEN_HAS_MAX",       "CK_GEN_EXCL_MIN",
 		    "CK_GEN_EXCL_MAX",       "CK_GEN_INT_OR_STRING", "CK_GEN_HAS_MIN_LENGTH",
-		    "CK_GEN_HAS_MAX_LENGTH", "CK_GEN_HAS_MIN_ITEMS", "CK_GEN_HAS_MAX_ITEMS"};
+		    "CK_GEN_HAS_MAX_LENGTH", "CK_GEN_HAS_MIN_ITEMS", "CK_GEN_HAS_MAX_ITEMS",
+		    "CK_GEN_JSON_OBJECT",    "CK_GEN_JSON_ARRAY"};
 		bool first = true;
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 11; i++)
 			if (n->flags & (1u << i)) {
 				ck_sbuf_printf(c, "%s%s", first ? "" : " | ", fl[i]);
 				first = false;
@@ -630,16 +647,31 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 		case CK_GEN_JSON:
 			snprintf(fn, sizeof(fn), "const ck_val_t *%s_%s(const ck_obj_t *obj)", P,
 			         k->ident);
-			ck_sbuf_printf(c,
-			               "%s\n{\n\treturn ck_kind_val(obj, &%s_type, %s_%s);\n}\n\n",
-			               fn, P, PU, k->uident);
+			/* Only a value of the shape the schema states. */
+			ck_sbuf_printf(
+			    c, "%s\n{\n\tconst ck_val_t *v = ck_kind_val(obj, &%s_type, %s_%s);\n",
+			    fn, P, PU, k->uident);
+			if (n->flags & CK_GEN_INT_OR_STRING)
+				ck_sbuf_puts(
+				    c, "\tif (v != NULL && v->type != CK_VAL_INT && v->type != "
+				       "CK_VAL_STRING)\n\t\treturn NULL;\n");
+			else if (n->flags & (CK_GEN_JSON_OBJECT | CK_GEN_JSON_ARRAY))
+				ck_sbuf_printf(
+				    c,
+				    "\tif (v != NULL && (v->type != CK_VAL_JSON || v->u.s[0] != "
+				    "'%c'))\n\t\treturn NULL;\n",
+				    n->flags & CK_GEN_JSON_OBJECT ? '{' : '[');
+			ck_sbuf_puts(c, "\treturn v;\n}\n\n");
 			break;
 		default: /* arrays and maps: their compact JSON text */
 			snprintf(fn, sizeof(fn), "const char *%s_%s_json(const ck_obj_t *obj)", P,
 			         k->ident);
-			ck_sbuf_printf(c,
-			               "%s\n{\n\treturn ck_kind_json(obj, &%s_type, %s_%s);\n}\n\n",
-			               fn, P, PU, k->uident);
+			/* Kept JSON is any object or array: only the schema's shape. */
+			ck_sbuf_printf(
+			    c,
+			    "%s\n{\n\tconst char *t = ck_kind_json(obj, &%s_type, %s_%s);\n"
+			    "\treturn t != NULL && t[0] == '%c' ? t : NULL;\n}\n\n",
+			    fn, P, PU, k->uident, n->kind == CK_GEN_ARRAY ? '[' : '{');
 			break;
 		}
 		ck_sbuf_printf(h, "%s;\n", fn);

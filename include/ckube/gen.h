@@ -67,6 +67,10 @@ enum {
 	CK_GEN_HAS_MAX_LENGTH = 1 << 6,
 	CK_GEN_HAS_MIN_ITEMS = 1 << 7, /* minItems, or minProperties of a map */
 	CK_GEN_HAS_MAX_ITEMS = 1 << 8,
+	/* Kept JSON whose schema states its shape (an object without properties, an
+	 * array of arrays): another shape is refused and not read. */
+	CK_GEN_JSON_OBJECT = 1 << 9,
+	CK_GEN_JSON_ARRAY = 1 << 10,
 };
 
 /* No such member (ck_gen_prop_t offsets). */

@@ -126,6 +126,9 @@ static bool from_json_value(const ck_gen_schema_t *s, const ck_json_t *v, void *
 		if ((s->flags & CK_GEN_INT_OR_STRING) && ck_json_type(v) != CK_JSON_STRING &&
 		    ck_json_get_int64(v, &i) != CK_JSON_OK)
 			return false;
+		if (((s->flags & CK_GEN_JSON_OBJECT) && ck_json_type(v) != CK_JSON_OBJECT) ||
+		    ((s->flags & CK_GEN_JSON_ARRAY) && ck_json_type(v) != CK_JSON_ARRAY))
+			return false;
 		*(char **)out = ck_json_to_text(v);
 		return true;
 	}

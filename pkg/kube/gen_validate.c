@@ -229,6 +229,10 @@ static int check_scalar(const ck_gen_schema_t *s, const char *path, const scalar
 	case CK_GEN_JSON:
 		if ((s->flags & CK_GEN_INT_OR_STRING) && v->t != SC_INT && v->t != SC_STRING)
 			return ck_err_set(err, "%s: must be an integer or a string", path);
+		if (s->flags & CK_GEN_JSON_OBJECT)
+			return ck_err_set(err, "%s: must be an object", path);
+		if (s->flags & CK_GEN_JSON_ARRAY)
+			return ck_err_set(err, "%s: must be an array", path);
 		break;
 	case CK_GEN_OBJECT:
 	case CK_GEN_MAP:
@@ -279,6 +283,10 @@ int ck_gen_validate_json(const ck_gen_schema_t *s, const char *path, const ck_js
 		if (s->kind == CK_GEN_JSON) {
 			if (s->flags & CK_GEN_INT_OR_STRING)
 				return ck_err_set(err, "%s: must be an integer or a string", path);
+			if ((s->flags & CK_GEN_JSON_OBJECT) && t != CK_JSON_OBJECT)
+				return ck_err_set(err, "%s: must be an object", path);
+			if ((s->flags & CK_GEN_JSON_ARRAY) && t != CK_JSON_ARRAY)
+				return ck_err_set(err, "%s: must be an array", path);
 		} else if (!obj_ok && !arr_ok) {
 			scalar_t other = {.t = SC_OTHER};
 			if (s->kind == CK_GEN_OBJECT || s->kind == CK_GEN_MAP)
@@ -294,9 +302,10 @@ int ck_gen_validate_json(const ck_gen_schema_t *s, const char *path, const ck_js
 			if (rc != 0)
 				return rc;
 		}
-		if (s->kind == CK_GEN_JSON)
-			return 0;
 		size_t n = ck_json_len(v);
+		if (s->kind == CK_GEN_JSON) /* only its count: its inside is not mapped */
+			return check_count(s, path, n, t == CK_JSON_ARRAY ? "items" : "properties",
+			                   err);
 		if (check_count(s, path, n, s->kind == CK_GEN_ARRAY ? "items" : "properties", err))
 			return -1;
 		if (s->kind == CK_GEN_OBJECT) {

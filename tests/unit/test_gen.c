@@ -785,6 +785,35 @@ static void expect_spec(const char *spec, const char *want)
 /* The required name, for specs that test something else. */
 #define N "\"name\":\"a\","
 
+/*
+ * Kept JSON keeps the shape its schema states: an object without properties must
+ * be an object, an array of arrays an array, a map a JSON object. Another shape is
+ * refused by validation, not read into the struct, and not returned by accessors
+ * (before, "config":"str" and "labels":["x"] read back and validated as given).
+ */
+START_TEST(test_kept_json_shape)
+{
+	expect_spec("{" N "\"config\":\"str\"}", "spec.config: must be an object");
+	expect_spec("{" N "\"config\":[1]}", "spec.config: must be an object");
+	expect_spec("{" N "\"matrix\":{\"a\":1}}", "spec.matrix: must be an array");
+	expect_spec("{" N "\"matrix\":3}", "spec.matrix: must be an array");
+	expect_spec("{" N "\"config\":{\"any\":[true]},\"matrix\":[[\"a\"]]}", NULL);
+
+	ck_obj_t *o = widget_with("\"spec\":{\"name\":\"a\",\"config\":\"str\","
+	                          "\"matrix\":{\"a\":1},\"labels\":[\"x\"]}");
+	ck_assert_ptr_null(widget_spec_config(o));
+	ck_assert_ptr_null(widget_spec_matrix(o));
+	ck_assert_ptr_null(widget_spec_labels_json(o));
+	widget_spec_t sp;
+	ck_assert_int_eq(widget_spec_get(o, &sp, NULL), 0);
+	ck_assert_ptr_null(sp.config);
+	ck_assert_ptr_null(sp.matrix);
+	ck_assert_str_eq(sp.name, "a");
+	widget_spec_clear(&sp);
+	ck_obj_unref(o);
+}
+END_TEST
+
 START_TEST(test_validate_valid)
 {
 	expect_spec(SPEC, NULL);
@@ -1348,6 +1377,7 @@ Suite *suite_gen(void)
 	tcase_add_test(tc, test_to_patch_bad_kept_json);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("validate");
+	tcase_add_test(tc, test_kept_json_shape);
 	tcase_add_test(tc, test_validate_valid);
 	tcase_add_test(tc, test_validate_types);
 	tcase_add_test(tc, test_validate_int_bounds);

@@ -167,7 +167,8 @@ bool foo_status_observed_generation(const ck_obj_t *obj, int64_t *out)
 
 const char *foo_status_conditions_json(const ck_obj_t *obj)
 {
-	return ck_kind_json(obj, &foo_type, FOO_STATUS_CONDITIONS);
+	const char *t = ck_kind_json(obj, &foo_type, FOO_STATUS_CONDITIONS);
+	return t != NULL && t[0] == '[' ? t : NULL;
 }
 
 ck_patch_t *foo_patch_new(const char *ns, const char *name)
