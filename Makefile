@@ -212,7 +212,7 @@ unit: deps $(B)/asan/unit-tests
 		CK_DEFAULT_TIMEOUT=60 $(abspath $(B))/asan/unit-tests
 
 # Threaded modules again under ThreadSanitizer.
-TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo
+TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen
 unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests
