@@ -21,6 +21,12 @@
 #define MAX_DEPTH 32
 /* Schema nodes visited in one CRD, aliases counted as often as they are used. */
 #define MAX_NODES 20000
+/* Work one CRD may cause, in bytes of text kept and keys compared, aliases again
+ * counted as often as they are used: they let a few lines repeat a long name, an
+ * enum, a pattern or a mapping of many keys thousands of times over, which
+ * MAX_NODES alone does not bound (nor what is written from it). The largest
+ * CRDs around (prometheus-operator's, 800 KB of YAML) need under 1 MiB. */
+#define MAX_WORK (4u << 20)
 
 typedef struct ctx {
 	const char *file;
@@ -28,6 +34,8 @@ typedef struct ctx {
 	bool strict;
 	char *err;
 	size_t nodes;
+	size_t work;
+	bool *pattern_ok; /* by node index in doc: a pattern regcomp() took */
 	gen_crd_t *crd;
 } ctx_t;
 
@@ -57,6 +65,17 @@ static void *fail(ctx_t *x, const yaml_node_t *n, const char *path, const char *
 	return NULL;
 }
 
+/* Counts n units of work at y; false after fail() once over MAX_WORK. */
+static bool work(ctx_t *x, const yaml_node_t *y, const char *path, size_t n)
+{
+	x->work += n < MAX_WORK ? n : MAX_WORK;
+	if (x->work <= MAX_WORK)
+		return true;
+	fail(x, y, path, "more than %u MiB of schema text and keys (aliases used many times?)",
+	     MAX_WORK >> 20);
+	return false;
+}
+
 /* What the generated code will not check: a note, or an error when strict. */
 static void note(ctx_t *x, const yaml_node_t *n, const char *path, const char *what)
 {
@@ -64,6 +83,8 @@ static void note(ctx_t *x, const yaml_node_t *n, const char *path, const char *w
 		fail(x, n, path, "%s (refused by --strict)", what);
 		return;
 	}
+	if (!work(x, n, path, strlen(path) + strlen(what)))
+		return;
 	gen_crd_t *c = x->crd;
 	c->notes = ck_xrealloc(c->notes, (c->nnotes + 1) * sizeof(char *));
 	c->notes[c->nnotes++] = ck_xasprintf("%s:%d: %s: %s", x->file, line_of(n), path, what);
@@ -214,54 +235,57 @@ static void build_props(ctx_t *x, gen_node_t *g, const yaml_node_t *props, const
 	}
 	size_t n = (size_t)(props->data.mapping.pairs.top - props->data.mapping.pairs.start);
 	g->props = ck_xcalloc(n > 0 ? n : 1, sizeof(gen_prop_t));
+	gen_nameset_t names = {0}; /* of g->props, in their order */
 	for (yaml_node_pair_t *p = props->data.mapping.pairs.start;
 	     x->err == NULL && p < props->data.mapping.pairs.top; p++) {
 		const yaml_node_t *k = node_at(x, p->key);
 		const char *name = scalar(k);
 		if (name == NULL || name[0] == '\0') {
 			fail(x, k, path, "a property name must be a non-empty string");
-			return;
+			goto out;
 		}
-		for (size_t i = 0; i < g->nprops; i++)
-			if (strcmp(g->props[i].name, name) == 0) {
-				fail(x, k, path, "property \"%s\" is stated twice", name);
-				return;
-			}
+		size_t at;
+		if (gen_nameset_add(&names, name, &at)) {
+			fail(x, k, path, "property \"%s\" is stated twice", name);
+			goto out;
+		}
 		char *sub = ck_xasprintf("%s.properties.%s", path, name);
 		if (strchr(name, '.') != NULL) {
 			fail(x, k, sub, "a property name with '.' cannot be a kept field's path");
 			free(sub);
-			return;
+			goto out;
 		}
 		gen_node_t *c = build(x, node_at(x, p->value), sub, depth + 1);
 		free(sub);
 		if (c == NULL)
-			return;
+			goto out;
 		g->props[g->nprops].name = ck_xstrdup(name);
 		g->props[g->nprops++].node = c;
 	}
 	const yaml_node_t *req = get(x, y, "required");
 	if (req == NULL || x->err != NULL)
-		return;
+		goto out;
 	if (req->type != YAML_SEQUENCE_NODE) {
 		fail(x, req, path, "required must be a list of property names");
-		return;
+		goto out;
 	}
 	for (yaml_node_item_t *it = req->data.sequence.items.start;
 	     it < req->data.sequence.items.top; it++) {
+		if (!work(x, req, path, 8))
+			goto out;
 		const yaml_node_t *r = node_at(x, *it);
 		const char *name = scalar(r);
-		size_t i = 0;
-		while (name != NULL && i < g->nprops && strcmp(g->props[i].name, name) != 0)
-			i++;
-		if (name == NULL || i == g->nprops) {
+		size_t i = name ? gen_nameset_find(&names, name) : SIZE_MAX;
+		if (i == SIZE_MAX) {
 			fail(x, r, path,
 			     "required names \"%s\", which is not one of its properties",
 			     name ? name : "?");
-			return;
+			goto out;
 		}
 		g->props[i].required = true;
 	}
+out:
+	gen_nameset_free(&names);
 }
 
 /* Whether n or anything under it states a validation (what kept JSON loses). */
@@ -333,6 +357,8 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 			fail(x, v, path, "pattern must be a string");
 			return;
 		}
+		if (!work(x, v, path, 4 * strlen(src)))
+			return;
 		char *why = NULL;
 		char *ere = gen_pattern_ere(src, &why);
 		if (ere == NULL) {
@@ -340,14 +366,18 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 			free(why);
 			return;
 		}
+		/* Compiled once per pattern in the file, however often aliases use it. */
+		bool *ok = &x->pattern_ok[v - x->doc->nodes.start];
 		regex_t re;
-		if (regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0) {
+		if (!*ok && regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0) {
 			fail(x, v, path, "pattern '%s' is not a valid regular expression here",
 			     src);
 			free(ere);
 			return;
 		}
-		regfree(&re);
+		if (!*ok)
+			regfree(&re);
+		*ok = true;
 		g->pattern = ck_xstrdup(src);
 		g->pattern_ere = ere;
 		g->pattern_name = gen_pattern_name(src);
@@ -358,6 +388,8 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 			return;
 		}
 		size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+		if (!work(x, v, path, 8 * n))
+			return;
 		/* Structured values (of a value kept as JSON: an array of arrays, ...) have
 		 * no text here that the generated validation could compare with; a
 		 * placeholder would make it refuse every value. Left to the API server. */
@@ -372,8 +404,10 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 		}
 		g->enums = ck_xcalloc(n > 0 ? n : 1, sizeof(char *));
 		for (size_t i = 0; i < n && x->err == NULL; i++) {
-			char *t =
-			    enum_text(x, g, node_at(x, v->data.sequence.items.start[i]), path);
+			const yaml_node_t *e = node_at(x, v->data.sequence.items.start[i]);
+			if (!work(x, e, path, scalar(e) ? strlen(scalar(e)) : 0))
+				return;
+			char *t = enum_text(x, g, e, path);
 			if (t != NULL)
 				g->enums[g->nenum++] = t;
 		}
@@ -418,6 +452,10 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 	if (++x->nodes > MAX_NODES)
 		return fail(x, y, path, "more than %d schema nodes (aliases used many times?)",
 		            MAX_NODES);
+	/* Its path is kept (and written) and each get() below scans its keys. */
+	size_t pairs = (size_t)(y->data.mapping.pairs.top - y->data.mapping.pairs.start);
+	if (!work(x, y, path, strlen(path) + 32 * (pairs + 1)))
+		return NULL;
 	if (get(x, y, "$ref") != NULL)
 		return fail(x, y, path, "$ref is not allowed in a CRD schema");
 	gen_node_t *g = ck_xcalloc(1, sizeof(*g));
@@ -430,11 +468,14 @@ static gen_node_t *build(ctx_t *x, const yaml_node_t *y, const char *path, int d
 	const yaml_node_t *props = get(x, y, "properties");
 	const yaml_node_t *addl = get(x, y, "additionalProperties");
 	const char *fmt = scalar(get(x, y, "format"));
+	const char *desc = scalar(get(x, y, "description"));
+	size_t dlen = desc ? strcspn(desc, "\n") : 0;
+	if (!work(x, y, path, dlen + (fmt ? strlen(fmt) : 0)))
+		goto bad;
 	if (fmt != NULL)
 		g->format = ck_xstrdup(fmt);
-	const char *desc = scalar(get(x, y, "description"));
 	if (desc != NULL)
-		g->description = ck_xstrndup(desc, strcspn(desc, "\n"));
+		g->description = ck_xstrndup(desc, dlen);
 
 	if (is_true(get(x, y, "x-kubernetes-int-or-string"))) {
 		keep_json(g, "x-kubernetes-int-or-string: an integer or a string");
@@ -642,6 +683,8 @@ static void read_crd(ctx_t *x, const yaml_node_t *root)
 	}
 	size_t n = (size_t)(vs->data.sequence.items.top - vs->data.sequence.items.start);
 	c->versions = ck_xcalloc(n, sizeof(gen_version_t));
+	x->pattern_ok =
+	    ck_xcalloc((size_t)(x->doc->nodes.top - x->doc->nodes.start) + 1, sizeof(bool));
 	for (size_t i = 0; i < n && x->err == NULL; i++) {
 		const yaml_node_t *v = node_at(x, vs->data.sequence.items.start[i]);
 		char path[64];
@@ -712,6 +755,8 @@ gen_crd_t *gen_crd_load(const char *file, const char *buf, size_t len, bool stri
 			found_line = line_of(root);
 		}
 		yaml_document_delete(&doc);
+		free(x.pattern_ok);
+		x.pattern_ok = NULL;
 		if (x.err != NULL)
 			break;
 	}

@@ -21,16 +21,75 @@ typedef struct kept {
 	gen_node_t *node;
 } kept_t;
 
+size_t gen_grown(size_t n)
+{
+	return (n & (n - 1)) == 0 ? (n ? 2 * n : 1) : 0;
+}
+
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return (size_t)h;
+}
+
+/* The slot of name, or of the empty slot where it would go. */
+static size_t name_slot(const gen_nameset_t *ns, const char *name)
+{
+	size_t j = name_hash(name) & (ns->nslots - 1);
+	while (ns->slots[j] != 0 && strcmp(ns->names[ns->slots[j] - 1], name) != 0)
+		j = (j + 1) & (ns->nslots - 1);
+	return j;
+}
+
+bool gen_nameset_add(gen_nameset_t *ns, const char *name, size_t *at)
+{
+	if (2 * (ns->n + 1) > ns->nslots) {
+		size_t nslots = ns->nslots ? 2 * ns->nslots : 64;
+		free(ns->slots);
+		ns->slots = ck_xcalloc(nslots, sizeof(size_t));
+		ns->nslots = nslots;
+		for (size_t i = 0; i < ns->n; i++)
+			ns->slots[name_slot(ns, ns->names[i])] = i + 1;
+	}
+	size_t j = name_slot(ns, name);
+	if (ns->slots[j] != 0) {
+		*at = ns->slots[j] - 1;
+		return true;
+	}
+	if (gen_grown(ns->n))
+		ns->names = ck_xrealloc(ns->names, gen_grown(ns->n) * sizeof(char *));
+	ns->names[ns->n] = name;
+	ns->slots[j] = ++ns->n;
+	*at = ns->n - 1;
+	return false;
+}
+
+size_t gen_nameset_find(const gen_nameset_t *ns, const char *name)
+{
+	if (ns->nslots == 0)
+		return SIZE_MAX;
+	size_t j = name_slot(ns, name);
+	return ns->slots[j] != 0 ? ns->slots[j] - 1 : SIZE_MAX;
+}
+
+void gen_nameset_free(gen_nameset_t *ns)
+{
+	free(ns->names);
+	free(ns->slots);
+	*ns = (gen_nameset_t){0};
+}
+
 typedef struct em {
 	gen_crd_t *crd;
 	const gen_version_t *v;
 	char *P, *PU; /* prefix, upper case */
 	kept_t *kept;
 	size_t nkept;
-	char **globals; /* every identifier written at file scope, for collisions */
-	char **gpaths;  /* where each came from */
-	int *glines;    /* and its line, 0 for the names every header has */
-	size_t nglobals;
+	gen_nameset_t globals; /* every identifier written at file scope (owned), for collisions */
+	char **gpaths;         /* where each came from */
+	int *glines;           /* and its line, 0 for the names every header has */
 	int next_id;
 	char *err;
 } em_t;
@@ -117,28 +176,29 @@ static char *upper(const char *s)
  */
 static void global(em_t *e, const char *ident, const char *from, int line)
 {
-	for (size_t i = 0; i < e->nglobals; i++)
-		if (strcmp(e->globals[i], ident) == 0) {
-			if (e->err != NULL)
-				return;
-			if (line == 0 && e->glines[i] > 0)
-				e->err = ck_xasprintf(
-				    "%s:%d: %s: the C name %s is also made for %s; "
-				    "rename one, or give --prefix",
-				    e->crd->file, e->glines[i], e->gpaths[i], ident, from);
-			else
-				e->err =
-				    ck_xasprintf("%s:%d: %s: the C name %s is also made for %s; "
-				                 "rename one, or give --prefix",
-				                 e->crd->file, line, from, ident, e->gpaths[i]);
+	size_t i;
+	char *id = ck_xstrdup(ident);
+	if (gen_nameset_add(&e->globals, id, &i)) {
+		free(id);
+		if (e->err != NULL)
 			return;
-		}
-	e->globals = ck_xrealloc(e->globals, (e->nglobals + 1) * sizeof(char *));
-	e->gpaths = ck_xrealloc(e->gpaths, (e->nglobals + 1) * sizeof(char *));
-	e->glines = ck_xrealloc(e->glines, (e->nglobals + 1) * sizeof(int));
-	e->globals[e->nglobals] = ck_xstrdup(ident);
-	e->glines[e->nglobals] = line;
-	e->gpaths[e->nglobals++] = ck_xstrdup(from);
+		if (line == 0 && e->glines[i] > 0)
+			e->err =
+			    ck_xasprintf("%s:%d: %s: the C name %s is also made for %s; "
+			                 "rename one, or give --prefix",
+			                 e->crd->file, e->glines[i], e->gpaths[i], ident, from);
+		else
+			e->err = ck_xasprintf("%s:%d: %s: the C name %s is also made for %s; "
+			                      "rename one, or give --prefix",
+			                      e->crd->file, line, from, ident, e->gpaths[i]);
+		return;
+	}
+	if (gen_grown(i)) {
+		e->gpaths = ck_xrealloc(e->gpaths, gen_grown(i) * sizeof(char *));
+		e->glines = ck_xrealloc(e->glines, gen_grown(i) * sizeof(int));
+	}
+	e->glines[i] = line;
+	e->gpaths[i] = ck_xstrdup(from);
 }
 
 /* Appends s as a C string literal. */
@@ -276,7 +336,8 @@ static void summary(ck_sbuf_t *b, const gen_node_t *n, bool required)
 
 static void add_kept(em_t *e, const char *path, const char *ident, gen_node_t *n)
 {
-	e->kept = ck_xrealloc(e->kept, (e->nkept + 1) * sizeof(kept_t));
+	if (gen_grown(e->nkept))
+		e->kept = ck_xrealloc(e->kept, gen_grown(e->nkept) * sizeof(kept_t));
 	e->kept[e->nkept].path = ck_xstrdup(path);
 	e->kept[e->nkept].ident = ck_xstrdup(ident);
 	e->kept[e->nkept].uident = upper(ident);
@@ -361,6 +422,7 @@ static void check_members(em_t *e, const gen_node_t *n)
 	size_t cap = n->nprops * 4, cnt = 0;
 	char **names = ck_xcalloc(cap > 0 ? cap : 1, sizeof(char *));
 	const char **from = ck_xcalloc(cap > 0 ? cap : 1, sizeof(char *));
+	gen_nameset_t seen = {0};
 	for (size_t i = 0; i < n->nprops && e->err == NULL; i++) {
 		const gen_node_t *c = n->props[i].node;
 		char *sn = gen_snake(n->props[i].name);
@@ -374,13 +436,12 @@ static void check_members(em_t *e, const gen_node_t *n)
 		for (int k = 0; k < 4; k++) {
 			if (mine[k] == NULL)
 				continue;
-			for (size_t j = 0; j < cnt && e->err == NULL; j++)
-				if (strcmp(names[j], mine[k]) == 0)
-					e->err =
-					    ck_xasprintf("%s:%d: %s.properties.%s: its C member %s "
-					                 "collides with the one made for %s",
-					                 e->crd->file, c->line, n->spath,
-					                 n->props[i].name, mine[k], from[j]);
+			size_t j;
+			if (gen_nameset_add(&seen, mine[k], &j) && e->err == NULL)
+				e->err = ck_xasprintf("%s:%d: %s.properties.%s: its C member %s "
+				                      "collides with the one made for %s",
+				                      e->crd->file, c->line, n->spath,
+				                      n->props[i].name, mine[k], from[j]);
 			names[cnt] = mine[k];
 			from[cnt++] = n->props[i].name;
 		}
@@ -390,6 +451,7 @@ static void check_members(em_t *e, const gen_node_t *n)
 		free(names[j]);
 	free(names);
 	free(from);
+	gen_nameset_free(&seen);
 }
 
 static void emit_struct(em_t *e, const gen_node_t *n, ck_sbuf_t *h)
@@ -617,11 +679,10 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 		ck_sbuf_puts(h, ": ");
 		summary(h, n, false);
 		ck_sbuf_puts(h, " */\n");
-		char fn[512];
+		char *fn; /* its prototype, however long the name */
 		switch (n->kind) {
 		case CK_GEN_STRING:
-			snprintf(fn, sizeof(fn), "const char *%s_%s(const ck_obj_t *obj)", P,
-			         k->ident);
+			fn = ck_xasprintf("const char *%s_%s(const ck_obj_t *obj)", P, k->ident);
 			ck_sbuf_printf(c,
 			               "%s\n{\n\treturn ck_kind_str(obj, &%s_type, %s_%s);\n}\n\n",
 			               fn, P, PU, k->uident);
@@ -635,8 +696,8 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 			const char *get = n->kind == CK_GEN_INT      ? "i64"
 			                  : n->kind == CK_GEN_NUMBER ? "double"
 			                                             : "bool";
-			snprintf(fn, sizeof(fn), "bool %s_%s(const ck_obj_t *obj, %s *out)", P,
-			         k->ident, ct);
+			fn = ck_xasprintf("bool %s_%s(const ck_obj_t *obj, %s *out)", P, k->ident,
+			                  ct);
 			ck_sbuf_printf(
 			    c,
 			    "%s\n{\n\t*out = 0;\n\treturn ck_kind_%s(obj, &%s_type, %s_%s, "
@@ -645,8 +706,8 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 			break;
 		}
 		case CK_GEN_JSON:
-			snprintf(fn, sizeof(fn), "const ck_val_t *%s_%s(const ck_obj_t *obj)", P,
-			         k->ident);
+			fn =
+			    ck_xasprintf("const ck_val_t *%s_%s(const ck_obj_t *obj)", P, k->ident);
 			/* Only a value of the shape the schema states. */
 			ck_sbuf_printf(
 			    c, "%s\n{\n\tconst ck_val_t *v = ck_kind_val(obj, &%s_type, %s_%s);\n",
@@ -664,8 +725,8 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 			ck_sbuf_puts(c, "\treturn v;\n}\n\n");
 			break;
 		default: /* arrays and maps: their compact JSON text */
-			snprintf(fn, sizeof(fn), "const char *%s_%s_json(const ck_obj_t *obj)", P,
-			         k->ident);
+			fn = ck_xasprintf("const char *%s_%s_json(const ck_obj_t *obj)", P,
+			                  k->ident);
 			/* Kept JSON is any object or array: only the schema's shape. */
 			ck_sbuf_printf(
 			    c,
@@ -675,6 +736,7 @@ static void emit_accessors(em_t *e, ck_sbuf_t *h, ck_sbuf_t *c)
 			break;
 		}
 		ck_sbuf_printf(h, "%s;\n", fn);
+		free(fn);
 		char *g = ck_xasprintf(
 		    n->kind == CK_GEN_ARRAY || n->kind == CK_GEN_MAP ? "%s_%s_json" : "%s_%s", P,
 		    k->ident);
@@ -886,11 +948,11 @@ static void em_free(em_t *e)
 		free(e->kept[i].uident);
 	}
 	free(e->kept);
-	for (size_t i = 0; i < e->nglobals; i++) {
-		free(e->globals[i]);
+	for (size_t i = 0; i < e->globals.n; i++) {
+		free((char *)e->globals.names[i]);
 		free(e->gpaths[i]);
 	}
-	free(e->globals);
+	gen_nameset_free(&e->globals);
 	free(e->gpaths);
 	free(e->glines);
 	free(e->P);

@@ -95,6 +95,30 @@ int gen_emit(gen_crd_t *crd, const gen_version_t *v, const gen_opts_t *o, ck_sbu
 char *gen_snake(const char *name);
 
 /*
+ * A set of names, for duplicate and collision checks in constant time (a list
+ * compared name by name makes a schema of thousands of names quadratic): a hash
+ * table of indexes into names, which it borrows. Zero-initialize; free with
+ * gen_nameset_free().
+ */
+typedef struct gen_nameset {
+	const char **names; /* in the order added */
+	size_t n;
+	size_t *slots; /* index + 1, 0 when empty */
+	size_t nslots; /* a power of two, or 0 */
+} gen_nameset_t;
+
+/* Adds name unless it is there. Returns true if it was, with its index in *at;
+ * false with the new one in *at. */
+bool gen_nameset_add(gen_nameset_t *ns, const char *name, size_t *at);
+/* The index of name, or SIZE_MAX. */
+size_t gen_nameset_find(const gen_nameset_t *ns, const char *name);
+void gen_nameset_free(gen_nameset_t *ns);
+/* The size to grow an array to when adding its element n + 1, one at a time, or
+ * 0 when it has room: doubled when n is a power of two (0 is too), so that n
+ * additions copy O(n) elements (a realloc by one copies every time under ASan). */
+size_t gen_grown(size_t n);
+
+/*
  * Translates an ECMA-262 / RE2 pattern to a POSIX extended expression that
  * accepts the same strings. Returns a new string, or NULL with a new message in
  * *err naming what cannot be translated (backreferences, lookaround, \b, ...).

@@ -192,7 +192,15 @@ int main(int argc, char **argv)
 			vo.prefix = prefix;
 		}
 		ck_sbuf_t h = CK_SBUF_INIT, c = CK_SBUF_INIT;
-		if (gen_emit(crd, v, &vo, &h, &c, &err) != 0) {
+		/* The version names a directory under -o: one component, not "." or "..". */
+		if (strchr(v->name, '/') != NULL || strcmp(v->name, ".") == 0 ||
+		    strcmp(v->name, "..") == 0) {
+			fprintf(stderr,
+			        "ckube-gen: %s:%d: spec.versions[%zu]: version \"%s\" cannot "
+			        "name a directory\n",
+			        file, v->line, i, v->name);
+			rc = 1;
+		} else if (gen_emit(crd, v, &vo, &h, &c, &err) != 0) {
 			fprintf(stderr, "ckube-gen: %s\n", err);
 			free(err);
 			err = NULL;

@@ -10,7 +10,19 @@
  */
 #include "cmd/ckube-gen/gen.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/*
+ * Bounds on what regcomp() is given. glibc expands a repetition into copies of
+ * what it repeats ("a+" is "aa*", "a{2,5}" five a's, so "((a+)+)+" doubles three
+ * times) and parses groups recursively: an unbounded pattern exhausts memory or
+ * the stack, in ckube-gen and again in every program that compiles the generated
+ * validation. RE2 refuses counts over 1000 and a repetition of a repetition too.
+ */
+#define MAX_REPEAT      1000 /* {n,m}: n and m */
+#define MAX_COPIES      2000 /* atoms once every repetition is expanded */
+#define MAX_GROUP_DEPTH 100  /* nested ( ) */
 
 /* Well-known Kubernetes name formats, described in messages by name. */
 static const struct {
@@ -246,12 +258,17 @@ char *gen_pattern_ere(const char *s, char **err)
 {
 	ck_sbuf_t out = CK_SBUF_INIT;
 	/* Whether the last token was a quantifier: a '?' right after one makes it
-	 * lazy, which changes what is captured, never whether a string matches. */
-	bool quant = false;
+	 * lazy, which changes what is captured, never whether a string matches; and
+	 * whether it was that '?'. */
+	bool quant = false, lazy = false;
+	/* The expanded size of each open group (sums[0]: the whole pattern), and of
+	 * the last atom (what a quantifier repeats; 0 after '(' or '|'). */
+	size_t sums[MAX_GROUP_DEPTH + 1] = {0}, depth = 0, last = 0;
 	for (size_t i = 0; s[i] != '\0'; i++) {
 		char c = s[i];
-		bool was_quant = quant;
-		quant = false;
+		bool was_quant = quant, was_lazy = lazy;
+		quant = lazy = false;
+		size_t atom = 1; /* what this token adds; 0: not an atom */
 		if (c == '\\') {
 			char e = s[++i];
 			if (class_outside(e)) {
@@ -272,26 +289,63 @@ char *gen_pattern_ere(const char *s, char **err)
 		} else if (c == '[') {
 			if (bracket(s, &i, &out, err) != 0)
 				goto fail;
-		} else if (c == '(' && s[i + 1] == '?') {
-			if (s[i + 2] != ':') {
+		} else if (c == '(') {
+			if (s[i + 1] == '?' && s[i + 2] != ':') {
 				ck_err_set(err,
 				           "\"(?%c\" at offset %zu (lookaround, flags or named "
 				           "groups) has no POSIX form",
 				           s[i + 2] ? s[i + 2] : '0', i);
 				goto fail;
 			}
+			if (depth == MAX_GROUP_DEPTH) {
+				ck_err_set(err, "groups nested deeper than %d levels at offset %zu",
+				           MAX_GROUP_DEPTH, i);
+				goto fail;
+			}
 			ck_sbuf_putc(&out, '(');
-			i += 2;
+			if (s[i + 1] == '?')
+				i += 2;
+			sums[++depth] = 0;
+			last = atom = 0;
+		} else if (c == ')' && depth > 0) {
+			ck_sbuf_putc(&out, ')');
+			last = atom = sums[depth--]; /* the group, added to the enclosing one */
+		} else if (c == '|') {
+			ck_sbuf_putc(&out, '|');
+			last = atom = 0;
 		} else if (c == '?' && was_quant) {
-			/* lazy: dropped */
-		} else if (c == '*' || c == '+' || c == '?') {
-			ck_sbuf_putc(&out, c);
+			lazy = true; /* dropped */
+			atom = 0;
+		} else if (c == '*' || c == '+' || c == '?' || (c == '{' && interval(s, i))) {
+			if (was_quant || was_lazy) {
+				ck_err_set(err,
+				           "\"%c\" at offset %zu repeats a repetition (RE2 refuses "
+				           "it)",
+				           c, i);
+				goto fail;
+			}
+			size_t copies = c == '+' ? 2 : 1;
+			if (c == '{') {
+				const char *end = strchr(s + i, '}');
+				char *p;
+				unsigned long lo = strtoul(s + i + 1, &p, 10), hi = lo;
+				if (*p == ',')
+					hi = p[1] == '}' ? lo + 1 : strtoul(p + 1, NULL, 10);
+				if (lo > MAX_REPEAT || hi > MAX_REPEAT) {
+					ck_err_set(err,
+					           "a count over %d at offset %zu (RE2 refuses it)",
+					           MAX_REPEAT, i);
+					goto fail;
+				}
+				copies = hi > lo ? hi : lo;
+				ck_sbuf_append(&out, s + i, (size_t)(end - (s + i)) + 1);
+				i = (size_t)(end - s);
+			} else {
+				ck_sbuf_putc(&out, c);
+			}
 			quant = true;
-		} else if (c == '{' && interval(s, i)) {
-			const char *end = strchr(s + i, '}');
-			ck_sbuf_append(&out, s + i, (size_t)(end - (s + i)) + 1);
-			i = (size_t)(end - s);
-			quant = true;
+			atom = copies > 1 ? last * (copies - 1) : 0; /* the copies added */
+			last *= copies > 0 ? copies : 1;
 		} else if (c == '{' || c == '}') {
 			ck_sbuf_putc(&out, '\\'); /* literal in ECMA-262 when not an interval */
 			ck_sbuf_putc(&out, c);
@@ -300,6 +354,16 @@ char *gen_pattern_ere(const char *s, char **err)
 			ck_sbuf_puts(&out, "[^\n]");
 		} else {
 			ck_sbuf_putc(&out, c);
+		}
+		if (atom > 0 && !quant)
+			last = atom;
+		sums[depth] += atom;
+		if (sums[depth] > MAX_COPIES) {
+			ck_err_set(err,
+			           "more than %d characters and classes once its repetitions are "
+			           "expanded (at offset %zu): too large for regcomp",
+			           MAX_COPIES, i);
+			goto fail;
 		}
 	}
 	if (out.len == 0)

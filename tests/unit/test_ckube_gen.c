@@ -1210,6 +1210,10 @@ START_TEST(test_pattern_refusals)
 	    {"x[z-a]", "the range \"z-a\" at offset 2 is out of order"},
 	    {"[a\\n-\\t]", "the range \"\\n-\\t\" at offset 2 is out of order"},
 	    {"[caf\xc3\xa9]", "a non-ASCII character inside a class at offset 4 has no POSIX form"},
+	    /* What would make regcomp take gigabytes or overflow its stack (found by
+	     * fuzz_gen): refused, as RE2 refuses the first two. */
+	    {"a++", "\"+\" at offset 2 repeats a repetition (RE2 refuses it)"},
+	    {"a{1001}", "a count over 1000 at offset 1 (RE2 refuses it)"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *err = NULL;
@@ -1219,6 +1223,41 @@ START_TEST(test_pattern_refusals)
 		ck_assert_str_eq(err, cases[i][1]);
 		free(err);
 	}
+}
+END_TEST
+
+/* Groups nested past 100 levels and patterns that expand past regcomp's reach. */
+START_TEST(test_pattern_size_limits)
+{
+	ck_sbuf_t b = CK_SBUF_INIT;
+	for (int i = 0; i < 101; i++)
+		ck_sbuf_putc(&b, '(');
+	ck_sbuf_putc(&b, 'a');
+	for (int i = 0; i < 101; i++)
+		ck_sbuf_putc(&b, ')');
+	char *err = NULL;
+	ck_assert_ptr_null(gen_pattern_ere(ck_sbuf_cstr(&b), &err));
+	ck_assert_msg(err && strstr(err, "groups nested deeper than 100 levels"), "%s", err);
+	free(err);
+	err = NULL;
+	ck_assert_ptr_null(gen_pattern_ere("(a{1000}){1000}", &err));
+	ck_assert_msg(err && strstr(err, "too large for regcomp"), "%s", err);
+	free(err);
+	err = NULL;
+	/* Within the limits: 100 levels, and a count of 1000. */
+	ck_sbuf_reset(&b);
+	for (int i = 0; i < 100; i++)
+		ck_sbuf_putc(&b, '(');
+	ck_sbuf_putc(&b, 'a');
+	for (int i = 0; i < 100; i++)
+		ck_sbuf_putc(&b, ')');
+	char *ere = gen_pattern_ere(ck_sbuf_cstr(&b), &err);
+	ck_assert_msg(ere != NULL, "%s", err);
+	free(ere);
+	ere = gen_pattern_ere("^a{1000}$", &err);
+	ck_assert_msg(ere != NULL, "%s", err);
+	free(ere);
+	ck_sbuf_free(&b);
 }
 END_TEST
 
@@ -1898,6 +1937,7 @@ Suite *suite_ckube_gen(void)
 	tc = tcase_create("pattern");
 	tcase_add_test(tc, test_patterns);
 	tcase_add_test(tc, test_pattern_refusals);
+	tcase_add_test(tc, test_pattern_size_limits);
 	tcase_add_test(tc, test_pattern_names);
 	tcase_add_test(tc, test_snake);
 	suite_add_tcase(s, tc);
