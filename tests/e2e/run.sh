@@ -89,16 +89,31 @@ host_same() {
 # A node-up killed (SIGKILL) once containerd runs, as by a CI timeout: the next
 # node-up undoes what it left and comes up; node-down then restores the host.
 node_killed_halfway() {
-	local pid i ok=1
+	local pid i ok=1 why=""
+	rm -f /tmp/e2e-node-again.log
 	bash hack/node-up.sh >/tmp/e2e-node-killed.log 2>&1 &
 	pid=$!
-	for i in $(seq 1 300); do
+	# Not bounded by a guess at how long the steps before containerd take on a
+	# loaded machine: until containerd is recorded or that node-up has ended.
+	for i in $(seq 1 1800); do
 		grep -qs '^proc containerd ' /run/csc-node/record && break
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
+	grep -qs '^proc containerd ' /run/csc-node/record ||
+		why="the first node-up never started containerd (log: /tmp/e2e-node-killed.log)"
 	kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-	if ! bash hack/node-up.sh >/tmp/e2e-node-again.log 2>&1 || ! grep -q 'undoing what an earlier run left behind' /tmp/e2e-node-again.log; then
-		echo "  FAIL  node-up after a killed node-up"; tail -n 20 /tmp/e2e-node-again.log | sed 's/^/        /'
+	if [ -z "$why" ]; then
+		if ! bash hack/node-up.sh >/tmp/e2e-node-again.log 2>&1; then
+			why="the second node-up failed (log: /tmp/e2e-node-again.log)"
+		elif ! grep -q 'undoing what an earlier run left behind' /tmp/e2e-node-again.log; then
+			why="the second node-up did not undo the killed run's changes (log: /tmp/e2e-node-again.log)"
+		fi
+	fi
+	if [ -n "$why" ]; then
+		echo "  FAIL  node-up after a killed node-up: $why"
+		echo "        ---- killed run"; tail -n 10 /tmp/e2e-node-killed.log | sed 's/^/        /'
+		[ -f /tmp/e2e-node-again.log ] && { echo "        ---- second run"; tail -n 30 /tmp/e2e-node-again.log | sed 's/^/        /'; }
 		failed=$((failed + 1)); failures+=("node-up after a killed node-up")
 		ok=0
 	fi
