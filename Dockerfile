@@ -5,9 +5,11 @@
 # The runtime image is FROM scratch and holds only what the daemon loads: the binary,
 # the shared libraries ldd lists for it (at the paths ldd names) and the dynamic
 # loader, the CA bundle, nsswitch.conf (glibc's resolver reads it; files and dns are
-# built into glibc 2.36's libc.so.6, no libnss_*.so is loaded), and passwd/group with
-# the nonroot user 65532 it runs as. /etc/hosts and /etc/resolv.conf come from the
-# container runtime; the service-account token and CA from the pod's volume.
+# built into glibc 2.36's libc.so.6, no libnss_*.so is loaded), passwd/group with
+# the nonroot user 65532 it runs as, and C.UTF-8's LC_CTYPE (schema patterns are
+# matched in it, by UTF-8 character as the API server matches them). /etc/hosts and
+# /etc/resolv.conf come from the container runtime; the service-account token and CA
+# from the pod's volume.
 
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
@@ -35,6 +37,7 @@ RUN set -eu; \
       cp --parents -L "$lib" $s/; \
     done; \
     cp /etc/ssl/certs/ca-certificates.crt $s/etc/ssl/certs/; \
+    cp --parents /usr/lib/locale/C.utf8/LC_CTYPE $s/; \
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >$s/etc/passwd; \
     printf 'root:x:0:\nnonroot:x:65532:\n' >$s/etc/group; \
     printf 'passwd: files\ngroup: files\nhosts: files dns\n' >$s/etc/nsswitch.conf; \

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +34,7 @@ typedef struct ctx {
 	char *err;
 	size_t nodes;
 	size_t work;
-	bool *pattern_ok; /* by node index in doc: a pattern regcomp() took */
+	bool *pattern_ok; /* by node index in doc: a pattern that compiled */
 	gen_crd_t *crd;
 } ctx_t;
 
@@ -368,15 +367,18 @@ static void build_validations(ctx_t *x, gen_node_t *g, const yaml_node_t *y, con
 		}
 		/* Compiled once per pattern in the file, however often aliases use it. */
 		bool *ok = &x->pattern_ok[v - x->doc->nodes.start];
-		regex_t re;
-		if (!*ok && regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0) {
-			fail(x, v, path, "pattern '%s' is not a valid regular expression here",
-			     src);
-			free(ere);
-			return;
+		if (!*ok) {
+			/* As generated validation will compile it: by the library. */
+			ck_gen_pattern_t p = {.source = src, .ere = ere};
+			int rc = ck_gen_pattern_match(&p, "");
+			ck_gen_pattern_release(&p);
+			if (rc < 0) {
+				fail(x, v, path,
+				     "pattern '%s' is not a valid regular expression here", src);
+				free(ere);
+				return;
+			}
 		}
-		if (!*ok)
-			regfree(&re);
 		*ok = true;
 		g->pattern = ck_xstrdup(src);
 		g->pattern_ere = ere;

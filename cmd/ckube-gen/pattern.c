@@ -3,6 +3,10 @@
  * turned into a POSIX extended expression that accepts the same strings, so that
  * generated validation needs nothing but libc's regexec.
  *
+ * Characters are UTF-8 ones: the library matches in a UTF-8 locale
+ * (ck_gen_pattern_match), so '.' and a negated class take one character, as in
+ * RE2, and a non-ASCII literal is one atom for a quantifier.
+ *
  * Only acceptance matters (a pattern is a yes/no test), which makes some of the
  * differences free: lazy quantifiers become greedy, non-capturing groups
  * capturing. What has no POSIX counterpart (backreferences, lookaround, word
@@ -47,6 +51,10 @@ const char *gen_pattern_name(const char *src)
 	return NULL;
 }
 
+/* RE2's \s: ASCII white space but \v ([[:space:]] has \v, and in a UTF-8
+ * locale Unicode's spaces too). */
+#define RE2_SPACE "\t\n\f\r "
+
 /* The ERE of a class escape outside brackets, or NULL. */
 static const char *class_outside(char c)
 {
@@ -60,9 +68,9 @@ static const char *class_outside(char c)
 	case 'W':
 		return "[^0-9A-Za-z_]";
 	case 's':
-		return "[[:space:]]";
+		return "[" RE2_SPACE "]";
 	case 'S':
-		return "[^[:space:]]";
+		return "[^" RE2_SPACE "]";
 	default:
 		return NULL;
 	}
@@ -134,7 +142,7 @@ static int cls_atom(const char *s, size_t *p, size_t start, cls_t *k, int *c, ch
 		else if (e == 'w')
 			ck_sbuf_puts(&k->items, "0-9A-Za-z_");
 		else if (e == 's')
-			ck_sbuf_puts(&k->items, "[:space:]");
+			ck_sbuf_puts(&k->items, RE2_SPACE);
 		else if (control_escape(e))
 			*c = (unsigned char)control_escape(e);
 		else if (is_punct_escape(e))

@@ -29,7 +29,8 @@
  * and array in it; ck_gen_clear frees them. A struct you fill yourself is yours to
  * free as you like; the encoders only borrow it. Nothing here keeps state except
  * a pattern's compiled regular expression (ck_gen_pattern_t), made once on first
- * use and safe to share: every function may be called from any thread.
+ * use and safe to share, and the C.UTF-8 locale patterns are matched in, loaded
+ * once: every function may be called from any thread.
  */
 #ifndef CKUBE_GEN_H
 #define CKUBE_GEN_H
@@ -89,6 +90,18 @@ typedef struct ck_gen_pattern {
 	const char *name;
 	_Atomic(void *) re; /* compiled on first use; start it as NULL */
 } ck_gen_pattern_t;
+
+/*
+ * Whether the string s matches p, as the API server's RE2 matches the schema's
+ * pattern: one '.' or negated class is one UTF-8 character, whatever locale the
+ * program set. Compiles p on first use and keeps it (ck_gen_pattern_release).
+ * Returns 1 on a match, 0 on none, -1 when p->ere does not compile here.
+ * Borrows both.
+ */
+CKUBE_API int ck_gen_pattern_match(ck_gen_pattern_t *p, const char *s);
+/* Frees p's compiled expression, for a pattern that is not static; p may be used
+ * again afterwards. Not while another thread matches with p. */
+CKUBE_API void ck_gen_pattern_release(ck_gen_pattern_t *p);
 
 typedef struct ck_gen_schema ck_gen_schema_t;
 

@@ -4,7 +4,6 @@
  */
 #include <ckube/gen.h>
 
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,27 +84,6 @@ static int err_quoted(char **err, const char *path, const char *s, const char *w
 	return rc;
 }
 
-/* The pattern's compiled expression, made once; NULL if it does not compile. */
-static regex_t *pattern_re(ck_gen_pattern_t *p)
-{
-	regex_t *re = atomic_load(&p->re);
-	if (re != NULL)
-		return re;
-	re = ck_xmalloc(sizeof(*re));
-	if (regcomp(re, p->ere, REG_EXTENDED | REG_NOSUB) != 0) {
-		free(re);
-		return NULL;
-	}
-	void *expected = NULL;
-	if (!atomic_compare_exchange_strong(&p->re, &expected, re)) {
-		/* Another thread won the race: use its copy. */
-		regfree(re);
-		free(re);
-		re = expected;
-	}
-	return re;
-}
-
 static int check_enum(const ck_gen_schema_t *s, const char *path, const char *text, char **err)
 {
 	if (s->nenum == 0)
@@ -135,11 +113,11 @@ static int check_string(const ck_gen_schema_t *s, const char *path, const char *
 		return ck_err_set(err, "%s: %zu characters, at least %lld", path, n,
 		                  (long long)s->min_length);
 	if (s->pattern != NULL) {
-		regex_t *re = pattern_re(s->pattern);
-		if (re == NULL)
+		int m = ck_gen_pattern_match(s->pattern, v);
+		if (m < 0)
 			return ck_err_set(err, "%s: the pattern '%s' does not compile here", path,
 			                  s->pattern->source);
-		if (regexec(re, v, 0, NULL, 0) != 0) {
+		if (m == 0) {
 			if (s->pattern->name != NULL) {
 				char what[256];
 				snprintf(what, sizeof(what), "is not a valid %s", s->pattern->name);

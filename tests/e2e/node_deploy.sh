@@ -182,6 +182,15 @@ t_node2_incluster_foo() {
 	local denied
 	denied=$(grep -i 'forbidden' "$E2E_LOGS/node-leader.log" | grep -v 'because it is being terminated' | head -n 3 || true)
 	[ -z "$denied" ] || fail "a request was forbidden: $denied"
+	# The Foo was validated (its spec's patterns) in C.UTF-8, loaded from the image
+	# (Dockerfile): no warning that patterns match bytes, and the locale mapped.
+	! grep -q 'No C.UTF-8 locale' "$E2E_LOGS/node-leader.log" ||
+		fail "the pod has no C.UTF-8 locale: $(grep -m1 'No C.UTF-8 locale' "$E2E_LOGS/node-leader.log")"
+	local lpid
+	lpid=$(container_pid "$leader") || true
+	[ -n "$lpid" ] || fail "no containerd task for $leader"
+	grep -q '/usr/lib/locale/C.utf8/LC_CTYPE' "/proc/$lpid/maps" ||
+		fail "$leader has not loaded /usr/lib/locale/C.utf8/LC_CTYPE after validating a Foo"
 	local port PROM_TOKEN
 	PROM_TOKEN=$(metrics_token)
 	port=$(free_port)

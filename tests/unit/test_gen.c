@@ -10,6 +10,7 @@
 #include <ckube/json.h>
 
 #include <check.h>
+#include <locale.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -910,6 +911,33 @@ START_TEST(test_validate_enum)
 }
 END_TEST
 
+/*
+ * Patterns match UTF-8 characters in whatever locale the thread is in, and leave
+ * that locale as it was.
+ */
+START_TEST(test_pattern_locale)
+{
+	locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	ck_assert_ptr_nonnull(c);
+	locale_t old = uselocale(c);
+	ck_gen_pattern_t p = {.source = "^.{3}$", .ere = "^[^\n]{3}$"};
+	ck_assert_int_eq(ck_gen_pattern_match(&p, "\u00e9\u00e9\u00e9"), 1);
+	ck_assert_int_eq(ck_gen_pattern_match(&p, "\u00e9a"), 0);
+	ck_assert_ptr_eq(uselocale((locale_t)0), c);
+	/* Released, it compiles again on next use. */
+	ck_gen_pattern_release(&p);
+	ck_assert_ptr_null(atomic_load(&p.re));
+	ck_assert_int_eq(ck_gen_pattern_match(&p, "abc"), 1);
+	ck_gen_pattern_release(&p);
+	/* An expression that does not compile. */
+	ck_gen_pattern_t bad = {.source = "(", .ere = "("};
+	ck_assert_int_eq(ck_gen_pattern_match(&bad, "x"), -1);
+	ck_assert_ptr_eq(uselocale((locale_t)0), c);
+	uselocale(old);
+	freelocale(c);
+}
+END_TEST
+
 START_TEST(test_validate_pattern)
 {
 	expect_spec("{" N "\"timeout\":\"30s\"}", NULL);
@@ -1384,6 +1412,7 @@ Suite *suite_gen(void)
 	tcase_add_test(tc, test_validate_number_bounds);
 	tcase_add_test(tc, test_validate_enum);
 	tcase_add_test(tc, test_validate_pattern);
+	tcase_add_test(tc, test_pattern_locale);
 	tcase_add_test(tc, test_validate_length);
 	tcase_add_test(tc, test_validate_items);
 	tcase_add_test(tc, test_validate_map);
