@@ -9,8 +9,11 @@
  *
  * Only acceptance matters (a pattern is a yes/no test), which makes some of the
  * differences free: lazy quantifiers become greedy, non-capturing groups
- * capturing. What has no POSIX counterpart (backreferences, lookaround, word
- * boundaries, Unicode classes, flags) is refused with the reason.
+ * capturing, (?U) nothing. RE2's flags i and s, which the API server accepts,
+ * become what they mean: letters in both cases (and Go's two non-ASCII folds of
+ * ASCII letters), '.' that matches a newline. What has no POSIX counterpart
+ * (backreferences, lookaround, word boundaries, Unicode classes, multi-line mode)
+ * is refused with the reason.
  */
 #include "cmd/ckube-gen/gen.h"
 
@@ -55,8 +58,14 @@ const char *gen_pattern_name(const char *src)
  * locale Unicode's spaces too). */
 #define RE2_SPACE "\t\n\f\r "
 
-/* The ERE of a class escape outside brackets, or NULL. */
-static const char *class_outside(char c)
+/* Go's case folding (what (?i) matches) pairs two ASCII letters with non-ASCII
+ * ones: k K and the Kelvin sign U+212A, s S and the long s U+017F. */
+#define FOLD_KELVIN "\xe2\x84\xaa"
+#define FOLD_LONG_S "\xc5\xbf"
+
+/* The ERE of a class escape outside brackets, or NULL; ci: under (?i), where
+ * Go folds \w (and so \W) too. */
+static const char *class_outside(char c, bool ci)
 {
 	switch (c) {
 	case 'd':
@@ -64,9 +73,9 @@ static const char *class_outside(char c)
 	case 'D':
 		return "[^0-9]";
 	case 'w':
-		return "[0-9A-Za-z_]";
+		return ci ? "[0-9A-Za-z_" FOLD_KELVIN FOLD_LONG_S "]" : "[0-9A-Za-z_]";
 	case 'W':
-		return "[^0-9A-Za-z_]";
+		return ci ? "[^0-9A-Za-z_" FOLD_KELVIN FOLD_LONG_S "]" : "[^0-9A-Za-z_]";
 	case 's':
 		return "[" RE2_SPACE "]";
 	case 'S':
@@ -108,10 +117,18 @@ static bool is_punct_escape(char c)
 typedef struct cls {
 	ck_sbuf_t items;
 	bool rbracket, caret, hyphen, lbracket;
+	bool member[128]; /* every ASCII byte in the class, for (?i) */
 } cls_t;
+
+static void cls_mark(cls_t *k, int lo, int hi)
+{
+	for (int c = lo; c <= hi; c++)
+		k->member[c & 0x7f] = true;
+}
 
 static void cls_char(cls_t *k, char c)
 {
+	cls_mark(k, (unsigned char)c, (unsigned char)c);
 	if (c == ']')
 		k->rbracket = true;
 	else if (c == '^')
@@ -137,13 +154,20 @@ static int cls_atom(const char *s, size_t *p, size_t start, cls_t *k, int *c, ch
 		return ck_err_set(err, "unterminated class \"[\" at offset %zu", start);
 	if (a == '\\') {
 		char e = s[*p + 1];
-		if (e == 'd')
+		if (e == 'd') {
 			ck_sbuf_puts(&k->items, "0-9");
-		else if (e == 'w')
+			cls_mark(k, '0', '9');
+		} else if (e == 'w') {
 			ck_sbuf_puts(&k->items, "0-9A-Za-z_");
-		else if (e == 's')
+			cls_mark(k, '0', '9');
+			cls_mark(k, 'A', 'Z');
+			cls_mark(k, 'a', 'z');
+			cls_mark(k, '_', '_');
+		} else if (e == 's') {
 			ck_sbuf_puts(&k->items, RE2_SPACE);
-		else if (control_escape(e))
+			for (const char *sp = RE2_SPACE; *sp; sp++)
+				cls_mark(k, (unsigned char)*sp, (unsigned char)*sp);
+		} else if (control_escape(e))
 			*c = (unsigned char)control_escape(e);
 		else if (is_punct_escape(e))
 			*c = (unsigned char)e; /* a backslash is literal in a POSIX class */
@@ -171,8 +195,26 @@ static int cls_atom(const char *s, size_t *p, size_t start, cls_t *k, int *c, ch
 	return 0;
 }
 
-/* Translates the bracket expression at s[*i] ('['). Returns 0 or -1 with *err. */
-static int bracket(const char *s, size_t *i, ck_sbuf_t *out, char **err)
+/* Under (?i): the other case of each letter in k, and Go's non-ASCII folds. A
+ * negated class is negated after folding, as in Go. */
+static void cls_fold(cls_t *k)
+{
+	for (int c = 'a'; c <= 'z'; c++) {
+		int u = c - 'a' + 'A';
+		if (k->member[c] && !k->member[u])
+			cls_char(k, (char)u);
+		else if (k->member[u] && !k->member[c])
+			cls_char(k, (char)c);
+	}
+	if (k->member['k'])
+		ck_sbuf_puts(&k->items, FOLD_KELVIN);
+	if (k->member['s'])
+		ck_sbuf_puts(&k->items, FOLD_LONG_S);
+}
+
+/* Translates the bracket expression at s[*i] ('['); ci: under (?i). Returns 0 or
+ * -1 with *err. */
+static int bracket(const char *s, size_t *i, bool ci, ck_sbuf_t *out, char **err)
 {
 	size_t p = *i + 1;
 	bool neg = false;
@@ -218,9 +260,12 @@ static int bracket(const char *s, size_t *i, ck_sbuf_t *out, char **err)
 			ck_sbuf_putc(&k.items, (char)lo);
 			ck_sbuf_putc(&k.items, '-');
 			ck_sbuf_putc(&k.items, (char)hi);
+			cls_mark(&k, lo, hi);
 		}
 	}
 	*i = p;
+	if (ci)
+		cls_fold(&k);
 	if (!neg && !k.rbracket && k.items.len == 0 && !k.lbracket && k.caret) {
 		/* '^' would come first and negate: "[-^]", or just "\^". */
 		ck_sbuf_puts(out, k.hyphen ? "[-^]" : "\\^");
@@ -262,6 +307,58 @@ static bool interval(const char *s, size_t i)
 	return s[p] == '}';
 }
 
+/* RE2's flags that have a translation, set or cleared by (?flags) and (?flags:. */
+enum { FLAG_I = 1, FLAG_S = 2 };
+
+/*
+ * Reads the flags of "(?flags)" or "(?flags:" at s[at] ('('): applies them to
+ * *flags, sets *end to the offset of the closing ')' or ':'. Returns 0, or -1
+ * with *err naming what RE2 would refuse or POSIX cannot do.
+ */
+static int read_flags(const char *s, size_t at, int *flags, size_t *end, char **err)
+{
+	size_t p = at + 2;
+	bool neg = false, after_neg = false;
+	int f = *flags;
+	for (;; p++) {
+		char c = s[p];
+		if (c == ')' || c == ':') {
+			/* "(?)" is allowed (and does nothing), "(?-)" is not, as in Go. */
+			if (neg && !after_neg)
+				return ck_err_set(err, "\"%.*s\" at offset %zu names no flag",
+				                  (int)(p - at + 1), s + at, at);
+			break;
+		}
+		if (c == '\0')
+			return ck_err_set(err, "\"(?\" at offset %zu is not closed", at);
+		if (c == '-') {
+			if (neg)
+				return ck_err_set(err, "a second \"-\" at offset %zu", p);
+			neg = true;
+			continue;
+		}
+		int bit;
+		if (c == 'i')
+			bit = FLAG_I;
+		else if (c == 's')
+			bit = FLAG_S;
+		else if (c == 'U' || (c == 'm' && neg))
+			bit = 0; /* ungreedy: acceptance is the same; -m: the default */
+		else if (c == 'm')
+			return ck_err_set(err,
+			                  "the flag \"m\" at offset %zu (multi-line mode) has no "
+			                  "POSIX form",
+			                  p);
+		else
+			return ck_err_set(err, "unknown flag \"%c\" at offset %zu", c, p);
+		f = neg ? f & ~bit : f | bit;
+		after_neg = neg;
+	}
+	*flags = f;
+	*end = p;
+	return 0;
+}
+
 char *gen_pattern_ere(const char *s, char **err)
 {
 	ck_sbuf_t out = CK_SBUF_INIT;
@@ -272,15 +369,18 @@ char *gen_pattern_ere(const char *s, char **err)
 	/* The expanded size of each open group (sums[0]: the whole pattern), and of
 	 * the last atom (what a quantifier repeats; 0 after '(' or '|'). */
 	size_t sums[MAX_GROUP_DEPTH + 1] = {0}, depth = 0, last = 0;
+	/* Each open group's flags: set by (?flags) until the group closes. */
+	int flags[MAX_GROUP_DEPTH + 1] = {0};
 	for (size_t i = 0; s[i] != '\0'; i++) {
 		char c = s[i];
 		bool was_quant = quant, was_lazy = lazy;
 		quant = lazy = false;
+		bool ci = flags[depth] & FLAG_I;
 		size_t atom = 1; /* what this token adds; 0: not an atom */
 		if (c == '\\') {
 			char e = s[++i];
-			if (class_outside(e)) {
-				ck_sbuf_puts(&out, class_outside(e));
+			if (class_outside(e, ci)) {
+				ck_sbuf_puts(&out, class_outside(e, ci));
 			} else if (control_escape(e)) {
 				ck_sbuf_putc(&out, control_escape(e));
 			} else if (e != '\0' && strchr(".[]()*+?{}|^$\\", e)) {
@@ -295,15 +395,28 @@ char *gen_pattern_ere(const char *s, char **err)
 				goto fail;
 			}
 		} else if (c == '[') {
-			if (bracket(s, &i, &out, err) != 0)
+			if (bracket(s, &i, ci, &out, err) != 0)
 				goto fail;
 		} else if (c == '(') {
+			int f = flags[depth];
+			size_t end = i + 2; /* "(?:": the ':' */
 			if (s[i + 1] == '?' && s[i + 2] != ':') {
-				ck_err_set(err,
-				           "\"(?%c\" at offset %zu (lookaround, flags or named "
-				           "groups) has no POSIX form",
-				           s[i + 2] ? s[i + 2] : '0', i);
-				goto fail;
+				if (s[i + 2] != '\0' && strchr("=!<P", s[i + 2]) != NULL) {
+					ck_err_set(err,
+					           "\"(?%c\" at offset %zu (lookaround or a named "
+					           "group) has no POSIX form",
+					           s[i + 2], i);
+					goto fail;
+				}
+				if (read_flags(s, i, &f, &end, err) != 0)
+					goto fail;
+				if (s[end] == ')') {
+					/* (?flags): for the rest of the enclosing group. */
+					flags[depth] = f;
+					i = end;
+					last = atom = 0;
+					goto next;
+				}
 			}
 			if (depth == MAX_GROUP_DEPTH) {
 				ck_err_set(err, "groups nested deeper than %d levels at offset %zu",
@@ -312,8 +425,9 @@ char *gen_pattern_ere(const char *s, char **err)
 			}
 			ck_sbuf_putc(&out, '(');
 			if (s[i + 1] == '?')
-				i += 2;
+				i = end;
 			sums[++depth] = 0;
+			flags[depth] = f;
 			last = atom = 0;
 		} else if (c == ')' && depth > 0) {
 			ck_sbuf_putc(&out, ')');
@@ -358,13 +472,28 @@ char *gen_pattern_ere(const char *s, char **err)
 			ck_sbuf_putc(&out, '\\'); /* literal in ECMA-262 when not an interval */
 			ck_sbuf_putc(&out, c);
 		} else if (c == '.') {
-			/* RE2's '.' does not match a newline; a POSIX one does. */
-			ck_sbuf_puts(&out, "[^\n]");
+			/* RE2's '.' does not match a newline, but under (?s); a POSIX
+			 * one does. */
+			ck_sbuf_puts(&out, flags[depth] & FLAG_S ? "." : "[^\n]");
+		} else if (ci && (unsigned char)c >= 0x80) {
+			/* Folding it would need Unicode's case tables. */
+			ck_err_set(err,
+			           "a non-ASCII character at offset %zu under (?i) has no POSIX "
+			           "form",
+			           i);
+			goto fail;
+		} else if (ci && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+			char lo = (char)(c | 0x20);
+			ck_sbuf_printf(&out, "[%c%c%s]", lo, (char)(lo - 'a' + 'A'),
+			               lo == 'k'   ? FOLD_KELVIN
+			               : lo == 's' ? FOLD_LONG_S
+			                           : "");
 		} else {
 			ck_sbuf_putc(&out, c);
 		}
 		if (atom > 0 && !quant)
 			last = atom;
+	next:
 		sums[depth] += atom;
 		if (sums[depth] > MAX_COPIES) {
 			ck_err_set(err,

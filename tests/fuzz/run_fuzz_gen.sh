@@ -46,6 +46,8 @@ a{,3}b{2}c{3,}d}{e
 \bword(?=x)
 (a)\1
 [[:alpha:]]
+^(?i)[k-s\w]+(?-i:x)(?s:.)(?U)a+?$
+(?i-s)x(?m)$
 EOF
 } | while IFS= read -r p; do
 	printf '#pattern\n%s' "$p" >"$seeds/pattern-$i"

@@ -574,8 +574,7 @@ START_TEST(test_schema_validation_refusals)
 	                  "    type: string\n"
 	                  "    pattern: '(?=a)b'\n",
 	                  FILE_NAME ":19: " SPEC ": pattern '(?=a)b': \"(?=\" at offset 0 "
-	                            "(lookaround, flags or named groups) has no POSIX "
-	                            "form");
+	                            "(lookaround or a named group) has no POSIX form");
 	assert_schema_err("type: object\n"
 	                  "properties:\n"
 	                  "  spec:\n"
@@ -1153,6 +1152,29 @@ static const pattern_case_t pattern_cases[] = {
     {"^\\s$", {" ", "\t", "\n", "\f", "\r"}, {"\v", "\u00a0", "\u2003"}},
     {"^[\\s]$", {" ", "\r"}, {"\v", "\u00a0"}},
     {"^\\S$", {"\v", "\u00a0", "é"}, {" ", "\t"}},
+    /* RE2's flags (the API server accepts them, ECMA-262 has none). (?i) folds
+     * as Go does: k with the Kelvin sign U+212A, s with the long s U+017F. */
+    {"^(?i)abc$", {"abc", "ABC", "aBc"}, {"abd", "ab"}},
+    {"^(?i)k$", {"k", "K", "\u212a"}, {"x", "kk"}},
+    {"^(?i:s)S$", {"sS", "SS", "\u017fS"}, {"ss", "s\u017f"}},
+    {"^a(?i)b$", {"ab", "aB"}, {"AB", "Ab"}},
+    {"^(a(?i)b)c$", {"abc", "aBc"}, {"aBC", "Abc"}},
+    {"^(?i)x|y$", {"X", "Xz", "zy", "zY"}, {"z", "zx"}},
+    {"^(?i)[a-c]+$", {"AbC", "cab"}, {"d", "aD"}},
+    {"^(?i)[^k]$", {"x", "\u00e9"}, {"K", "k", "\u212a"}},
+    {"^(?i)[k-m]$", {"\u212a", "L", "m"}, {"j", "N"}},
+    {"^(?i)[\\ws]$", {"\u212a", "\u017f", "_"}, {"-"}},
+    {"^(?i)\\w+$", {"Kk\u212a\u017f_9"}, {"a-b"}},
+    {"^(?i)\\W$", {"-", " "}, {"\u212a", "\u017f", "a"}},
+    {"^\\W$", {"\u212a"}, {"a"}},
+    {"^(?i)\\d\\s$", {"1 "}, {"a "}},
+    {"^(?s)a.b$", {"a\nb", "axb"}, {"ab"}},
+    {"^(?is)A.B$", {"a\nb"}, {"a\nc"}},
+    {"^(?i-s)a.b$", {"AxB"}, {"a\nb"}},
+    {"^(?i:a(?-i)b)$", {"Ab"}, {"AB"}},
+    {"^(?U)a+b??$", {"aaa", "ab"}, {"b"}},
+    {"^(?-m)a$", {"a"}, {"b"}},
+    {"^a(?)b$", {"ab"}, {"a", "aB"}},
 };
 
 START_TEST(test_patterns)
@@ -1201,13 +1223,19 @@ START_TEST(test_pattern_refusals)
 	    {"\\x41", "the escape \"\\x\" at offset 0 has no POSIX form"},
 	    {"\\p{L}", "the escape \"\\p\" at offset 0 has no POSIX form"},
 	    {"a\\", "the escape \"\\0\" at offset 1 has no POSIX form"},
-	    {"(?=a)", "\"(?=\" at offset 0 (lookaround, flags or named groups) has no POSIX form"},
-	    {"a(?!b)", "\"(?!\" at offset 1 (lookaround, flags or named groups) has no POSIX form"},
-	    {"(?<=a)b", "\"(?<\" at offset 0 (lookaround, flags or named groups) has no POSIX "
-	                "form"},
-	    {"(?i)abc", "\"(?i\" at offset 0 (lookaround, flags or named groups) has no POSIX "
-	                "form"},
-	    {"(?", "\"(?0\" at offset 0 (lookaround, flags or named groups) has no POSIX form"},
+	    {"(?=a)", "\"(?=\" at offset 0 (lookaround or a named group) has no POSIX form"},
+	    {"a(?!b)", "\"(?!\" at offset 1 (lookaround or a named group) has no POSIX form"},
+	    {"(?<=a)b", "\"(?<\" at offset 0 (lookaround or a named group) has no POSIX form"},
+	    {"(?P<n>a)", "\"(?P\" at offset 0 (lookaround or a named group) has no POSIX form"},
+	    {"(?", "\"(?\" at offset 0 is not closed"},
+	    {"(?i", "\"(?\" at offset 0 is not closed"},
+	    {"(?m)^a$", "the flag \"m\" at offset 2 (multi-line mode) has no POSIX form"},
+	    {"a(?x)", "unknown flag \"x\" at offset 3"},
+	    {"(?-)", "\"(?-)\" at offset 0 names no flag"},
+	    {"(?i-)", "\"(?i-)\" at offset 0 names no flag"},
+	    {"(?i-s-m)", "a second \"-\" at offset 5"},
+	    {"(?i)caf\xc3\xa9", "a non-ASCII character at offset 7 under (?i) has no POSIX form"},
+	    {"(?i:\xc3\xa9)", "a non-ASCII character at offset 4 under (?i) has no POSIX form"},
 	    {"[\\D]", "the escape \"\\D\" inside a class at offset 1 has no POSIX form"},
 	    {"a[x\\S]", "the escape \"\\S\" inside a class at offset 3 has no POSIX form"},
 	    {"[\\b]", "the escape \"\\b\" inside a class at offset 1 has no POSIX form"},
