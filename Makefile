@@ -54,7 +54,7 @@ ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
 GENERATE_PHONY := generate verify-generate
-.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck fuzz-smoke test unit unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck fuzz-smoke test unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -211,6 +211,14 @@ unit: deps $(B)/asan/unit-tests
 	cd tests/unit && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		CK_DEFAULT_TIMEOUT=60 $(abspath $(B))/asan/unit-tests
 
+# ckube-gen's pattern translation against Go's regexp, which the API server checks
+# patterns with: random patterns and strings, each pair matched by the library as
+# generated validation matches (tests/re2/run.sh; RE2_SEEDS, RE2_PATTERNS).
+$(B)/asan/re2-diff: $(B)/asan/tests/re2/diff.o $(B)/asan/cmd/ckube-gen/pattern.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+re2-diff: deps $(B)/asan/re2-diff
+	ASAN_OPTIONS=detect_leaks=1 bash tests/re2/run.sh $(abspath $(B))/asan/re2-diff
+
 # Threaded modules again under ThreadSanitizer.
 TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen
 unit-tsan: deps $(B)/tsan/unit-tests
@@ -253,6 +261,7 @@ test: deps
 	$(MAKE) libcheck
 	$(MAKE) fuzz-smoke
 	$(MAKE) unit
+	$(MAKE) re2-diff
 	$(MAKE) unit-tsan
 	$(MAKE) e2e
 
