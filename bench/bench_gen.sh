@@ -3,6 +3,8 @@
 #   - lines: the generated Foo kind (api/samplecontroller/v1alpha1) against the
 #     hand-written one it replaced (git history), and what each CRD generates;
 #   - generator speed on every CRD in the tree;
+#   - schema pattern matching: the library (by UTF-8 character), plain regexec (by
+#     byte) and Go's regexp, side by side (bench/gen/pattern.c, pattern_go/);
 #   - from YAML to a running informer: bench/gen/gadget.yaml, a kind nothing in the
 #     tree knows, through ckube-gen, cc (bench/gen/informer.c against the built
 #     library), kubectl apply of the CRD until Established, one Gadget created, and
@@ -48,6 +50,27 @@ for crd in deploy/crd.yaml examples/*/crd.yaml tests/unit/crd/*.yaml bench/gen/g
 		"$(cat "$tmp"/g/*/*.[ch] | wc -l)" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) * 100 }')"
 	rm -rf "$tmp/g"
 done
+
+echo "-- schema patterns: compile once, then each match (mean of 2000), C library and Go regexp"
+# The Foo's DNS-1123 subdomain, a length bound written as a pattern, and a (?i)
+# one: through ckube-gen's translation and the library (C.UTF-8, by character, as
+# generated validation matches), plain regexec by byte (how it matched before),
+# and Go's regexp, the API server's engine, on the same strings.
+cat >"$tmp/patterns" <<'PATTERNS'
+^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$
+^.{0,253}$
+^(?i)[a-z][\w.-]*$
+PATTERNS
+# shellcheck disable=SC2046
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude -I. -o "$tmp/pattern" bench/gen/pattern.c \
+	cmd/ckube-gen/pattern.c lib/libckube.a \
+	$(pkg-config --libs libcurl yajl yaml-0.1 libmicrohttpd gnutls) -lev -lm -pthread
+"$tmp/pattern" 2000 <"$tmp/patterns"
+if command -v go >/dev/null; then
+	go run bench/gen/pattern_go/main.go 2000 <"$tmp/patterns"
+else
+	echo "  (Go regexp: skipped, no go)"
+fi
 
 if [ -z "${KUBECONFIG:-}" ] || ! kubectl get --raw /readyz >/dev/null 2>&1; then
 	echo "-- YAML to a running informer: skipped (no control plane; KUBECONFIG=${KUBECONFIG:-})"
