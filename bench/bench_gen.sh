@@ -53,8 +53,8 @@ done
 
 echo "-- schema patterns: compile once, then each match (mean of 2000), C library and Go regexp"
 # The Foo's DNS-1123 subdomain, a length bound written as a pattern, and a (?i)
-# one: through ckube-gen's translation and the library (C.UTF-8, by character, as
-# generated validation matches), plain regexec by byte (how it matched before),
+# one: through ckube-gen's translation and the library (as generated validation
+# matches: by character, or by byte where that answers the same), plain regexec by byte,
 # and Go's regexp, the API server's engine, on the same strings.
 cat >"$tmp/patterns" <<'PATTERNS'
 ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$

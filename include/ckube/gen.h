@@ -94,9 +94,9 @@ typedef struct ck_gen_pattern {
 /*
  * Whether the string s matches p, as the API server's RE2 matches the schema's
  * pattern: one '.' or negated class is one UTF-8 character, whatever locale the
- * program set. Compiles p on first use and keeps it (ck_gen_pattern_release).
- * Returns 1 on a match, 0 on none, -1 when p->ere does not compile here.
- * Borrows both.
+ * program set. Compiles p on first use and keeps it, or keeps that it does not
+ * compile (ck_gen_pattern_release). Returns 1 on a match, 0 on none, -1 when
+ * p->ere does not compile here or regexec ran out of memory. Borrows both.
  */
 CKUBE_API int ck_gen_pattern_match(ck_gen_pattern_t *p, const char *s);
 /* Frees p's compiled expression, for a pattern that is not static; p may be used

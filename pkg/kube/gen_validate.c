@@ -115,8 +115,10 @@ static int check_string(const ck_gen_schema_t *s, const char *path, const char *
 	if (s->pattern != NULL) {
 		int m = ck_gen_pattern_match(s->pattern, v);
 		if (m < 0)
-			return ck_err_set(err, "%s: the pattern '%s' does not compile here", path,
-			                  s->pattern->source);
+			return ck_err_set(err,
+			                  "%s: the pattern '%s' cannot be matched here (does not "
+			                  "compile, or out of memory)",
+			                  path, s->pattern->source);
 		if (m == 0) {
 			if (s->pattern->name != NULL) {
 				char what[256];

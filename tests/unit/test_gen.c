@@ -929,10 +929,35 @@ START_TEST(test_pattern_locale)
 	ck_assert_ptr_null(atomic_load(&p.re));
 	ck_assert_int_eq(ck_gen_pattern_match(&p, "abc"), 1);
 	ck_gen_pattern_release(&p);
-	/* An expression that does not compile. */
+	/* An expression that does not compile: remembered (not compiled again on
+	 * every match), and released like any other. */
 	ck_gen_pattern_t bad = {.source = "(", .ere = "("};
 	ck_assert_int_eq(ck_gen_pattern_match(&bad, "x"), -1);
+	void *failed = atomic_load(&bad.re);
+	ck_assert_ptr_nonnull(failed);
+	ck_assert_int_eq(ck_gen_pattern_match(&bad, "y"), -1);
+	ck_assert_ptr_eq(atomic_load(&bad.re), failed);
+	ck_gen_pattern_release(&bad);
+	ck_assert_ptr_null(atomic_load(&bad.re));
+	ck_assert_int_eq(ck_gen_pattern_match(&bad, "x"), -1);
+	ck_gen_pattern_release(&bad);
 	ck_assert_ptr_eq(uselocale((locale_t)0), c);
+	/* Patterns matched by byte (all atoms ASCII) give the answers matching by
+	 * character gives: no byte of "é" is a letter, "é" is not two of anything. */
+	static const struct {
+		const char *ere, *s;
+		int want;
+	} ascii[] = {
+	    {"^[a-z]+$", "\u00e9", 0}, {"^[a-z]+$", "a\u00e9", 0}, {"a", "\u00e9a", 1},
+	    {"^[a-z0-9-]*$", "", 1},   {"^x{2}$", "\u00e9", 0},    {"^\\.$", ".", 1},
+	    {"^\\.$", "\u00e9", 0},
+	};
+	for (size_t i = 0; i < sizeof(ascii) / sizeof(ascii[0]); i++) {
+		ck_gen_pattern_t q = {.source = ascii[i].ere, .ere = ascii[i].ere};
+		ck_assert_msg(ck_gen_pattern_match(&q, ascii[i].s) == ascii[i].want, "%s on %s",
+		              ascii[i].ere, ascii[i].s);
+		ck_gen_pattern_release(&q);
+	}
 	uselocale(old);
 	freelocale(c);
 }
