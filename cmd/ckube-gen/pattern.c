@@ -63,6 +63,12 @@ const char *gen_pattern_name(const char *src)
 #define FOLD_KELVIN "\xe2\x84\xaa"
 #define FOLD_LONG_S "\xc5\xbf"
 
+/* What (?i) adds to the lower-case ASCII letter c besides its upper case. */
+static const char *fold_extra(char c)
+{
+	return c == 'k' ? FOLD_KELVIN : c == 's' ? FOLD_LONG_S : "";
+}
+
 /* The ERE of a class escape outside brackets, or NULL; ci: under (?i), where
  * Go folds \w (and so \W) too. */
 static const char *class_outside(char c, bool ci)
@@ -206,10 +212,9 @@ static void cls_fold(cls_t *k)
 		else if (k->member[u] && !k->member[c])
 			cls_char(k, (char)c);
 	}
-	if (k->member['k'])
-		ck_sbuf_puts(&k->items, FOLD_KELVIN);
-	if (k->member['s'])
-		ck_sbuf_puts(&k->items, FOLD_LONG_S);
+	for (int c = 'a'; c <= 'z'; c++)
+		if (k->member[c])
+			ck_sbuf_puts(&k->items, fold_extra((char)c));
 }
 
 /* Translates the bracket expression at s[*i] ('['); ci: under (?i). Returns 0 or
@@ -485,9 +490,7 @@ char *gen_pattern_ere(const char *s, char **err)
 		} else if (ci && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
 			char lo = (char)(c | 0x20);
 			ck_sbuf_printf(&out, "[%c%c%s]", lo, (char)(lo - 'a' + 'A'),
-			               lo == 'k'   ? FOLD_KELVIN
-			               : lo == 's' ? FOLD_LONG_S
-			                           : "");
+			               fold_extra(lo));
 		} else {
 			ck_sbuf_putc(&out, c);
 		}

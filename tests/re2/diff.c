@@ -8,6 +8,7 @@
  * Exit status 1 when any pair disagrees.
  */
 #include "cmd/ckube-gen/gen.h"
+#include <ckube/log.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,19 +35,6 @@ static char *unhex(const char *s)
 	}
 	out[n / 2] = '\0';
 	return out;
-}
-
-/* Appends s with control characters and non-ASCII bytes escaped, for a report. */
-static void show(ck_sbuf_t *b, const char *s)
-{
-	ck_sbuf_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
-			ck_sbuf_printf(b, "\\x%02x", *p);
-		else
-			ck_sbuf_putc(b, (char)*p);
-	}
-	ck_sbuf_putc(b, '"');
 }
 
 int main(void)
@@ -102,11 +90,11 @@ int main(void)
 			if (wrong < SHOW_MAX) {
 				ck_sbuf_t b = CK_SBUF_INIT;
 				ck_sbuf_puts(&b, "pattern ");
-				show(&b, src);
+				ck_log_quote(&b, src);
 				ck_sbuf_puts(&b, " (ERE ");
-				show(&b, ere);
+				ck_log_quote(&b, ere);
 				ck_sbuf_puts(&b, ") on ");
-				show(&b, str);
+				ck_log_quote(&b, str);
 				ck_sbuf_printf(&b, ": Go %s, ckube %s",
 				               want ? "matches" : "does not",
 				               got ? "matches" : "does not");
