@@ -27,6 +27,12 @@ COPY pkg pkg
 RUN make -j"$(nproc)" lib/libckube.a
 COPY cmd cmd
 RUN make -j"$(nproc)" bin/sample-controller
+# The Makefile hardens release builds (stack protector, _FORTIFY_SOURCE, full RELRO):
+# refuse an image whose binary lost any of it.
+RUN readelf -lW bin/sample-controller | grep -q GNU_RELRO && \
+    readelf -dW bin/sample-controller | grep -Eq 'BIND_NOW|FLAGS_1.*NOW' && \
+    nm -D bin/sample-controller | grep -q ' U __stack_chk_fail' && \
+    nm -D bin/sample-controller | grep -Eq ' U __[a-z0-9_]+_chk(@|$)'
 
 # The staging tree of the runtime image.
 RUN set -eu; \

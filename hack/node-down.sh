@@ -11,12 +11,21 @@ set -uo pipefail
 . "$(dirname "$0")/node/lib.sh"
 
 [ "$(id -u)" = 0 ] || node_die "must run as root (it undoes iptables, sysctls, mounts and cgroups)"
-[ -f "$NODE_RECORD" ] || { [ -d "$NODE_DIR" ] && rm -rf "$NODE_DIR"; exit 0; }
 
 # The Node object: without it the control plane does not wait for a dead kubelet.
 if [ -f "$LOCAL_DIR/kubeconfig" ]; then
 	KUBECONFIG="$LOCAL_DIR/kubeconfig" timeout 20 kubectl delete node "$NODE_NAME" \
 		--ignore-not-found --wait=false >/dev/null 2>&1 || true
+fi
+
+if [ ! -f "$NODE_RECORD" ]; then
+	# Nothing recorded, but a directory may remain (a run killed before its first
+	# record): never rm -rf through a mount point.
+	umount_under "$NODE_DIR"
+	umount_under "$NODE_RUN"
+	rm -rf "$NODE_DIR"
+	check_no_mounts
+	exit 0
 fi
 
 stop_pid() { # stop_pid NAME PID STARTTIME
@@ -29,20 +38,6 @@ stop_pid() { # stop_pid NAME PID STARTTIME
 	done
 	kill -KILL "$pid" 2>/dev/null || true
 	node_log "killed $name (pid $pid) after 15s"
-}
-
-# mounts_under DIR: mount points at or below DIR, deepest first.
-mounts_under() {
-	awk -v d="$1" '{ gsub(/\\040/, " ", $5); if ($5 == d || index($5, d "/") == 1) print $5 }' \
-		/proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
-}
-
-umount_under() {
-	local m
-	while read -r m; do
-		[ -n "$m" ] || continue
-		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-	done < <(mounts_under "$1")
 }
 
 # Processes inside a cgroup tree we created (the pods' containers): ours by
@@ -144,4 +139,5 @@ done
 umount_under "$NODE_RUN"
 rm -rf "$NODE_RUN"
 rm -rf "$NODE_DIR"
+check_no_mounts
 node_log "node $NODE_NAME stopped; host state restored"

@@ -66,6 +66,11 @@ trap 'rc=$?; if [ $rc != 0 ]; then
 	[ -n "${NODE_KEEP_ON_FAIL:-}" ] || bash "$CSC_ROOT/hack/node-down.sh" >&2 || true
 fi' EXIT
 
+# A mount left under our directories (by a run this script did not record) would
+# be inherited by the new kubelet: refuse, naming it, rather than start on it.
+left="$(mounts_under "$NODE_DIR"; mounts_under "$NODE_RUN")"
+[ -z "$left" ] || node_die "mounts remain from an earlier node under $NODE_DIR or $NODE_RUN: $(echo $left) (run make node-down)"
+
 mkdir -p "$NODE_RUN"
 : >"$NODE_RECORD"
 record dir "$NODE_DIR"
@@ -303,6 +308,17 @@ for tool in iptables ip6tables; do
 			record ipt-kubelet "$tool" "$table" $($tool -t "$table" -S | awk '$1 == "-N" { print $2 }')
 	done
 done
+# The kubelet's root directory must be on a shared mount. When it is not, the
+# kubelet bind-mounts it on itself at start, while another of its goroutines
+# renames the pod-resources socket into place beneath it; a rename whose two paths
+# are looked up on either side of that new mount fails with EXDEV ("invalid
+# cross-device link") and the kubelet exits. It is made one here, before the
+# kubelet starts, so that the kubelet mounts nothing there (undone by the
+# "mounts $NODE_DIR" record above).
+mount --bind "$NODE_DIR/kubelet" "$NODE_DIR/kubelet"
+mount --make-rshared "$NODE_DIR/kubelet"
+grep -E " $NODE_DIR/kubelet [^ ]+ [^-]*shared:" /proc/self/mountinfo >/dev/null ||
+	node_die "$NODE_DIR/kubelet is not a shared mount after mount --make-rshared"
 node_log "starting kubelet $KUBE_VERSION on $NODE_IP:$KUBELET_PORT (cgroup root $CGROUP_ROOT)"
 start_node_proc kubelet "$BIN/kubelet" --config "$NODE_DIR/kubelet.yaml" \
 	--kubeconfig "$NODE_DIR/kubelet.kubeconfig" --root-dir "$NODE_DIR/kubelet" \

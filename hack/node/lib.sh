@@ -85,6 +85,36 @@ path_levels() {
 	done
 }
 
+# mounts_under DIR: mount points at or below DIR, deepest first.
+mounts_under() {
+	awk -v d="$1" '{ gsub(/\\040/, " ", $5); if ($5 == d || index($5, d "/") == 1) print $5 }' \
+		/proc/self/mountinfo | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+}
+
+# umount_under DIR: unmount every mount point at or below DIR, deepest first,
+# naming each one (a mount left under the kubelet's root makes the next kubelet
+# fail, so what was removed is worth a line in the log).
+umount_under() {
+	local m
+	while read -r m; do
+		[ -n "$m" ] || continue
+		if umount "$m" 2>/dev/null; then
+			node_log "unmounted $m"
+		elif umount -l "$m" 2>/dev/null; then
+			node_log "unmounted $m (lazily: it was busy)"
+		else
+			node_log "could not unmount $m"
+		fi
+	done < <(mounts_under "$1")
+}
+
+# check_no_mounts: fail, naming them, if any mount remains under our directories.
+check_no_mounts() {
+	local left
+	left="$(mounts_under "$NODE_DIR"; mounts_under "$NODE_RUN")"
+	[ -z "$left" ] || node_die "mounts remain under $NODE_DIR or $NODE_RUN: $(echo $left)"
+}
+
 # proc_starttime PID: field 22 of /proc/PID/stat, to recognise our process
 # after a restart of this script (PIDs are reused).
 proc_starttime() {

@@ -121,6 +121,32 @@ node_killed_halfway() {
 	[ "$ok" = 1 ] && host_same "node-up after a killed node-up cleaned up and came up; node-down restored the host"
 }
 
+# A mount left under the node's directory (as a kubelet that bind-mounted its root
+# leaves one): node-up refuses to start on it, naming it; node-down removes it,
+# naming it; the host is then as before.
+node_stray_mount() {
+	local m="$root/.local/node/kubelet/pod-resources" why=""
+	mkdir -p "$m" && mount -t tmpfs -o size=1m csc-stray "$m" || { why="could not make the stray mount"; }
+	if [ -z "$why" ]; then
+		if bash hack/node-up.sh >/tmp/e2e-node-stray.log 2>&1; then
+			why="node-up started on top of a stray mount (log: /tmp/e2e-node-stray.log)"
+		elif ! grep -q "mounts remain.*$m" /tmp/e2e-node-stray.log; then
+			why="node-up failed without naming the stray mount $m (log: /tmp/e2e-node-stray.log)"
+		fi
+	fi
+	bash hack/node-down.sh >/tmp/e2e-node-stray-down.log 2>&1 ||
+		why="${why:+$why; }node-down failed (log: /tmp/e2e-node-stray-down.log)"
+	grep -q "unmounted $m" /tmp/e2e-node-stray-down.log ||
+		why="${why:+$why; }node-down did not name the mount it removed (log: /tmp/e2e-node-stray-down.log)"
+	if [ -n "$why" ]; then
+		echo "  FAIL  node-up refuses a stray mount, node-down removes it: $why"
+		tail -n 10 /tmp/e2e-node-stray.log /tmp/e2e-node-stray-down.log 2>/dev/null | sed 's/^/        /'
+		failed=$((failed + 1)); failures+=("stray mount")
+		return
+	fi
+	host_same "node-up refused a stray mount under the node's directory, naming it; node-down removed it"
+}
+
 # 4. The controller deployed as a pod under a real kubelet (hack/node-up.sh), from
 # deploy/ through hack/node/. Needs root (bridge, iptables, cgroups, mounts).
 echo "== deployed on a real node"
@@ -145,6 +171,7 @@ else
 				bash hack/node/host-state.sh >/tmp/e2e-host-after.txt
 				host_same "node-down restored the host (iptables, links, sysctls, mounts, cgroups, paths, processes)"
 				node_killed_halfway
+				node_stray_mount
 			fi
 		fi
 	else

@@ -58,6 +58,23 @@ t_symbols() {
 	echo "$(wc -l <"$tmp/dyn.txt") exported symbols, all ck_*; $(wc -l <"$tmp/api.txt") CKUBE_API functions"
 }
 
+# The release binaries are hardened (Makefile HARDEN_*): full RELRO with immediate
+# binding, the stack protector and fortified libc calls are present in each.
+t_hardening() {
+	local f prog ok=0 dyn
+	for f in "$so" bin/sample-controller bin/ckube-gen; do
+		[ -f "$f" ] || { echo "missing $f (make all)"; return 1; }
+		prog=$(readelf -lW "$f")
+		dyn=$(readelf -dW "$f")
+		grep -q GNU_RELRO <<<"$prog" || { echo "$f: no RELRO segment"; ok=1; }
+		grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' <<<"$dyn" || { echo "$f: not linked with -z now"; ok=1; }
+		nm -D "$f" | grep -q ' U __stack_chk_fail' || { echo "$f: no stack protector (__stack_chk_fail)"; ok=1; }
+		nm -D "$f" | grep -Eq ' U __[a-z0-9_]+_chk(@|$)' || { echo "$f: no fortified libc call (__*_chk)"; ok=1; }
+		[ "$ok" = 0 ] && echo "$f: RELRO, BIND_NOW, stack protector, fortified ($(nm -D "$f" | grep -Ec ' U __[a-z0-9_]+_chk(@|$)') __*_chk)"
+	done
+	return "$ok"
+}
+
 t_version() {
 	local h
 	h=$(awk '/#define CKUBE_VERSION_(MAJOR|MINOR|PATCH) / { printf "%s%s", sep, $3; sep = "." }' include/ckube/version.h)
@@ -147,6 +164,7 @@ t_examples() {
 
 echo "== libckube as installed"
 run symbols t_symbols
+run hardening t_hardening
 run version t_version
 run install t_install
 run headers t_headers
