@@ -58,9 +58,7 @@ static inline size_t chash_bytes(const chash_t *t)
 	return t->cap * sizeof(chash_slot_t);
 }
 
-uint64_t chash_bytes_hash(const void *p, size_t n, uint64_t seed);
 uint64_t chash_ptr_hash(const void *p);
-#define CHASH_SEED 0xcbf29ce484222325ULL
 
 /* ---------------------------------------------------------------- keys */
 

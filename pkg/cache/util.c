@@ -1,30 +1,23 @@
 /*
  * util: the small pieces the rest of pkg/cache stands on -- an open-addressing
- * hash table, store-key hashing that never builds the key string, the retry
+ * hash table, store-key hashing, the retry
  * backoff as a pure function of a clock reading, and the result lists.
  *
  * Design note: store keys are derived from the object ("ns/name") rather than
- * kept as separate strings. Hashing and comparing feed the namespace, '/', and
- * the name piecewise, so a cached object costs no key allocation at all.
+ * kept as separate strings: comparing reads the namespace, '/', and the name
+ * piecewise, and hashing lays them out on the stack, so a cached object costs no
+ * key allocation at all.
  */
+#include "pkg/base/hash.h"
 #include "pkg/cache/internal.h"
+#include <ckube/base.h>
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- hashing */
 
-/* FNV-1a, then a final mix so that the low bits (the probe index) depend on every byte. */
-uint64_t chash_bytes_hash(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
+/* The pointer itself is not chosen from outside: a fixed mix spreads its bits. */
 static uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -40,20 +33,33 @@ uint64_t chash_ptr_hash(const void *p)
 	return mix64((uint64_t)(uintptr_t)p);
 }
 
+/* Store keys are names chosen in the cluster: the library's keyed hash (pkg/base/hash.h). */
 uint64_t cache_key_hash(const char *key, size_t len)
 {
-	return mix64(chash_bytes_hash(key, len, CHASH_SEED));
+	return ck_hash_bytes(key, len);
 }
 
 uint64_t cache_obj_key_hash(const ck_obj_t *o)
 {
-	uint64_t h = CHASH_SEED;
-	if (cache_obj_has_ns(o)) {
-		h = chash_bytes_hash(o->ns, strlen(o->ns), h);
-		h = chash_bytes_hash("/", 1, h);
+	/* "ns/name" laid out on the stack (a namespace is at most 63 bytes and a name 253
+	 * when the API server validated them); a longer key from elsewhere is built on
+	 * the heap rather than cut. */
+	char buf[512], *key = buf;
+	size_t nl = cache_obj_has_ns(o) ? strlen(o->ns) : 0, l = strlen(o->name);
+	size_t len = nl ? nl + 1 + l : l;
+	if (len > sizeof(buf))
+		key = ck_xmalloc(len);
+	if (nl) {
+		memcpy(key, o->ns, nl);
+		key[nl] = '/';
+		memcpy(key + nl + 1, o->name, l);
+	} else {
+		memcpy(key, o->name, l);
 	}
-	h = chash_bytes_hash(o->name, strlen(o->name), h);
-	return mix64(h);
+	uint64_t h = ck_hash_bytes(key, len);
+	if (key != buf)
+		free(key);
+	return h;
 }
 
 bool cache_obj_key_eq(const ck_obj_t *o, const char *key, size_t len)

@@ -14,6 +14,7 @@
  * counts; the renderer adds them up and derives _count from the same loads, so
  * +Inf and _count always agree within one scrape.
  */
+#include "pkg/base/hash.h"
 #include "pkg/metrics/metrics_internal.h"
 #include <ckube/metrics.h>
 
@@ -295,12 +296,10 @@ void ck_metrics_registry_free(ck_metrics_registry_t *reg)
 
 static uint64_t hash_values(size_t n, const char *const *values)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = 0;
 	for (size_t i = 0; i < n; i++) {
-		for (const unsigned char *p = (const unsigned char *)(values[i] ? values[i] : "");
-		     *p; p++)
-			h = (h ^ *p) * 1099511628211ULL;
-		h = (h ^ 0xff) * 1099511628211ULL;
+		const char *v = values[i] ? values[i] : "";
+		h = ck_hash_combine(h, ck_hash_bytes(v, strlen(v)));
 	}
 	return h;
 }

@@ -5,6 +5,7 @@
  * allocated once) plus a doubly linked recency list. The capacity is fixed, so the
  * table never grows and a put() costs at most one eviction.
  */
+#include "pkg/base/hash.h"
 #include "pkg/record/rec_internal.h"
 
 #include <stdlib.h>
@@ -30,15 +31,10 @@ struct rec_lru {
 	void *ud;
 };
 
-/* FNV-1a: keys are short and built by us, so no hostile input to defend against. */
+/* Keys hold object and reason names chosen in the cluster: the keyed hash. */
 static uint64_t lru_hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
+	return ck_hash_bytes(s, strlen(s));
 }
 
 rec_lru_t *rec_lru_new(size_t cap, rec_lru_free_fn free_val, void *ud)

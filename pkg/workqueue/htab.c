@@ -12,35 +12,6 @@
  * does not resize back and forth. */
 #define HTAB_SHRINK_CAP 64
 
-/*
- * Word-at-a-time multiply/xor-shift mixing with a strong 64-bit finaliser: keys are
- * short ("namespace/name"), so speed per byte matters less than a cheap setup, and
- * the finaliser spreads the bits so that masking the low bits is safe.
- */
-uint64_t wq_hash(const char *s, size_t len)
-{
-	const uint64_t m = 0x9E3779B97F4A7C15ULL;
-	uint64_t h = 0x243F6A8885A308D3ULL ^ ((uint64_t)len * m);
-	uint64_t w;
-
-	while (len >= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * m;
-		h ^= h >> 29;
-		s += 8;
-		len -= 8;
-	}
-	w = 0;
-	memcpy(&w, s, len);
-	h = (h ^ w) * m;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
 wq_hnode_t *wq_htab_find(const wq_htab_t *t, const char *key, size_t len, uint64_t hash)
 {
 	if (t->slots == NULL)

@@ -460,7 +460,7 @@ int ck_wq_add(ck_wq_t *q, const char *key)
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return -1;
-	uint64_t h = wq_hash(key, len);
+	uint64_t h = ck_hash_bytes(key, len);
 	int result = 0;
 
 	pthread_mutex_lock(&q->mu);
@@ -480,7 +480,7 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return -1;
-	uint64_t h = wq_hash(key, len);
+	uint64_t h = ck_hash_bytes(key, len);
 
 	pthread_mutex_lock(&q->mu);
 	if (q->shutting_down)
@@ -597,7 +597,7 @@ void ck_wq_done(ck_wq_t *q, const char *key)
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return;
-	uint64_t h = wq_hash(key, len);
+	uint64_t h = ck_hash_bytes(key, len);
 
 	pthread_mutex_lock(&q->mu);
 	item_t *it = item_find(q, key, len, h);

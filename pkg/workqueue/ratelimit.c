@@ -78,7 +78,7 @@ static uint64_t exp_when(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	size_t len = strlen(item);
-	uint64_t h = wq_hash(item, len);
+	uint64_t h = ck_hash_bytes(item, len);
 
 	pthread_mutex_lock(&e->mu);
 	failure_t *f = exp_find(e, item, len, h);
@@ -102,7 +102,7 @@ static void exp_forget(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	size_t len = strlen(item);
-	uint64_t h = wq_hash(item, len);
+	uint64_t h = ck_hash_bytes(item, len);
 
 	pthread_mutex_lock(&e->mu);
 	failure_t *f = exp_find(e, item, len, h);
@@ -117,7 +117,7 @@ static unsigned exp_num_requeues(ck_wq_ratelimiter_t *rl, const char *item)
 {
 	exp_limiter_t *e = (exp_limiter_t *)rl;
 	size_t len = strlen(item);
-	uint64_t h = wq_hash(item, len);
+	uint64_t h = ck_hash_bytes(item, len);
 
 	pthread_mutex_lock(&e->mu);
 	failure_t *f = exp_find(e, item, len, h);

@@ -11,6 +11,8 @@
 #ifndef CSC_WQ_INTERNAL_H
 #define CSC_WQ_INTERNAL_H
 
+/* Keys are hashed with the library's keyed hash (names chosen in the cluster). */
+#include "pkg/base/hash.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,9 +27,6 @@ typedef struct wq_htab {
 	size_t mask; /* capacity - 1; 0 with no slots yet */
 	size_t count;
 } wq_htab_t;
-
-/* Returns a 64-bit hash of the len bytes at s. */
-uint64_t wq_hash(const char *s, size_t len);
 
 /* Borrows t; returns the node with this key or NULL. */
 wq_hnode_t *wq_htab_find(const wq_htab_t *t, const char *key, size_t len, uint64_t hash);

@@ -490,6 +490,52 @@ START_TEST(test_selector_errors)
 }
 END_TEST
 
+/* The fixed, public function the store hashed keys with before they were keyed:
+ * FNV-1a from the standard offset basis, then a 64-bit finaliser. */
+static uint64_t unkeyed_store_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+/* Names a tenant can compute offline to share one bucket of a 4096-slot table
+ * under an unkeyed function must spread under the store's keyed hash. Failed
+ * while the store used unkeyed_store_hash (all 256 in one bucket). */
+START_TEST(test_store_hash_keyed_against_crafted_names)
+{
+	enum { N = 256, MASK = 4095 };
+	static char names[N][48];
+	unsigned counts[MASK + 1] = {0}, most = 0;
+	int n = 0;
+
+	for (unsigned long i = 0; n < N; i++) {
+		snprintf(names[n], sizeof(names[n]), "default/p%lu", i);
+		if ((unkeyed_store_hash(names[n]) & MASK) == 0)
+			n++;
+	}
+	for (int i = 0; i < N; i++) {
+		uint64_t h = cache_key_hash(names[i], strlen(names[i]));
+		unsigned c = ++counts[h & MASK];
+		if (c > most)
+			most = c;
+	}
+	/* 256 random keys in 4096 buckets: P(any bucket > 6) is below 1e-6. */
+	ck_assert_msg(most <= 6, "%u of %d crafted names share one bucket", most, N);
+
+	/* The object form hashes as its key string does. */
+	ck_obj_t *o = mkobj("default", "p1", "1");
+	ck_assert_uint_eq(cache_obj_key_hash(o), cache_key_hash("default/p1", 10));
+	ck_obj_unref(o);
+}
+END_TEST
+
 Suite *suite_cache_store(void)
 {
 	Suite *s = suite_create("cache_store");
@@ -503,6 +549,7 @@ Suite *suite_cache_store(void)
 	tcase_add_test(tc, test_store_mem_and_foreach);
 	tcase_add_test(tc, test_store_concurrent_readers);
 	tcase_add_test(tc, test_lister);
+	tcase_add_test(tc, test_store_hash_keyed_against_crafted_names);
 	tcase_add_test(tc, test_selector_semantics);
 	tcase_add_test(tc, test_selector_errors);
 	suite_add_tcase(s, tc);
