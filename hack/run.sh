@@ -12,7 +12,7 @@ kubectl wait --for=condition=Established --timeout=60s crd/foos.samplecontroller
 kubectl apply -f "$CSC_ROOT/deploy/example-foo.yaml"
 # /metrics is HTTPS for allowed callers only (--metrics-secure): a ServiceAccount
 # bound to deploy/'s metrics-reader role to scrape it with.
-kubectl apply -f "$CSC_ROOT/deploy/metrics-rbac.yaml" >/dev/null
+kubectl apply -f "$CSC_ROOT/deploy/base/metrics-rbac.yaml" >/dev/null
 kubectl -n default create serviceaccount metrics-scraper --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 kubectl create clusterrolebinding sample-controller-metrics-scraper \
 	--clusterrole=sample-controller-metrics-reader --serviceaccount=default:metrics-scraper \

@@ -119,7 +119,7 @@ t_node1_apply_ready() {
 	# deploy/ names the image this tree builds.
 	local want
 	want="sample-controller-c:$(cat "$E2E_ROOT/VERSION")"
-	grep -q "image: $want\$" "$E2E_ROOT/deploy/deployment.yaml" || fail "deploy/deployment.yaml does not name $want"
+	grep -q "image: $want\$" "$E2E_ROOT/deploy/base/deployment.yaml" || fail "deploy/base/deployment.yaml does not name $want"
 	local t0 t1
 	t0=$(now_ms)
 	kubectl apply -k "$E2E_ROOT/hack/node" >/dev/null
