@@ -6,7 +6,8 @@
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
 #   make libcheck   the installed library: symbols, headers, pkg-config builds, examples
-#   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (30) each
+#   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (30) each (make test: 5)
+#   make fuzz       every libFuzzer target for FUZZ_LONG_SECONDS (600) each
 #   make unit       unit tests only;  make e2e  e2e tests only
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
@@ -59,7 +60,7 @@ ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
 GENERATE_PHONY := generate verify-generate
-.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck fuzz-smoke test unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -246,7 +247,7 @@ $(B)/asan/bin/%: $(B)/asan/examples/%/main.o $(ASAN_OBJS)
 		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) -lm
 
 e2e: deps all $(B)/asan/sample-controller $(EXAMPLES:%=$(B)/asan/bin/%)
-	bash tests/e2e/run.sh
+	CSC_TIMES="$(CSC_TIMES)" bash tests/e2e/run.sh
 
 # TSan build of the daemon, for the soak test.
 $(B)/tsan/sample-controller: $(CMD_SRCS:%.c=$(B)/tsan/%.o) $(TSAN_OBJS)
@@ -260,29 +261,44 @@ chaos: deps all
 soak: deps all $(B)/tsan/sample-controller
 	B_TSAN=$(abspath $(B))/tsan bash tests/soak/run.sh
 
+# make test: each step's time goes to $(B)/times.txt (hack/timed.sh; the e2e tests
+# add one line each) and the ten slowest are printed at the end, pass or fail.
+# Fuzzing here replays every committed seed and fixture, then mutates for
+# FUZZ_TEST_SECONDS per target, two targets at a time; `make fuzz` fuzzes long.
+TIMES := $(abspath $(B))/times.txt
+TIMED := bash hack/timed.sh $(TIMES)
+FUZZ_TEST_SECONDS ?= 5
 test: deps
-	$(MAKE) all
-	$(MAKE) verify-generate
-	$(MAKE) libcheck
-	$(MAKE) fuzz-smoke
-	$(MAKE) unit
-	$(MAKE) re2-diff
-	$(MAKE) unit-tsan
-	$(MAKE) e2e
+	@mkdir -p $(B) && : >$(TIMES)
+	@rc=0; $(MAKE) --no-print-directory test-steps || rc=$$?; \
+		bash hack/timed.sh --slowest $(TIMES) 10; exit $$rc
+test-steps:
+	$(TIMED) build $(MAKE) all
+	$(TIMED) verify-generate $(MAKE) verify-generate
+	$(TIMED) libcheck $(MAKE) libcheck
+	$(TIMED) fuzz-smoke $(MAKE) -j2 --no-print-directory fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) CSC_TIMES=$(TIMES)
+	$(TIMED) unit $(MAKE) unit
+	$(TIMED) re2-diff $(MAKE) re2-diff
+	$(TIMED) unit-tsan $(MAKE) unit-tsan
+	$(TIMED) e2e $(MAKE) e2e CSC_TIMES=$(TIMES)
 
 # Every libFuzzer target (tests/fuzz/run_fuzz_*.sh) builds and runs for FUZZ_SECONDS
 # (default 30) each from its committed seeds (tests/fuzz/seeds/) and the fixtures,
-# and a crash, leak or broken invariant fails the build; longer runs:
+# and a crash, leak or broken invariant fails the build (targets run side by side
+# with -j); `make fuzz` runs each for FUZZ_LONG_SECONDS (600); longer runs:
 # bash tests/fuzz/run_fuzz_<target>.sh SECONDS.
 FUZZ_SECONDS ?= 30
+FUZZ_LONG_SECONDS ?= 600
 FUZZ_TARGETS = $(patsubst tests/fuzz/run_fuzz_%.sh,%,$(wildcard tests/fuzz/run_fuzz_*.sh))
-fuzz-smoke: deps
+fuzz-smoke: deps $(FUZZ_TARGETS:%=fuzz-smoke-%)
+fuzz-smoke-%:
 	@mkdir -p $(B)
-	@for t in $(FUZZ_TARGETS); do \
-		bash tests/fuzz/run_fuzz_$$t.sh $(FUZZ_SECONDS) >$(B)/fuzz-$$t.log 2>&1 && \
-			echo "  ok    fuzz $$t ($$(grep -o 'Done [0-9]* runs' $(B)/fuzz-$$t.log), $$(grep -o 'cov: [0-9]* ft: [0-9]*' $(B)/fuzz-$$t.log | tail -n 1))" || \
-			{ echo "  FAIL  fuzz $$t"; tail -n 30 $(B)/fuzz-$$t.log; exit 1; }; \
-	done
+	@start=$$(date +%s); bash tests/fuzz/run_fuzz_$*.sh $(FUZZ_SECONDS) >$(B)/fuzz-$*.log 2>&1 && \
+		{ echo "  ok    fuzz $* ($$(grep -o 'Done [0-9]* runs' $(B)/fuzz-$*.log), $$(grep -o 'cov: [0-9]* ft: [0-9]*' $(B)/fuzz-$*.log | tail -n 1))"; \
+		  [ -z "$(CSC_TIMES)" ] || echo "$$(( $$(date +%s) - start )) fuzz $*" >>"$(CSC_TIMES)"; } || \
+		{ echo "  FAIL  fuzz $*"; tail -n 30 $(B)/fuzz-$*.log; exit 1; }
+fuzz:
+	$(MAKE) -j2 fuzz-smoke FUZZ_SECONDS=$(FUZZ_LONG_SECONDS)
 
 # The library as installed: symbols, install layout, pkg-config builds, examples.
 libcheck: all

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build-wq}
 mkdir -p "$B"
-cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -I. bench/bench_workqueue.c pkg/base/base.c \
+cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -I. bench/bench_workqueue.c pkg/base/*.c \
 	pkg/workqueue/*.c -pthread -lm -o "$B/bench_workqueue"
 "$B/bench_workqueue" | tee "$B/c.txt"
 

@@ -38,6 +38,7 @@ run_files() {
 				kill -9 "$(cat "$pf")" 2>/dev/null || true
 				rm -f "$pf"
 			done
+			[ -z "${CSC_TIMES:-}" ] || echo "$(( $(date +%s) - start )) e2e $(basename "$f" .sh) $fn" >>"$CSC_TIMES"
 			if [ "$rc" = 0 ]; then
 				echo "  ok    $(basename "$f" .sh) $fn ($(( $(date +%s) - start ))s)"
 				passed=$((passed + 1))
@@ -63,7 +64,11 @@ if ls tests/integration/test_*.c >/dev/null 2>&1 && [ -z "$only" ]; then
 	kubectl --kubeconfig "$root/.local/kubeconfig" apply -f deploy/crd.yaml >/dev/null &&
 		kubectl --kubeconfig "$root/.local/kubeconfig" wait --for=condition=Established \
 			--timeout=60s crd/foos.samplecontroller.k8s.io >/dev/null
-	if make --no-print-directory integration B="$B" KUBECONFIG="$root/.local/kubeconfig"; then
+	istart=$(date +%s)
+	make --no-print-directory integration B="$B" KUBECONFIG="$root/.local/kubeconfig"
+	irc=$?
+	[ -z "${CSC_TIMES:-}" ] || echo "$(( $(date +%s) - istart )) e2e integration-suites" >>"$CSC_TIMES"
+	if [ "$irc" = 0 ]; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1)); failures+=("integration suites")
@@ -161,6 +166,7 @@ else
 	# What the host looks like without the node: node-down must restore exactly it.
 	[ -f .local/node/env ] || bash hack/node/host-state.sh >/tmp/e2e-host-before.txt
 	if bash hack/node-up.sh >/tmp/e2e-node-up.log 2>&1; then
+		[ -z "${CSC_TIMES:-}" ] || echo "$(( $(date +%s) - start )) e2e node-up" >>"$CSC_TIMES"
 		echo "  node up in $(( $(date +%s) - start ))s ($(tail -n 1 /tmp/e2e-node-up.log | sed 's/^[0-9:]* //'))"
 		run_files tests/e2e/node_deploy.sh
 		if [ -z "${E2E_KEEP_NODE:-}" ]; then
