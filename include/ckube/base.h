@@ -129,6 +129,17 @@ CKUBE_API uint64_t ck_rand_u64(void);
 /* Returns a random double in [0, 1). */
 CKUBE_API double ck_rand_unit(void);
 
+/*
+ * Secrets (tokens, keys, passwords, Authorization headers, exec plugin output).
+ * A plain memset() before free() is a dead store the compiler removes at -O2;
+ * these use explicit_bzero(), which it may not.
+ */
+/* Overwrites n bytes of p with zeros (p may be NULL when n is 0). */
+CKUBE_API void ck_secure_zero(void *p, size_t n);
+/* Takes p (NULL is a no-op): wipes n bytes of it, or strlen(p) when n is 0, then
+ * frees it. For binary secrets pass their length: a NUL inside would stop strlen. */
+CKUBE_API void ck_secret_free(void *p, size_t n);
+
 /* Reads a whole file into a new NUL-terminated buffer (free with free()). */
 CKUBE_API int ck_file_read_all(const char *path, char **out, size_t *len, char **err);
 

@@ -396,6 +396,22 @@ double ck_rand_unit(void)
 	return (double)(ck_rand_u64() >> 11) / (double)(1ULL << 53);
 }
 
+/* ---- Secrets ------------------------------------------------------------------------ */
+
+void ck_secure_zero(void *p, size_t n)
+{
+	if (p != NULL && n > 0)
+		explicit_bzero(p, n);
+}
+
+void ck_secret_free(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, n ? n : strlen(p));
+	free(p);
+}
+
 int ck_file_read_all(const char *path, char **out, size_t *len, char **err)
 {
 	int result = -1;

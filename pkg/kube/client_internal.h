@@ -208,6 +208,8 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc);
 
 /* client_transport.c: curl and libev. */
 
+/* Wipes (it holds the Authorization header) and frees an attempt's header list. */
+void ck_client_i_headers_free(struct curl_slist *h);
 /* Sets up easy handle e for r's next attempt with cred (which it clears). */
 void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred);
 void ck_client_i_curl_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);

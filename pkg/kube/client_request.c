@@ -76,7 +76,7 @@ void ck_client_i_req_attempt_reset(ck_req_t *r)
 		curl_easy_cleanup(r->easy);
 		r->easy = NULL;
 	}
-	curl_slist_free_all(r->headers);
+	ck_client_i_headers_free(r->headers);
 	r->headers = NULL;
 	r->errbuf[0] = '\0';
 	r->code = 0;

@@ -139,6 +139,19 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 	return r->cancelled ? 0 : len;
 }
 
+/*
+ * Frees an attempt's header list. The list holds a copy of the Authorization
+ * header, so every entry is wiped first (curl_slist_free_all would leave the token
+ * in freed memory).
+ */
+void ck_client_i_headers_free(struct curl_slist *h)
+{
+	for (struct curl_slist *p = h; p != NULL; p = p->next)
+		if (p->data != NULL)
+			ck_secure_zero(p->data, strlen(p->data));
+	curl_slist_free_all(h);
+}
+
 /* Sets up easy handle e, which becomes r->easy, for r's next attempt. */
 void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 {
@@ -235,8 +248,7 @@ void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 	if (cred->token != NULL && cred->token[0] != '\0') {
 		char *auth = ck_xasprintf("Authorization: Bearer %s", cred->token);
 		h = curl_slist_append(h, auth);
-		memset(auth, 0, strlen(auth));
-		free(auth);
+		ck_secret_free(auth, 0);
 	}
 	r->cred_gen = cred->generation;
 	ck_cred_clear(cred);

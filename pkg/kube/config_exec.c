@@ -383,9 +383,9 @@ int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err)
 	            mem_eq(cert, cert ? strlen(cert) : 0, c->exec_cert, c->exec_cert_len) &&
 	            mem_eq(key, key ? strlen(key) : 0, c->exec_key, c->exec_key_len);
 	if (!same) {
-		ck_config_i_secret_free(c->exec_token, 0);
+		ck_secret_free(c->exec_token, 0);
 		free(c->exec_cert);
-		ck_config_i_secret_free(c->exec_key, c->exec_key_len);
+		ck_secret_free(c->exec_key, c->exec_key_len);
 		c->exec_token = ck_xstrdup(tok);
 		c->exec_cert = ck_xstrdup(cert);
 		c->exec_cert_len = cert ? strlen(cert) : 0;
@@ -444,8 +444,7 @@ int ck_config_i_exec_refresh(ck_config_t *c, char **err)
 		c->exec_last_err = ck_xstrdup(e);
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (out.data)
-		explicit_bzero(out.data, out.cap);
+	ck_secure_zero(out.data, out.cap);
 	ck_sbuf_free(&out);
 	if (e != NULL) {
 		ck_err_set(err, "%s", e);

@@ -5,7 +5,7 @@
  * hidden from the library's API (-fvisibility=hidden, no CKUBE_API); the
  * ck_config_i_ prefix marks what is shared only between these files.
  *
- *   config.c             load (the search order), view, free; helpers for secrets
+ *   config.c             load (the search order), view, free; small helpers
  *   config_kubeconfig.c  kubeconfig YAML: parsing, merging, resolving a context
  *   config_incluster.c   the in-cluster service account
  *   config_exec.c        the exec credential plugin runner and its cache
@@ -108,8 +108,6 @@ typedef struct kc_set {
 
 /* config.c: helpers, and what every source of a configuration ends with. */
 
-/* Wipes and frees a secret; n = 0 means "strlen". */
-void ck_config_i_secret_free(char *p, size_t n);
 bool ck_config_i_is_space(char ch);
 /* Returns a new string: s without leading and trailing white space. */
 char *ck_config_i_dup_trimmed(const char *s, size_t n);

@@ -107,7 +107,7 @@ static int b64_decode(const char *in, char **out, size_t *out_len)
 	*out_len = len;
 	return 0;
 bad:
-	ck_config_i_secret_free(buf, n / 4 * 3 + 4);
+	ck_secret_free(buf, n / 4 * 3 + 4);
 	return -1;
 }
 
