@@ -116,11 +116,11 @@ bool ck_config_i_token_ok(const char *t);
 bool ck_config_i_str_eq(const char *a, const char *b);
 unsigned ck_config_i_generation_next(unsigned g);
 /*
- * Parses a plugin's ExecCredential output text into c's credential cache (the
- * generation moves on only when the credential changed). Borrows text. Returns 0,
- * or -1 with *err, which never quotes the output (it may hold a secret).
+ * Parses len bytes of a plugin's ExecCredential output into c's credential cache
+ * (the generation moves on only when the credential changed). Borrows text. Returns
+ * 0, or -1 with *err, which never quotes the output (it may hold a secret).
  */
-int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err);
+int ck_config_i_exec_parse(ck_config_t *c, const char *text, size_t len, char **err);
 ck_config_t *ck_config_i_kconfig_new(const ck_config_load_opts_t *o);
 /* Normalizes the server and finishes a config; where names the source for messages. */
 int ck_config_i_finish_server(ck_config_t *c, const char *master, const char *where, char **err);

@@ -959,7 +959,7 @@ START_TEST(test_exec_failure_keeps_secrets_out)
 	ck_config_free(c);
 
 	const char *modes[] = {"garbage", "badversion", "nostatus", "onlycert"};
-	const char *wants[] = {"output is not a JSON object", "returned apiVersion", "no status",
+	const char *wants[] = {"output is not valid JSON", "returned apiVersion", "no status",
 	                       "only one of clientCertificateData"};
 	for (size_t i = 0; i < CK_ARRAY_LEN(modes); i++) {
 		c = exec_config("../exec-plugin.sh", modes[i], "client.authentication.k8s.io/v1",
@@ -980,6 +980,37 @@ START_TEST(test_exec_failure_keeps_secrets_out)
 	ASSERT_HAS(err, "status.expirationTimestamp \"tomorrow\" is not RFC 3339");
 	free(err);
 	ck_config_free(c);
+}
+END_TEST
+
+/*
+ * The plugin's output is read with the library's bounded JSON reader: 400,000
+ * nested arrays (800 KB, under the output cap) crashed the daemon when yajl_tree
+ * freed them, one stack frame per level. Malformed and truncated output gives an
+ * error that names the byte offset and never quotes the output.
+ */
+START_TEST(test_exec_deep_nesting_and_truncated_output)
+{
+	const char *modes[] = {"deep", "truncated", "notobject", "garbage"};
+	const char *wants[] = {
+	    "output is not valid JSON: JSON nested deeper than 256 levels at byte 256",
+	    "output is not valid JSON: malformed JSON after byte 89: parse error: premature EOF",
+	    "output is not a JSON object but an array",
+	    "output is not valid JSON: malformed JSON after byte 0: lexical error"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(modes); i++) {
+		char *err = NULL;
+		ck_config_t *c = exec_config("../exec-plugin.sh", modes[i],
+		                             "client.authentication.k8s.io/v1", NULL, NULL, &err);
+		ck_assert_msg(c != NULL, "%s", err);
+		ck_cred_t cr;
+		ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
+		ck_assert_ptr_null(cr.token);
+		ASSERT_HAS(err, wants[i]);
+		ASSERT_LACKS(err, "SECRET");
+		ASSERT_LACKS(err, "near");
+		free(err);
+		ck_config_free(c);
+	}
 }
 END_TEST
 
@@ -1318,6 +1349,7 @@ Suite *suite_config(void)
 	tcase_add_test(t, test_exec_no_expiry_and_cert);
 	tcase_add_test(t, test_exec_failure_keeps_secrets_out);
 	tcase_add_test(t, test_exec_missing_binary);
+	tcase_add_test(t, test_exec_deep_nesting_and_truncated_output);
 	tcase_add_test(t, test_exec_timeout_and_size_limit);
 	tcase_add_test(t, test_exec_refresh_failure_then_recovery);
 	tcase_add_test(t, test_exec_peek_and_backoff);
