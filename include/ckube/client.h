@@ -41,10 +41,16 @@ struct ev_loop;
 
 typedef struct ck_client ck_client_t;
 
+/* The smallest client-side rate accepted: one request per 1000 s. Below it the
+ * token bucket's waits stop meaning anything (1e-300 overflowed them). */
+#define CK_CLIENT_MIN_QPS 0.001
+
 /* Options: a zero or NULL member means the default its comment names (so {0} is
  * all defaults, and a struct from an older release stays valid). */
 typedef struct ck_client_opts {
-	double qps;                  /* default 20; negative disables client-side limiting */
+	/* Default 20; negative disables client-side limiting. Otherwise at least
+	 * CK_CLIENT_MIN_QPS and finite (ck_client_new refuses anything else). */
+	double qps;
 	int burst;                   /* default 30 */
 	const char *user_agent;      /* default "<program name> (linux) libckube/<version>" */
 	uint32_t connect_timeout_ms; /* default 10000 */

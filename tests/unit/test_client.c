@@ -14,6 +14,7 @@
 #include <ev.h>
 #include <ftw.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1775,6 +1776,44 @@ START_TEST(test_bucket_negative_qps_disables)
 }
 END_TEST
 
+/*
+ * A rate so low that the wait for a token does not fit in 64-bit nanoseconds
+ * (--kube-api-qps=1e-300): converting it was undefined behaviour (UBSan: "inf is
+ * outside the range of representable values of type 'unsigned long'"). The bucket
+ * now says "never" (UINT64_MAX), and the client refuses such a rate outright.
+ */
+START_TEST(test_bucket_tiny_qps)
+{
+	ck_tb_t b;
+	ck_tb_init(&b, 1e-300, 1, 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, 0), 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, 1), UINT64_MAX);
+	ck_tb_unreserve(&b, 2);
+	ck_tb_init(&b, 1e-11, 1, 0); /* 1e20 ns: past what a uint64_t holds (1.8e19) */
+	ck_assert_uint_eq(ck_tb_reserve(&b, 0), 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, 0), UINT64_MAX);
+
+	const double bad[] = {1e-300, 1e-4, NAN, INFINITY};
+	for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
+		struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+		const char *kc =
+		    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+		    "    server: http://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n"
+		    "    cluster: c\n    user: \"\"\ncurrent-context: c\n";
+		char *err = NULL;
+		ck_config_t *cfg = ck_config_load_text(kc, strlen(kc), "kc", NULL, &err);
+		ck_assert_msg(cfg != NULL, "%s", err);
+		ck_client_opts_t o = {.qps = bad[i]};
+		ck_client_t *c = ck_client_new(loop, cfg, &o, &err);
+		ck_assert_msg(c == NULL, "qps %g accepted", bad[i]);
+		ck_assert_msg(strstr(err, "qps") != NULL && strstr(err, "0.001") != NULL, "%s",
+		              err);
+		free(err);
+		ev_loop_destroy(loop);
+	}
+}
+END_TEST
+
 /* The client spaces requests with its bucket: burst 1, 4 qps -> the third request
  * cannot have been sent before 0.5 s (a lower bound: nothing about speed). */
 START_TEST(test_client_rate_limited)
@@ -1993,6 +2032,7 @@ Suite *suite_client(void)
 	TCase *tb = tcase_create("ratelimit");
 	tcase_add_test(tb, test_bucket_burst_then_qps);
 	tcase_add_test(tb, test_bucket_negative_qps_disables);
+	tcase_add_test(tb, test_bucket_tiny_qps);
 	tcase_add_test(tb, test_unthrottled_skips_the_limiter);
 	tcase_add_test(tb, test_lease_lock_skips_the_limiter);
 	suite_add_tcase(s, tb);
