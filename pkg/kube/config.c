@@ -73,6 +73,21 @@ unsigned ck_config_i_generation_next(unsigned g)
  */
 static char *server_normalize(const char *in, bool tls, char **err)
 {
+	/* user:password@ first, before any message quotes the URL: it would be printed
+	 * (the daemon's "Starting" line) and sent as basic auth. client-go keeps it and
+	 * Go's HTTP client sends it so; the API server dropped basic auth in 1.19, and a
+	 * kubeconfig's credentials belong in its user entry. */
+	const char *auth = strstr(in, "://");
+	auth = auth ? auth + 3 : in;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = memchr(auth, '@', alen);
+	if (at != NULL) {
+		ck_err_set(err,
+		           "server \"%.*s***@%.*s\": user information (user:password@) is not "
+		           "allowed in the server URL; put credentials in the kubeconfig's user",
+		           (int)(auth - in), in, (int)(alen - (size_t)(at + 1 - auth)), at + 1);
+		return NULL;
+	}
 	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
 		if (*p <= 0x20 || *p == 0x7f) {
 			ck_err_set(err, "server \"%s\": contains white space or control characters",

@@ -35,7 +35,7 @@ char *ck_config_i_token_file_read(const char *path, char **err)
 {
 	char *raw = NULL;
 	size_t len = 0;
-	if (ck_file_read_all(path, &raw, &len, err) < 0)
+	if (ck_file_read_bounded(path, CK_FILE_MAX_BYTES, &raw, &len, err) < 0)
 		return NULL;
 	char *tok = ck_config_i_dup_trimmed(raw, len);
 	ck_secret_free(raw, len);

@@ -570,7 +570,7 @@ static int read_data_or_file(kc_entry_t *e, const char *file_key, const char *da
 	}
 	if (file) {
 		char *p = path_resolve(e->file->dir, file);
-		int r = ck_file_read_all(p, out, out_len, err);
+		int r = ck_file_read_bounded(p, CK_FILE_MAX_BYTES, out, out_len, err);
 		free(p);
 		if (r < 0)
 			return ck_err_wrap(err, "%s", file_key);
