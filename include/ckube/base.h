@@ -129,7 +129,37 @@ CKUBE_API uint64_t ck_rand_u64(void);
 /* Returns a random double in [0, 1). */
 CKUBE_API double ck_rand_unit(void);
 
-/* Reads a whole file into a new NUL-terminated buffer (free with free()). */
+/*
+ * Secrets (tokens, keys, passwords, Authorization headers, exec plugin output).
+ * A plain memset() before free() is a dead store the compiler removes at -O2;
+ * these use explicit_bzero(), which it may not.
+ */
+/* Overwrites n bytes of p with zeros (p may be NULL when n is 0). */
+CKUBE_API void ck_secure_zero(void *p, size_t n);
+/* Takes p (NULL is a no-op): wipes n bytes of it, or strlen(p) when n is 0, then
+ * frees it. For binary secrets pass their length: a NUL inside would stop strlen. */
+CKUBE_API void ck_secret_free(void *p, size_t n);
+
+/*
+ * Reads a whole file into *out, a new NUL-terminated buffer (free with free(), or
+ * with ck_secret_free when it holds a secret); *len (may be NULL) gets its length.
+ * Any kind of file, blocking (a FIFO is read until its writer closes it), no size
+ * limit: for files the user hands over directly (--kubeconfig <(...)). Returns 0,
+ * or -1 with *err naming the path.
+ */
 CKUBE_API int ck_file_read_all(const char *path, char **out, size_t *len, char **err);
+
+/* The limit ck_file_read_bounded is meant for: certificates, keys, tokens. */
+#define CK_FILE_MAX_BYTES (1024u * 1024u)
+/*
+ * The same for files a configuration names (a kubeconfig's certificate-authority,
+ * client-certificate, client-key, tokenFile; the service account's files), which
+ * may be read on an event loop: only a regular file, opened with O_NONBLOCK so that
+ * a FIFO cannot block even the open ("<path>: not a regular file (a FIFO)"), and at
+ * most max_bytes ("<path>: larger than N bytes"). Returns 0, or -1 with *err naming
+ * the path; the caller adds the field that named it.
+ */
+CKUBE_API int ck_file_read_bounded(const char *path, size_t max_bytes, char **out, size_t *len,
+                                   char **err);
 
 #endif

@@ -41,22 +41,32 @@ struct ev_loop;
 
 typedef struct ck_client ck_client_t;
 
+/* The smallest client-side rate accepted: one request per 1000 s. Below it the
+ * token bucket's waits stop meaning anything (1e-300 overflowed them). */
+#define CK_CLIENT_MIN_QPS 0.001
+
 /* Options: a zero or NULL member means the default its comment names (so {0} is
  * all defaults, and a struct from an older release stays valid). */
 typedef struct ck_client_opts {
-	double qps;                  /* default 20; negative disables client-side limiting */
+	/* Default 20; negative disables client-side limiting. Otherwise at least
+	 * CK_CLIENT_MIN_QPS and finite (ck_client_new refuses anything else). */
+	double qps;
 	int burst;                   /* default 30 */
 	const char *user_agent;      /* default "<program name> (linux) libckube/<version>" */
 	uint32_t connect_timeout_ms; /* default 10000 */
 	/* Total time allowed for a request that is neither a list nor a watch; default
-	 * 60000. Lists have no total limit (a big list on a slow cluster may take longer,
-	 * and a relist that always times out would loop forever), as in client-go: they
-	 * are cut only when they stall, see stall_timeout_ms. */
+	 * 60000. One deadline from the call to the answer: rate-limiter waits, the exec
+	 * plugin, every attempt and every retry delay fit in it (see timeout_ms in
+	 * ck_req_spec_t). Lists have no total limit (a big list on a slow cluster may take
+	 * longer, and a relist that always times out would loop forever), as in
+	 * client-go: they are cut only when they stall, see stall_timeout_ms. */
 	uint32_t request_timeout_ms;
 	/* Lists: abort when fewer than 1 byte/s arrived for this long (whole seconds,
 	 * rounded up); default 60000. Watches may be quiet for long: not for them. */
 	uint32_t stall_timeout_ms;
-	int max_retries;         /* on 429/5xx with Retry-After; 0 = default 10, <0 = none */
+	/* On 429/5xx with Retry-After (honoured up to 60 s, and only while it ends before
+	 * the request's deadline); 0 = default 10, <0 = none. */
+	int max_retries;
 	size_t max_object_bytes; /* default CK_DEC_DEFAULT_MAX_OBJECT */
 	const ck_clk_t *clock;   /* NULL = real */
 } ck_client_opts_t;
@@ -93,8 +103,13 @@ typedef struct ck_req_spec {
 	size_t body_len;
 	ck_dec_mode_t decode; /* how to decode a 2xx body */
 	bool keep_body;       /* also return the raw 2xx body in kresult.body */
-	/* Total time limit; 0 = the client's default: request_timeout_ms, but for a
-	 * CK_DEC_LIST only the stall guard, and for a watch none. */
+	/* Total time limit, one absolute deadline set when the request starts: the wait
+	 * for a rate-limiter token, the exec plugin, every attempt and every retry delay
+	 * (Retry-After, resets) must end before it. A wait that would end past it fails
+	 * the request at once instead of starting; either way the result is a transport
+	 * error, ck_err_is_timeout(), whose message names the request, the deadline and
+	 * what it was waiting for. 0 = the client's default: request_timeout_ms, but
+	 * for a CK_DEC_LIST only the stall guard, and for a watch none. */
 	uint32_t timeout_ms;
 	/* Long-running: no default request timeout, not in the latency histogram. Like
 	 * any GET it is retried only before the first event reached dcb. */

@@ -17,6 +17,13 @@
  * ck_config_credentials_peek() with the plugin run by ck_config_exec_run() elsewhere.
  * Every error names the file and the field:
  *   kubeconfig /x/y: context "dev": user "bob" not found
+ *
+ * Files a configuration names (certificate-authority, client-certificate,
+ * client-key, tokenFile, the service account's token, ca.crt and namespace) are
+ * read with ck_file_read_bounded: regular files only, at most CK_FILE_MAX_BYTES
+ * (1 MiB), never blocking on a FIFO, since the token file is re-read on the
+ * client's loop thread. A server URL with user information (user:password@) is
+ * refused, in a message that does not repeat it.
  */
 #ifndef CKUBE_KUBE_CONFIG_H
 #define CKUBE_KUBE_CONFIG_H

@@ -26,7 +26,8 @@ typedef struct ck_tb {
 CKUBE_API void ck_tb_init(ck_tb_t *b, double qps, int burst, uint64_t now_ns);
 /* True when the bucket limits anything. */
 CKUBE_API bool ck_tb_enabled(const ck_tb_t *b);
-/* Takes one token; returns the nanoseconds to wait before using it (0 = now). */
+/* Takes one token; returns the nanoseconds to wait before using it (0 = now;
+ * UINT64_MAX when the wait does not fit in 64 bits: a rate too small to use). */
 CKUBE_API uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns);
 /* Gives back a token reserved but not used (a cancelled waiter). */
 CKUBE_API void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns);

@@ -70,6 +70,9 @@ CKUBE_API bool ck_err_is_transport(const ck_result_t *r);
 /* A transport error before any answer: the connection could not be made (refused,
  * unreachable) -- the server is down or restarting, not our request wrong. */
 CKUBE_API bool ck_err_is_connection_refused(const ck_result_t *r);
+/* A transport error: the request's deadline passed (curl's timeout, or the client's
+ * total timeout_ms across rate limiter, retries and Retry-After). */
+CKUBE_API bool ck_err_is_timeout(const ck_result_t *r);
 CKUBE_API bool ck_err_is_not_found(const ck_result_t *r);         /* 404 */
 CKUBE_API bool ck_err_is_conflict(const ck_result_t *r);          /* 409, reason Conflict */
 CKUBE_API bool ck_err_is_already_exists(const ck_result_t *r);    /* 409, reason AlreadyExists */

@@ -396,17 +396,48 @@ double ck_rand_unit(void)
 	return (double)(ck_rand_u64() >> 11) / (double)(1ULL << 53);
 }
 
-int ck_file_read_all(const char *path, char **out, size_t *len, char **err)
+/* ---- Secrets ------------------------------------------------------------------------ */
+
+void ck_secure_zero(void *p, size_t n)
+{
+	if (p != NULL && n > 0)
+		explicit_bzero(p, n);
+}
+
+void ck_secret_free(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, n ? n : strlen(p));
+	free(p);
+}
+
+/* What kind of file mode is, for "not a regular file (a FIFO)". */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a plain file";
+}
+
+/*
+ * Reads fd to its end, at most max bytes (SIZE_MAX: no limit). The chunks are
+ * wiped as they are copied, so a secret leaves no copy on the stack.
+ */
+static int fd_read_all(int fd, const char *path, size_t max, char **out, size_t *len, char **err)
 {
 	int result = -1;
 	ck_sbuf_t b = CK_SBUF_INIT;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ck_err_set(err, "%s: %s", path, strerror(errno));
-		goto out;
-	}
+	char chunk[65536];
 	for (;;) {
-		char chunk[65536];
 		ssize_t n = read(fd, chunk, sizeof(chunk));
 		if (n < 0) {
 			if (errno == EINTR)
@@ -416,16 +447,59 @@ int ck_file_read_all(const char *path, char **out, size_t *len, char **err)
 		}
 		if (n == 0)
 			break;
+		if ((size_t)n > max - b.len) {
+			ck_err_set(err, "%s: larger than %zu bytes", path, max);
+			goto out;
+		}
 		ck_sbuf_append(&b, chunk, (size_t)n);
 	}
 	if (len)
 		*len = b.len;
+	ck_sbuf_cstr(&b);
 	*out = ck_sbuf_steal(&b);
 	result = 0;
 out:
-	if (fd >= 0)
-		close(fd);
+	ck_secure_zero(chunk, sizeof(chunk));
+	if (b.data != NULL)
+		ck_secure_zero(b.data, b.cap);
 	ck_sbuf_free(&b);
+	return result;
+}
+
+int ck_file_read_all(const char *path, char **out, size_t *len, char **err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ck_err_set(err, "%s: %s", path, strerror(errno));
+	int r = fd_read_all(fd, path, SIZE_MAX, out, len, err);
+	close(fd);
+	return r;
+}
+
+int ck_file_read_bounded(const char *path, size_t max_bytes, char **out, size_t *len, char **err)
+{
+	/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return ck_err_set(err, "%s: %s", path, strerror(errno));
+	int result = -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		ck_err_set(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ck_err_set(err, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
+		goto out;
+	}
+	if ((uintmax_t)st.st_size > max_bytes) {
+		ck_err_set(err, "%s: larger than %zu bytes", path, max_bytes);
+		goto out;
+	}
+	/* A regular file never blocks; the limit still holds if it grows meanwhile. */
+	result = fd_read_all(fd, path, max_bytes, out, len, err);
+out:
+	close(fd);
 	return result;
 }
 

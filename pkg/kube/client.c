@@ -15,6 +15,7 @@
 #include "pkg/kube/client_internal.h"
 
 #include <errno.h> /* program_invocation_short_name */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,15 @@ ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_clie
 		return NULL;
 	}
 	ck_client_opts_t o = opts ? *opts : (ck_client_opts_t){0};
+	if (!isfinite(o.qps) || (o.qps > 0 && o.qps < CK_CLIENT_MIN_QPS)) {
+		ck_config_free(cfg);
+		ck_err_set(
+		    err,
+		    "client: qps %g: must be at least %g, or negative to disable client-side "
+		    "rate limiting",
+		    o.qps, CK_CLIENT_MIN_QPS);
+		return NULL;
+	}
 	ck_client_t *c = ck_xcalloc(1, sizeof(*c));
 	c->loop = loop;
 	c->cfg = cfg;

@@ -104,6 +104,13 @@ static void req_park(ck_req_t *r)
 	/* The rate-limiter token taken for this start waits with the request (given
 	 * back if it is cancelled meanwhile). */
 	r->token_held = ck_tb_enabled(&c->bucket);
+	/* The plugin may take up to its own timeout (30 s): the request's deadline
+	 * still holds while it waits (req_timer_cb fails it in CRED). */
+	uint64_t left = ck_client_i_req_left_ns(r);
+	if (left != UINT64_MAX) {
+		ev_timer_set(&r->timer, (double)left / 1e9, 0.);
+		ev_timer_start(c->loop, &r->timer);
+	}
 	if (!c->exec_busy)
 		exec_start(c);
 }

@@ -83,7 +83,11 @@ struct ck_req {
 	bool keep_body;
 	bool is_watch;
 	bool unthrottled; /* skips the rate limiter (ck_req_spec_t.unthrottled) */
+	/* The whole request's time limit (spec's timeout_ms, or the client's default;
+	 * 0 = none: lists and watches) and the monotonic instant it ends at: rate-limiter
+	 * waits, the exec plugin, every attempt and every retry delay fit before it. */
 	uint32_t timeout_ms;
+	uint64_t deadline_ns;
 	char *url;      /* the server's URL: messages, logs */
 	char *curl_url; /* the same with the TLS name as host (tls_base), or NULL */
 	char *content_type;
@@ -191,6 +195,15 @@ static inline uint64_t now_ns(const ck_client_t *c)
 	return ck_clk_mono_ns(c->clock);
 }
 
+/* Nanoseconds left before r's deadline: UINT64_MAX without one, 0 once passed. */
+static inline uint64_t ck_client_i_req_left_ns(const ck_req_t *r)
+{
+	if (r->deadline_ns == 0)
+		return UINT64_MAX;
+	uint64_t now = now_ns(r->c);
+	return now < r->deadline_ns ? r->deadline_ns - now : 0;
+}
+
 /* client_request.c: a request's lifecycle. */
 
 /* Starts a request (every start goes through WAIT); NULL with *err when spec is bad. */
@@ -202,12 +215,17 @@ void ck_client_i_req_free(ck_req_t *r);
 void ck_client_i_req_complete(ck_req_t *r);
 void ck_client_i_req_schedule(ck_req_t *r, double delay);
 void ck_client_i_req_fail_transport(ck_req_t *r, int transport_code, const char *why);
+/* Fails r as timed out (CURLE_OPERATION_TIMEDOUT): "<method> <url>: timed out (the
+ * request's N ms deadline): <why>". */
+void ck_client_i_req_fail_deadline(ck_req_t *r, const char *fmt, ...) CK_PRINTF(2, 3);
 char *ck_client_i_status_message(const ck_req_t *r, const char *refresh_err);
 void ck_client_i_req_trace_retry(const ck_req_t *r, const char *why, double delay);
 void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc);
 
 /* client_transport.c: curl and libev. */
 
+/* Wipes (it holds the Authorization header) and frees an attempt's header list. */
+void ck_client_i_headers_free(struct curl_slist *h);
 /* Sets up easy handle e for r's next attempt with cred (which it clears). */
 void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred);
 void ck_client_i_curl_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);

@@ -19,16 +19,28 @@
  *
  * A retry goes back to WAIT. A cancel while curl is on the stack only marks the
  * request; it is removed as soon as curl returns.
+ *
+ * Deadline. A request with a time limit (timeout_ms, or the client's default for
+ * what is neither a list nor a watch) gets one absolute deadline when it starts;
+ * everything fits before it: the wait for a limiter token, the exec plugin, each
+ * attempt (curl is given what is left) and each retry delay. A wait that would end
+ * past it is not started: the request fails at once as timed out, naming what it
+ * would have waited for (a Retry-After of 999999999 s costs nothing). Retry-After
+ * is also capped at MAX_RETRY_AFTER_SECONDS for requests without a deadline.
  */
 #include "pkg/kube/client_internal.h"
 
 #include <ckube/log.h>
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The wait before retrying a GET after a reset, as if the server said Retry-After: 1. */
 #define RESET_RETRY_SECONDS 1
+/* The longest Retry-After honoured (the header allows 999999999 s); the API server
+ * asks for a second or a few. */
+#define MAX_RETRY_AFTER_SECONDS 60
 
 /* The methods a request may use; a kreq's method points into this array, so the
  * latency histogram can be kept per verb without comparing strings. */
@@ -76,7 +88,7 @@ void ck_client_i_req_attempt_reset(ck_req_t *r)
 		curl_easy_cleanup(r->easy);
 		r->easy = NULL;
 	}
-	curl_slist_free_all(r->headers);
+	ck_client_i_headers_free(r->headers);
 	r->headers = NULL;
 	r->errbuf[0] = '\0';
 	r->code = 0;
@@ -95,8 +107,8 @@ void ck_client_i_req_attempt_reset(ck_req_t *r)
 void ck_client_i_req_free(ck_req_t *r)
 {
 	ck_client_t *c = r->c;
-	if (r->state == KREQ_WAIT)
-		ev_timer_stop(c->loop, &r->timer);
+	/* WAIT's delay, or CRED's deadline. */
+	ev_timer_stop(c->loop, &r->timer);
 	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
 		ck_tb_unreserve(&c->bucket, now_ns(c));
 	ck_client_i_req_attempt_reset(r);
@@ -127,6 +139,7 @@ void ck_client_i_req_complete(ck_req_t *r)
 void ck_client_i_req_schedule(ck_req_t *r, double delay)
 {
 	r->state = KREQ_WAIT;
+	ev_timer_stop(r->c->loop, &r->timer); /* CRED may have its deadline armed */
 	ev_timer_set(&r->timer, delay, 0.);
 	ev_timer_start(r->c->loop, &r->timer);
 }
@@ -137,6 +150,33 @@ void ck_client_i_req_fail_transport(ck_req_t *r, int transport_code, const char 
 	r->res.transport_code = transport_code;
 	r->res.error = ck_xasprintf("%s %s: %s", r->method, r->url, why);
 	ck_client_i_req_complete(r);
+}
+
+void ck_client_i_req_fail_deadline(ck_req_t *r, const char *fmt, ...)
+{
+	/* A token reserved for a start that will not happen goes back to the bucket. */
+	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
+		ck_tb_unreserve(&r->c->bucket, now_ns(r->c));
+	r->token_held = false;
+	va_list ap;
+	va_start(ap, fmt);
+	char *why = ck_xvasprintf(fmt, ap);
+	va_end(ap);
+	char *msg =
+	    ck_xasprintf("timed out (the request's %u ms deadline): %s", r->timeout_ms, why);
+	ck_status_clear(&r->res.status);
+	ck_client_i_req_fail_transport(r, CURLE_OPERATION_TIMEDOUT, msg);
+	free(msg);
+	free(why);
+}
+
+/*
+ * Schedules a retry in delay seconds if it fits before the deadline and returns
+ * true; else returns false and the caller fails the request.
+ */
+static bool req_retry_fits(ck_req_t *r, double delay)
+{
+	return (double)ck_client_i_req_left_ns(r) > delay * 1e9;
 }
 
 /*
@@ -170,14 +210,34 @@ static void req_start_attempt(ck_req_t *r)
 	}
 }
 
-/* A WAIT ended: take a rate-limiter token (maybe waiting again), then start. */
+/*
+ * A WAIT ended: take a rate-limiter token (maybe waiting again), then start. Or the
+ * deadline of a request parked in CRED passed.
+ */
 static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	ck_req_t *r = (ck_req_t *)((char *)w - offsetof(ck_req_t, timer));
 	ck_client_t *c = r->c;
+	if (r->state == KREQ_CRED) {
+		/* The plugin run goes on for whoever else needs it. */
+		ck_client_i_req_fail_deadline(r, "waiting for the exec credential plugin");
+		return;
+	}
+	if (ck_client_i_req_left_ns(r) == 0) {
+		ck_client_i_req_fail_deadline(r, "before attempt %d could start", r->attempts + 1);
+		return;
+	}
 	if (!r->unthrottled && !r->token_held && ck_tb_enabled(&c->bucket)) {
 		uint64_t wait = ck_tb_reserve(&c->bucket, now_ns(c));
 		r->token_held = true;
+		if (wait > 0 && wait >= ck_client_i_req_left_ns(r)) {
+			/* As client-go's limiter Wait with a context deadline: fail now. */
+			ck_client_i_req_fail_deadline(r,
+			                              "the client-side rate limiter (qps %g, burst "
+			                              "%d) has no token for %.3f s",
+			                              c->qps, c->burst, (double)wait / 1e9);
+			return;
+		}
 		if (wait > 0) {
 			ck_client_i_req_schedule(r, (double)wait / 1e9);
 			return;
@@ -291,9 +351,24 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc)
 		return;
 	}
 
+	if (transport && cc == CURLE_OPERATION_TIMEDOUT && r->deadline_ns != 0 &&
+	    ck_client_i_req_left_ns(r) < 10 * CK_NS_PER_MS) {
+		/* curl was given what was left of the deadline, and used it. */
+		const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+		r->res.head_code = (int)r->code;
+		ck_client_i_req_fail_deadline(r, "attempt %d: %s", r->attempts, why);
+		return;
+	}
 	if (transport) {
-		if (strcmp(r->method, "GET") == 0 && transport_retryable(cc) && r->delivered == 0 &&
-		    r->retries < c->max_retries) {
+		bool retry = strcmp(r->method, "GET") == 0 && transport_retryable(cc) &&
+		             r->delivered == 0 && r->retries < c->max_retries;
+		if (retry && !req_retry_fits(r, RESET_RETRY_SECONDS)) {
+			const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+			ck_client_i_req_fail_deadline(
+			    r, "no time left to retry after: %s (curl error %d)", why, (int)cc);
+			return;
+		}
+		if (retry) {
 			r->retries++;
 			ck_client_i_req_trace_retry(r, "connection failed before any data",
 			                            RESET_RETRY_SECONDS);
@@ -341,6 +416,20 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc)
 	if ((r->code == 429 || r->code >= 500) && r->retry_after >= 0 &&
 	    r->retries < c->max_retries) {
 		int delay = r->retry_after;
+		if (delay > MAX_RETRY_AFTER_SECONDS)
+			delay = MAX_RETRY_AFTER_SECONDS;
+		if (!req_retry_fits(r, delay)) {
+			const ck_status_t *st = &r->res.status;
+			bool has_reason = st->reason != NULL && st->reason[0] != '\0';
+			bool has_msg = st->message != NULL && st->message[0] != '\0';
+			ck_client_i_req_fail_deadline(
+			    r,
+			    "the server's Retry-After of %d s ends past it (answer: %ld%s%s%s%s)",
+			    r->retry_after, r->code, has_reason ? " " : "",
+			    has_reason ? st->reason : "", has_msg ? ": " : "",
+			    has_msg ? st->message : "");
+			return;
+		}
 		r->retries++;
 		ck_client_i_req_trace_retry(
 		    r, r->code == 429 ? "429 with Retry-After" : "5xx with Retry-After", delay);
@@ -382,7 +471,14 @@ ck_req_t *ck_client_i_request_start(ck_client_t *c, const ck_req_spec_t *spec,
 	r->keep_body = spec->keep_body;
 	r->is_watch = spec->is_watch;
 	r->unthrottled = spec->unthrottled;
-	r->timeout_ms = spec->timeout_ms;
+	/* The default total limit is for calls; a list streams for as long as it is
+	 * big (only its stall guard applies) and a watch is long-running. */
+	bool is_list = spec->decode == CK_DEC_LIST && !spec->no_decode;
+	r->timeout_ms = spec->timeout_ms > 0        ? spec->timeout_ms
+	                : spec->is_watch || is_list ? 0
+	                                            : c->request_timeout_ms;
+	if (r->timeout_ms > 0)
+		r->deadline_ns = now_ns(c) + (uint64_t)r->timeout_ms * CK_NS_PER_MS;
 	r->url = ck_client_i_build_url(c, spec);
 	if (c->tls_base != NULL)
 		r->curl_url = ck_xasprintf("%s%s", c->tls_base, r->url + strlen(c->base));

@@ -139,6 +139,19 @@ static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 	return r->cancelled ? 0 : len;
 }
 
+/*
+ * Frees an attempt's header list. The list holds a copy of the Authorization
+ * header, so every entry is wiped first (curl_slist_free_all would leave the token
+ * in freed memory).
+ */
+void ck_client_i_headers_free(struct curl_slist *h)
+{
+	for (struct curl_slist *p = h; p != NULL; p = p->next)
+		if (p->data != NULL)
+			ck_secure_zero(p->data, strlen(p->data));
+	curl_slist_free_all(h);
+}
+
 /* Sets up easy handle e, which becomes r->easy, for r's next attempt. */
 void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 {
@@ -171,8 +184,11 @@ void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 30L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
-	if (r->timeout_ms > 0) {
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
+	if (r->deadline_ns != 0) {
+		/* What is left of the request's deadline, not timeout_ms afresh: earlier
+		 * attempts, retry delays and limiter waits have used the rest. */
+		uint64_t left_ms = ck_client_i_req_left_ns(r) / CK_NS_PER_MS;
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(left_ms > 0 ? left_ms : 1));
 	} else if (r->decode == CK_DEC_LIST && !r->no_decode && !r->is_watch) {
 		/* A list streams for as long as it is big: no total limit, only a guard
 		 * against a peer that stopped sending (a total limit would make an
@@ -180,8 +196,6 @@ void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 		long secs = (long)((c->stall_timeout_ms + 999u) / 1000u);
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, secs);
-	} else if (!r->is_watch) {
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->request_timeout_ms);
 	}
 
 	if (c->view.insecure) {
@@ -235,8 +249,7 @@ void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 	if (cred->token != NULL && cred->token[0] != '\0') {
 		char *auth = ck_xasprintf("Authorization: Bearer %s", cred->token);
 		h = curl_slist_append(h, auth);
-		memset(auth, 0, strlen(auth));
-		free(auth);
+		ck_secret_free(auth, 0);
 	}
 	r->cred_gen = cred->generation;
 	ck_cred_clear(cred);

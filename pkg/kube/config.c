@@ -3,7 +3,7 @@
  * plugins, with client-go's clientcmd semantics (see config.h). This file holds
  * the object itself (creation, ck_config_free, ck_config_view), the search order
  * of ck_config_load, what every source ends with (the server, checked and
- * normalized), and the helpers for secrets the other files share.
+ * normalized), and small helpers the other files share.
  *
  * Design note. The loader is split by concern, as curl's lib/ is (the list is in
  * config_internal.h): config_kubeconfig.c parses and merges kubeconfig files and
@@ -24,15 +24,6 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* Small helpers                                                                              */
-
-/* Wipes and frees a secret; n = 0 means "strlen". */
-void ck_config_i_secret_free(char *p, size_t n)
-{
-	if (p == NULL)
-		return;
-	explicit_bzero(p, n ? n : strlen(p));
-	free(p);
-}
 
 bool ck_config_i_is_space(char ch)
 {
@@ -82,6 +73,21 @@ unsigned ck_config_i_generation_next(unsigned g)
  */
 static char *server_normalize(const char *in, bool tls, char **err)
 {
+	/* user:password@ first, before any message quotes the URL: it would be printed
+	 * (the daemon's "Starting" line) and sent as basic auth. client-go keeps it and
+	 * Go's HTTP client sends it so; the API server dropped basic auth in 1.19, and a
+	 * kubeconfig's credentials belong in its user entry. */
+	const char *auth = strstr(in, "://");
+	auth = auth ? auth + 3 : in;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = memchr(auth, '@', alen);
+	if (at != NULL) {
+		ck_err_set(err,
+		           "server \"%.*s***@%.*s\": user information (user:password@) is not "
+		           "allowed in the server URL; put credentials in the kubeconfig's user",
+		           (int)(auth - in), in, (int)(alen - (size_t)(at + 1 - auth)), at + 1);
+		return NULL;
+	}
 	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
 		if (*p <= 0x20 || *p == 0x7f) {
 			ck_err_set(err, "server \"%s\": contains white space or control characters",
@@ -136,7 +142,7 @@ static void exec_config_clear(ck_exec_config_t *e)
 	strv_free(e->args);
 	if (e->env) {
 		for (char **p = e->env; *p; p++)
-			ck_config_i_secret_free(*p, 0); /* plugin env often carries secrets */
+			ck_secret_free(*p, 0); /* plugin env often carries secrets */
 		free(e->env);
 	}
 	free(e->install_hint);
@@ -169,18 +175,18 @@ void ck_config_free(ck_config_t *c)
 	free(c->tls_server_name);
 	free(c->proxy_url);
 	free(c->username);
-	ck_config_i_secret_free(c->password, 0);
+	ck_secret_free(c->password, 0);
 	free(c->where);
-	ck_config_i_secret_free(c->token, 0);
+	ck_secret_free(c->token, 0);
 	free(c->cert_pem);
-	ck_config_i_secret_free(c->key_pem, c->key_len);
+	ck_secret_free(c->key_pem, c->key_len);
 	free(c->token_path);
-	ck_config_i_secret_free(c->file_token, 0);
+	ck_secret_free(c->file_token, 0);
 	exec_config_clear(&c->exec);
 	free(c->exec_info);
-	ck_config_i_secret_free(c->exec_token, 0);
+	ck_secret_free(c->exec_token, 0);
 	free(c->exec_cert);
-	ck_config_i_secret_free(c->exec_key, c->exec_key_len);
+	ck_secret_free(c->exec_key, c->exec_key_len);
 	free(c->exec_last_err);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->exec_mu);

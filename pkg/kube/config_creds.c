@@ -35,10 +35,10 @@ char *ck_config_i_token_file_read(const char *path, char **err)
 {
 	char *raw = NULL;
 	size_t len = 0;
-	if (ck_file_read_all(path, &raw, &len, err) < 0)
+	if (ck_file_read_bounded(path, CK_FILE_MAX_BYTES, &raw, &len, err) < 0)
 		return NULL;
 	char *tok = ck_config_i_dup_trimmed(raw, len);
-	ck_config_i_secret_free(raw, len);
+	ck_secret_free(raw, len);
 	if (*tok == '\0') {
 		ck_err_set(err, "%s: the token file is empty", path);
 	} else if (!ck_config_i_token_ok(tok)) {
@@ -46,7 +46,7 @@ char *ck_config_i_token_file_read(const char *path, char **err)
 	} else {
 		return tok;
 	}
-	ck_config_i_secret_free(tok, 0);
+	ck_secret_free(tok, 0);
 	return NULL;
 }
 
@@ -68,12 +68,12 @@ static void token_file_refresh(ck_config_t *c, bool force)
 		return;
 	c->file_read_mono = now;
 	if (!ck_config_i_str_eq(tok, c->file_token)) {
-		ck_config_i_secret_free(c->file_token, 0);
+		ck_secret_free(c->file_token, 0);
 		c->file_token = tok;
 		tok = NULL;
 		c->generation = ck_config_i_generation_next(c->generation);
 	}
-	ck_config_i_secret_free(tok, 0);
+	ck_secret_free(tok, 0);
 }
 
 int ck_config_credentials_peek(ck_config_t *c, ck_cred_want_t want, ck_cred_t *out, char **err)
@@ -145,8 +145,8 @@ void ck_cred_clear(ck_cred_t *cr)
 {
 	if (cr == NULL)
 		return;
-	ck_config_i_secret_free(cr->token, 0);
+	ck_secret_free(cr->token, 0);
 	free(cr->cert_pem);
-	ck_config_i_secret_free(cr->key_pem, cr->key_len);
+	ck_secret_free(cr->key_pem, cr->key_len);
 	memset(cr, 0, sizeof(*cr));
 }

@@ -15,6 +15,7 @@
  * request.
  */
 #include "pkg/kube/config_internal.h"
+#include "pkg/kube/json_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_tree.h>
 
 /* After a failed plugin run: no new run for 1 s, doubling per failure up to 30 s. */
 #define EXEC_BACKOFF_MIN_NS (1 * CK_NS_PER_SEC)
@@ -303,24 +303,34 @@ out:
 	return result;
 }
 
-/* Reads a string member of a yajl object; NULL when absent or not a string. */
-static const char *jstr(yajl_val obj, const char *key)
+/* A string member of an object (borrowed); NULL when absent or not a string. */
+static const char *jstr(const ck_json_t *obj, const char *key)
 {
-	const char *path[] = {key, NULL};
-	yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
-	return v ? YAJL_GET_STRING(v) : NULL;
+	return ck_json_str(ck_json_member(obj, key, strlen(key)));
 }
 
-/* Parses an ExecCredential into the cache. Messages never quote the output. */
-int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err)
+/*
+ * Parses an ExecCredential into the cache. Messages never quote the output. Read
+ * with the library's own JSON reader in its mode for secrets: bounded depth, and
+ * every copy of the output's strings is wiped when the document is freed.
+ */
+int ck_config_i_exec_parse(ck_config_t *c, const char *text, size_t len, char **err)
 {
 	int result = -1;
 	const char *cmd = c->exec.command;
-	char ebuf[256];
-	yajl_val root = yajl_tree_parse(text, ebuf, sizeof(ebuf));
-	explicit_bzero(ebuf, sizeof(ebuf)); /* yajl quotes the input in its message */
-	if (root == NULL || !YAJL_IS_OBJECT(root)) {
-		ck_err_set(err, "exec plugin \"%s\": output is not a JSON object", cmd);
+	char *jerr = NULL;
+	ck_json_doc_t *doc = ck_json_i_parse_secret(text, len, &jerr);
+	if (doc == NULL) {
+		/* The reader's message names the byte offset and quotes nothing. */
+		ck_err_set(err, "exec plugin \"%s\": output is not valid JSON: %s", cmd,
+		           jerr ? jerr : "parse failed");
+		goto out;
+	}
+	const ck_json_t *root = ck_json_root(doc);
+	if (ck_json_type(root) != CK_JSON_OBJECT) {
+		ck_err_set(err, "exec plugin \"%s\": output is not a JSON object but %s %s", cmd,
+		           ck_json_type(root) == CK_JSON_ARRAY ? "an" : "a",
+		           ck_json_type_name(ck_json_type(root)));
 		goto out;
 	}
 	const char *api = jstr(root, "apiVersion");
@@ -336,11 +346,24 @@ int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err)
 		           cmd, kind);
 		goto out;
 	}
-	const char *spath[] = {"status", NULL};
-	yajl_val st = yajl_tree_get(root, spath, yajl_t_object);
-	if (st == NULL) {
+	const ck_json_t *st = ck_json_member(root, "status", 6);
+	if (ck_json_type(st) != CK_JSON_OBJECT) {
 		ck_err_set(err, "exec plugin \"%s\": no status in its output", cmd);
 		goto out;
+	}
+	/* A \u0000 inside would cut the value short where C reads it: refuse it. */
+	static const char *const fields[] = {"token", "clientCertificateData", "clientKeyData",
+	                                     "expirationTimestamp"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(fields); i++) {
+		const char *v = NULL;
+		size_t vlen = 0;
+		if (ck_json_get_string(ck_json_member(st, fields[i], strlen(fields[i])), &v,
+		                       &vlen) == CK_JSON_OK &&
+		    memchr(v, '\0', vlen) != NULL) {
+			ck_err_set(err, "exec plugin \"%s\": status.%s contains a NUL character",
+			           cmd, fields[i]);
+			goto out;
+		}
 	}
 	const char *tok = jstr(st, "token");
 	const char *cert = jstr(st, "clientCertificateData");
@@ -383,9 +406,9 @@ int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err)
 	            mem_eq(cert, cert ? strlen(cert) : 0, c->exec_cert, c->exec_cert_len) &&
 	            mem_eq(key, key ? strlen(key) : 0, c->exec_key, c->exec_key_len);
 	if (!same) {
-		ck_config_i_secret_free(c->exec_token, 0);
+		ck_secret_free(c->exec_token, 0);
 		free(c->exec_cert);
-		ck_config_i_secret_free(c->exec_key, c->exec_key_len);
+		ck_secret_free(c->exec_key, c->exec_key_len);
 		c->exec_token = ck_xstrdup(tok);
 		c->exec_cert = ck_xstrdup(cert);
 		c->exec_cert_len = cert ? strlen(cert) : 0;
@@ -398,17 +421,8 @@ int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err)
 	c->exec_expiry_wall = expiry;
 	result = 0;
 out:
-	if (root) {
-		/* The tree holds the secret strings; wipe them before yajl frees them. */
-		const char *sp[] = {"status", NULL};
-		yajl_val st2 = yajl_tree_get(root, sp, yajl_t_object);
-		for (size_t i = 0; st2 && i < st2->u.object.len; i++) {
-			yajl_val v = st2->u.object.values[i];
-			if (YAJL_IS_STRING(v))
-				explicit_bzero(v->u.string, strlen(v->u.string));
-		}
-		yajl_tree_free(root);
-	}
+	ck_json_doc_free(doc);
+	free(jerr);
 	return result;
 }
 
@@ -424,7 +438,7 @@ int ck_config_i_exec_refresh(ck_config_t *c, char **err)
 	int r = exec_run(c, &out, &e);
 	pthread_mutex_lock(&c->mu);
 	if (r == 0)
-		r = ck_config_i_exec_parse(c, ck_sbuf_cstr(&out), &e);
+		r = ck_config_i_exec_parse(c, out.data, out.len, &e);
 	if (r == 0) {
 		c->exec_failed = false;
 		c->exec_backoff_ns = 0;
@@ -444,8 +458,7 @@ int ck_config_i_exec_refresh(ck_config_t *c, char **err)
 		c->exec_last_err = ck_xstrdup(e);
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (out.data)
-		explicit_bzero(out.data, out.cap);
+	ck_secure_zero(out.data, out.cap);
 	ck_sbuf_free(&out);
 	if (e != NULL) {
 		ck_err_set(err, "%s", e);

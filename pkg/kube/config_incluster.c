@@ -65,7 +65,7 @@ ck_config_t *ck_config_i_in_cluster_load(const ck_config_load_opts_t *o, char **
 	/* client-go only logs a missing CA and falls back to the system roots, which can
 	 * never verify the cluster's own CA; failing here is clearer. */
 	p = ck_xasprintf("%s/ca.crt", dir);
-	if (ck_file_read_all(p, &c->ca_pem, &c->ca_len, err) < 0)
+	if (ck_file_read_bounded(p, CK_FILE_MAX_BYTES, &c->ca_pem, &c->ca_len, err) < 0)
 		goto fail;
 	free(p);
 	p = NULL;
@@ -78,7 +78,7 @@ ck_config_t *ck_config_i_in_cluster_load(const ck_config_load_opts_t *o, char **
 		char *ns = NULL;
 		size_t len = 0;
 		p = ck_xasprintf("%s/namespace", dir);
-		if (ck_file_read_all(p, &ns, &len, NULL) == 0) {
+		if (ck_file_read_bounded(p, CK_FILE_MAX_BYTES, &ns, &len, NULL) == 0) {
 			c->namespace = ck_config_i_dup_trimmed(ns, len);
 			free(ns);
 		} else {

@@ -5,7 +5,7 @@
  * hidden from the library's API (-fvisibility=hidden, no CKUBE_API); the
  * ck_config_i_ prefix marks what is shared only between these files.
  *
- *   config.c             load (the search order), view, free; helpers for secrets
+ *   config.c             load (the search order), view, free; small helpers
  *   config_kubeconfig.c  kubeconfig YAML: parsing, merging, resolving a context
  *   config_incluster.c   the in-cluster service account
  *   config_exec.c        the exec credential plugin runner and its cache
@@ -108,8 +108,6 @@ typedef struct kc_set {
 
 /* config.c: helpers, and what every source of a configuration ends with. */
 
-/* Wipes and frees a secret; n = 0 means "strlen". */
-void ck_config_i_secret_free(char *p, size_t n);
 bool ck_config_i_is_space(char ch);
 /* Returns a new string: s without leading and trailing white space. */
 char *ck_config_i_dup_trimmed(const char *s, size_t n);
@@ -118,11 +116,11 @@ bool ck_config_i_token_ok(const char *t);
 bool ck_config_i_str_eq(const char *a, const char *b);
 unsigned ck_config_i_generation_next(unsigned g);
 /*
- * Parses a plugin's ExecCredential output text into c's credential cache (the
- * generation moves on only when the credential changed). Borrows text. Returns 0,
- * or -1 with *err, which never quotes the output (it may hold a secret).
+ * Parses len bytes of a plugin's ExecCredential output into c's credential cache
+ * (the generation moves on only when the credential changed). Borrows text. Returns
+ * 0, or -1 with *err, which never quotes the output (it may hold a secret).
  */
-int ck_config_i_exec_parse(ck_config_t *c, const char *text, char **err);
+int ck_config_i_exec_parse(ck_config_t *c, const char *text, size_t len, char **err);
 ck_config_t *ck_config_i_kconfig_new(const ck_config_load_opts_t *o);
 /* Normalizes the server and finishes a config; where names the source for messages. */
 int ck_config_i_finish_server(ck_config_t *c, const char *master, const char *where, char **err);

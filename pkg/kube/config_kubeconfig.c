@@ -107,7 +107,7 @@ static int b64_decode(const char *in, char **out, size_t *out_len)
 	*out_len = len;
 	return 0;
 bad:
-	ck_config_i_secret_free(buf, n / 4 * 3 + 4);
+	ck_secret_free(buf, n / 4 * 3 + 4);
 	return -1;
 }
 
@@ -570,7 +570,7 @@ static int read_data_or_file(kc_entry_t *e, const char *file_key, const char *da
 	}
 	if (file) {
 		char *p = path_resolve(e->file->dir, file);
-		int r = ck_file_read_all(p, out, out_len, err);
+		int r = ck_file_read_bounded(p, CK_FILE_MAX_BYTES, out, out_len, err);
 		free(p);
 		if (r < 0)
 			return ck_err_wrap(err, "%s", file_key);

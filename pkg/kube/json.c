@@ -8,14 +8,22 @@
  * its tree. While parsing, the children of every open container wait on one
  * scratch stack; a container's closing bracket moves its children into the
  * arena as one array, so lookups and iteration walk plain arrays.
+ *
+ * Secrets (ck_json_i_parse_secret, json_internal.h): an exec plugin's
+ * ExecCredential is read here too, for the same depth bound (yajl_tree's free
+ * recursed once per level: 400,000 nested arrays overflowed the stack). Its
+ * strings are tokens and keys, so the document's arena and yajl's own buffers
+ * (its lexer unescapes strings into one) are wiped before they go back to the
+ * heap, and a parse error names the byte offset without an excerpt of the input.
  */
-#include <ckube/json.h>
+#include "pkg/kube/json_internal.h"
 
 #include <ckube/base.h>
 
 #include <yajl/yajl_parse.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdalign.h>
 #include <stdio.h>
@@ -47,6 +55,7 @@ typedef struct block {
 struct ck_json_doc {
 	block_t *blocks;
 	const ck_json_t *root;
+	bool secret; /* wipe every block when freed */
 };
 
 #define BLOCK_MIN 4096
@@ -242,14 +251,16 @@ static void excerpt(const char *text, size_t len, size_t at, char out[17])
 
 static void parse_failed(parser_t *p, const char *text, size_t len)
 {
+	bool quote = !p->doc->secret;
 	if (p->err != NULL)
 		return; /* a callback refused: its message says why */
 	unsigned char *ye = yajl_get_error(p->h, 0, NULL, 0);
 	size_t yl = ye ? strlen((char *)ye) : 0;
 	while (yl > 0 && (ye[yl - 1] == '\n' || ye[yl - 1] == ' '))
 		yl--;
-	char ex[17];
-	excerpt(text, len, p->good_end, ex);
+	char ex[17] = "";
+	if (quote)
+		excerpt(text, len, p->good_end, ex);
 	p->err =
 	    ck_xasprintf("malformed JSON after byte %zu: %.*s%s%s%s", p->good_end, (int)yl,
 	                 ye ? (char *)ye : "", ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
@@ -257,12 +268,45 @@ static void parse_failed(parser_t *p, const char *text, size_t len)
 		yajl_free_error(p->h, ye);
 }
 
-ck_json_doc_t *ck_json_parse(const char *text, size_t len, char **err)
+/*
+ * yajl's allocator for secrets: every buffer it frees or outgrows is wiped first.
+ * malloc_usable_size gives the size, which yajl's free does not pass.
+ */
+static void *wipe_malloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	return ck_xmalloc(n ? n : 1);
+}
+
+static void wipe_free(void *ctx, void *ptr)
+{
+	(void)ctx;
+	if (ptr == NULL)
+		return;
+	ck_secure_zero(ptr, malloc_usable_size(ptr));
+	free(ptr);
+}
+
+static void *wipe_realloc(void *ctx, void *ptr, size_t n)
+{
+	void *q = wipe_malloc(ctx, n);
+	if (ptr != NULL) {
+		size_t old = malloc_usable_size(ptr);
+		memcpy(q, ptr, old < n ? old : n);
+		wipe_free(ctx, ptr);
+	}
+	return q;
+}
+
+static yajl_alloc_funcs wipe_funcs = {wipe_malloc, wipe_realloc, wipe_free, NULL};
+
+static ck_json_doc_t *parse(const char *text, size_t len, bool secret, char **err)
 {
 	parser_t *p = ck_xcalloc(1, sizeof(*p));
 	p->doc = ck_xcalloc(1, sizeof(*p->doc));
+	p->doc->secret = secret;
 	p->len = len;
-	p->h = yajl_alloc(&callbacks, NULL, p);
+	p->h = yajl_alloc(&callbacks, secret ? &wipe_funcs : NULL, p);
 	if (p->h == NULL)
 		ck_fatal("yajl_alloc failed");
 	yajl_status st = yajl_parse(p->h, (const unsigned char *)(text ? text : ""), len);
@@ -287,12 +331,24 @@ ck_json_doc_t *ck_json_parse(const char *text, size_t len, char **err)
 	return d;
 }
 
+ck_json_doc_t *ck_json_parse(const char *text, size_t len, char **err)
+{
+	return parse(text, len, false, err);
+}
+
+ck_json_doc_t *ck_json_i_parse_secret(const char *text, size_t len, char **err)
+{
+	return parse(text, len, true, err);
+}
+
 void ck_json_doc_free(ck_json_doc_t *d)
 {
 	if (d == NULL)
 		return;
 	for (block_t *b = d->blocks, *next; b != NULL; b = next) {
 		next = b->next;
+		if (d->secret)
+			ck_secure_zero(b->data, b->used);
 		free(b);
 	}
 	free(d);

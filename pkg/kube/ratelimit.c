@@ -35,8 +35,13 @@ uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns)
 	b->tokens -= 1.0;
 	if (b->tokens >= 0)
 		return 0;
-	/* ceil so that the waiter never wakes a hair before its token exists. */
-	return (uint64_t)ceil(-b->tokens * 1e9 / b->qps);
+	/* ceil so that the waiter never wakes a hair before its token exists. A wait
+	 * that does not fit in 64 bits (a tiny qps) is "never": converting it would be
+	 * undefined behaviour (on x86 it came out as 0, i.e. no limit at all). */
+	double wait = ceil(-b->tokens * 1e9 / b->qps);
+	if (!(wait < 18446744073709551616.0))
+		return UINT64_MAX;
+	return (uint64_t)wait;
 }
 
 void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns)

@@ -142,12 +142,18 @@ bool ck_err_is_transport(const ck_result_t *r)
 }
 
 /* CURLE_COULDNT_CONNECT (7), without pulling curl.h into every user of status. */
-#define TRANSPORT_COULDNT_CONNECT 7
+#define TRANSPORT_COULDNT_CONNECT    7
+#define TRANSPORT_OPERATION_TIMEDOUT 28 /* CURLE_OPERATION_TIMEDOUT */
 
 bool ck_err_is_connection_refused(const ck_result_t *r)
 {
 	return ck_err_is_transport(r) && r->head_code == 0 &&
 	       r->transport_code == TRANSPORT_COULDNT_CONNECT;
+}
+
+bool ck_err_is_timeout(const ck_result_t *r)
+{
+	return ck_err_is_transport(r) && r->transport_code == TRANSPORT_OPERATION_TIMEDOUT;
 }
 
 static const char *const known_reasons[] = {

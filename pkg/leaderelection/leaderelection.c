@@ -455,7 +455,7 @@ char *ck_le_default_namespace(const char *sa_dir, char **err)
 	if (dir == NULL || dir[0] == '\0')
 		dir = "/var/run/secrets/kubernetes.io/serviceaccount";
 	path = ck_xasprintf("%s/namespace", dir);
-	if (ck_file_read_all(path, &text, NULL, &e) != 0) {
+	if (ck_file_read_bounded(path, CK_FILE_MAX_BYTES, &text, NULL, &e) != 0) {
 		ck_err_set(err,
 		           "leader election: cannot tell this pod's namespace (%s); set "
 		           "--leader-elect-resource-namespace",

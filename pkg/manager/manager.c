@@ -22,6 +22,7 @@
 
 #include <errno.h> /* program_invocation_short_name */
 #include <ev.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -554,7 +555,8 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	                 "Compare every informer's cache with the server this often and report "
 	                 "divergence (log, metrics); 0 disables. Costs one list per period.");
 	ck_flag_double(fs, "kube-api-qps", &o->qps,
-	               "Client-side QPS limit towards the API server (negative disables).");
+	               "Client-side QPS limit towards the API server: at least 0.001 "
+	               "(negative disables).");
 	ck_flag_int(fs, "kube-api-burst", &o->burst, 1, 1000000, "Client-side burst.");
 	ck_flag_int(fs, "v", &o->verbosity, 0, 10,
 	            "Log verbosity (0 operator, 2 detail, 4 debug, 5 trace).");
@@ -644,6 +646,13 @@ static int setup(ck_manager_t *d, char **err)
 	if (o->consistency_ms < 0 || (o->consistency_ms > 0 && o->consistency_ms < 1000)) {
 		*err =
 		    ck_xstrdup("-cache-consistency-check-period: must be 0 (off) or at least 1s");
+		return EXIT_USAGE;
+	}
+	/* The client refuses these too; here the message names the flag. */
+	if (!isfinite(o->qps) || (o->qps > 0 && o->qps < CK_CLIENT_MIN_QPS)) {
+		*err = ck_xasprintf("-kube-api-qps: %g: must be at least %g requests/s, or "
+		                    "negative to disable client-side rate limiting",
+		                    o->qps, CK_CLIENT_MIN_QPS);
 		return EXIT_USAGE;
 	}
 	if (o->shutdown_grace_ms < 0) {

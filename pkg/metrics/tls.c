@@ -170,10 +170,7 @@ out:
 	if (cred != NULL)
 		gnutls_certificate_free_credentials(cred);
 	free(c);
-	if (k != NULL) {
-		memset(k, 0, strlen(k));
-		free(k);
-	}
+	ck_secret_free(k, 0);
 	free(cp);
 	free(kp);
 	return result;

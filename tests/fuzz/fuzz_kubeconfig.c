@@ -6,7 +6,8 @@
  * anywhere in the input sets the --context and --master overrides; YAML ignores it.
  *
  * Nothing an input says can touch the machine:
- *  - ck_file_read_all() is replaced (ld --wrap) by an in-memory folder: /fuzz/ca.pem,
+ *  - ck_file_read_all() and ck_file_read_bounded() (the reader of files a kubeconfig
+ *    names) are replaced (ld --wrap) by an in-memory folder: /fuzz/ca.pem,
  *    /fuzz/client.crt, /fuzz/client.key, /fuzz/token (copies of the fake fixtures
  *    under tests/fixtures/kubeconfig), /fuzz/empty, /fuzz/bad-token; every other
  *    path is "No such file or directory" and no real file is ever opened (so no
@@ -24,7 +25,8 @@
  * its key; no message quotes a secret read from a (fake) file. Leaks are findings (LSan).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -I. \
- *     -Wl,--wrap=ck_file_read_all,--wrap=posix_spawn,--wrap=posix_spawnp \
+ *     -Wl,--wrap=ck_file_read_all,--wrap=ck_file_read_bounded \
+ *     -Wl,--wrap=posix_spawn,--wrap=posix_spawnp \
  *     tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config*.c \
  *     -lyaml -lyajl -pthread -lm -o fuzz_kubeconfig
  *   ./fuzz_kubeconfig -dict=tests/fuzz/fuzz_kubeconfig.dict corpus seeds
@@ -46,6 +48,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int __wrap_ck_file_read_all(const char *path, char **out, size_t *len, char **err);
+int __wrap_ck_file_read_bounded(const char *path, size_t max_bytes, char **out, size_t *len,
+                                char **err);
 int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[]);
 int __wrap_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
@@ -88,6 +92,14 @@ int __wrap_ck_file_read_all(const char *path, char **out, size_t *len, char **er
 		}
 	}
 	return ck_err_set(err, "%s: No such file or directory", path);
+}
+
+/* The same folder; every fake file is far under any limit. */
+int __wrap_ck_file_read_bounded(const char *path, size_t max_bytes, char **out, size_t *len,
+                                char **err)
+{
+	CHECK(max_bytes > 0);
+	return __wrap_ck_file_read_all(path, out, len, err);
 }
 
 int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,

@@ -14,6 +14,7 @@
 #include <ev.h>
 #include <ftw.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -1775,6 +1776,44 @@ START_TEST(test_bucket_negative_qps_disables)
 }
 END_TEST
 
+/*
+ * A rate so low that the wait for a token does not fit in 64-bit nanoseconds
+ * (--kube-api-qps=1e-300): converting it was undefined behaviour (UBSan: "inf is
+ * outside the range of representable values of type 'unsigned long'"). The bucket
+ * now says "never" (UINT64_MAX), and the client refuses such a rate outright.
+ */
+START_TEST(test_bucket_tiny_qps)
+{
+	ck_tb_t b;
+	ck_tb_init(&b, 1e-300, 1, 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, 0), 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, 1), UINT64_MAX);
+	ck_tb_unreserve(&b, 2);
+	ck_tb_init(&b, 1e-11, 1, 0); /* 1e20 ns: past what a uint64_t holds (1.8e19) */
+	ck_assert_uint_eq(ck_tb_reserve(&b, 0), 0);
+	ck_assert_uint_eq(ck_tb_reserve(&b, 0), UINT64_MAX);
+
+	const double bad[] = {1e-300, 1e-4, NAN, INFINITY};
+	for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
+		struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+		const char *kc =
+		    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+		    "    server: http://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n"
+		    "    cluster: c\n    user: \"\"\ncurrent-context: c\n";
+		char *err = NULL;
+		ck_config_t *cfg = ck_config_load_text(kc, strlen(kc), "kc", NULL, &err);
+		ck_assert_msg(cfg != NULL, "%s", err);
+		ck_client_opts_t o = {.qps = bad[i]};
+		ck_client_t *c = ck_client_new(loop, cfg, &o, &err);
+		ck_assert_msg(c == NULL, "qps %g accepted", bad[i]);
+		ck_assert_msg(strstr(err, "qps") != NULL && strstr(err, "0.001") != NULL, "%s",
+		              err);
+		free(err);
+		ev_loop_destroy(loop);
+	}
+}
+END_TEST
+
 /* The client spaces requests with its bucket: burst 1, 4 qps -> the third request
  * cannot have been sent before 0.5 s (a lower bound: nothing about speed). */
 START_TEST(test_client_rate_limited)
@@ -1863,6 +1902,89 @@ START_TEST(test_lease_lock_skips_the_limiter)
 }
 END_TEST
 
+/*
+ * timeout_ms is one deadline for the whole request: rate-limiter waits, retries
+ * and Retry-After delays included. Before, it bounded each attempt only, so a 429
+ * with Retry-After: 999999999 parked the request for 31 years.
+ */
+START_TEST(test_timeout_covers_retry_after)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fs_push_simple(f.fs, 429, "Retry-After: 999999999\r\n",
+	               "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
+	               "\"message\":\"slow down\"}");
+	call_t c = {0};
+	ck_req_spec_t spec = {.method = "GET",
+	                      .type = &t_dep,
+	                      .ns = "ns1",
+	                      .name = "d1",
+	                      .decode = CK_DEC_OBJECT,
+	                      .timeout_ms = 500};
+	double t0 = ev_time();
+	run_call(&f, &spec, &c);
+	ck_assert_msg(ev_time() - t0 < 2.0, "took %.1f s", ev_time() - t0);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	ck_assert_ptr_nonnull(c.res.error);
+	ck_assert(ck_err_is_timeout(&c.res));
+	ck_assert_msg(strstr(c.res.error, "/apis/apps/v1/namespaces/ns1/deployments/d1: timed out "
+	                                  "(the request's 500 ms deadline)") != NULL,
+	              "%s", c.res.error);
+	ck_assert_msg(strstr(c.res.error, "Retry-After of 999999999 s") != NULL, "%s", c.res.error);
+	ck_assert_msg(strstr(c.res.error, "429 TooManyRequests: slow down") != NULL, "%s",
+	              c.res.error);
+	call_clear(&c);
+
+	/* Retry-After: 1 three times and then 200, within 1.5 s: the second delay
+	 * would end past the deadline, so the request fails after one retry. */
+	for (int i = 0; i < 3; i++)
+		fs_push_simple(f.fs, 429, "Retry-After: 1\r\n", "{}");
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("late"));
+	call_t c2 = {0};
+	spec.timeout_ms = 1500;
+	t0 = ev_time();
+	run_call(&f, &spec, &c2);
+	ck_assert_msg(ev_time() - t0 < 1.5, "took %.1f s", ev_time() - t0);
+	ck_assert_msg(c2.res.error != NULL && ck_err_is_timeout(&c2.res), "%s",
+	              c2.res.error ? c2.res.error : "succeeded");
+	call_clear(&c2);
+	fx_done(&f);
+}
+END_TEST
+
+/* A wait for a rate-limiter token that would end past the deadline fails at once
+ * (as client-go's limiter Wait with a context deadline), and gives its token back. */
+START_TEST(test_timeout_covers_rate_limiter)
+{
+	ck_client_opts_t o = {.qps = 0.5, .burst = 1};
+	fx_t f;
+	fx_init(&f, &o);
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d1"));
+	fs_push_simple(f.fs, 200, NULL, DEP_JSON("d2"));
+	call_t a = {0}, b = {0};
+	ck_req_spec_t spec = {.method = "GET",
+	                      .type = &t_dep,
+	                      .ns = "ns1",
+	                      .name = "d1",
+	                      .decode = CK_DEC_OBJECT,
+	                      .timeout_ms = 300};
+	ck_assert_ptr_nonnull(ck_client_request(f.c, &spec, NULL, call_done, &a, NULL));
+	ck_assert_ptr_nonnull(ck_client_request(f.c, &spec, NULL, call_done, &b, NULL));
+	double t0 = ev_time();
+	run_until(f.loop, &a.done);
+	run_until(f.loop, &b.done);
+	ck_assert_msg(ev_time() - t0 < 1.0, "took %.1f s", ev_time() - t0);
+	ck_assert_msg(a.res.error == NULL, "%s", a.res.error);
+	ck_assert_ptr_nonnull(b.res.error);
+	ck_assert(ck_err_is_timeout(&b.res));
+	ck_assert_msg(strstr(b.res.error, "client-side rate limiter") != NULL, "%s", b.res.error);
+	ck_assert_int_eq(fs_nrequests(f.fs), 1);
+	call_clear(&a);
+	call_clear(&b);
+	fx_done(&f);
+}
+END_TEST
+
 Suite *suite_client(void)
 {
 	Suite *s = suite_create("client");
@@ -1903,11 +2025,14 @@ Suite *suite_client(void)
 	tcase_add_test(tc, test_free_completes_pending_sync);
 	tcase_add_test(tc, test_verbs_from_worker);
 	tcase_add_test(tc, test_client_rate_limited);
+	tcase_add_test(tc, test_timeout_covers_retry_after);
+	tcase_add_test(tc, test_timeout_covers_rate_limiter);
 	tcase_add_test(tc, test_latency_per_verb_and_connections);
 	suite_add_tcase(s, tc);
 	TCase *tb = tcase_create("ratelimit");
 	tcase_add_test(tb, test_bucket_burst_then_qps);
 	tcase_add_test(tb, test_bucket_negative_qps_disables);
+	tcase_add_test(tb, test_bucket_tiny_qps);
 	tcase_add_test(tb, test_unthrottled_skips_the_limiter);
 	tcase_add_test(tb, test_lease_lock_skips_the_limiter);
 	suite_add_tcase(s, tb);

@@ -495,6 +495,97 @@ START_TEST(test_exec_config_errors)
 }
 END_TEST
 
+/*
+ * Files named in a kubeconfig are read by one bounded reader: a FIFO (or any file
+ * that is not a regular file) is refused without blocking, a file over 1 MiB is
+ * refused, and the message names the file and the kubeconfig field. Before, a FIFO
+ * as certificate-authority blocked the load forever (and a tokenFile FIFO blocked
+ * the client's loop thread at each re-read); the alarm turns that into a failure.
+ */
+START_TEST(test_named_files_bounded_and_regular)
+{
+	alarm(10);
+	char *fifo = ck_xasprintf("%s/fifo", tmpdir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	char *big = ck_xasprintf("%s/big.pem", tmpdir);
+	FILE *f = fopen(big, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < 1100; i++)
+		fprintf(f, "%01023d\n", 0);
+	fclose(f);
+	write_file(tmpdir, "ok.pem", "fake CA\n");
+
+	struct {
+		const char *cluster, *user, *want;
+		const char *file;
+	} cases[] = {
+	    {"certificate-authority: %s", "token: t", "certificate-authority: ", fifo},
+	    {"certificate-authority: %s", "token: t", "certificate-authority: ", big},
+	    {"certificate-authority: %s/ok.pem", "tokenFile: %s", "tokenFile: ", fifo},
+	    {"certificate-authority: %s/ok.pem",
+	     "client-certificate: %s/ok.pem\n    client-key: %s", "client-key: ", fifo},
+	};
+	for (size_t i = 0; i < CK_ARRAY_LEN(cases); i++) {
+		char *cl = ck_xasprintf(cases[i].cluster, i < 2 ? cases[i].file : tmpdir);
+		char *us = i == 3 ? ck_xasprintf(cases[i].user, tmpdir, cases[i].file)
+		                  : ck_xasprintf(cases[i].user, cases[i].file);
+		char *text =
+		    ck_xasprintf("current-context: c\n"
+		                 "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+		                 "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
+		                 "    %s\n"
+		                 "users:\n- name: u\n  user:\n    %s\n",
+		                 cl, us);
+		char *err = load_err(text);
+		ASSERT_HAS(err, cases[i].want);
+		ASSERT_HAS(err, cases[i].file);
+		ASSERT_HAS(err, cases[i].file == big ? "larger than 1048576 bytes"
+		                                     : "not a regular file (a FIFO)");
+		free(err);
+		free(text);
+		free(cl);
+		free(us);
+	}
+	free(fifo);
+	free(big);
+	alarm(0);
+}
+END_TEST
+
+/*
+ * A server URL with user information (user:password@) is refused, and the message
+ * does not repeat the password: the daemon printed the whole URL in its "Starting"
+ * line, and curl would have sent it as basic auth.
+ */
+START_TEST(test_server_userinfo_refused)
+{
+	const char *servers[] = {"https://admin:hunter2@h:6443", "https://admin@h:6443/prefix",
+	                         "admin:hunter2@10.0.0.1"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(servers); i++) {
+		char *text = ck_xasprintf("current-context: c\n"
+		                          "clusters: [{name: c, cluster: {server: '%s'}}]\n"
+		                          "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+		                          "users: [{name: u, user: {token: t}}]\n",
+		                          servers[i]);
+		char *err = load_err(text);
+		ASSERT_HAS(err, "user information");
+		ASSERT_LACKS(err, "hunter2");
+		ASSERT_LACKS(err, "admin");
+		free(err);
+		free(text);
+	}
+	/* --master the same. */
+	char *err = NULL;
+	ck_config_load_opts_t o = {.kubeconfig = FIX "/basic.yaml",
+	                           .master = "https://admin:hunter2@h:6443"};
+	ck_assert_ptr_null(ck_config_load(&o, &err));
+	ASSERT_HAS(err, "--master");
+	ASSERT_HAS(err, "user information");
+	ASSERT_LACKS(err, "hunter2");
+	free(err);
+}
+END_TEST
+
 START_TEST(test_malformed_yaml_position)
 {
 	char *err = NULL;
@@ -959,7 +1050,7 @@ START_TEST(test_exec_failure_keeps_secrets_out)
 	ck_config_free(c);
 
 	const char *modes[] = {"garbage", "badversion", "nostatus", "onlycert"};
-	const char *wants[] = {"output is not a JSON object", "returned apiVersion", "no status",
+	const char *wants[] = {"output is not valid JSON", "returned apiVersion", "no status",
 	                       "only one of clientCertificateData"};
 	for (size_t i = 0; i < CK_ARRAY_LEN(modes); i++) {
 		c = exec_config("../exec-plugin.sh", modes[i], "client.authentication.k8s.io/v1",
@@ -980,6 +1071,37 @@ START_TEST(test_exec_failure_keeps_secrets_out)
 	ASSERT_HAS(err, "status.expirationTimestamp \"tomorrow\" is not RFC 3339");
 	free(err);
 	ck_config_free(c);
+}
+END_TEST
+
+/*
+ * The plugin's output is read with the library's bounded JSON reader: 400,000
+ * nested arrays (800 KB, under the output cap) crashed the daemon when yajl_tree
+ * freed them, one stack frame per level. Malformed and truncated output gives an
+ * error that names the byte offset and never quotes the output.
+ */
+START_TEST(test_exec_deep_nesting_and_truncated_output)
+{
+	const char *modes[] = {"deep", "truncated", "notobject", "garbage"};
+	const char *wants[] = {
+	    "output is not valid JSON: JSON nested deeper than 256 levels at byte 256",
+	    "output is not valid JSON: malformed JSON after byte 89: parse error: premature EOF",
+	    "output is not a JSON object but an array",
+	    "output is not valid JSON: malformed JSON after byte 0: lexical error"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(modes); i++) {
+		char *err = NULL;
+		ck_config_t *c = exec_config("../exec-plugin.sh", modes[i],
+		                             "client.authentication.k8s.io/v1", NULL, NULL, &err);
+		ck_assert_msg(c != NULL, "%s", err);
+		ck_cred_t cr;
+		ck_assert_int_eq(ck_config_credentials(c, false, &cr, &err), -1);
+		ck_assert_ptr_null(cr.token);
+		ASSERT_HAS(err, wants[i]);
+		ASSERT_LACKS(err, "SECRET");
+		ASSERT_LACKS(err, "near");
+		free(err);
+		ck_config_free(c);
+	}
 }
 END_TEST
 
@@ -1298,6 +1420,8 @@ Suite *suite_config(void)
 	tcase_add_test(t, test_error_messages);
 	tcase_add_test(t, test_exec_config_errors);
 	tcase_add_test(t, test_malformed_yaml_position);
+	tcase_add_test(t, test_named_files_bounded_and_regular);
+	tcase_add_test(t, test_server_userinfo_refused);
 	tcase_add_test(t, test_explicit_path_missing_and_context_override);
 	tcase_add_test(t, test_kubeconfig_env_merge);
 	tcase_add_test(t, test_home_config_and_master);
@@ -1318,6 +1442,7 @@ Suite *suite_config(void)
 	tcase_add_test(t, test_exec_no_expiry_and_cert);
 	tcase_add_test(t, test_exec_failure_keeps_secrets_out);
 	tcase_add_test(t, test_exec_missing_binary);
+	tcase_add_test(t, test_exec_deep_nesting_and_truncated_output);
 	tcase_add_test(t, test_exec_timeout_and_size_limit);
 	tcase_add_test(t, test_exec_refresh_failure_then_recovery);
 	tcase_add_test(t, test_exec_peek_and_backoff);

@@ -70,6 +70,49 @@ START_TEST(test_help_version_and_usage_errors)
 }
 END_TEST
 
+/* Runs try_new with stderr captured into out (at most n bytes). */
+static int try_new_stderr(char **argv, char *out, size_t n)
+{
+	char path[] = "/tmp/mgr-test-stderr-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(fd, 2);
+	int rc = try_new(argv, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t got = pread(fd, out, n - 1, 0);
+	out[got > 0 ? got : 0] = '\0';
+	close(fd);
+	unlink(path);
+	return rc;
+}
+
+/* A client-side rate too small for the token bucket (its wait overflowed: undefined
+ * behaviour), or not a number, is a usage error that names the flag. */
+START_TEST(test_kube_api_qps_validated)
+{
+	const char *bad[] = {"--kube-api-qps=1e-300", "--kube-api-qps=0.0001", "--kube-api-qps=nan",
+	                     "--kube-api-qps=inf"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char msg[512];
+		int rc = try_new_stderr((char *[]){"t", "--kubeconfig", KC, (char *)bad[i],
+		                                   "--metrics-bind-address=0",
+		                                   "--health-probe-bind-address=0", NULL},
+		                        msg, sizeof(msg));
+		ck_assert_msg(rc == 2, "%s: rc %d", bad[i], rc);
+		ck_assert_msg(strstr(msg, "-kube-api-qps: ") != NULL, "%s: %s", bad[i], msg);
+	}
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--kube-api-qps=-1",
+	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    -1);
+}
+END_TEST
+
 START_TEST(test_made_with_program_flags_and_parts)
 {
 	ck_manager_opts_t mo = {
@@ -136,6 +179,7 @@ Suite *suite_manager(void)
 	Suite *s = suite_create("manager");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_help_version_and_usage_errors);
+	tcase_add_test(tc, test_kube_api_qps_validated);
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
 	tcase_add_test(tc, test_refused_informer_fails_run);
 	suite_add_tcase(s, tc);
