@@ -1,5 +1,5 @@
 /*
- * ratelimit: the client-side token bucket of pkg/kube/client.c (internal header).
+ * ratelimit: the client-side token bucket of pkg/rest/client.c (internal header).
  *
  * A bucket holds up to `burst` tokens and refills at `qps` tokens a second. A
  * caller reserves one token and is told how long to wait before using it; the

@@ -15,7 +15,7 @@
  * Secrets (tokens, keys, passwords, the plugin's stdout) never appear in an error
  * message and are wiped before their memory is freed.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

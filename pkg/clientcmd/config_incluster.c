@@ -4,7 +4,7 @@
  * Separate because it reads no kubeconfig at all: it is the one source that comes
  * from the environment and the service-account folder.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  * credentials read into memory, and the description of what can change over time
  * (a token file, an exec plugin). Nothing in a ck_config_t points back to YAML.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -37,8 +37,8 @@
  */
 #include <ckube/decode.h>
 
-#include "pkg/kube/decode_internal.h"
-#include "pkg/kube/obj_internal.h"
+#include "pkg/codec/decode_internal.h"
+#include "pkg/meta/obj_internal.h"
 #include <ckube/base.h>
 
 #include <errno.h>

@@ -8,7 +8,7 @@
  */
 #include <ckube/status.h>
 
-#include "pkg/kube/decode_internal.h"
+#include "pkg/codec/decode_internal.h"
 #include <ckube/base.h>
 #include <ckube/obj.h>
 

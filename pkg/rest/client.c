@@ -12,7 +12,7 @@
  * whatever is still pending with an error and waits for the sleeping workers to
  * leave before the mutex goes away.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <errno.h> /* program_invocation_short_name */
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  * is active, so the loop stays up for the parked requests; ck_client_free cancels
  * the run (the plugin is killed) and joins the helper.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <ckube/log.h>
 

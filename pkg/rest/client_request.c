@@ -20,7 +20,7 @@
  * A retry goes back to WAIT. A cancel while curl is on the stack only marks the
  * request; it is removed as soon as curl returns.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <ckube/log.h>
 

@@ -15,7 +15,7 @@
  * every watch multiplexed on it) live in the multi handle's pool. That this really
  * is one connection is measured, not assumed (client_stats.c).
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

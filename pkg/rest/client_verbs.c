@@ -6,7 +6,7 @@
  * curl, libev or the request's state: it only builds specs and calls
  * ck_client_request or ck_client_do_sync.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

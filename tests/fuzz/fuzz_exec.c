@@ -11,7 +11,7 @@
  * reader quotes at most a bounded apiVersion, kind or timestamp, never the body, a
  * token or a key). LSan checks that a rejected credential is not leaked.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 #include <ckube/base.h>
 #include <ckube/config.h>
 

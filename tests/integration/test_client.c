@@ -1,5 +1,5 @@
 /*
- * Integration tests for pkg/kube/client.c against the real local control plane
+ * Integration tests for pkg/rest/client.c against the real local control plane
  * (hack/local-up.sh; $KUBECONFIG names it, with contexts "token" and "cert").
  *
  * The loop runs on the test's thread; the test body runs on a worker thread and

@@ -1,5 +1,5 @@
 /*
- * Unit tests for pkg/kube/client.c: the transport's behaviour under faults, with a
+ * Unit tests for pkg/rest/client.c: the transport's behaviour under faults, with a
  * scripted HTTP/1.1 server (fault_server.h) on loopback, and the token bucket with
  * a fake clock. The real API server is exercised in tests/integration/test_client.c.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for pkg/kube/config: kubeconfig loading and merging, every auth kind,
+ * Unit tests for pkg/clientcmd: kubeconfig loading and merging, every auth kind,
  * exec plugins (tests/fixtures/exec-plugin.sh), in-cluster, token re-reads with a
  * fake clock. Runs from tests/unit (the Makefile's cwd), so fixtures are ../fixtures.
  */
