@@ -36,7 +36,7 @@ LAYERS=(
 # for programs, belongs to no module: nothing in the library may include it.
 declare -A HEADER=(
 	[export]=base [version]=base [base]=base
-	[log]=log [flag]=flag [ratelimit]=flowcontrol
+	[log]=log [flag]=flag [flowcontrol]=flowcontrol
 	[obj]=meta [status]=meta [workqueue]=workqueue
 	[decode]=codec [json]=codec
 	[kinds]=kinds [types]=kinds [config]=clientcmd

@@ -1,5 +1,5 @@
-/* ratelimit: see ratelimit.h. */
-#include <ckube/ratelimit.h>
+/* ratelimit: the token bucket of <ckube/flowcontrol.h>. */
+#include <ckube/flowcontrol.h>
 
 #include <math.h>
 
@@ -17,7 +17,7 @@ bool ck_tb_enabled(const ck_tb_t *b)
 }
 
 /* Adds what accrued since the last call; a clock that went backwards adds nothing. */
-static void ktb_refill(ck_tb_t *b, uint64_t now_ns)
+static void tb_refill(ck_tb_t *b, uint64_t now_ns)
 {
 	if (now_ns <= b->last_ns)
 		return;
@@ -31,7 +31,7 @@ uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns)
 {
 	if (!ck_tb_enabled(b))
 		return 0;
-	ktb_refill(b, now_ns);
+	tb_refill(b, now_ns);
 	b->tokens -= 1.0;
 	if (b->tokens >= 0)
 		return 0;
@@ -43,7 +43,7 @@ void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns)
 {
 	if (!ck_tb_enabled(b))
 		return;
-	ktb_refill(b, now_ns);
+	tb_refill(b, now_ns);
 	b->tokens += 1.0;
 	if (b->tokens > b->burst)
 		b->tokens = b->burst;

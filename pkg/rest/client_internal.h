@@ -17,7 +17,7 @@
 #define CSC_KUBE_CLIENT_INTERNAL_H
 
 #include <ckube/client.h>
-#include <ckube/ratelimit.h>
+#include <ckube/flowcontrol.h>
 
 #include <curl/curl.h>
 #include <ev.h>

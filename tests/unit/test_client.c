@@ -4,8 +4,8 @@
  * a fake clock. The real API server is exercised in tests/integration/test_client.c.
  */
 #include <ckube/client.h>
+#include <ckube/flowcontrol.h>
 #include <ckube/log.h>
-#include <ckube/ratelimit.h>
 
 #include "pkg/leaderelection/le_internal.h" /* the Lease lock, over this client */
 #include "tests/unit/fault_server.h"
