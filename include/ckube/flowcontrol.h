@@ -35,7 +35,11 @@ typedef struct ck_tb {
 CKUBE_API void ck_tb_init(ck_tb_t *b, double qps, int burst, uint64_t now_ns);
 /* True when the bucket limits anything. */
 CKUBE_API bool ck_tb_enabled(const ck_tb_t *b);
-/* Takes one token; returns the nanoseconds to wait before using it (0 = now). */
+/* What ck_tb_reserve returns when the wait does not fit in 64 bits of nanoseconds. */
+#define CK_TB_NEVER UINT64_MAX
+
+/* Takes one token; returns the nanoseconds to wait before using it (0 = now;
+ * CK_TB_NEVER when qps is so small that the wait would overflow). */
 CKUBE_API uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns);
 /* Gives back a token reserved but not used (a cancelled waiter). */
 CKUBE_API void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns);

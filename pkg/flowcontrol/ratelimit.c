@@ -35,8 +35,10 @@ uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns)
 	b->tokens -= 1.0;
 	if (b->tokens >= 0)
 		return 0;
-	/* ceil so that the waiter never wakes a hair before its token exists. */
-	return (uint64_t)ceil(-b->tokens * 1e9 / b->qps);
+	/* ceil so that the waiter never wakes a hair before its token exists; a wait
+	 * past what uint64_t holds (a tiny qps) is "never", not undefined behaviour. */
+	double wait = ceil(-b->tokens * 1e9 / b->qps);
+	return wait < 18e18 ? (uint64_t)wait : CK_TB_NEVER;
 }
 
 void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns)
