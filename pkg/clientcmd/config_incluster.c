@@ -19,7 +19,7 @@ const char *ck_config_i_sa_dir_of(const ck_config_load_opts_t *o)
 {
 	if (o->sa_dir && *o->sa_dir)
 		return o->sa_dir;
-	const char *env = getenv("CSC_SERVICEACCOUNT_DIR");
+	const char *env = getenv("CKUBE_SERVICEACCOUNT_DIR");
 	return env && *env ? env : SA_DIR_DEFAULT;
 }
 

@@ -3,7 +3,7 @@
  * <ckube/status.h>).
  *
  * Lives in the codec, not in pkg/meta with the rest of status.c: it runs the
- * streaming decoder (kdec_status_parse), and meta sits below the codec.
+ * streaming decoder (ck_dec_i_status_parse), and meta sits below the codec.
  */
 #include <ckube/status.h>
 
@@ -54,7 +54,7 @@ static const char *reason_for_code(int code)
 int ck_status_parse(const char *body, size_t len, int http_code, ck_status_t *out)
 {
 	ck_status_clear(out);
-	if (body != NULL && len > 0 && kdec_status_parse(body, len, out) == 0) {
+	if (body != NULL && len > 0 && ck_dec_i_status_parse(body, len, out) == 0) {
 		if (out->code == 0)
 			out->code = http_code;
 		return 0;

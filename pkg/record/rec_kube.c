@@ -75,7 +75,8 @@ static ck_record_sink_result_t finish(rec_kclient_t *kc, int rc, ck_result_t *re
 	return result;
 }
 
-static ck_record_sink_result_t kc_create(void *ud, const char *ns, const char *body, char **err)
+static ck_record_sink_result_t rec_kclient_create(void *ud, const char *ns, const char *body,
+                                                  char **err)
 {
 	rec_kclient_t *kc = ud;
 	ck_result_t res = {0};
@@ -93,8 +94,8 @@ static ck_record_sink_result_t kc_create(void *ud, const char *ns, const char *b
 	return finish(kc, rc, &res, "creating event", err);
 }
 
-static ck_record_sink_result_t kc_patch(void *ud, const char *ns, const char *name,
-                                        const char *body, char **err)
+static ck_record_sink_result_t rec_kclient_patch(void *ud, const char *ns, const char *name,
+                                                 const char *body, char **err)
 {
 	rec_kclient_t *kc = ud;
 	ck_result_t res = {0};
@@ -117,8 +118,8 @@ static ck_record_sink_result_t kc_patch(void *ud, const char *ns, const char *na
 
 void rec_sink_kclient(rec_kclient_t *kc, ck_record_sink_t *out)
 {
-	out->create = kc_create;
-	out->patch = kc_patch;
+	out->create = rec_kclient_create;
+	out->patch = rec_kclient_patch;
 	out->ud = kc;
 }
 

@@ -95,9 +95,9 @@ void ck_client_i_req_attempt_reset(ck_req_t *r)
 void ck_client_i_req_free(ck_req_t *r)
 {
 	ck_client_t *c = r->c;
-	if (r->state == KREQ_WAIT)
+	if (r->state == CK_REQ_WAIT)
 		ev_timer_stop(c->loop, &r->timer);
-	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
+	if ((r->state == CK_REQ_WAIT || r->state == CK_REQ_CRED) && r->token_held)
 		ck_tb_unreserve(&c->bucket, now_ns(c));
 	ck_client_i_req_attempt_reset(r);
 	free(r->exec_err);
@@ -115,7 +115,7 @@ void ck_client_i_req_free(ck_req_t *r)
 /* Ends the request: the caller learns the result, then the request is freed. */
 void ck_client_i_req_complete(ck_req_t *r)
 {
-	r->state = KREQ_DONE;
+	r->state = CK_REQ_DONE;
 	if (r->sync != NULL)
 		ck_client_i_sync_complete(r->c, r->sync, &r->res);
 	else if (r->done != NULL)
@@ -126,7 +126,7 @@ void ck_client_i_req_complete(ck_req_t *r)
 /* Back to WAIT for delay seconds (0 = next loop iteration). */
 void ck_client_i_req_schedule(ck_req_t *r, double delay)
 {
-	r->state = KREQ_WAIT;
+	r->state = CK_REQ_WAIT;
 	ev_timer_set(&r->timer, delay, 0.);
 	ev_timer_start(r->c->loop, &r->timer);
 }
@@ -158,14 +158,14 @@ static void req_start_attempt(ck_req_t *r)
 	}
 	ck_client_i_easy_setup(r, e, &cred);
 
-	r->state = KREQ_FLIGHT;
+	r->state = CK_REQ_FLIGHT;
 	r->attempts++;
 	r->start_ns = now_ns(c);
 	CURLMcode mc = curl_multi_add_handle(c->multi, e);
 	if (mc != CURLM_OK) {
 		curl_easy_cleanup(e);
 		r->easy = NULL;
-		r->state = KREQ_DONE;
+		r->state = CK_REQ_DONE;
 		ck_client_i_req_fail_transport(r, CURLE_FAILED_INIT, curl_multi_strerror(mc));
 	}
 }
@@ -422,16 +422,16 @@ void ck_req_cancel(ck_req_t *r)
 		return;
 	r->cancelled = true;
 	switch (r->state) {
-	case KREQ_WAIT:
-	case KREQ_CRED: /* the plugin run goes on for whoever else needs it */
+	case CK_REQ_WAIT:
+	case CK_REQ_CRED: /* the plugin run goes on for whoever else needs it */
 		ck_client_i_req_free(r);
 		break;
-	case KREQ_FLIGHT:
+	case CK_REQ_FLIGHT:
 		/* curl may be on the stack (a decoder callback): multi_process frees it. */
 		if (r->c->in_curl == 0)
 			ck_client_i_req_free(r);
 		break;
-	case KREQ_DONE:
+	case CK_REQ_DONE:
 		break; /* its done callback is running; it is freed right after */
 	}
 }

@@ -262,7 +262,7 @@ static void multi_process(ck_client_t *c)
 {
 	for (ck_req_t *r = c->reqs, *next; r != NULL; r = next) {
 		next = r->next;
-		if (r->cancelled && r->state == KREQ_FLIGHT)
+		if (r->cancelled && r->state == CK_REQ_FLIGHT)
 			ck_client_i_req_free(r);
 	}
 	CURLMsg *msg;
