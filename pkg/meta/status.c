@@ -59,7 +59,7 @@ bool ck_result_ok(const ck_result_t *r)
 	return r->error == NULL && r->http_code >= 200 && r->http_code < 300;
 }
 
-bool ck_err_is_transport(const ck_result_t *r)
+bool ck_result_is_transport(const ck_result_t *r)
 {
 	return r->http_code == 0 && r->error != NULL;
 }
@@ -67,9 +67,9 @@ bool ck_err_is_transport(const ck_result_t *r)
 /* CURLE_COULDNT_CONNECT (7), without pulling curl.h into every user of status. */
 #define TRANSPORT_COULDNT_CONNECT 7
 
-bool ck_err_is_connection_refused(const ck_result_t *r)
+bool ck_result_is_connection_refused(const ck_result_t *r)
 {
-	return ck_err_is_transport(r) && r->head_code == 0 &&
+	return ck_result_is_transport(r) && r->head_code == 0 &&
 	       r->transport_code == TRANSPORT_COULDNT_CONNECT;
 }
 
@@ -136,19 +136,19 @@ static bool is_api_error(const ck_result_t *r)
 	return r->http_code != 0 && r->http_code >= 300;
 }
 
-bool ck_err_is_not_found(const ck_result_t *r)
+bool ck_result_is_not_found(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "NotFound", 404);
 }
 
-bool ck_err_is_conflict(const ck_result_t *r)
+bool ck_result_is_conflict(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Conflict", 409);
 }
 
-bool ck_err_is_already_exists(const ck_result_t *r)
+bool ck_result_is_already_exists(const ck_result_t *r)
 {
 	return is_api_error(r) && reason_is(&r->status, "AlreadyExists");
 }
@@ -158,38 +158,38 @@ bool ck_status_is_gone(const ck_status_t *s)
 	return s != NULL && (reason_is(s, "Expired") || st_is(s, "Gone", 410));
 }
 
-bool ck_err_is_gone(const ck_result_t *r)
+bool ck_result_is_gone(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && ck_status_is_gone(&s);
 }
 
-bool ck_err_is_invalid(const ck_result_t *r)
+bool ck_result_is_invalid(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Invalid", 422);
 }
 
-bool ck_err_is_forbidden(const ck_result_t *r)
+bool ck_result_is_forbidden(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Forbidden", 403);
 }
 
-bool ck_err_is_unauthorized(const ck_result_t *r)
+bool ck_result_is_unauthorized(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Unauthorized", 401);
 }
 
 /* Like apimachinery: the reason, or the code 429 whatever the reason. */
-bool ck_err_is_too_many_requests(const ck_result_t *r)
+bool ck_result_is_too_many_requests(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && (reason_is(&s, "TooManyRequests") || s.code == 429);
 }
 
-bool ck_err_is_server_error(const ck_result_t *r)
+bool ck_result_is_server_error(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && s.code >= 500;
@@ -209,13 +209,13 @@ bool ck_status_is_rv_too_large(const ck_status_t *s)
 	       strstr(s->message, "Too large resource version") != NULL;
 }
 
-bool ck_err_is_rv_too_large(const ck_result_t *r)
+bool ck_result_is_rv_too_large(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && ck_status_is_rv_too_large(&s);
 }
 
-bool ck_err_is_namespace_terminating(const ck_result_t *r)
+bool ck_result_is_namespace_terminating(const ck_result_t *r)
 {
 	if (!is_api_error(r))
 		return false;

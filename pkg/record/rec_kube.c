@@ -21,14 +21,14 @@ static ck_record_sink_result_t classify(int rc, const ck_result_t *res)
 {
 	if (rc == 0)
 		return CK_RECORD_SINK_OK;
-	if (ck_err_is_already_exists(res))
+	if (ck_result_is_already_exists(res))
 		return CK_RECORD_SINK_ALREADY_EXISTS;
-	if (ck_err_is_namespace_terminating(res))
+	if (ck_result_is_namespace_terminating(res))
 		return CK_RECORD_SINK_NS_TERMINATING;
-	if (ck_err_is_not_found(res))
+	if (ck_result_is_not_found(res))
 		return CK_RECORD_SINK_NOT_FOUND;
-	if (ck_err_is_transport(res) || ck_err_is_server_error(res) ||
-	    ck_err_is_too_many_requests(res))
+	if (ck_result_is_transport(res) || ck_result_is_server_error(res) ||
+	    ck_result_is_too_many_requests(res))
 		return CK_RECORD_SINK_RETRY;
 	return CK_RECORD_SINK_REJECTED;
 }
