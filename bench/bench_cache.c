@@ -294,7 +294,7 @@ static void *creator(void *arg)
 		ck_result_t r = {0};
 		int rc = ck_client_create_sync(c->c, &ck_type_deployment, BENCH_NS, body, NULL, &r);
 		free(body);
-		if (rc != 0 && !ck_err_is_already_exists(&r)) {
+		if (rc != 0 && !ck_result_is_already_exists(&r)) {
 			if (atomic_fetch_add(&c->failed, 1) < 3)
 				fprintf(stderr, "create %s: %s\n", name, r.error);
 		} else {

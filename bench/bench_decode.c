@@ -1,5 +1,5 @@
 /*
- * Benchmark of the streaming decoder (pkg/kube/decode.c): prints figures, asserts
+ * Benchmark of the streaming decoder (pkg/codec/decode.c): prints figures, asserts
  * nothing about speed.
  *
  * Builds in memory a DeploymentList of N (default 10,000) realistic Deployments

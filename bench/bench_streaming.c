@@ -128,7 +128,7 @@ static void *creator(void *arg)
 		ck_result_t r = {0};
 		int rc = ck_client_create_sync(p->c, &ck_type_deployment, p->ns, body, NULL, &r);
 		free(body);
-		if (rc != 0 && !ck_err_is_already_exists(&r)) {
+		if (rc != 0 && !ck_result_is_already_exists(&r)) {
 			if (atomic_fetch_add(&p->failed, 1) < 3)
 				fprintf(stderr, "create %s: %s\n", name, r.error);
 		} else {

@@ -28,7 +28,7 @@ fi
 mkdir -p "$B"
 # shellcheck disable=SC2046
 cc -O2 -g -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"bench\" -Wall -Wextra -Wno-unused-parameter -Iinclude -I. \
-	bench/bench_streaming.c pkg/base/*.c pkg/log/log.c pkg/kube/*.c pkg/cache/*.c \
+	bench/bench_streaming.c pkg/base/*.c pkg/log/log.c pkg/meta/*.c pkg/codec/*.c pkg/kinds/*.c pkg/clientcmd/*.c pkg/flowcontrol/*.c pkg/rest/*.c pkg/apply/*.c pkg/gen/*.c pkg/cache/*.c \
 	$(pkg-config --cflags libcurl yajl yaml-0.1 2>/dev/null) \
 	$(pkg-config --libs libcurl yajl yaml-0.1 2>/dev/null) -lev -pthread -lm -o "$B/bench_streaming"
 

@@ -129,9 +129,9 @@ static int update_status(controller_t *c, const ck_obj_t *foo, const foo_desired
 	           res.error ? res.error : "unknown error");
 	/* 409: our cached Foo is stale; the watch brings the new one and we retry. 404:
 	 * deleted meanwhile (or, on an old CRD, no status subresource: then say so). */
-	if (ck_err_is_conflict(&res))
+	if (ck_result_is_conflict(&res))
 		result = SYNC_REQUEUE;
-	else if (ck_err_is_not_found(&res))
+	else if (ck_result_is_not_found(&res))
 		ck_err_wrap(err, "the Foo is gone or the CRD lacks the status subresource "
 		                 "(apply deploy/crd.yaml)");
 out:
@@ -222,7 +222,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		foo_new_deployment_json(foo, &body);
 		if (ck_client_create_sync(c->client, &ck_type_deployment, ns, ck_sbuf_cstr(&body),
 		                          &wo, &res) != 0) {
-			if (ck_err_is_invalid(&res)) {
+			if (ck_result_is_invalid(&res)) {
 				/* The same Foo builds the same Deployment: refused again. */
 				result = unfixable(c, foo, "DeploymentInvalid",
 				                   refusal_message(&res), err);
@@ -230,7 +230,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 			}
 			ck_err_set(err, "create deployment %s/%s: %s", ns, dname, res.error);
 			/* Exists but not in our cache yet: retry once the informer sees it. */
-			result = ck_err_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
+			result = ck_result_is_already_exists(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
 		}
 		CK_LOG_V(2, "Created deployment", CK_KV_OBJ("foo", ns, name),
@@ -273,14 +273,14 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		foo_new_deployment_json(foo, &body);
 		if (ck_client_update_sync(c->client, &ck_type_deployment, ns, dname,
 		                          ck_sbuf_cstr(&body), &wo, &res) != 0) {
-			if (ck_err_is_invalid(&res)) {
+			if (ck_result_is_invalid(&res)) {
 				/* The same Foo builds the same Deployment: refused again. */
 				result = unfixable(c, foo, "DeploymentInvalid",
 				                   refusal_message(&res), err);
 				goto out;
 			}
 			ck_err_set(err, "update deployment %s/%s: %s", ns, dname, res.error);
-			result = ck_err_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
+			result = ck_result_is_conflict(&res) ? SYNC_REQUEUE : SYNC_ERROR;
 			goto out;
 		}
 		wrote = true;

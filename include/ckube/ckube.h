@@ -16,11 +16,11 @@
 #include <ckube/client.h>
 #include <ckube/config.h>
 #include <ckube/decode.h>
+#include <ckube/flowcontrol.h>
 #include <ckube/json.h>
 #include <ckube/kinds.h>
 #include <ckube/obj.h>
 #include <ckube/patch.h>
-#include <ckube/ratelimit.h>
 #include <ckube/status.h>
 #include <ckube/types.h>
 

@@ -107,7 +107,7 @@ typedef struct ck_req_spec {
 	 * for a rate-limiter token, the exec plugin, every attempt and every retry delay
 	 * (Retry-After, resets) must end before it. A wait that would end past it fails
 	 * the request at once instead of starting; either way the result is a transport
-	 * error, ck_err_is_timeout(), whose message names the request, the deadline and
+	 * error, ck_result_is_timeout(), whose message names the request, the deadline and
 	 * what it was waiting for. 0 = the client's default: request_timeout_ms, but
 	 * for a CK_DEC_LIST only the stall guard, and for a watch none. */
 	uint32_t timeout_ms;

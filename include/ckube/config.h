@@ -69,7 +69,7 @@ typedef struct ck_config_load_opts {
 	const char *kubeconfig; /* --kubeconfig, or NULL */
 	const char *context;    /* --context override, or NULL */
 	const char *master;     /* --master override of the server, or NULL */
-	/* Service-account folder; NULL = $CSC_SERVICEACCOUNT_DIR or
+	/* Service-account folder; NULL = $CKUBE_SERVICEACCOUNT_DIR or
 	 * /var/run/secrets/kubernetes.io/serviceaccount */
 	const char *sa_dir;
 	/* Clock for token re-reads and exec expiry; NULL = real. */

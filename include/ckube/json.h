@@ -20,7 +20,7 @@
  * Every accessor accepts NULL for a node and treats it as absent, so lookups
  * chain without checks: ck_json_get_string(ck_json_get(root, CK_PATH("a", "b")), &s, NULL).
  *
- * The form of kept text (CK_VAL_JSON, see pkg/kube/decode.c, the capture writer):
+ * The form of kept text (CK_VAL_JSON, see pkg/codec/decode.c, the capture writer):
  * it is the server's JSON re-emitted token by token, so
  *   - it is compact: no blank between tokens;
  *   - members and elements are in the order the server sent them (the API

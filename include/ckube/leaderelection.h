@@ -135,7 +135,7 @@ CKUBE_API char *ck_le_leader(ck_le_t *e);
 CKUBE_API char *ck_le_default_identity(void);
 
 /*
- * Borrows sa_dir (NULL = $CSC_SERVICEACCOUNT_DIR, else
+ * Borrows sa_dir (NULL = $CKUBE_SERVICEACCOUNT_DIR, else
  * /var/run/secrets/kubernetes.io/serviceaccount). Returns a new string (free with
  * free()): the pod's namespace read from <sa_dir>/namespace; or NULL with *err
  * saying to set --leader-elect-resource-namespace.

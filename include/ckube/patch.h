@@ -97,7 +97,7 @@ CKUBE_API char *ck_patch_build(const ck_patch_t *p, size_t *len, char **err);
  * Sending, with the client's blocking verbs: worker threads only, never the
  * client's loop thread (client.h). res must be zeroed; returns 0 on 2xx, else -1.
  * When the body cannot be built or the call is refused before sending, nothing
- * is sent: res->error says why and res->http_code stays 0 (so ck_err_is_transport()
+ * is sent: res->error says why and res->http_code stays 0 (so ck_result_is_transport()
  * is also true: check the message, do not retry such a call).
  */
 /* PATCH application/merge-patch+json of patch to t/ns/name; o may be NULL. */

@@ -36,7 +36,7 @@ CKUBE_API int ck_status_parse(const char *body, size_t len, int http_code, ck_st
 
 /* Borrows s; true if one of details.causes has this reason ("NamespaceTerminating"). */
 CKUBE_API bool ck_status_has_cause(const ck_status_t *s, const char *reason);
-/* The predicates behind ck_err_is_gone / ck_err_is_rv_too_large, for a bare Status such as a
+/* The predicates behind ck_result_is_gone / ck_result_is_rv_too_large, for a bare Status such as a
  * watch ERROR event's (borrows s). */
 CKUBE_API bool ck_status_is_gone(const ck_status_t *s);
 CKUBE_API bool ck_status_is_rv_too_large(const ck_status_t *s);
@@ -63,29 +63,34 @@ struct ck_result {
 	size_t body_len;
 };
 
+/*
+ * Names: ck_result_* ask about a request's outcome (apimachinery's errors.IsNotFound
+ * and friends), ck_status_* about a bare Status (a watch ERROR event's), and
+ * ck_err_* (<ckube/base.h>) only build error strings.
+ */
 CKUBE_API void ck_result_clear(ck_result_t *r);
 
 CKUBE_API bool ck_result_ok(const ck_result_t *r);
-CKUBE_API bool ck_err_is_transport(const ck_result_t *r);
+CKUBE_API bool ck_result_is_transport(const ck_result_t *r);
 /* A transport error before any answer: the connection could not be made (refused,
  * unreachable) -- the server is down or restarting, not our request wrong. */
-CKUBE_API bool ck_err_is_connection_refused(const ck_result_t *r);
+CKUBE_API bool ck_result_is_connection_refused(const ck_result_t *r);
 /* A transport error: the request's deadline passed (curl's timeout, or the client's
  * total timeout_ms across rate limiter, retries and Retry-After). */
-CKUBE_API bool ck_err_is_timeout(const ck_result_t *r);
-CKUBE_API bool ck_err_is_not_found(const ck_result_t *r);         /* 404 */
-CKUBE_API bool ck_err_is_conflict(const ck_result_t *r);          /* 409, reason Conflict */
-CKUBE_API bool ck_err_is_already_exists(const ck_result_t *r);    /* 409, reason AlreadyExists */
-CKUBE_API bool ck_err_is_gone(const ck_result_t *r);              /* 410, or reason Expired/Gone */
-CKUBE_API bool ck_err_is_forbidden(const ck_result_t *r);         /* 403 */
-CKUBE_API bool ck_err_is_invalid(const ck_result_t *r);           /* 422, reason Invalid */
-CKUBE_API bool ck_err_is_unauthorized(const ck_result_t *r);      /* 401 */
-CKUBE_API bool ck_err_is_too_many_requests(const ck_result_t *r); /* 429 */
-CKUBE_API bool ck_err_is_server_error(const ck_result_t *r);      /* >= 500 */
+CKUBE_API bool ck_result_is_timeout(const ck_result_t *r);
+CKUBE_API bool ck_result_is_not_found(const ck_result_t *r);      /* 404 */
+CKUBE_API bool ck_result_is_conflict(const ck_result_t *r);       /* 409, reason Conflict */
+CKUBE_API bool ck_result_is_already_exists(const ck_result_t *r); /* 409, reason AlreadyExists */
+CKUBE_API bool ck_result_is_gone(const ck_result_t *r);           /* 410, or reason Expired/Gone */
+CKUBE_API bool ck_result_is_forbidden(const ck_result_t *r);      /* 403 */
+CKUBE_API bool ck_result_is_invalid(const ck_result_t *r);        /* 422, reason Invalid */
+CKUBE_API bool ck_result_is_unauthorized(const ck_result_t *r);   /* 401 */
+CKUBE_API bool ck_result_is_too_many_requests(const ck_result_t *r); /* 429 */
+CKUBE_API bool ck_result_is_server_error(const ck_result_t *r);      /* >= 500 */
 /* "too large resource version": 504 with reason Timeout and cause ResourceVersionTooLarge,
  * or the message containing "Too large resource version". */
-CKUBE_API bool ck_err_is_rv_too_large(const ck_result_t *r);
+CKUBE_API bool ck_result_is_rv_too_large(const ck_result_t *r);
 /* Namespace is being terminated (events to it must not be retried). */
-CKUBE_API bool ck_err_is_namespace_terminating(const ck_result_t *r);
+CKUBE_API bool ck_result_is_namespace_terminating(const ck_result_t *r);
 
 #endif

@@ -229,7 +229,7 @@ static void list_done(void *ud, ck_result_t *res)
 			return;
 		}
 		report(c);
-	} else if (ck_err_is_gone(res)) {
+	} else if (ck_result_is_gone(res)) {
 		/* Compacted since the snapshot: nothing to compare at that version. */
 		CK_LOG_V(2, "Cache consistency check skipped: resourceVersion compacted",
 		         CK_KV_STR("resource", c->name), CK_KV_STR("resourceVersion", c->rv));

@@ -11,8 +11,8 @@
  *   check      the periodic consistency check of a store against the server
  *   test hooks run timers and processing by hand with a fake clock
  */
-#ifndef CSC_CACHE_INTERNAL_H
-#define CSC_CACHE_INTERNAL_H
+#ifndef CKUBE_CACHE_INTERNAL_H
+#define CKUBE_CACHE_INTERNAL_H
 
 #include <ckube/cache.h>
 

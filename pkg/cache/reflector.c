@@ -170,8 +170,8 @@ static void status_copy(ck_status_t *dst, const ck_status_t *src)
 
 static bool non_healing(const ck_result_t *res)
 {
-	return res != NULL && (ck_err_is_forbidden(res) || ck_err_is_not_found(res) ||
-	                       ck_err_is_unauthorized(res));
+	return res != NULL && (ck_result_is_forbidden(res) || ck_result_is_not_found(res) ||
+	                       ck_result_is_unauthorized(res));
 }
 
 /* "list foos.samplecontroller.k8s.io: <the server's words>" */
@@ -190,7 +190,7 @@ static char *fmt_error(const cache_reflector_t *r, const char *what, const ck_re
 		ck_sbuf_puts(&b, detail);
 	else
 		ck_sbuf_printf(&b, "HTTP %d", res->http_code);
-	if (ck_err_is_not_found(res))
+	if (ck_result_is_not_found(res))
 		ck_sbuf_puts(&b, " (is the resource served: API group enabled, CRD installed?)");
 	return ck_sbuf_steal(&b);
 }
@@ -248,7 +248,7 @@ static void fail(cache_reflector_t *r, const char *what, const ck_result_t *res,
 	/* The REST client has already spent its Retry-After retries: back off as for
 	 * any error (a Retry-After of 1 s would otherwise pace us forever), but never
 	 * come back sooner than the server asked. */
-	if (res != NULL && ck_err_is_too_many_requests(res) &&
+	if (res != NULL && ck_result_is_too_many_requests(res) &&
 	    res->status.retry_after_seconds > 0 &&
 	    delay < (uint64_t)res->status.retry_after_seconds * CK_NS_PER_SEC)
 		delay = (uint64_t)res->status.retry_after_seconds * CK_NS_PER_SEC;
@@ -436,14 +436,14 @@ static void list_done(cache_reflector_t *r, ck_result_t *res)
 	drop_items(r);
 	free(r->cont);
 	r->cont = NULL;
-	if (ck_err_is_gone(res) && r->page_had_cont && !r->full_fallback) {
+	if (ck_result_is_gone(res) && r->page_had_cont && !r->full_fallback) {
 		CK_LOG_V(2, "List continue token expired, listing in full",
 		         CK_KV_STR("resource", r->o.name));
 		r->full_fallback = true;
 		list_page(r);
 		return;
 	}
-	if ((ck_err_is_gone(res) || ck_err_is_rv_too_large(res)) && !r->rv_unavailable &&
+	if ((ck_result_is_gone(res) || ck_result_is_rv_too_large(res)) && !r->rv_unavailable &&
 	    r->list_rv_param[0] != '\0') {
 		/* Our resourceVersion is compacted away or ahead of this server: the one
 		 * list that cannot fail that way is the most recent state. */
@@ -641,17 +641,17 @@ static void stream_ended(cache_reflector_t *r, const ck_result_t *res, bool clos
 		start_watch(r, true);
 		return;
 	}
-	if ((ck_err_is_gone(res) || ck_err_is_rv_too_large(res)) && !r->rv_unavailable) {
+	if ((ck_result_is_gone(res) || ck_result_is_rv_too_large(res)) && !r->rv_unavailable) {
 		/* Our resourceVersion is gone or ahead: stream the most recent state, at once. */
 		r->rv_unavailable = true;
 		start_watch(r, true);
 		return;
 	}
-	if (ck_err_is_connection_refused(res) || ck_err_is_too_many_requests(res)) {
+	if (ck_result_is_connection_refused(res) || ck_result_is_too_many_requests(res)) {
 		/* isWatchErrorRetriable: back off, then stream again. Reported: client-go
 		 * falls back to a list here, whose failure reaches its WatchErrorHandler
 		 * (and the reason an informer is not synced must say the server is down). */
-		fail(r, "watch", res, NULL, A_RELIST, false, !ck_err_is_too_many_requests(res));
+		fail(r, "watch", res, NULL, A_RELIST, false, !ck_result_is_too_many_requests(res));
 		return;
 	}
 	/* Refused (an old or gated server: 4xx), 5xx, an ERROR event: list instead. */
@@ -686,7 +686,7 @@ static void watch_ended(cache_reflector_t *r, const ck_result_t *res)
 
 	/* A connection cut after the watch was answered is a stream that ended, as for
 	 * client-go's stream watcher (a probable EOF is a close, not an error). */
-	bool cut = !errored && ck_err_is_transport(res) &&
+	bool cut = !errored && ck_result_is_transport(res) &&
 	           ((res->head_code >= 200 && res->head_code < 300) || r->watch_events > 0);
 	bool closed = !errored && (ck_result_ok(res) || cut);
 	if (initial) {
@@ -705,13 +705,13 @@ static void watch_ended(cache_reflector_t *r, const ck_result_t *res)
 		}
 		goto out;
 	}
-	if (ck_err_is_gone(res)) {
+	if (ck_result_is_gone(res)) {
 		/* Routine. The relist asks for the last RV, not "": a list at an RV is "not
 		 * older than" (the watch cache serves it); should that 410 too, the list path
 		 * moves to the most recent state. client-go does not mark the RV unavailable
 		 * here either. */
 		fail(r, "watch", res, NULL, A_RELIST, true, !errored);
-	} else if (ck_err_is_connection_refused(res) || ck_err_is_too_many_requests(res)) {
+	} else if (ck_result_is_connection_refused(res) || ck_result_is_too_many_requests(res)) {
 		/* client-go's isWatchErrorRetriable: the server is down or shedding load, our
 		 * resourceVersion is still good. Retried, not reported. */
 		fail(r, "watch", res, NULL, A_REWATCH, false, false);

@@ -8,8 +8,8 @@
  * loop in leaderelection.c adds the timing (jittered retries, renew deadline) on top;
  * lease_lock.c is the one real lock, a Lease written through kclient.
  */
-#ifndef CSC_LEADERELECTION_INTERNAL_H
-#define CSC_LEADERELECTION_INTERNAL_H
+#ifndef CKUBE_LEADERELECTION_LE_INTERNAL_H
+#define CKUBE_LEADERELECTION_LE_INTERNAL_H
 
 #include <ckube/base.h>
 #include <ckube/leaderelection.h>

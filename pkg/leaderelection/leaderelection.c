@@ -451,7 +451,7 @@ char *ck_le_default_namespace(const char *sa_dir, char **err)
 	const char *dir = sa_dir;
 
 	if (dir == NULL || dir[0] == '\0')
-		dir = getenv("CSC_SERVICEACCOUNT_DIR");
+		dir = getenv("CKUBE_SERVICEACCOUNT_DIR");
 	if (dir == NULL || dir[0] == '\0')
 		dir = "/var/run/secrets/kubernetes.io/serviceaccount";
 	path = ck_xasprintf("%s/namespace", dir);

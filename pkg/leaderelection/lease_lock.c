@@ -30,9 +30,9 @@ typedef struct lease_lock {
 static int lock_fail(const ck_result_t *res, const char *what, char **err)
 {
 	int rc = LE_LOCK_ERROR;
-	if (ck_err_is_not_found(res))
+	if (ck_result_is_not_found(res))
 		rc = LE_LOCK_NOT_FOUND;
-	else if (ck_err_is_conflict(res) || ck_err_is_already_exists(res))
+	else if (ck_result_is_conflict(res) || ck_result_is_already_exists(res))
 		rc = LE_LOCK_CONFLICT;
 	ck_err_set(err, "%s: %s", what, res->error != NULL ? res->error : "request failed");
 	return rc;

@@ -5,8 +5,8 @@
  * Design note: everything here runs on the poster thread only (the queue is the one
  * structure shared with callers), so the caches take no locks.
  */
-#ifndef CSC_REC_INTERNAL_H
-#define CSC_REC_INTERNAL_H
+#ifndef CKUBE_RECORD_REC_INTERNAL_H
+#define CKUBE_RECORD_REC_INTERNAL_H
 
 #include <ckube/base.h>
 #include <ckube/record.h>

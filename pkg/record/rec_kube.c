@@ -21,14 +21,14 @@ static ck_record_sink_result_t classify(int rc, const ck_result_t *res)
 {
 	if (rc == 0)
 		return CK_RECORD_SINK_OK;
-	if (ck_err_is_already_exists(res))
+	if (ck_result_is_already_exists(res))
 		return CK_RECORD_SINK_ALREADY_EXISTS;
-	if (ck_err_is_namespace_terminating(res))
+	if (ck_result_is_namespace_terminating(res))
 		return CK_RECORD_SINK_NS_TERMINATING;
-	if (ck_err_is_not_found(res))
+	if (ck_result_is_not_found(res))
 		return CK_RECORD_SINK_NOT_FOUND;
-	if (ck_err_is_transport(res) || ck_err_is_server_error(res) ||
-	    ck_err_is_too_many_requests(res))
+	if (ck_result_is_transport(res) || ck_result_is_server_error(res) ||
+	    ck_result_is_too_many_requests(res))
 		return CK_RECORD_SINK_RETRY;
 	return CK_RECORD_SINK_REJECTED;
 }
@@ -75,7 +75,8 @@ static ck_record_sink_result_t finish(rec_kclient_t *kc, int rc, ck_result_t *re
 	return result;
 }
 
-static ck_record_sink_result_t kc_create(void *ud, const char *ns, const char *body, char **err)
+static ck_record_sink_result_t rec_kclient_create(void *ud, const char *ns, const char *body,
+                                                  char **err)
 {
 	rec_kclient_t *kc = ud;
 	ck_result_t res = {0};
@@ -93,8 +94,8 @@ static ck_record_sink_result_t kc_create(void *ud, const char *ns, const char *b
 	return finish(kc, rc, &res, "creating event", err);
 }
 
-static ck_record_sink_result_t kc_patch(void *ud, const char *ns, const char *name,
-                                        const char *body, char **err)
+static ck_record_sink_result_t rec_kclient_patch(void *ud, const char *ns, const char *name,
+                                                 const char *body, char **err)
 {
 	rec_kclient_t *kc = ud;
 	ck_result_t res = {0};
@@ -117,8 +118,8 @@ static ck_record_sink_result_t kc_patch(void *ud, const char *ns, const char *na
 
 void rec_sink_kclient(rec_kclient_t *kc, ck_record_sink_t *out)
 {
-	out->create = kc_create;
-	out->patch = kc_patch;
+	out->create = rec_kclient_create;
+	out->patch = rec_kclient_patch;
 	out->ud = kc;
 }
 

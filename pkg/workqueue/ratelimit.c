@@ -5,6 +5,7 @@
  */
 #include "pkg/workqueue/wq_internal.h"
 #include <ckube/base.h>
+#include <ckube/flowcontrol.h>
 #include <ckube/workqueue.h>
 
 #include <math.h>
@@ -205,20 +206,16 @@ ck_wq_ratelimiter_t *ck_wq_ratelimiter_max_wait_new(ck_wq_ratelimiter_t *inner, 
 
 typedef struct bucket_limiter {
 	ck_wq_ratelimiter_t base;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* ck_tb_t is not thread-safe; workers call when() at once */
 	const ck_clk_t *clock;
-	double qps;
-	double burst;
-	/* May go negative: each reservation beyond the burst borrows from the future. */
-	double tokens;
-	uint64_t last_ns;
+	ck_tb_t tb;
 } bucket_limiter_t;
 
 /*
- * Reserve one token, as golang.org/x/time/rate's Reserve().Delay() does: refill for
- * the time since the last reservation (capped at burst), take the token, and if the
- * balance is negative the caller waits until it would be back at zero. The balance is
- * kept, so the k-th request past an empty bucket waits k/qps.
+ * Reserve one token, as workqueue's BucketRateLimiter does with
+ * golang.org/x/time/rate's Reserve().Delay(): the k-th request past an empty
+ * bucket waits k/qps, and the token is never given back. A wait too long to
+ * represent is "never".
  */
 static uint64_t bucket_when(ck_wq_ratelimiter_t *rl, const char *item)
 {
@@ -226,24 +223,9 @@ static uint64_t bucket_when(ck_wq_ratelimiter_t *rl, const char *item)
 	(void)item;
 
 	pthread_mutex_lock(&b->mu);
-	uint64_t now = ck_clk_mono_ns(b->clock);
-	/* A clock that went backwards refills nothing (and never underflows). */
-	uint64_t elapsed = now > b->last_ns ? now - b->last_ns : 0;
-	double tokens = b->tokens + (double)elapsed / (double)CK_NS_PER_SEC * b->qps;
-	if (tokens > b->burst)
-		tokens = b->burst;
-	tokens -= 1.0;
-	b->tokens = tokens;
-	if (now > b->last_ns)
-		b->last_ns = now;
+	uint64_t wait = ck_tb_reserve(&b->tb, ck_clk_mono_ns(b->clock));
 	pthread_mutex_unlock(&b->mu);
-
-	if (tokens >= 0)
-		return 0;
-	double wait = -tokens / b->qps * (double)CK_NS_PER_SEC;
-	if (wait >= 18e18)
-		return CK_WQ_DELAY_NEVER;
-	return (uint64_t)wait;
+	return wait == CK_TB_NEVER ? CK_WQ_DELAY_NEVER : wait;
 }
 
 static void bucket_forget(ck_wq_ratelimiter_t *rl, const char *item)
@@ -287,10 +269,7 @@ ck_wq_ratelimiter_t *ck_wq_ratelimiter_bucket_new(const ck_clk_t *clock, double 
 	b->base.ops = &bucket_ops;
 	pthread_mutex_init(&b->mu, NULL);
 	b->clock = clock != NULL ? clock : ck_clk_real();
-	b->qps = qps;
-	b->burst = burst;
-	b->tokens = burst;
-	b->last_ns = ck_clk_mono_ns(b->clock);
+	ck_tb_init(&b->tb, qps, burst, ck_clk_mono_ns(b->clock));
 	return &b->base;
 }
 

@@ -8,8 +8,8 @@
  * intrusive (the caller embeds wq_hnode_t and owns the memory), so the table itself
  * never allocates except when it grows or shrinks.
  */
-#ifndef CSC_WQ_INTERNAL_H
-#define CSC_WQ_INTERNAL_H
+#ifndef CKUBE_WORKQUEUE_WQ_INTERNAL_H
+#define CKUBE_WORKQUEUE_WQ_INTERNAL_H
 
 /* Keys are hashed with the library's keyed hash (names chosen in the cluster). */
 #include "pkg/base/hash.h"

@@ -149,7 +149,7 @@ t_in_cluster_with_deploy_rbac() {
 	cp "$CA_FILE" "$sa/ca.crt"
 	echo sample-controller >"$sa/namespace"
 	# In-cluster configuration: no kubeconfig anywhere, only the service account.
-	SC_ENV=(-u KUBECONFIG HOME="$sa" CSC_SERVICEACCOUNT_DIR="$sa"
+	SC_ENV=(-u KUBECONFIG HOME="$sa" CKUBE_SERVICEACCOUNT_DIR="$sa"
 		KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$API_PORT")
 	start_controller incluster --namespace "$NS" --leader-elect \
 		--leader-elect-lease-duration=4s --leader-elect-renew-deadline=3s --leader-elect-retry-period=1s

@@ -7,8 +7,8 @@
  * callbacks (and error) must be identical: a chunk may end anywhere.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -I. \
- *     tests/fuzz/fuzz_decode.c pkg/base/base.c pkg/kube/obj.c pkg/kube/decode.c \
- *     pkg/kube/status.c pkg/kube/types.c -lyajl -pthread -o fuzz_decode
+ *     tests/fuzz/fuzz_decode.c pkg/base/base.c pkg/meta/obj.c pkg/codec/decode.c \
+ *     pkg/meta/status.c pkg/codec/status_parse.c pkg/kinds/types.c -lyajl -pthread -o fuzz_decode
  *   mkdir -p corpus && cp tests/fixtures/json/*.json corpus/   # seeds need the 4-byte header
  *   ./fuzz_decode -max_len=65536 corpus
  * (bash tests/fuzz/run_fuzz_decode.sh does all of this.)

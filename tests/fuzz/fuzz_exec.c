@@ -12,7 +12,7 @@
  * token or a key). LSan checks that a rejected credential is not leaked. The
  * input is handed over with its length, not NUL-terminated, as the runner does.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 #include <ckube/base.h>
 #include <ckube/config.h>
 

@@ -27,7 +27,7 @@
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -I. \
  *     -Wl,--wrap=ck_file_read_all,--wrap=ck_file_read_bounded \
  *     -Wl,--wrap=posix_spawn,--wrap=posix_spawnp \
- *     tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/kube/config*.c \
+ *     tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/clientcmd/config*.c \
  *     -lyaml -lyajl -pthread -lm -o fuzz_kubeconfig
  *   ./fuzz_kubeconfig -dict=tests/fuzz/fuzz_kubeconfig.dict corpus seeds
  * (bash tests/fuzz/run_fuzz_kubeconfig.sh [SECONDS] does all of this.)

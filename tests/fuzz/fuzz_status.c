@@ -46,12 +46,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)ck_status_is_gone(&res.status);
 	(void)ck_status_is_rv_too_large(&res.status);
 	(void)ck_status_has_cause(&res.status, "NamespaceTerminating");
-	(void)ck_err_is_gone(&res);
-	(void)ck_err_is_rv_too_large(&res);
-	(void)ck_err_is_conflict(&res);
-	(void)ck_err_is_already_exists(&res);
-	(void)ck_err_is_namespace_terminating(&res);
-	(void)ck_err_is_too_many_requests(&res);
+	(void)ck_result_is_gone(&res);
+	(void)ck_result_is_rv_too_large(&res);
+	(void)ck_result_is_conflict(&res);
+	(void)ck_result_is_already_exists(&res);
+	(void)ck_result_is_namespace_terminating(&res);
+	(void)ck_result_is_too_many_requests(&res);
 	ck_result_clear(&res);
 	return 0;
 }

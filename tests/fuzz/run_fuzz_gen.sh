@@ -21,7 +21,7 @@ mkdir -p "$B/corpus_gen" "$B/artifacts-gen" "$seeds"
 # (With the library's pattern matching, gen_pattern.c, which logs.)
 fuzz_build fuzz_gen $(pkg-config --cflags yaml-0.1 2>/dev/null) tests/fuzz/fuzz_gen.c \
 	cmd/ckube-gen/crd.c cmd/ckube-gen/emit.c cmd/ckube-gen/pattern.c pkg/base/base.c \
-	pkg/kube/gen_pattern.c pkg/log/log.c -lyaml
+	pkg/gen/gen_pattern.c pkg/log/log.c -lyaml
 
 # Seeds: the repository's CRDs, as is.
 i=0

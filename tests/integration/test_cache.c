@@ -357,7 +357,8 @@ static int do_retry(int (*fn)(cit_t *, const char *, ck_result_t *), cit_t *t, c
 	for (int i = 0; i < 20; i++) {
 		ck_result_t r = {0};
 		int rc = fn(t, name, &r);
-		bool transport = rc != 0 && (ck_err_is_transport(&r) || ck_err_is_server_error(&r));
+		bool transport =
+		    rc != 0 && (ck_result_is_transport(&r) || ck_result_is_server_error(&r));
 		if (rc != 0 && !transport)
 			ck_abort_msg("%s: %s", name, r.error);
 		ck_result_clear(&r);
@@ -431,13 +432,13 @@ static int foo_patch_fn(cit_t *t, const char *name, ck_result_t *r)
 static int dep_delete_fn(cit_t *t, const char *name, ck_result_t *r)
 {
 	int rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, name, NULL, r);
-	return rc != 0 && ck_err_is_not_found(r) ? 0 : rc;
+	return rc != 0 && ck_result_is_not_found(r) ? 0 : rc;
 }
 
 static int foo_delete_fn(cit_t *t, const char *name, ck_result_t *r)
 {
 	int rc = ck_client_delete_sync(t->c, &t_foo, t->ns, name, NULL, r);
-	return rc != 0 && ck_err_is_not_found(r) ? 0 : rc;
+	return rc != 0 && ck_result_is_not_found(r) ? 0 : rc;
 }
 
 static int cmp_str(const void *a, const void *b)

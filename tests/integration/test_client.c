@@ -1,5 +1,5 @@
 /*
- * Integration tests for pkg/kube/client.c against the real local control plane
+ * Integration tests for pkg/rest/client.c against the real local control plane
  * (hack/local-up.sh; $KUBECONFIG names it, with contexts "token" and "cert").
  *
  * The loop runs on the test's thread; the test body runs on a worker thread and
@@ -251,7 +251,7 @@ static void *crud_main(void *arg)
 	/* create again: 409 AlreadyExists */
 	rc = ck_client_create_sync(t->c, &ck_type_deployment, t->ns, body, NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(ck_err_is_already_exists(&r), "%s", r.error);
+	ck_assert_msg(ck_result_is_already_exists(&r), "%s", r.error);
 	ck_assert_ptr_nonnull(
 	    strstr(r.error, "409 AlreadyExists: deployments.apps \"web\" already exists"));
 	ck_result_clear(&r);
@@ -271,7 +271,7 @@ static void *crud_main(void *arg)
 		ck_result_clear(&r);
 		body = deployment_json("web", rv, 2, NULL);
 		rc = ck_client_update_sync(t->c, &ck_type_deployment, t->ns, "web", body, NULL, &r);
-		if (rc == 0 || !ck_err_is_conflict(&r) || attempt == 10)
+		if (rc == 0 || !ck_result_is_conflict(&r) || attempt == 10)
 			break;
 		ck_result_clear(&r);
 		free(body);
@@ -284,7 +284,7 @@ static void *crud_main(void *arg)
 	/* the same body again: its resourceVersion is stale now */
 	rc = ck_client_update_sync(t->c, &ck_type_deployment, t->ns, "web", body, NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(ck_err_is_conflict(&r), "%s", r.error);
+	ck_assert_msg(ck_result_is_conflict(&r), "%s", r.error);
 	ck_assert_ptr_nonnull(strstr(r.error,
 	                             "409 Conflict: Operation cannot be fulfilled on "
 	                             "deployments.apps \"web\": the object has been modified"));
@@ -366,7 +366,7 @@ static void *crud_main(void *arg)
 	                        .grace_period_seconds = -1};
 	rc = ck_client_delete_sync(t->c, &ck_type_deployment, t->ns, "web", &bad, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(ck_err_is_conflict(&r), "%s", r.error);
+	ck_assert_msg(ck_result_is_conflict(&r), "%s", r.error);
 	ck_result_clear(&r);
 	ck_delete_opts_t good = {.precondition_uid = uid,
 	                         .propagation_policy = "Background",
@@ -378,7 +378,7 @@ static void *crud_main(void *arg)
 	/* gone */
 	rc = ck_client_get_sync(t->c, &ck_type_deployment, t->ns, "web", &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert(ck_err_is_not_found(&r));
+	ck_assert(ck_result_is_not_found(&r));
 	char *want = ck_xasprintf("/apis/apps/v1/namespaces/%s/deployments/web: 404 NotFound: "
 	                          "deployments.apps \"web\" not found",
 	                          t->ns);
@@ -473,7 +473,7 @@ static void *foo_main(void *arg)
 	/* stale resourceVersion: 409, as sample-controller's UpdateStatus sees */
 	rc = ck_client_update_status_sync(t->c, &t_foo, t->ns, "f1", st, NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert(ck_err_is_conflict(&r));
+	ck_assert(ck_result_is_conflict(&r));
 	ck_result_clear(&r);
 	free(st);
 	free(rv);
@@ -486,7 +486,7 @@ static void *foo_main(void *arg)
 	ck_assert_msg(rc == 0, "delete foo: %s", r.error);
 	ck_result_clear(&r);
 	rc = ck_client_get_sync(t->c, &t_foo, t->ns, "f1", &r);
-	ck_assert(ck_err_is_not_found(&r));
+	ck_assert(ck_result_is_not_found(&r));
 	ck_result_clear(&r);
 	ns_delete(t);
 	atomic_store(&t->done, 1);
@@ -535,7 +535,7 @@ static void watch_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_
 			ck_result_t r = {.http_code = status->code};
 			r.status.code = status->code;
 			r.status.reason = status->reason;
-			if (ck_err_is_gone(&r))
+			if (ck_result_is_gone(&r))
 				atomic_fetch_add(&t->gone, 1);
 		}
 		atomic_fetch_add(&t->errors, 1);
@@ -818,7 +818,7 @@ static void *forbid_main(void *arg)
 	int rc = ck_client_get_sync(t->c, &ck_type_deployment, forbid.admin->ns, "x", &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_int_eq(r.http_code, 403);
-	ck_assert(ck_err_is_forbidden(&r));
+	ck_assert(ck_result_is_forbidden(&r));
 	char *want = ck_xasprintf("403 Forbidden: deployments.apps \"x\" is forbidden: User "
 	                          "\"system:serviceaccount:%s:nobody\" cannot get resource "
 	                          "\"deployments\" in API group \"apps\" in the namespace \"%s\"",
@@ -837,7 +837,7 @@ static void *unauth_main(void *arg)
 	ck_result_t r = {0};
 	int rc = ck_client_get_sync(t->c, &t_ns, NULL, "default", &r);
 	ck_assert_int_eq(rc, -1);
-	ck_assert(ck_err_is_unauthorized(&r));
+	ck_assert(ck_result_is_unauthorized(&r));
 	ck_assert_msg(strstr(r.error, "401 Unauthorized") != NULL, "%s", r.error);
 	ck_assert_ptr_null(strstr(r.error, "not-a-real-token"));
 	ck_result_clear(&r);
@@ -1220,7 +1220,7 @@ static void assert_verify_failed(const local_srv_t *s, const char *what, const c
 	              "%s: want curl error %d (peer verification), got HTTP %d, curl %d: %s", what,
 	              (int)CURLE_PEER_FAILED_VERIFICATION, tls_res.http_code,
 	              tls_res.transport_code, tls_res.error);
-	ck_assert_msg(ck_err_is_transport(&tls_res), "%s: not a transport error: %s", what,
+	ck_assert_msg(ck_result_is_transport(&tls_res), "%s: not a transport error: %s", what,
 	              tls_res.error);
 	ck_assert_ptr_nonnull(tls_res.error);
 	ck_assert_msg(strstr(tls_res.error, needle) != NULL, "%s: error does not say \"%s\": %s",

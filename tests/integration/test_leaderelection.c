@@ -380,7 +380,7 @@ static ck_obj_t *get_lease(ck_client_t *kc, const char *name)
 		obj = res.obj;
 		res.obj = NULL;
 	} else {
-		ck_assert_msg(ck_err_is_not_found(&res), "get lease: %s", res.error);
+		ck_assert_msg(ck_result_is_not_found(&res), "get lease: %s", res.error);
 	}
 	ck_result_clear(&res);
 	return obj;

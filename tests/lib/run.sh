@@ -61,16 +61,19 @@ t_symbols() {
 # The release binaries are hardened (Makefile HARDEN_*): full RELRO with immediate
 # binding, the stack protector and fortified libc calls are present in each.
 t_hardening() {
-	local f prog ok=0 dyn
+	local f prog ok=0 dyn syms
 	for f in "$so" bin/sample-controller bin/ckube-gen; do
 		[ -f "$f" ] || { echo "missing $f (make all)"; return 1; }
 		prog=$(readelf -lW "$f")
 		dyn=$(readelf -dW "$f")
 		grep -q GNU_RELRO <<<"$prog" || { echo "$f: no RELRO segment"; ok=1; }
 		grep -Eq '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW' <<<"$dyn" || { echo "$f: not linked with -z now"; ok=1; }
-		nm -D "$f" | grep -q ' U __stack_chk_fail' || { echo "$f: no stack protector (__stack_chk_fail)"; ok=1; }
-		nm -D "$f" | grep -Eq ' U __[a-z0-9_]+_chk(@|$)' || { echo "$f: no fortified libc call (__*_chk)"; ok=1; }
-		[ "$ok" = 0 ] && echo "$f: RELRO, BIND_NOW, stack protector, fortified ($(nm -D "$f" | grep -Ec ' U __[a-z0-9_]+_chk(@|$)') __*_chk)"
+		# Into a variable first: under pipefail, grep -q quitting early would kill a
+		# still-writing nm with SIGPIPE and fail the check on a good binary.
+		syms=$(nm -D "$f")
+		grep -q ' U __stack_chk_fail' <<<"$syms" || { echo "$f: no stack protector (__stack_chk_fail)"; ok=1; }
+		grep -Eq ' U __[a-z0-9_]+_chk(@|$)' <<<"$syms" || { echo "$f: no fortified libc call (__*_chk)"; ok=1; }
+		[ "$ok" = 0 ] && echo "$f: RELRO, BIND_NOW, stack protector, fortified ($(grep -Ec ' U __[a-z0-9_]+_chk(@|$)' <<<"$syms") __*_chk)"
 	done
 	return "$ok"
 }

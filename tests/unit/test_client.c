@@ -1,11 +1,11 @@
 /*
- * Unit tests for pkg/kube/client.c: the transport's behaviour under faults, with a
+ * Unit tests for pkg/rest/client.c: the transport's behaviour under faults, with a
  * scripted HTTP/1.1 server (fault_server.h) on loopback, and the token bucket with
  * a fake clock. The real API server is exercised in tests/integration/test_client.c.
  */
 #include <ckube/client.h>
+#include <ckube/flowcontrol.h>
 #include <ckube/log.h>
-#include <ckube/ratelimit.h>
 
 #include "pkg/leaderelection/le_internal.h" /* the Lease lock, over this client */
 #include "tests/unit/fault_server.h"
@@ -464,7 +464,7 @@ START_TEST(test_429_gives_up_after_max_retries)
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_int_eq(fs_nrequests(f.fs), 3);
-	ck_assert(ck_err_is_too_many_requests(&c.res));
+	ck_assert(ck_result_is_too_many_requests(&c.res));
 	ck_assert_ptr_nonnull(strstr(c.res.error, "429 TooManyRequests: slow down"));
 	call_clear(&c);
 	fx_done(&f);
@@ -501,7 +501,7 @@ START_TEST(test_500_without_retry_after_is_not_retried)
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
 	ck_assert_int_eq(c.res.http_code, 500);
-	ck_assert(ck_err_is_server_error(&c.res));
+	ck_assert(ck_result_is_server_error(&c.res));
 	ck_assert_ptr_nonnull(strstr(c.res.error, "500 InternalError: boom"));
 	ck_assert_ptr_null(c.res.obj);
 	stat_seen_t s = {0};
@@ -623,7 +623,7 @@ START_TEST(test_reset_mid_body_post_is_not_retried)
 	run_worker(&f, &w);
 	ck_assert_int_eq(w.rc, -1);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
-	ck_assert(ck_err_is_transport(&w.res));
+	ck_assert(ck_result_is_transport(&w.res));
 	ck_assert_int_eq(w.res.http_code, 0);
 	ck_assert_int_ne(w.res.transport_code, 0);
 	char *want = ck_xasprintf("POST %s/apis/apps/v1/namespaces/ns1/deployments"
@@ -727,7 +727,7 @@ START_TEST(test_slow_list_outlives_request_timeout)
 
 	call_t g = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &g);
-	ck_assert(ck_err_is_transport(&g.res));
+	ck_assert(ck_result_is_transport(&g.res));
 	ck_assert_int_eq(g.res.transport_code, 28); /* CURLE_OPERATION_TIMEDOUT */
 	call_clear(&g);
 	fx_done(&f);
@@ -755,7 +755,7 @@ START_TEST(test_stalled_list_is_cut)
 	ck_assert_ptr_nonnull(
 	    ck_client_list(f.c, &t_dep, "ns1", NULL, &call_cb, call_done, &c, &err));
 	run_until(f.loop, &c.done);
-	ck_assert(ck_err_is_transport(&c.res));
+	ck_assert(ck_result_is_transport(&c.res));
 	ck_assert_int_eq(c.res.transport_code, 28);
 	ck_assert_int_eq(c.objects, 0);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
@@ -873,8 +873,8 @@ START_TEST(test_404_status_decoded)
 	call_t c = {0};
 	run_get(&f, &t_dep, "x", "y", &c);
 	ck_assert_int_eq(c.res.http_code, 404);
-	ck_assert(ck_err_is_not_found(&c.res));
-	ck_assert(!ck_err_is_transport(&c.res));
+	ck_assert(ck_result_is_not_found(&c.res));
+	ck_assert(!ck_result_is_transport(&c.res));
 	ck_assert_str_eq(c.res.status.reason, "NotFound");
 	ck_assert_str_eq(c.res.status.details_name, "y");
 	char *want = ck_xasprintf("GET %s/apis/apps/v1/namespaces/x/deployments/y: 404 NotFound: "
@@ -895,7 +895,7 @@ START_TEST(test_non_status_error_body)
 	call_t c = {0};
 	run_get(&f, &t_dep, "x", "y", &c);
 	ck_assert_int_eq(c.res.http_code, 502);
-	ck_assert(ck_err_is_server_error(&c.res));
+	ck_assert(ck_result_is_server_error(&c.res));
 	ck_assert_msg(strstr(c.res.error, ": 502") != NULL, "%s", c.res.error);
 	call_clear(&c);
 	fx_done(&f);
@@ -926,7 +926,7 @@ START_TEST(test_401_refreshes_and_retries_once)
 	call_clear(&c);
 	call_t c2 = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c2);
-	ck_assert(ck_err_is_unauthorized(&c2.res));
+	ck_assert(ck_result_is_unauthorized(&c2.res));
 	ck_assert_int_eq(fs_nrequests(f.fs), 4);
 	call_clear(&c2);
 	fx_done(&f);
@@ -946,7 +946,7 @@ START_TEST(test_401_static_token_not_retried)
 	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
-	ck_assert(ck_err_is_unauthorized(&c.res));
+	ck_assert(ck_result_is_unauthorized(&c.res));
 	ASSERT_HAS(c.res.error, "401 Unauthorized: Unauthorized");
 	ASSERT_LACKS(c.res.error, "refreshing");
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
@@ -970,7 +970,7 @@ START_TEST(test_401_keeps_the_refresh_error)
 	fs_push_simple(f.fs, 200, NULL, DEP_JSON("never"));
 	call_t c = {0};
 	run_get(&f, &t_dep, "ns1", "d1", &c);
-	ck_assert(ck_err_is_unauthorized(&c.res));
+	ck_assert(ck_result_is_unauthorized(&c.res));
 	ck_assert_int_eq(c.res.http_code, 401);
 	ASSERT_HAS(c.res.error, "deployments/d1: 401 Unauthorized: Unauthorized");
 	ASSERT_HAS(c.res.error, "login failed: account locked");
@@ -1201,7 +1201,7 @@ START_TEST(test_failing_exec_plugin_backs_off)
 			    ck_client_request(f.c, &spec, NULL, call_done, &c[i], NULL));
 		for (int i = 0; i < 5; i++) {
 			run_until(f.loop, &c[i].done);
-			ck_assert(ck_err_is_transport(&c[i].res));
+			ck_assert(ck_result_is_transport(&c[i].res));
 			ASSERT_HAS(c[i].res.error, "login failed: account locked");
 			ASSERT_HAS(c[i].res.error, "try: apt install the-plugin");
 			call_clear(&c[i]);
@@ -1284,7 +1284,7 @@ START_TEST(test_connect_refused)
 	run_get(&f, &t_dep, "ns1", "d1", &c);
 	ck_assert_int_eq(c.res.http_code, 0);
 	ck_assert_int_eq(c.res.transport_code, 7); /* CURLE_COULDNT_CONNECT */
-	ck_assert(ck_err_is_transport(&c.res));
+	ck_assert(ck_result_is_transport(&c.res));
 	char *want = ck_xasprintf(
 	    "GET http://127.0.0.1:%d/apis/apps/v1/namespaces/ns1/deployments/d1: ", port);
 	ck_assert_msg(strncmp(c.res.error, want, strlen(want)) == 0, "%s", c.res.error);
@@ -1926,7 +1926,7 @@ START_TEST(test_timeout_covers_retry_after)
 	ck_assert_msg(ev_time() - t0 < 2.0, "took %.1f s", ev_time() - t0);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
 	ck_assert_ptr_nonnull(c.res.error);
-	ck_assert(ck_err_is_timeout(&c.res));
+	ck_assert(ck_result_is_timeout(&c.res));
 	ck_assert_msg(strstr(c.res.error, "/apis/apps/v1/namespaces/ns1/deployments/d1: timed out "
 	                                  "(the request's 500 ms deadline)") != NULL,
 	              "%s", c.res.error);
@@ -1945,7 +1945,7 @@ START_TEST(test_timeout_covers_retry_after)
 	t0 = ev_time();
 	run_call(&f, &spec, &c2);
 	ck_assert_msg(ev_time() - t0 < 1.5, "took %.1f s", ev_time() - t0);
-	ck_assert_msg(c2.res.error != NULL && ck_err_is_timeout(&c2.res), "%s",
+	ck_assert_msg(c2.res.error != NULL && ck_result_is_timeout(&c2.res), "%s",
 	              c2.res.error ? c2.res.error : "succeeded");
 	call_clear(&c2);
 	fx_done(&f);
@@ -1976,7 +1976,7 @@ START_TEST(test_timeout_covers_rate_limiter)
 	ck_assert_msg(ev_time() - t0 < 1.0, "took %.1f s", ev_time() - t0);
 	ck_assert_msg(a.res.error == NULL, "%s", a.res.error);
 	ck_assert_ptr_nonnull(b.res.error);
-	ck_assert(ck_err_is_timeout(&b.res));
+	ck_assert(ck_result_is_timeout(&b.res));
 	ck_assert_msg(strstr(b.res.error, "client-side rate limiter") != NULL, "%s", b.res.error);
 	ck_assert_int_eq(fs_nrequests(f.fs), 1);
 	call_clear(&a);

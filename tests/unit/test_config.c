@@ -1,5 +1,5 @@
 /*
- * Unit tests for pkg/kube/config: kubeconfig loading and merging, every auth kind,
+ * Unit tests for pkg/clientcmd: kubeconfig loading and merging, every auth kind,
  * exec plugins (tests/fixtures/exec-plugin.sh), in-cluster, token re-reads with a
  * fake clock. Runs from tests/unit (the Makefile's cwd), so fixtures are ../fixtures.
  */
@@ -58,7 +58,7 @@ static void setup(void)
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("KUBERNETES_SERVICE_PORT");
 	unsetenv("POD_NAMESPACE");
-	unsetenv("CSC_SERVICEACCOUNT_DIR");
+	unsetenv("CKUBE_SERVICEACCOUNT_DIR");
 	unsetenv("PLUGIN_MODE");
 	setenv("HOME", tmpdir, 1);
 	setenv("PLUGIN_STATE", tmpdir, 1);
@@ -774,7 +774,7 @@ START_TEST(test_in_cluster)
 	make_sa_dir("sa-token-1\n");
 	setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-	setenv("CSC_SERVICEACCOUNT_DIR", tmpdir, 1);
+	setenv("CKUBE_SERVICEACCOUNT_DIR", tmpdir, 1);
 	char *err = NULL;
 	ck_config_load_opts_t o = {.clock = &fc.base};
 	ck_config_t *c = ck_config_load(&o, &err);
@@ -807,7 +807,7 @@ START_TEST(test_in_cluster)
 
 	/* IPv4, an explicit folder and --master; POD_NAMESPACE wins over the file. */
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-	unsetenv("CSC_SERVICEACCOUNT_DIR");
+	unsetenv("CKUBE_SERVICEACCOUNT_DIR");
 	setenv("POD_NAMESPACE", "from-env", 1);
 	o.sa_dir = tmpdir;
 	c = ck_config_load(&o, &err);

@@ -1,5 +1,5 @@
 /*
- * Unit tests of ckube-gen's run-time half (pkg/kube/gen.c, gen_validate.c) through
+ * Unit tests of ckube-gen's run-time half (pkg/gen/gen.c, gen_validate.c) through
  * the code it generates for tests/unit/crd/widget.yaml, a CRD that uses every
  * schema feature the generator maps (the Makefile generates it into
  * build/gen/tests/widget/v1/widget.{h,c}): accessors, reading kept fields into

@@ -1,5 +1,5 @@
 /*
- * Unit tests for pkg/kube/kinds.c: each built-in descriptor decodes a realistic
+ * Unit tests for pkg/kinds/kinds.c: each built-in descriptor decodes a realistic
  * object as the API server returns it (managedFields, annotations and the fields
  * it does not keep included) and keeps exactly its fields; the Secret
  * descriptor without data keeps no secret material.

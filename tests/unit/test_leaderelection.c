@@ -680,10 +680,10 @@ START_TEST(test_default_namespace)
 	ck_assert_str_eq(ns, "team-a");
 	free(ns);
 
-	/* NULL: $CSC_SERVICEACCOUNT_DIR. */
-	setenv("CSC_SERVICEACCOUNT_DIR", dir, 1);
+	/* NULL: $CKUBE_SERVICEACCOUNT_DIR. */
+	setenv("CKUBE_SERVICEACCOUNT_DIR", dir, 1);
 	ns = ck_le_default_namespace(NULL, &err);
-	unsetenv("CSC_SERVICEACCOUNT_DIR");
+	unsetenv("CKUBE_SERVICEACCOUNT_DIR");
 	ck_assert_ptr_null(err);
 	ck_assert_str_eq(ns, "team-a");
 	free(ns);

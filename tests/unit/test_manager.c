@@ -54,7 +54,7 @@ START_TEST(test_help_version_and_usage_errors)
 	            NULL),
 	    2);
 	/* Leader election outside a pod needs the Lease's namespace. */
-	setenv("CSC_SERVICEACCOUNT_DIR", "/nonexistent", 1);
+	setenv("CKUBE_SERVICEACCOUNT_DIR", "/nonexistent", 1);
 	ck_assert_int_eq(
 	    try_new((char *[]){"t", "--kubeconfig", KC, "--leader-elect",
 	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},

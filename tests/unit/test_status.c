@@ -37,9 +37,11 @@ START_TEST(test_not_found)
 	ck_assert_str_eq(r.status.details_name, "nope");
 	ck_assert_str_eq(r.status.details_group, "apps");
 	ck_assert_str_eq(r.status.details_kind, "deployments");
-	ck_assert(ck_err_is_not_found(&r));
-	ck_assert(!ck_err_is_conflict(&r) && !ck_err_is_gone(&r) && !ck_err_is_forbidden(&r));
-	ck_assert(!ck_result_ok(&r) && !ck_err_is_transport(&r) && !ck_err_is_server_error(&r));
+	ck_assert(ck_result_is_not_found(&r));
+	ck_assert(!ck_result_is_conflict(&r) && !ck_result_is_gone(&r) &&
+	          !ck_result_is_forbidden(&r));
+	ck_assert(!ck_result_ok(&r) && !ck_result_is_transport(&r) &&
+	          !ck_result_is_server_error(&r));
 	ck_result_clear(&r);
 	ck_assert_ptr_null(r.error);
 	ck_assert_ptr_null(r.status.reason);
@@ -51,13 +53,13 @@ START_TEST(test_conflicts)
 {
 	ck_result_t r;
 	answer(&r, 409, "status_409_conflict.json");
-	ck_assert(ck_err_is_conflict(&r));
-	ck_assert(!ck_err_is_already_exists(&r));
+	ck_assert(ck_result_is_conflict(&r));
+	ck_assert(!ck_result_is_already_exists(&r));
 	ck_result_clear(&r);
 	answer(&r, 409, "status_409_exists.json");
-	ck_assert(ck_err_is_already_exists(&r));
-	ck_assert(!ck_err_is_conflict(&r)); /* a known reason other than Conflict decides */
-	ck_assert(!ck_err_is_not_found(&r));
+	ck_assert(ck_result_is_already_exists(&r));
+	ck_assert(!ck_result_is_conflict(&r)); /* a known reason other than Conflict decides */
+	ck_assert(!ck_result_is_not_found(&r));
 	ck_result_clear(&r);
 }
 END_TEST
@@ -66,34 +68,34 @@ START_TEST(test_forbidden_gone_throttled)
 {
 	ck_result_t r;
 	answer(&r, 403, "status_403.json");
-	ck_assert(ck_err_is_forbidden(&r));
-	ck_assert(!ck_err_is_namespace_terminating(&r));
-	ck_assert(!ck_err_is_unauthorized(&r));
+	ck_assert(ck_result_is_forbidden(&r));
+	ck_assert(!ck_result_is_namespace_terminating(&r));
+	ck_assert(!ck_result_is_unauthorized(&r));
 	ck_result_clear(&r);
 
 	answer(&r, 403, "status_403_terminating.json");
-	ck_assert(ck_err_is_forbidden(&r));
-	ck_assert(ck_err_is_namespace_terminating(&r));
+	ck_assert(ck_result_is_forbidden(&r));
+	ck_assert(ck_result_is_namespace_terminating(&r));
 	ck_assert(ck_status_has_cause(&r.status, "NamespaceTerminating"));
 	ck_assert(!ck_status_has_cause(&r.status, "Namespace"));
 	ck_result_clear(&r);
 
 	answer(&r, 410, "status_410.json");
-	ck_assert(ck_err_is_gone(&r));
+	ck_assert(ck_result_is_gone(&r));
 	ck_assert(ck_status_is_gone(&r.status));
 	ck_assert_str_eq(r.status.reason, "Expired");
 	ck_result_clear(&r);
 
 	answer(&r, 429, "status_429.json");
-	ck_assert(ck_err_is_too_many_requests(&r));
+	ck_assert(ck_result_is_too_many_requests(&r));
 	ck_assert_int_eq(r.status.retry_after_seconds, 2);
 	ck_assert_ptr_null(r.status.causes); /* the cause had no reason */
 	ck_result_clear(&r);
 
 	answer(&r, 504, "status_504_rv_too_large.json");
-	ck_assert(ck_err_is_rv_too_large(&r));
+	ck_assert(ck_result_is_rv_too_large(&r));
 	ck_assert(ck_status_is_rv_too_large(&r.status));
-	ck_assert(ck_err_is_server_error(&r));
+	ck_assert(ck_result_is_server_error(&r));
 	ck_assert_int_eq(r.status.retry_after_seconds, 1);
 	ck_result_clear(&r);
 }
@@ -105,21 +107,21 @@ START_TEST(test_real_bodies)
 {
 	ck_result_t r;
 	answer(&r, 404, "real_status_404.json");
-	ck_assert(ck_err_is_not_found(&r));
+	ck_assert(ck_result_is_not_found(&r));
 	ck_assert_str_eq(r.status.details_name, "nope");
 	ck_result_clear(&r);
 	answer(&r, 409, "real_status_409_exists.json");
-	ck_assert(ck_err_is_already_exists(&r) && !ck_err_is_conflict(&r));
+	ck_assert(ck_result_is_already_exists(&r) && !ck_result_is_conflict(&r));
 	ck_result_clear(&r);
 	answer(&r, 409, "real_status_409_conflict.json");
-	ck_assert(ck_err_is_conflict(&r) && !ck_err_is_already_exists(&r));
+	ck_assert(ck_result_is_conflict(&r) && !ck_result_is_already_exists(&r));
 	ck_result_clear(&r);
 	answer(&r, 403, "real_status_403.json");
-	ck_assert(ck_err_is_forbidden(&r) && !ck_err_is_namespace_terminating(&r));
+	ck_assert(ck_result_is_forbidden(&r) && !ck_result_is_namespace_terminating(&r));
 	ck_assert_ptr_nonnull(strstr(r.status.message, "cannot list resource \"deployments\""));
 	ck_result_clear(&r);
 	answer(&r, 504, "real_status_504_rv_too_large.json");
-	ck_assert(ck_err_is_rv_too_large(&r) && ck_err_is_server_error(&r));
+	ck_assert(ck_result_is_rv_too_large(&r) && ck_result_is_server_error(&r));
 	ck_assert_str_eq(r.status.causes, "ResourceVersionTooLarge");
 	ck_assert_int_eq(r.status.retry_after_seconds, 1);
 	ck_result_clear(&r);
@@ -147,7 +149,7 @@ START_TEST(test_not_a_status)
 	ck_assert_str_eq(s.message, "the server answered HTTP 404 with an empty body");
 	ck_result_t r = {.http_code = 404, .error = ck_xstrdup("x"), .status = s};
 	memset(&s, 0, sizeof(s)); /* moved into r */
-	ck_assert(ck_err_is_not_found(&r));
+	ck_assert(ck_result_is_not_found(&r));
 	ck_result_clear(&r);
 
 	/* JSON, but not a Status. */
@@ -177,38 +179,39 @@ START_TEST(test_predicates)
 	/* A transport error: no HTTP answer. */
 	r.transport_code = 7;
 	r.error = ck_xstrdup("connecting to 127.0.0.1:6443: Connection refused");
-	ck_assert(ck_err_is_transport(&r));
-	ck_assert(!ck_err_is_not_found(&r) && !ck_err_is_server_error(&r) && !ck_result_ok(&r));
+	ck_assert(ck_result_is_transport(&r));
+	ck_assert(!ck_result_is_not_found(&r) && !ck_result_is_server_error(&r) &&
+	          !ck_result_ok(&r));
 	ck_result_clear(&r);
 
 	r.http_code = 200;
 	ck_assert(ck_result_ok(&r));
-	ck_assert(!ck_err_is_transport(&r) && !ck_err_is_not_found(&r));
+	ck_assert(!ck_result_is_transport(&r) && !ck_result_is_not_found(&r));
 
 	/* An unknown reason falls back to the code; a known other reason does not. */
 	r.http_code = 404;
 	r.error = ck_xstrdup("e");
 	r.status.reason = ck_xstrdup("SomethingNew");
-	ck_assert(ck_err_is_not_found(&r));
+	ck_assert(ck_result_is_not_found(&r));
 	free(r.status.reason);
 	r.status.reason = ck_xstrdup("MethodNotAllowed");
-	ck_assert(!ck_err_is_not_found(&r));
+	ck_assert(!ck_result_is_not_found(&r));
 	free(r.status.reason);
 	r.status.reason = NULL;
 	r.http_code = 429;
 	r.status.code = 429;
-	ck_assert(ck_err_is_too_many_requests(&r));
+	ck_assert(ck_result_is_too_many_requests(&r));
 	r.http_code = r.status.code = 401;
-	ck_assert(ck_err_is_unauthorized(&r));
+	ck_assert(ck_result_is_unauthorized(&r));
 	r.http_code = r.status.code = 410;
-	ck_assert(ck_err_is_gone(&r));
+	ck_assert(ck_result_is_gone(&r));
 	r.http_code = r.status.code = 503;
-	ck_assert(ck_err_is_server_error(&r));
+	ck_assert(ck_result_is_server_error(&r));
 	/* Old servers: a Timeout whose message names the problem. */
 	r.http_code = r.status.code = 504;
 	r.status.reason = ck_xstrdup("Timeout");
 	r.status.message = ck_xstrdup("Timeout: Too large resource version: 10, current: 5");
-	ck_assert(ck_err_is_rv_too_large(&r));
+	ck_assert(ck_result_is_rv_too_large(&r));
 	ck_result_clear(&r);
 }
 END_TEST

@@ -710,6 +710,19 @@ START_TEST(test_bucket)
 }
 END_TEST
 
+/* A qps so small that the wait overflows 64 bits of ns: "never", as before the
+ * bucket was pkg/flowcontrol's, and no undefined float-to-integer conversion. */
+START_TEST(test_bucket_tiny_qps)
+{
+	ck_clk_fake_t c;
+	ck_clk_fake_init(&c, 5 * CK_NS_PER_SEC, 0);
+	ck_wq_ratelimiter_t *rl = ck_wq_ratelimiter_bucket_new(&c.base, 1e-12, 1, NULL);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), 0);
+	ck_assert_uint_eq(ck_wq_ratelimiter_when(rl, "a"), CK_WQ_DELAY_NEVER);
+	ck_wq_ratelimiter_free(rl);
+}
+END_TEST
+
 START_TEST(test_bucket_bad_args)
 {
 	char *err = NULL;
@@ -1160,6 +1173,7 @@ Suite *suite_workqueue(void)
 	tcase_add_test(tc, test_fast_slow);
 	tcase_add_test(tc, test_max_wait);
 	tcase_add_test(tc, test_bucket);
+	tcase_add_test(tc, test_bucket_tiny_qps);
 	tcase_add_test(tc, test_bucket_bad_args);
 	tcase_add_test(tc, test_max_of);
 	tcase_add_test(tc, test_presets);

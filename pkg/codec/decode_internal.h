@@ -1,8 +1,8 @@
 /*
  * decode_internal: what status.c needs from the decoder; not a public header.
  */
-#ifndef CSC_KUBE_DECODE_INTERNAL_H
-#define CSC_KUBE_DECODE_INTERNAL_H
+#ifndef CKUBE_CODEC_DECODE_INTERNAL_H
+#define CKUBE_CODEC_DECODE_INTERNAL_H
 
 #include <ckube/status.h>
 
@@ -13,6 +13,6 @@
  * cleared). Returns 0 if the body is a JSON object whose kind is "Status", else -1
  * (st then holds whatever Status fields were seen, possibly none).
  */
-int kdec_status_parse(const char *buf, size_t len, ck_status_t *st);
+int ck_dec_i_status_parse(const char *buf, size_t len, ck_status_t *st);
 
 #endif

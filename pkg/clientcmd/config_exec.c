@@ -14,8 +14,8 @@
  * instead of asking for yet another run: a broken plugin is not run once per
  * request.
  */
-#include "pkg/kube/config_internal.h"
-#include "pkg/kube/json_internal.h"
+#include "pkg/clientcmd/config_internal.h"
+#include "pkg/codec/json_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

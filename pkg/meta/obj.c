@@ -15,7 +15,7 @@
  */
 #include <ckube/obj.h>
 
-#include "pkg/kube/obj_internal.h"
+#include "pkg/meta/obj_internal.h"
 
 #include <ckube/base.h>
 

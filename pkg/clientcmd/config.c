@@ -15,7 +15,7 @@
  * Secrets (tokens, keys, passwords, the plugin's stdout) never appear in an error
  * message and are wiped before their memory is freed.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -236,16 +236,16 @@ ck_config_t *ck_config_load_text(const char *text, size_t len, const char *path,
 {
 	ck_config_load_opts_t none = {0};
 	const ck_config_load_opts_t *o = opts ? opts : &none;
-	kc_set_t s = {0};
+	kubeconfig_set_t s = {0};
 	ck_config_t *c = NULL;
-	if (ck_config_i_kc_set_add_text(&s, text, len, path, err) == 0)
-		c = ck_config_i_kc_set_resolve(&s, o, err);
-	ck_config_i_kc_set_free(&s);
+	if (ck_config_i_kubeconfig_set_add_text(&s, text, len, path, err) == 0)
+		c = ck_config_i_kubeconfig_set_resolve(&s, o, err);
+	ck_config_i_kubeconfig_set_free(&s);
 	return c;
 }
 
 /* Adds every existing file of $KUBECONFIG; *found counts them. */
-static int load_env_list(kc_set_t *s, const char *list, size_t *found, char **err)
+static int load_env_list(kubeconfig_set_t *s, const char *list, size_t *found, char **err)
 {
 	char *copy = ck_xstrdup(list);
 	char *save = NULL;
@@ -257,7 +257,7 @@ static int load_env_list(kc_set_t *s, const char *list, size_t *found, char **er
 			dup = strcmp(s->files[i]->path, p) == 0;
 		if (dup)
 			continue;
-		if (ck_config_i_kc_set_add_file(s, p, &missing, err) < 0) {
+		if (ck_config_i_kubeconfig_set_add_file(s, p, &missing, err) < 0) {
 			result = -1;
 			break;
 		}
@@ -272,15 +272,15 @@ ck_config_t *ck_config_load(const ck_config_load_opts_t *opts, char **err)
 {
 	ck_config_load_opts_t none = {0};
 	const ck_config_load_opts_t *o = opts ? opts : &none;
-	kc_set_t s = {0};
+	kubeconfig_set_t s = {0};
 	ck_config_t *c = NULL;
 	bool have_master = o->master && *o->master;
 	char *home_cfg = NULL;
 
 	/* 1. An explicit path alone; a missing file is an error. */
 	if (o->kubeconfig && *o->kubeconfig) {
-		if (ck_config_i_kc_set_add_file(&s, o->kubeconfig, NULL, err) == 0)
-			c = ck_config_i_kc_set_resolve(&s, o, err);
+		if (ck_config_i_kubeconfig_set_add_file(&s, o->kubeconfig, NULL, err) == 0)
+			c = ck_config_i_kubeconfig_set_resolve(&s, o, err);
 		goto out;
 	}
 
@@ -291,8 +291,8 @@ ck_config_t *ck_config_load(const ck_config_load_opts_t *opts, char **err)
 		size_t found;
 		if (load_env_list(&s, env, &found, err) < 0)
 			goto out;
-		if (!ck_config_i_kc_set_empty(&s)) {
-			c = ck_config_i_kc_set_resolve(&s, o, err);
+		if (!ck_config_i_kubeconfig_set_empty(&s)) {
+			c = ck_config_i_kubeconfig_set_resolve(&s, o, err);
 			goto out;
 		}
 		if (ck_config_i_in_cluster_possible(o)) {
@@ -320,10 +320,10 @@ ck_config_t *ck_config_load(const ck_config_load_opts_t *opts, char **err)
 	if (home && *home) {
 		bool missing;
 		home_cfg = ck_xasprintf("%s/.kube/config", home);
-		if (ck_config_i_kc_set_add_file(&s, home_cfg, &missing, err) < 0)
+		if (ck_config_i_kubeconfig_set_add_file(&s, home_cfg, &missing, err) < 0)
 			goto out;
-		if (!ck_config_i_kc_set_empty(&s)) {
-			c = ck_config_i_kc_set_resolve(&s, o, err);
+		if (!ck_config_i_kubeconfig_set_empty(&s)) {
+			c = ck_config_i_kubeconfig_set_resolve(&s, o, err);
 			goto out;
 		}
 	}
@@ -341,7 +341,7 @@ ck_config_t *ck_config_load(const ck_config_load_opts_t *opts, char **err)
 	           home_cfg && s.nfiles ? "is empty" : "does not exist");
 out:
 	free(home_cfg);
-	ck_config_i_kc_set_free(&s);
+	ck_config_i_kubeconfig_set_free(&s);
 	return c;
 }
 

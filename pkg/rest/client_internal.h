@@ -13,11 +13,11 @@
  *   client_verbs.c      URLs and query strings, the verbs, list/watch helpers
  *   client_stats.c      request counts, latency histograms, connection figures
  */
-#ifndef CSC_KUBE_CLIENT_INTERNAL_H
-#define CSC_KUBE_CLIENT_INTERNAL_H
+#ifndef CKUBE_REST_CLIENT_INTERNAL_H
+#define CKUBE_REST_CLIENT_INTERNAL_H
 
 #include <ckube/client.h>
-#include <ckube/ratelimit.h>
+#include <ckube/flowcontrol.h>
 
 #include <curl/curl.h>
 #include <ev.h>
@@ -39,10 +39,10 @@ typedef struct lat_hist {
 } lat_hist_t;
 
 typedef enum kreq_state {
-	KREQ_WAIT,
-	KREQ_CRED,
-	KREQ_FLIGHT,
-	KREQ_DONE,
+	CK_REQ_WAIT,
+	CK_REQ_CRED,
+	CK_REQ_FLIGHT,
+	CK_REQ_DONE,
 } kreq_state_t;
 
 /* A *_sync call, on the stack of the worker that waits for it. */

@@ -6,7 +6,7 @@
  * curl, libev or the request's state: it only builds specs and calls
  * ck_client_request or ck_client_do_sync.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,7 +317,7 @@ int ck_client_list_sync(ck_client_t *c, const ck_type_t *t, const char *ns, cons
 		free(token);
 		token = a.cont;
 		a.cont = NULL;
-		if (rc < 0 && ck_err_is_gone(res) && paged && !restarted) {
+		if (rc < 0 && ck_result_is_gone(res) && paged && !restarted) {
 			/* The continue token expired: one full list instead of pages. */
 			restarted = true;
 			for (size_t i = 0; i < a.n; i++)

@@ -15,7 +15,7 @@
  * every watch multiplexed on it) live in the multi handle's pool. That this really
  * is one connection is measured, not assumed (client_stats.c).
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +275,7 @@ static void multi_process(ck_client_t *c)
 {
 	for (ck_req_t *r = c->reqs, *next; r != NULL; r = next) {
 		next = r->next;
-		if (r->cancelled && r->state == KREQ_FLIGHT)
+		if (r->cancelled && r->state == CK_REQ_FLIGHT)
 			ck_client_i_req_free(r);
 	}
 	CURLMsg *msg;

@@ -12,7 +12,8 @@
  * whatever is still pending with an error and waits for the sleeping workers to
  * leave before the mutex goes away.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
+#include <ckube/version.h>
 
 #include <errno.h> /* program_invocation_short_name */
 #include <math.h>
@@ -125,7 +126,7 @@ ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_clie
 	c->burst = o.burst > 0 ? o.burst : DEFAULT_BURST;
 	/* As client-go: the program's name unless the caller names itself. */
 	c->user_agent = o.user_agent ? ck_xstrdup(o.user_agent)
-	                             : ck_xasprintf("%s (linux) libckube/" CSC_VERSION,
+	                             : ck_xasprintf("%s (linux) libckube/" CKUBE_VERSION_STRING,
 	                                            program_invocation_short_name);
 	c->connect_timeout_ms =
 	    o.connect_timeout_ms ? o.connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;

@@ -10,7 +10,7 @@
  * fills their result. ck_client_free completes whatever is still pending with an
  * error and waits for the sleepers to leave before the mutex goes away.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

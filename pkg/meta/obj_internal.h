@@ -2,8 +2,8 @@
  * obj_internal: what the decoder needs from obj.c beyond <ckube/obj.h>; not a
  * public header.
  */
-#ifndef CSC_KUBE_OBJ_INTERNAL_H
-#define CSC_KUBE_OBJ_INTERNAL_H
+#ifndef CKUBE_META_OBJ_INTERNAL_H
+#define CKUBE_META_OBJ_INTERNAL_H
 
 #include <ckube/obj.h>
 

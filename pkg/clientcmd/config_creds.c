@@ -10,7 +10,7 @@
  * them and bump a generation number whenever what they return changes, so that
  * the transport knows when to rebuild its TLS handle and headers.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

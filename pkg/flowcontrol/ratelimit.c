@@ -1,5 +1,5 @@
-/* ratelimit: see ratelimit.h. */
-#include <ckube/ratelimit.h>
+/* ratelimit: the token bucket of <ckube/flowcontrol.h>. */
+#include <ckube/flowcontrol.h>
 
 #include <math.h>
 
@@ -17,7 +17,7 @@ bool ck_tb_enabled(const ck_tb_t *b)
 }
 
 /* Adds what accrued since the last call; a clock that went backwards adds nothing. */
-static void ktb_refill(ck_tb_t *b, uint64_t now_ns)
+static void tb_refill(ck_tb_t *b, uint64_t now_ns)
 {
 	if (now_ns <= b->last_ns)
 		return;
@@ -31,24 +31,21 @@ uint64_t ck_tb_reserve(ck_tb_t *b, uint64_t now_ns)
 {
 	if (!ck_tb_enabled(b))
 		return 0;
-	ktb_refill(b, now_ns);
+	tb_refill(b, now_ns);
 	b->tokens -= 1.0;
 	if (b->tokens >= 0)
 		return 0;
-	/* ceil so that the waiter never wakes a hair before its token exists. A wait
-	 * that does not fit in 64 bits (a tiny qps) is "never": converting it would be
-	 * undefined behaviour (on x86 it came out as 0, i.e. no limit at all). */
+	/* ceil so that the waiter never wakes a hair before its token exists; a wait
+	 * past what uint64_t holds (a tiny qps) is "never", not undefined behaviour. */
 	double wait = ceil(-b->tokens * 1e9 / b->qps);
-	if (!(wait < 18446744073709551616.0))
-		return UINT64_MAX;
-	return (uint64_t)wait;
+	return wait < 18e18 ? (uint64_t)wait : CK_TB_NEVER;
 }
 
 void ck_tb_unreserve(ck_tb_t *b, uint64_t now_ns)
 {
 	if (!ck_tb_enabled(b))
 		return;
-	ktb_refill(b, now_ns);
+	tb_refill(b, now_ns);
 	b->tokens += 1.0;
 	if (b->tokens > b->burst)
 		b->tokens = b->burst;

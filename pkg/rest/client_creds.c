@@ -17,7 +17,7 @@
  * is active, so the loop stays up for the parked requests; ck_client_free cancels
  * the run (the plugin is killed) and joins the helper.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <ckube/log.h>
 
@@ -52,7 +52,7 @@ static void exec_finish(ck_client_t *c, int rc, char *err)
 	    5, "Exec credential plugin finished", CK_KV_BOOL("ok", rc == 0),
 	    CK_KV_INT("milliseconds", (int64_t)((now_ns(c) - c->exec_start_ns) / CK_NS_PER_MS)));
 	for (ck_req_t *r = c->reqs; r != NULL; r = r->next) {
-		if (r->state != KREQ_CRED)
+		if (r->state != CK_REQ_CRED)
 			continue;
 		if (rc == 0)
 			r->exec_ran = true;
@@ -100,7 +100,7 @@ static void exec_start(ck_client_t *c)
 static void req_park(ck_req_t *r)
 {
 	ck_client_t *c = r->c;
-	r->state = KREQ_CRED;
+	r->state = CK_REQ_CRED;
 	/* The rate-limiter token taken for this start waits with the request (given
 	 * back if it is cancelled meanwhile). */
 	r->token_held = ck_tb_enabled(&c->bucket);

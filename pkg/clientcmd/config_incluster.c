@@ -4,7 +4,7 @@
  * Separate because it reads no kubeconfig at all: it is the one source that comes
  * from the environment and the service-account folder.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ const char *ck_config_i_sa_dir_of(const ck_config_load_opts_t *o)
 {
 	if (o->sa_dir && *o->sa_dir)
 		return o->sa_dir;
-	const char *env = getenv("CSC_SERVICEACCOUNT_DIR");
+	const char *env = getenv("CKUBE_SERVICEACCOUNT_DIR");
 	return env && *env ? env : SA_DIR_DEFAULT;
 }
 

@@ -37,8 +37,8 @@
  */
 #include <ckube/decode.h>
 
-#include "pkg/kube/decode_internal.h"
-#include "pkg/kube/obj_internal.h"
+#include "pkg/codec/decode_internal.h"
+#include "pkg/meta/obj_internal.h"
 #include <ckube/base.h>
 
 #include <errno.h>
@@ -140,7 +140,7 @@ struct ck_dec {
 	const ck_dec_cb_t *cb;
 	void *ud;
 	size_t max;
-	bool status_only; /* kdec_status_parse: the object is a Status, build no kobj */
+	bool status_only; /* ck_dec_i_status_parse: the object is a Status, build no kobj */
 
 	yajl_handle h;
 	uint64_t slice_base; /* absolute offset of the slice being parsed */
@@ -185,7 +185,7 @@ struct ck_dec {
 	int ev_type; /* -1 until seen */
 	bool ev_have_obj;
 
-	/* Status of a watch ERROR event or of kdec_status_parse. */
+	/* Status of a watch ERROR event or of ck_dec_i_status_parse. */
 	ck_status_t st;
 	bool st_kind_ok;
 	bool st_seen_obj;
@@ -1338,7 +1338,7 @@ ck_obj_t *ck_dec_object(const ck_type_t *t, const char *buf, size_t len, char **
 
 static const ck_type_t status_type = {"", "v1", "Status", "status", false, NULL, 0, false};
 
-int kdec_status_parse(const char *buf, size_t len, ck_status_t *st)
+int ck_dec_i_status_parse(const char *buf, size_t len, ck_status_t *st)
 {
 	ck_dec_cb_t cb = {0};
 	ck_dec_t *d = ck_dec_new(&status_type, CK_DEC_OBJECT, &cb, NULL, 0);

@@ -9,7 +9,7 @@
  * the HTTP version of every response head, and the integration test holds the
  * client to one connection, all HTTP/2.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  * credentials read into memory, and the description of what can change over time
  * (a token file, an exec plugin). Nothing in a ck_config_t points back to YAML.
  */
-#include "pkg/kube/config_internal.h"
+#include "pkg/clientcmd/config_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -383,7 +383,7 @@ static int yaml_to_json(yaml_document_t *d, yaml_node_t *n, ck_sbuf_t *b, size_t
 /* ------------------------------------------------------------------------------------------ */
 /* Parsing and merging kubeconfig files                                                       */
 
-void ck_config_i_kc_set_free(kc_set_t *s)
+void ck_config_i_kubeconfig_set_free(kubeconfig_set_t *s)
 {
 	for (size_t i = 0; i < s->nfiles; i++) {
 		yaml_document_delete(&s->files[i]->doc);
@@ -398,12 +398,12 @@ void ck_config_i_kc_set_free(kc_set_t *s)
 	memset(s, 0, sizeof(*s));
 }
 
-bool ck_config_i_kc_set_empty(const kc_set_t *s)
+bool ck_config_i_kubeconfig_set_empty(const kubeconfig_set_t *s)
 {
 	return s->current == NULL && s->clusters.n == 0 && s->users.n == 0 && s->contexts.n == 0;
 }
 
-static kc_entry_t *kc_list_find(kc_list_t *l, const char *name)
+static kubeconfig_entry_t *kubeconfig_list_find(kubeconfig_list_t *l, const char *name)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (strcmp(l->v[i].name, name) == 0)
@@ -416,8 +416,8 @@ static kc_entry_t *kc_list_find(kc_list_t *l, const char *name)
  * "cluster", ...). A name already set by an earlier file is skipped; a name given
  * twice in one file is an error.
  */
-static int kc_collect(kc_file_t *f, yaml_node_t *root, const char *list, const char *body_key,
-                      kc_list_t *into, char **err)
+static int kubeconfig_collect(kubeconfig_file_t *f, yaml_node_t *root, const char *list,
+                              const char *body_key, kubeconfig_list_t *into, char **err)
 {
 	yaml_document_t *d = &f->doc;
 	yaml_node_t *seq;
@@ -439,7 +439,7 @@ static int kc_collect(kc_file_t *f, yaml_node_t *root, const char *list, const c
 		if (name == NULL || *name == '\0')
 			return ck_err_set(err, "%s[%zu]: name is missing%s", list, i,
 			                  node_at(item, at));
-		kc_entry_t *old = kc_list_find(into, name);
+		kubeconfig_entry_t *old = kubeconfig_list_find(into, name);
 		if (old && old->file == f)
 			return ck_err_set(err, "%s: duplicate name \"%s\"%s", list, name,
 			                  node_at(item, at));
@@ -449,18 +449,18 @@ static int kc_collect(kc_file_t *f, yaml_node_t *root, const char *list, const c
 			into->cap = into->cap ? into->cap * 2 : 8;
 			into->v = ck_xrealloc(into->v, into->cap * sizeof(*into->v));
 		}
-		into->v[into->n++] = (kc_entry_t){name, body, f};
+		into->v[into->n++] = (kubeconfig_entry_t){name, body, f};
 	}
 	return 0;
 }
 
 /* Parses one kubeconfig text into the set. Returns 0 or -1 with *err naming the file. */
-int ck_config_i_kc_set_add_text(kc_set_t *s, const char *text, size_t len, const char *path,
-                                char **err)
+int ck_config_i_kubeconfig_set_add_text(kubeconfig_set_t *s, const char *text, size_t len,
+                                        const char *path, char **err)
 {
 	int result = -1;
 	yaml_parser_t parser;
-	kc_file_t *f = ck_xcalloc(1, sizeof(*f));
+	kubeconfig_file_t *f = ck_xcalloc(1, sizeof(*f));
 	bool have_doc = false;
 	char at[48];
 
@@ -502,9 +502,9 @@ int ck_config_i_kc_set_add_text(kc_set_t *s, const char *text, size_t len, const
 		s->current = cur;
 		s->current_file = f;
 	}
-	if (kc_collect(f, root, "clusters", "cluster", &s->clusters, err) < 0 ||
-	    kc_collect(f, root, "users", "user", &s->users, err) < 0 ||
-	    kc_collect(f, root, "contexts", "context", &s->contexts, err) < 0)
+	if (kubeconfig_collect(f, root, "clusters", "cluster", &s->clusters, err) < 0 ||
+	    kubeconfig_collect(f, root, "users", "user", &s->users, err) < 0 ||
+	    kubeconfig_collect(f, root, "contexts", "context", &s->contexts, err) < 0)
 		goto out;
 	result = 0;
 out:
@@ -520,7 +520,8 @@ out:
 }
 
 /* Reads and adds a file. *missing (if given) is set and 0 returned when it does not exist. */
-int ck_config_i_kc_set_add_file(kc_set_t *s, const char *path, bool *missing, char **err)
+int ck_config_i_kubeconfig_set_add_file(kubeconfig_set_t *s, const char *path, bool *missing,
+                                        char **err)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -538,7 +539,7 @@ int ck_config_i_kc_set_add_file(kc_set_t *s, const char *path, bool *missing, ch
 		free(e);
 		return -1;
 	}
-	int r = ck_config_i_kc_set_add_text(s, text, len, path, err);
+	int r = ck_config_i_kubeconfig_set_add_text(s, text, len, path, err);
 	free(text);
 	return r;
 }
@@ -550,8 +551,8 @@ int ck_config_i_kc_set_add_file(kc_set_t *s, const char *path, bool *missing, ch
  * Reads a "-data" field (base64) or, when absent, the file field resolved against
  * the entry's folder. -data wins over the file form. *out is NULL when neither is set.
  */
-static int read_data_or_file(kc_entry_t *e, const char *file_key, const char *data_key, char **out,
-                             size_t *out_len, char **err)
+static int read_data_or_file(kubeconfig_entry_t *e, const char *file_key, const char *data_key,
+                             char **out, size_t *out_len, char **err)
 {
 	const char *data, *file;
 	*out = NULL;
@@ -578,7 +579,8 @@ static int read_data_or_file(kc_entry_t *e, const char *file_key, const char *da
 	return 0;
 }
 
-static int resolve_cluster(ck_config_t *c, kc_entry_t *e, yaml_node_t **exec_ext, char **err)
+static int resolve_cluster(ck_config_t *c, kubeconfig_entry_t *e, yaml_node_t **exec_ext,
+                           char **err)
 {
 	yaml_document_t *d = &e->file->doc;
 	const char *server, *tsn, *proxy;
@@ -615,7 +617,7 @@ static int resolve_cluster(ck_config_t *c, kc_entry_t *e, yaml_node_t **exec_ext
 	return 0;
 }
 
-static int resolve_exec(ck_config_t *c, kc_entry_t *e, yaml_node_t *x, char **err)
+static int resolve_exec(ck_config_t *c, kubeconfig_entry_t *e, yaml_node_t *x, char **err)
 {
 	yaml_document_t *d = &e->file->doc;
 	ck_exec_config_t *ex = &c->exec;
@@ -683,7 +685,7 @@ static int resolve_exec(ck_config_t *c, kc_entry_t *e, yaml_node_t *x, char **er
 	return 0;
 }
 
-static int resolve_user(ck_config_t *c, kc_entry_t *e, char **err)
+static int resolve_user(ck_config_t *c, kubeconfig_entry_t *e, char **err)
 {
 	yaml_document_t *d = &e->file->doc;
 	const char *token, *token_file, *user, *pass, *as;
@@ -746,7 +748,8 @@ static int resolve_user(ck_config_t *c, kc_entry_t *e, char **err)
 }
 
 /* Builds KUBERNETES_EXEC_INFO once: the cluster part does not change after load. */
-static int build_exec_info(ck_config_t *c, kc_entry_t *cluster, yaml_node_t *ext, char **err)
+static int build_exec_info(ck_config_t *c, kubeconfig_entry_t *cluster, yaml_node_t *ext,
+                           char **err)
 {
 	ck_sbuf_t b = CK_SBUF_INIT;
 	ck_sbuf_puts(&b, "KUBERNETES_EXEC_INFO={\"apiVersion\":");
@@ -791,7 +794,7 @@ static int build_exec_info(ck_config_t *c, kc_entry_t *cluster, yaml_node_t *ext
 }
 
 /* Returns "kubeconfig a:b:c" for messages and the view's source. */
-static char *kc_set_source(const kc_set_t *s)
+static char *kubeconfig_set_source(const kubeconfig_set_t *s)
 {
 	ck_sbuf_t b = CK_SBUF_INIT;
 	ck_sbuf_puts(&b, "kubeconfig ");
@@ -803,13 +806,14 @@ static char *kc_set_source(const kc_set_t *s)
 	return ck_sbuf_steal(&b);
 }
 
-ck_config_t *ck_config_i_kc_set_resolve(kc_set_t *s, const ck_config_load_opts_t *o, char **err)
+ck_config_t *ck_config_i_kubeconfig_set_resolve(kubeconfig_set_t *s, const ck_config_load_opts_t *o,
+                                                char **err)
 {
 	ck_config_t *c = NULL;
-	char *source = kc_set_source(s);
+	char *source = kubeconfig_set_source(s);
 	bool override = o->context && *o->context;
 	const char *ctx_name = override ? o->context : s->current;
-	kc_entry_t *ctx, *cl = NULL, *us = NULL;
+	kubeconfig_entry_t *ctx, *cl = NULL, *us = NULL;
 	yaml_node_t *exec_ext = NULL;
 
 	if (ctx_name == NULL) {
@@ -820,7 +824,7 @@ ck_config_t *ck_config_i_kc_set_resolve(kc_set_t *s, const ck_config_load_opts_t
 		ck_err_set(err, "%s: current-context is not set and no context was given", source);
 		goto out;
 	}
-	ctx = kc_list_find(&s->contexts, ctx_name);
+	ctx = kubeconfig_list_find(&s->contexts, ctx_name);
 	if (ctx == NULL) {
 		if (override)
 			ck_err_set(err, "%s: context \"%s\" not found", source, ctx_name);
@@ -840,7 +844,7 @@ ck_config_t *ck_config_i_kc_set_resolve(kc_set_t *s, const ck_config_load_opts_t
 		goto ctx_err;
 	}
 	if (cl_name) {
-		cl = kc_list_find(&s->clusters, cl_name);
+		cl = kubeconfig_list_find(&s->clusters, cl_name);
 		if (cl == NULL) {
 			ck_err_set(err, "cluster \"%s\" not found", cl_name);
 			goto ctx_err;
@@ -850,7 +854,7 @@ ck_config_t *ck_config_i_kc_set_resolve(kc_set_t *s, const ck_config_load_opts_t
 		goto ctx_err;
 	}
 	if (us_name) {
-		us = kc_list_find(&s->users, us_name);
+		us = kubeconfig_list_find(&s->users, us_name);
 		if (us == NULL) {
 			ck_err_set(err, "user \"%s\" not found", us_name);
 			goto ctx_err;

@@ -1,5 +1,6 @@
 /*
- * status: metav1.Status decoding and the error predicates.
+ * status: metav1.Status and the error predicates. Decoding a Status body
+ * (ck_status_parse) is the codec's: pkg/codec/status_parse.c.
  *
  * Design note. The predicates follow apimachinery's errors package: a Status
  * reason the server knows decides; only when the reason is empty or unknown does
@@ -8,7 +9,6 @@
  */
 #include <ckube/status.h>
 
-#include "pkg/kube/decode_internal.h"
 #include <ckube/base.h>
 #include <ckube/obj.h>
 
@@ -27,83 +27,6 @@ void ck_status_clear(ck_status_t *s)
 	free(s->details_group);
 	free(s->causes);
 	memset(s, 0, sizeof(*s));
-}
-
-/* The reason apimachinery assumes for a bare HTTP status, so the predicates work. */
-static const char *reason_for_code(int code)
-{
-	switch (code) {
-	case 400:
-		return "BadRequest";
-	case 401:
-		return "Unauthorized";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "NotFound";
-	case 405:
-		return "MethodNotAllowed";
-	case 406:
-		return "NotAcceptable";
-	case 409:
-		return "Conflict";
-	case 410:
-		return "Gone";
-	case 413:
-		return "RequestEntityTooLarge";
-	case 415:
-		return "UnsupportedMediaType";
-	case 422:
-		return "Invalid";
-	case 429:
-		return "TooManyRequests";
-	case 500:
-		return "InternalError";
-	case 503:
-		return "ServiceUnavailable";
-	case 504:
-		return "Timeout";
-	default:
-		return "";
-	}
-}
-
-int ck_status_parse(const char *body, size_t len, int http_code, ck_status_t *out)
-{
-	ck_status_clear(out);
-	if (body != NULL && len > 0 && kdec_status_parse(body, len, out) == 0) {
-		if (out->code == 0)
-			out->code = http_code;
-		return 0;
-	}
-	/* Not a Status (a proxy's HTML page, plain text, nothing): keep the code and
-	 * the start of the body so the message still says something true. */
-	ck_status_clear(out);
-	out->code = http_code;
-	out->status = ck_xstrdup("Failure");
-	out->reason = ck_xstrdup(reason_for_code(http_code));
-	ck_sbuf_t m = CK_SBUF_INIT;
-	size_t n = body == NULL ? 0 : len;
-	/* "404 page not found\n": the newline would end up as a stray space. */
-	while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r' || body[n - 1] == ' ' ||
-	                 body[n - 1] == '\t'))
-		n--;
-	if (n == 0) {
-		ck_sbuf_printf(&m, "the server answered HTTP %d with an empty body", http_code);
-	} else {
-		ck_sbuf_printf(&m, "the server answered HTTP %d: ", http_code);
-		size_t max = n < 256 ? n : 256;
-		for (size_t i = 0; i < max; i++) {
-			unsigned char c = (unsigned char)body[i];
-			ck_sbuf_putc(&m, c == '\n' || c == '\r' || c == '\t' ? ' '
-			                 : c < 0x20 || c == 0x7f             ? '?'
-			                                                     : (char)c);
-		}
-		if (n > max)
-			ck_sbuf_puts(&m, "...");
-	}
-	out->message = ck_sbuf_steal(&m);
-	return -1;
 }
 
 bool ck_status_has_cause(const ck_status_t *s, const char *reason)
@@ -136,7 +59,7 @@ bool ck_result_ok(const ck_result_t *r)
 	return r->error == NULL && r->http_code >= 200 && r->http_code < 300;
 }
 
-bool ck_err_is_transport(const ck_result_t *r)
+bool ck_result_is_transport(const ck_result_t *r)
 {
 	return r->http_code == 0 && r->error != NULL;
 }
@@ -145,15 +68,15 @@ bool ck_err_is_transport(const ck_result_t *r)
 #define TRANSPORT_COULDNT_CONNECT    7
 #define TRANSPORT_OPERATION_TIMEDOUT 28 /* CURLE_OPERATION_TIMEDOUT */
 
-bool ck_err_is_connection_refused(const ck_result_t *r)
+bool ck_result_is_connection_refused(const ck_result_t *r)
 {
-	return ck_err_is_transport(r) && r->head_code == 0 &&
+	return ck_result_is_transport(r) && r->head_code == 0 &&
 	       r->transport_code == TRANSPORT_COULDNT_CONNECT;
 }
 
-bool ck_err_is_timeout(const ck_result_t *r)
+bool ck_result_is_timeout(const ck_result_t *r)
 {
-	return ck_err_is_transport(r) && r->transport_code == TRANSPORT_OPERATION_TIMEDOUT;
+	return ck_result_is_transport(r) && r->transport_code == TRANSPORT_OPERATION_TIMEDOUT;
 }
 
 static const char *const known_reasons[] = {
@@ -219,19 +142,19 @@ static bool is_api_error(const ck_result_t *r)
 	return r->http_code != 0 && r->http_code >= 300;
 }
 
-bool ck_err_is_not_found(const ck_result_t *r)
+bool ck_result_is_not_found(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "NotFound", 404);
 }
 
-bool ck_err_is_conflict(const ck_result_t *r)
+bool ck_result_is_conflict(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Conflict", 409);
 }
 
-bool ck_err_is_already_exists(const ck_result_t *r)
+bool ck_result_is_already_exists(const ck_result_t *r)
 {
 	return is_api_error(r) && reason_is(&r->status, "AlreadyExists");
 }
@@ -241,38 +164,38 @@ bool ck_status_is_gone(const ck_status_t *s)
 	return s != NULL && (reason_is(s, "Expired") || st_is(s, "Gone", 410));
 }
 
-bool ck_err_is_gone(const ck_result_t *r)
+bool ck_result_is_gone(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && ck_status_is_gone(&s);
 }
 
-bool ck_err_is_invalid(const ck_result_t *r)
+bool ck_result_is_invalid(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Invalid", 422);
 }
 
-bool ck_err_is_forbidden(const ck_result_t *r)
+bool ck_result_is_forbidden(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Forbidden", 403);
 }
 
-bool ck_err_is_unauthorized(const ck_result_t *r)
+bool ck_result_is_unauthorized(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && st_is(&s, "Unauthorized", 401);
 }
 
 /* Like apimachinery: the reason, or the code 429 whatever the reason. */
-bool ck_err_is_too_many_requests(const ck_result_t *r)
+bool ck_result_is_too_many_requests(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && (reason_is(&s, "TooManyRequests") || s.code == 429);
 }
 
-bool ck_err_is_server_error(const ck_result_t *r)
+bool ck_result_is_server_error(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && s.code >= 500;
@@ -292,13 +215,13 @@ bool ck_status_is_rv_too_large(const ck_status_t *s)
 	       strstr(s->message, "Too large resource version") != NULL;
 }
 
-bool ck_err_is_rv_too_large(const ck_result_t *r)
+bool ck_result_is_rv_too_large(const ck_result_t *r)
 {
 	ck_status_t s = api_status(r);
 	return is_api_error(r) && ck_status_is_rv_too_large(&s);
 }
 
-bool ck_err_is_namespace_terminating(const ck_result_t *r)
+bool ck_result_is_namespace_terminating(const ck_result_t *r)
 {
 	if (!is_api_error(r))
 		return false;

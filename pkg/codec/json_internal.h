@@ -1,8 +1,8 @@
 /*
  * json_internal: the JSON reader's mode for secrets; not a public header.
  */
-#ifndef CSC_KUBE_JSON_INTERNAL_H
-#define CSC_KUBE_JSON_INTERNAL_H
+#ifndef CKUBE_CODEC_JSON_INTERNAL_H
+#define CKUBE_CODEC_JSON_INTERNAL_H
 
 #include <ckube/json.h>
 

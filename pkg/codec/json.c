@@ -16,7 +16,7 @@
  * (its lexer unescapes strings into one) are wiped before they go back to the
  * heap, and a parse error names the byte offset without an excerpt of the input.
  */
-#include "pkg/kube/json_internal.h"
+#include "pkg/codec/json_internal.h"
 
 #include <ckube/base.h>
 

@@ -28,7 +28,7 @@
  * would have waited for (a Retry-After of 999999999 s costs nothing). Retry-After
  * is also capped at MAX_RETRY_AFTER_SECONDS for requests without a deadline.
  */
-#include "pkg/kube/client_internal.h"
+#include "pkg/rest/client_internal.h"
 
 #include <ckube/log.h>
 
@@ -109,7 +109,7 @@ void ck_client_i_req_free(ck_req_t *r)
 	ck_client_t *c = r->c;
 	/* WAIT's delay, or CRED's deadline. */
 	ev_timer_stop(c->loop, &r->timer);
-	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
+	if ((r->state == CK_REQ_WAIT || r->state == CK_REQ_CRED) && r->token_held)
 		ck_tb_unreserve(&c->bucket, now_ns(c));
 	ck_client_i_req_attempt_reset(r);
 	free(r->exec_err);
@@ -127,7 +127,7 @@ void ck_client_i_req_free(ck_req_t *r)
 /* Ends the request: the caller learns the result, then the request is freed. */
 void ck_client_i_req_complete(ck_req_t *r)
 {
-	r->state = KREQ_DONE;
+	r->state = CK_REQ_DONE;
 	if (r->sync != NULL)
 		ck_client_i_sync_complete(r->c, r->sync, &r->res);
 	else if (r->done != NULL)
@@ -138,7 +138,7 @@ void ck_client_i_req_complete(ck_req_t *r)
 /* Back to WAIT for delay seconds (0 = next loop iteration). */
 void ck_client_i_req_schedule(ck_req_t *r, double delay)
 {
-	r->state = KREQ_WAIT;
+	r->state = CK_REQ_WAIT;
 	ev_timer_stop(r->c->loop, &r->timer); /* CRED may have its deadline armed */
 	ev_timer_set(&r->timer, delay, 0.);
 	ev_timer_start(r->c->loop, &r->timer);
@@ -155,7 +155,7 @@ void ck_client_i_req_fail_transport(ck_req_t *r, int transport_code, const char 
 void ck_client_i_req_fail_deadline(ck_req_t *r, const char *fmt, ...)
 {
 	/* A token reserved for a start that will not happen goes back to the bucket. */
-	if ((r->state == KREQ_WAIT || r->state == KREQ_CRED) && r->token_held)
+	if ((r->state == CK_REQ_WAIT || r->state == CK_REQ_CRED) && r->token_held)
 		ck_tb_unreserve(&r->c->bucket, now_ns(r->c));
 	r->token_held = false;
 	va_list ap;
@@ -198,14 +198,14 @@ static void req_start_attempt(ck_req_t *r)
 	}
 	ck_client_i_easy_setup(r, e, &cred);
 
-	r->state = KREQ_FLIGHT;
+	r->state = CK_REQ_FLIGHT;
 	r->attempts++;
 	r->start_ns = now_ns(c);
 	CURLMcode mc = curl_multi_add_handle(c->multi, e);
 	if (mc != CURLM_OK) {
 		curl_easy_cleanup(e);
 		r->easy = NULL;
-		r->state = KREQ_DONE;
+		r->state = CK_REQ_DONE;
 		ck_client_i_req_fail_transport(r, CURLE_FAILED_INIT, curl_multi_strerror(mc));
 	}
 }
@@ -218,7 +218,7 @@ static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	ck_req_t *r = (ck_req_t *)((char *)w - offsetof(ck_req_t, timer));
 	ck_client_t *c = r->c;
-	if (r->state == KREQ_CRED) {
+	if (r->state == CK_REQ_CRED) {
 		/* The plugin run goes on for whoever else needs it. */
 		ck_client_i_req_fail_deadline(r, "waiting for the exec credential plugin");
 		return;
@@ -518,16 +518,16 @@ void ck_req_cancel(ck_req_t *r)
 		return;
 	r->cancelled = true;
 	switch (r->state) {
-	case KREQ_WAIT:
-	case KREQ_CRED: /* the plugin run goes on for whoever else needs it */
+	case CK_REQ_WAIT:
+	case CK_REQ_CRED: /* the plugin run goes on for whoever else needs it */
 		ck_client_i_req_free(r);
 		break;
-	case KREQ_FLIGHT:
+	case CK_REQ_FLIGHT:
 		/* curl may be on the stack (a decoder callback): multi_process frees it. */
 		if (r->c->in_curl == 0)
 			ck_client_i_req_free(r);
 		break;
-	case KREQ_DONE:
+	case CK_REQ_DONE:
 		break; /* its done callback is running; it is freed right after */
 	}
 }

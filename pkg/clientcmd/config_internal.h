@@ -11,8 +11,8 @@
  *   config_exec.c        the exec credential plugin runner and its cache
  *   config_creds.c       credentials: token files, the cache peek, ck_cred_t
  */
-#ifndef CSC_KUBE_CONFIG_INTERNAL_H
-#define CSC_KUBE_CONFIG_INTERNAL_H
+#ifndef CKUBE_CLIENTCMD_CONFIG_INTERNAL_H
+#define CKUBE_CLIENTCMD_CONFIG_INTERNAL_H
 
 #include <ckube/config.h>
 
@@ -80,31 +80,31 @@ struct ck_config {
 	unsigned generation; /* 0 while nothing can change */
 };
 
-typedef struct kc_file {
+typedef struct kubeconfig_file {
 	char *path;
 	char *dir;
 	yaml_document_t doc;
-} kc_file_t;
+} kubeconfig_file_t;
 
-typedef struct kc_entry {
+typedef struct kubeconfig_entry {
 	const char *name;  /* borrowed from the document */
 	yaml_node_t *body; /* the "cluster"/"user"/"context" mapping, or NULL */
-	kc_file_t *file;
-} kc_entry_t;
+	kubeconfig_file_t *file;
+} kubeconfig_entry_t;
 
-typedef struct kc_list {
-	kc_entry_t *v;
+typedef struct kubeconfig_list {
+	kubeconfig_entry_t *v;
 	size_t n, cap;
-} kc_list_t;
+} kubeconfig_list_t;
 
 /* Every loaded file, merged: the first file that names an entry wins. */
-typedef struct kc_set {
-	kc_file_t **files;
+typedef struct kubeconfig_set {
+	kubeconfig_file_t **files;
 	size_t nfiles;
-	kc_list_t clusters, users, contexts;
+	kubeconfig_list_t clusters, users, contexts;
 	const char *current; /* current-context, borrowed */
-	kc_file_t *current_file;
-} kc_set_t;
+	kubeconfig_file_t *current_file;
+} kubeconfig_set_t;
 
 /* config.c: helpers, and what every source of a configuration ends with. */
 
@@ -130,19 +130,21 @@ ck_config_t *ck_config_i_master_only(const ck_config_load_opts_t *o, const char 
 
 /* config_kubeconfig.c: the merged set of kubeconfig files. */
 
-void ck_config_i_kc_set_free(kc_set_t *s);
-bool ck_config_i_kc_set_empty(const kc_set_t *s);
+void ck_config_i_kubeconfig_set_free(kubeconfig_set_t *s);
+bool ck_config_i_kubeconfig_set_empty(const kubeconfig_set_t *s);
 /* Parses one kubeconfig text into the set. Returns 0 or -1 with *err naming the file. */
-int ck_config_i_kc_set_add_text(kc_set_t *s, const char *text, size_t len, const char *path,
-                                char **err);
+int ck_config_i_kubeconfig_set_add_text(kubeconfig_set_t *s, const char *text, size_t len,
+                                        const char *path, char **err);
 /* Reads and adds a file. *missing (if given) is set and 0 returned when it does not exist. */
-int ck_config_i_kc_set_add_file(kc_set_t *s, const char *path, bool *missing, char **err);
+int ck_config_i_kubeconfig_set_add_file(kubeconfig_set_t *s, const char *path, bool *missing,
+                                        char **err);
 /* Resolves the chosen context (o->context, else current-context) into a config. */
-ck_config_t *ck_config_i_kc_set_resolve(kc_set_t *s, const ck_config_load_opts_t *o, char **err);
+ck_config_t *ck_config_i_kubeconfig_set_resolve(kubeconfig_set_t *s, const ck_config_load_opts_t *o,
+                                                char **err);
 
 /* config_incluster.c. */
 
-/* The service-account folder: o->sa_dir, $CSC_SERVICEACCOUNT_DIR or the default. */
+/* The service-account folder: o->sa_dir, $CKUBE_SERVICEACCOUNT_DIR or the default. */
 const char *ck_config_i_sa_dir_of(const ck_config_load_opts_t *o);
 /* Like client-go's "possible": both variables set and a token file present. */
 bool ck_config_i_in_cluster_possible(const ck_config_load_opts_t *o);

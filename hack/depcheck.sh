@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# depcheck: every #include in the library (pkg/ and include/ckube/) points down the
+# layering, so that a module can be understood, tested and reused with only the
+# modules below it. make depcheck runs it; make lint runs it too.
+#
+# The layering, lowest first (an include may only point to a lower layer, or inside
+# its own module; modules of one layer may not include each other):
+#
+#   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
+#        <- rest <- apply <- gen <- cache, record, leaderelection <- metrics <- manager
+#
+# The places follow the real dependencies: flowcontrol (the token bucket) needs only
+# base; the workqueue needs base and flowcontrol, nothing of Kubernetes; apply sends
+# its patches through rest (ck_client_merge_patch_sync); gen's accessors build
+# patches. cmd/, examples/ and tests/ sit above all of it and are not checked.
+#
+# Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LAYERS=(
+	"base"
+	"log flag flowcontrol"
+	"meta workqueue"
+	"codec"
+	"kinds clientcmd"
+	"rest"
+	"apply"
+	"gen"
+	"cache record leaderelection"
+	"metrics"
+	"manager"
+)
+
+# Each public header -> the module that implements it. ckube.h, the umbrella header
+# for programs, belongs to no module: nothing in the library may include it.
+declare -A HEADER=(
+	[export]=base [version]=base [base]=base
+	[log]=log [flag]=flag [flowcontrol]=flowcontrol
+	[obj]=meta [status]=meta [workqueue]=workqueue
+	[decode]=codec [json]=codec
+	[kinds]=kinds [types]=kinds [config]=clientcmd
+	[client]=rest [patch]=apply [gen]=gen
+	[cache]=cache [cache_fake]=cache [record]=record [leaderelection]=leaderelection
+	[metrics]=metrics [manager]=manager
+	[ckube]=
+)
+
+declare -A LEVEL=()
+order=""
+for i in "${!LAYERS[@]}"; do
+	for m in ${LAYERS[$i]}; do
+		LEVEL[$m]=$i
+	done
+	order+="${order:+ <- }${LAYERS[$i]// /, }"
+done
+
+fail=0
+complain() {
+	echo "depcheck: $*" >&2
+	fail=1
+}
+
+# The module a library file belongs to ("" for the umbrella or an unmapped header).
+module_of_file() {
+	local f=$1
+	case "$f" in
+	include/ckube/*.h)
+		local h=${f#include/ckube/}
+		h=${h%.h}
+		[[ -v HEADER[$h] ]] && echo "${HEADER[$h]}"
+		;;
+	pkg/*/*)
+		local m=${f#pkg/}
+		echo "${m%%/*}"
+		;;
+	esac
+	return 0
+}
+
+if [ $# -eq 0 ]; then
+	set -- $(find pkg include/ckube -name '*.[ch]' | sort)
+fi
+
+for d in pkg/*/; do
+	m=${d#pkg/}
+	m=${m%/}
+	[[ -v LEVEL[$m] ]] || complain "pkg/$m/: module not placed in a layer (add it to LAYERS in hack/depcheck.sh)"
+done
+
+for f in "$@"; do
+	if [ "$f" = include/ckube/ckube.h ]; then
+		continue # the umbrella includes everything, by design
+	fi
+	src=$(module_of_file "$f")
+	if [ -z "$src" ]; then
+		complain "$f: public header not mapped to a module (add it to HEADER in hack/depcheck.sh)"
+		continue
+	fi
+	[[ -v LEVEL[$src] ]] || continue # reported above
+	# "N:target" for each #include of a library header.
+	while IFS=: read -r line target; do
+		case "$target" in
+		ckube/*)
+			h=${target#ckube/}
+			h=${h%.h}
+			if [[ ! -v HEADER[$h] ]]; then
+				complain "$f:$line: includes <$target>, which is not a mapped public header"
+				continue
+			fi
+			dst=${HEADER[$h]}
+			if [ -z "$dst" ]; then
+				complain "$f:$line: includes <$target>, the umbrella header for programs; include the module's own header"
+				continue
+			fi
+			what="<$target>"
+			;;
+		pkg/*)
+			dst=${target#pkg/}
+			dst=${dst%%/*}
+			what="\"$target\""
+			;;
+		*) continue ;;
+		esac
+		[ "$dst" = "$src" ] && continue
+		if [[ ! -v LEVEL[$dst] ]]; then
+			complain "$f:$line: includes $what of unknown module $dst"
+			continue
+		fi
+		if ((LEVEL[$dst] >= LEVEL[$src])); then
+			complain "$f:$line: $src includes $what of $dst, which is not below it"
+		fi
+	done < <(awk '/^[ \t]*#[ \t]*include[ \t]*[<"](ckube|pkg)\// {
+		s = $0
+		sub(/^[ \t]*#[ \t]*include[ \t]*[<"]/, "", s)
+		sub(/[>"].*/, "", s)
+		print FNR ":" s
+	}' "$f")
+done
+
+if [ $fail -ne 0 ]; then
+	echo "depcheck: FAILED (layering: $order)" >&2
+	exit 1
+fi
+echo "depcheck: ok: $# files; layering: $order"
