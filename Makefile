@@ -277,6 +277,7 @@ test: deps
 test-steps:
 	$(TIMED) build $(MAKE) all
 	$(TIMED) verify-generate $(MAKE) verify-generate
+	$(TIMED) depcheck $(MAKE) --no-print-directory depcheck
 	$(TIMED) libcheck $(MAKE) libcheck
 	$(TIMED) fuzz-smoke $(MAKE) -j2 --no-print-directory fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) CSC_TIMES=$(TIMES)
 	$(TIMED) unit $(MAKE) unit
