@@ -95,42 +95,40 @@ static uint64_t mono_now(void)
 	return ck_clk_mono_ns(ck_clk_real());
 }
 
+/* One run of the plugin: its process, the read ends of its output pipes, what it
+ * wrote to stderr (the first EXEC_STDERR_KEEP bytes, for the error message), and
+ * how the run ended. */
+typedef struct exec_child {
+	pid_t pid;          /* -1 when none is running (never spawned, or reaped) */
+	int out_fd, err_fd; /* read ends; -1 once closed */
+	ck_sbuf_t err;
+	uint64_t deadline; /* monotonic ns */
+	int status;        /* waitpid's, valid when status_known */
+	bool status_known, timed_out, too_big, failed, cancelled;
+} exec_child_t;
+
 /*
- * Runs the plugin with an argv array (no shell), stdin from /dev/null, stdout and
- * stderr captured, in its own process group so that a timeout or a cancel kills
- * whatever it started. Touches only what never changes after load (and the atomic
- * cancel flag), so it runs without c->mu. Returns 0 with its stdout in *out, or -1
- * with *err (never the output).
+ * Starts the plugin with an argv array (no shell), stdin from /dev/null, stdout
+ * and stderr into pipes, in its own process group so that a timeout or a cancel
+ * kills whatever it started, with default signal dispositions and mask. Returns 0
+ * with ch->pid and the read ends set, or -1 with *err.
  */
-static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
+static int exec_spawn(ck_config_t *c, exec_child_t *ch, char **err)
 {
-	int result = -1;
-	int po[2] = {-1, -1}, pe[2] = {-1, -1};
-	char **argv = NULL, **envp = NULL;
+	const char *cmd = c->exec.command, *hint = c->exec.install_hint;
+	int result = -1, po[2] = {-1, -1}, pe[2] = {-1, -1};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	bool fa_ok = false, attr_ok = false, timed_out = false, too_big = false, failed = false;
-	bool cancelled = false;
-	pid_t pid = -1;
-	int status = 0;
-	bool status_known = false;
-	ck_sbuf_t eb = CK_SBUF_INIT;
-	const char *cmd = c->exec.command;
-	const char *hint = c->exec.install_hint;
-
+	bool fa_ok = false, attr_ok = false;
 	size_t na = 0;
 	while (c->exec.args[na])
 		na++;
-	argv = ck_xcalloc(na + 2, sizeof(char *));
+	char **argv = ck_xcalloc(na + 2, sizeof(char *));
 	argv[0] = c->exec.command;
 	for (size_t i = 0; i < na; i++)
 		argv[i + 1] = c->exec.args[i];
-	envp = exec_envp(c);
+	char **envp = exec_envp(c);
 
-	if (atomic_load(&c->exec_cancelled)) {
-		ck_err_set(err, "exec plugin \"%s\": cancelled", cmd);
-		goto out;
-	}
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
 		ck_err_set(err, "exec plugin \"%s\": pipe: %s", cmd, strerror(errno));
 		goto out;
@@ -157,9 +155,9 @@ static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 	                                    POSIX_SPAWN_SETSIGDEF);
 
-	int r = posix_spawnp(&pid, cmd, &fa, &attr, argv, envp);
+	int r = posix_spawnp(&ch->pid, cmd, &fa, &attr, argv, envp);
 	if (r != 0) {
-		pid = -1;
+		ch->pid = -1;
 		if (r == ENOENT)
 			ck_err_set(err, "exec plugin \"%s\": executable not found%s%s", cmd,
 			           hint ? ": " : "", hint ? hint : "");
@@ -168,35 +166,56 @@ static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
 			           strerror(r), hint ? ": " : "", hint ? hint : "");
 		goto out;
 	}
-	close(po[1]);
-	close(pe[1]);
-	po[1] = pe[1] = -1;
+	/* The read ends are the child's now; ours are only the write ends, closed below. */
+	ch->out_fd = po[0];
+	ch->err_fd = pe[0];
+	po[0] = pe[0] = -1;
+	result = 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (po[i] >= 0)
+			close(po[i]);
+		if (pe[i] >= 0)
+			close(pe[i]);
+	}
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (attr_ok)
+		posix_spawnattr_destroy(&attr);
+	free(argv);
+	free(envp);
+	return result;
+}
 
-	uint64_t deadline = mono_now() + (uint64_t)c->exec_timeout_ms * CK_NS_PER_MS;
-	while (po[0] >= 0 || pe[0] >= 0) {
+/* Reads both pipes until the plugin closes them, the deadline passes, a cancel
+ * comes, stdout passes EXEC_STDOUT_MAX or poll fails (each noted in ch). */
+static void exec_collect(ck_config_t *c, exec_child_t *ch, ck_sbuf_t *out, char **err)
+{
+	while (ch->out_fd >= 0 || ch->err_fd >= 0) {
 		uint64_t now = mono_now();
-		if (now >= deadline) {
-			timed_out = true;
-			break;
+		if (now >= ch->deadline) {
+			ch->timed_out = true;
+			return;
 		}
 		if (atomic_load(&c->exec_cancelled)) {
-			cancelled = true;
-			break;
+			ch->cancelled = true;
+			return;
 		}
-		struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
-		int ms = (int)((deadline - now) / CK_NS_PER_MS) + 1;
+		struct pollfd fds[2] = {{ch->out_fd, POLLIN, 0}, {ch->err_fd, POLLIN, 0}};
+		int ms = (int)((ch->deadline - now) / CK_NS_PER_MS) + 1;
 		if (ms > EXEC_CANCEL_POLL_MS)
 			ms = EXEC_CANCEL_POLL_MS;
 		int n = poll(fds, 2, ms);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			ck_err_set(err, "exec plugin \"%s\": poll: %s", cmd, strerror(errno));
-			failed = true;
-			break;
+			ck_err_set(err, "exec plugin \"%s\": poll: %s", c->exec.command,
+			           strerror(errno));
+			ch->failed = true;
+			return;
 		}
 		for (int i = 0; i < 2; i++) {
-			int *fd = i == 0 ? &po[0] : &pe[0];
+			int *fd = i == 0 ? &ch->out_fd : &ch->err_fd;
 			if (*fd < 0 || fds[i].revents == 0)
 				continue;
 			char buf[16384];
@@ -210,96 +229,119 @@ static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
 			}
 			if (i == 0) {
 				if (out->len + (size_t)got > EXEC_STDOUT_MAX) {
-					too_big = true;
-					break;
+					ch->too_big = true;
+					return;
 				}
 				ck_sbuf_append(out, buf, (size_t)got);
-			} else if (eb.len < EXEC_STDERR_KEEP) {
-				ck_sbuf_append(&eb, buf, (size_t)got);
+			} else if (ch->err.len < EXEC_STDERR_KEEP) {
+				ck_sbuf_append(&ch->err, buf, (size_t)got);
 			}
 		}
-		if (too_big)
-			break;
 	}
+}
 
-	/* Reap it; a plugin that closed its output but lingers still gets the deadline. */
-	if (timed_out || too_big || failed || cancelled)
-		kill(-pid, SIGKILL);
+/* Waits for the plugin's exit. A run that already went wrong is killed (its whole
+ * process group) first; one that closed its output but lingers still gets the
+ * deadline and the cancel flag. */
+static void exec_reap(ck_config_t *c, exec_child_t *ch)
+{
+	bool kill_it = ch->timed_out || ch->too_big || ch->failed || ch->cancelled;
+	if (kill_it)
+		kill(-ch->pid, SIGKILL);
 	for (;;) {
-		bool block = timed_out || too_big || failed || cancelled;
-		pid_t w = waitpid(pid, &status, block ? 0 : WNOHANG);
-		if (w == pid) {
-			status_known = true;
+		kill_it = ch->timed_out || ch->too_big || ch->failed || ch->cancelled;
+		pid_t w = waitpid(ch->pid, &ch->status, kill_it ? 0 : WNOHANG);
+		if (w == ch->pid) {
+			ch->status_known = true;
 			break;
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) /* ECHILD: someone else reaped it (SIGCHLD ignored); judge the output */
 			break;
-		if (mono_now() >= deadline) {
-			timed_out = true;
-			kill(-pid, SIGKILL);
+		if (mono_now() >= ch->deadline) {
+			ch->timed_out = true;
+			kill(-ch->pid, SIGKILL);
 			continue;
 		}
 		if (atomic_load(&c->exec_cancelled)) {
-			cancelled = true;
-			kill(-pid, SIGKILL);
+			ch->cancelled = true;
+			kill(-ch->pid, SIGKILL);
 			continue;
 		}
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
-	pid = -1;
+	ch->pid = -1;
+}
 
-	if (failed)
-		goto out;
-	if (cancelled) {
+/* How the reaped run ended, as the caller's error: 0 when it exited 0 in time. */
+static int exec_verdict(const ck_config_t *c, const exec_child_t *ch, char **err)
+{
+	const char *cmd = c->exec.command, *hint = c->exec.install_hint;
+	if (ch->failed)
+		return -1; /* *err set where it failed */
+	if (ch->cancelled) {
 		ck_err_set(err, "exec plugin \"%s\": cancelled", cmd);
-		goto out;
+		return -1;
 	}
-	if (timed_out) {
+	if (ch->timed_out) {
 		ck_err_set(err, "exec plugin \"%s\": timed out after %u ms and was killed", cmd,
 		           c->exec_timeout_ms);
-		goto out;
+		return -1;
 	}
-	if (too_big) {
+	if (ch->too_big) {
 		ck_err_set(err, "exec plugin \"%s\": output larger than %d bytes", cmd,
 		           EXEC_STDOUT_MAX);
-		goto out;
+		return -1;
 	}
-	if (status_known && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		char *line = first_line(&eb);
+	if (ch->status_known && !(WIFEXITED(ch->status) && WEXITSTATUS(ch->status) == 0)) {
+		char *line = first_line(&ch->err);
 		char how[48];
-		if (WIFEXITED(status))
-			snprintf(how, sizeof(how), "exit code %d", WEXITSTATUS(status));
+		if (WIFEXITED(ch->status))
+			snprintf(how, sizeof(how), "exit code %d", WEXITSTATUS(ch->status));
 		else
 			snprintf(how, sizeof(how), "signal %d",
-			         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+			         WIFSIGNALED(ch->status) ? WTERMSIG(ch->status) : 0);
 		ck_err_set(err, "exec plugin \"%s\": failed with %s%s%s%s%s", cmd, how,
 		           *line ? ": " : "", line, hint ? "; " : "", hint ? hint : "");
 		free(line);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Runs the plugin once: spawn, collect its output, reap it, judge. Touches only
+ * what never changes after load (and the atomic cancel flag), so it runs without
+ * c->mu. Returns 0 with its stdout in *out, or -1 with *err (never the output).
+ */
+static int exec_run(ck_config_t *c, ck_sbuf_t *out, char **err)
+{
+	int result = -1;
+	exec_child_t ch = {.pid = -1, .out_fd = -1, .err_fd = -1, .err = CK_SBUF_INIT};
+
+	if (atomic_load(&c->exec_cancelled)) {
+		ck_err_set(err, "exec plugin \"%s\": cancelled", c->exec.command);
 		goto out;
 	}
-	result = 0;
+	if (exec_spawn(c, &ch, err) != 0)
+		goto out;
+	ch.deadline = mono_now() + (uint64_t)c->exec_timeout_ms * CK_NS_PER_MS;
+	exec_collect(c, &ch, out, err);
+	exec_reap(c, &ch);
+	result = exec_verdict(c, &ch, err);
 out:
-	if (pid > 0) {
-		kill(-pid, SIGKILL);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	if (ch.pid > 0) {
+		kill(-ch.pid, SIGKILL);
+		while (waitpid(ch.pid, &ch.status, 0) < 0 && errno == EINTR)
 			;
 	}
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-	}
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
-	if (attr_ok)
-		posix_spawnattr_destroy(&attr);
-	free(argv);
-	free(envp);
-	ck_sbuf_free(&eb);
+	if (ch.out_fd >= 0)
+		close(ch.out_fd);
+	if (ch.err_fd >= 0)
+		close(ch.err_fd);
+	ck_sbuf_free(&ch.err);
 	return result;
 }
 
