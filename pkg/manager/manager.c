@@ -128,6 +128,7 @@ static int check_leader(void *ud, char **reason)
 struct rest_ctx {
 	ck_sbuf_t *out;
 	const char *host;
+	const char *name; /* the histogram being written, for rest_latency */
 };
 
 static void rest_stat(void *ud, const char *method, int code, uint64_t count)
@@ -142,41 +143,63 @@ static void rest_stat(void *ud, const char *method, int code, uint64_t count)
 	ck_metrics_write_sample(r->out, "rest_client_requests_total", l, 3, (double)count);
 }
 
-/* One histogram series per verb, labelled as client-go's: verb and host. */
+static void rest_resource_stat(void *ud, const char *method, const char *resource, uint64_t count)
+{
+	struct rest_ctx *r = ud;
+	ck_metrics_label_t l[] = {{"host", r->host}, {"method", method}, {"resource", resource}};
+	ck_metrics_write_sample(r->out, "rest_client_resource_requests_total", l, 3, (double)count);
+}
+
+/* One histogram series of r->name per verb, labelled as client-go's: verb and host. */
 static void rest_latency(void *ud, const ck_client_latency_t *lat)
 {
 	struct rest_ctx *r = ud;
+	char bucket[96], sum[96], count[96];
+	snprintf(bucket, sizeof(bucket), "%s_bucket", r->name);
+	snprintf(sum, sizeof(sum), "%s_sum", r->name);
+	snprintf(count, sizeof(count), "%s_count", r->name);
 	for (size_t i = 0; i < CK_CLIENT_LATENCY_NBUCKETS; i++) {
 		char le[32];
 		snprintf(le, sizeof(le), "%g", lat->bounds[i]);
 		ck_metrics_label_t l[] = {{"host", r->host}, {"le", le}, {"verb", lat->verb}};
-		ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", l, 3,
-		                        (double)lat->counts[i]);
+		ck_metrics_write_sample(r->out, bucket, l, 3, (double)lat->counts[i]);
 	}
 	ck_metrics_label_t inf[] = {{"host", r->host}, {"le", "+Inf"}, {"verb", lat->verb}};
-	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", inf, 3,
-	                        (double)lat->count);
+	ck_metrics_write_sample(r->out, bucket, inf, 3, (double)lat->count);
 	ck_metrics_label_t h[] = {{"host", r->host}, {"verb", lat->verb}};
-	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_sum", h, 2, lat->sum);
-	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_count", h, 2,
-	                        (double)lat->count);
+	ck_metrics_write_sample(r->out, sum, h, 2, lat->sum);
+	ck_metrics_write_sample(r->out, count, h, 2, (double)lat->count);
 }
 
 static void collect_client(void *ud, ck_sbuf_t *out)
 {
 	ck_manager_t *d = ud;
-	struct rest_ctx r = {out, ck_client_host(d->client)};
+	struct rest_ctx r = {out, ck_client_host(d->client), NULL};
 	ck_metrics_write_header(
 	    out, "rest_client_requests_total",
 	    "Number of HTTP requests, partitioned by status code, method, and host.",
 	    CK_METRICS_COUNTER);
 	ck_client_stats_foreach(d->client, rest_stat, &r);
 
-	ck_metrics_write_header(out, "rest_client_request_duration_seconds",
+	ck_metrics_write_header(out, "rest_client_resource_requests_total",
+	                        "Number of HTTP requests, partitioned by method, resource and "
+	                        "host (ckube's own: what the client spends its rate limit on).",
+	                        CK_METRICS_COUNTER);
+	ck_client_resource_stats_foreach(d->client, rest_resource_stat, &r);
+
+	r.name = "rest_client_request_duration_seconds";
+	ck_metrics_write_header(out, r.name,
 	                        "Request latency in seconds (non-watch requests), partitioned by "
 	                        "verb and host.",
 	                        CK_METRICS_HISTOGRAM);
 	ck_client_latency_foreach(d->client, rest_latency, &r);
+
+	r.name = "rest_client_rate_limiter_duration_seconds";
+	ck_metrics_write_header(out, r.name,
+	                        "Client side rate limiter latency in seconds, partitioned by verb "
+	                        "and host.",
+	                        CK_METRICS_HISTOGRAM);
+	ck_client_rate_limiter_foreach(d->client, rest_latency, &r);
 }
 
 static void collect_informers(void *ud, ck_sbuf_t *out)
