@@ -598,6 +598,11 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	               "File name of the metrics server's certificate in --metrics-cert-dir.");
 	ck_flag_string(fs, "metrics-cert-key", &o->metrics_cert_key,
 	               "File name of the metrics server's key in --metrics-cert-dir.");
+	ck_flag_double(fs, "metrics-review-qps", &o->metrics_review_qps,
+	               "With --metrics-secure: TokenReviews and SubjectAccessReviews per second "
+	               "for /metrics callers; a caller over it gets 429 (negative: no limit).");
+	ck_flag_int(fs, "metrics-review-burst", &o->metrics_review_burst, 1, 1000000,
+	            "With --metrics-secure: reviews at once before --metrics-review-qps applies.");
 	ck_flag_string(fs, "health-probe-bind-address", &o->probe_addr,
 	               "Address of /healthz and /readyz; 0 disables.");
 	ck_flag_duration(fs, "graceful-shutdown-timeout", &o->shutdown_grace_ms,
@@ -667,6 +672,11 @@ static int setup(ck_manager_t *d, char **err)
 	if (o->consistency_ms < 0 || (o->consistency_ms > 0 && o->consistency_ms < 1000)) {
 		*err =
 		    ck_xstrdup("-cache-consistency-check-period: must be 0 (off) or at least 1s");
+		return EXIT_USAGE;
+	}
+	if (o->metrics_review_qps >= 0 && o->metrics_review_qps < 0.01) {
+		*err =
+		    ck_xstrdup("-metrics-review-qps: must be negative (no limit) or at least 0.01");
 		return EXIT_USAGE;
 	}
 	if (o->shutdown_grace_ms < 0) {
@@ -760,13 +770,29 @@ static int setup(ck_manager_t *d, char **err)
 		                    o->metrics_addr);
 		return EXIT_USAGE;
 	}
-	if (o->metrics_secure) {
+	if (o->metrics_secure && strcmp(o->metrics_addr, "0") != 0) {
+		/* The reviews get a client of their own, as controller-runtime builds one
+		 * for its filter: on the controller's client every unseen token spent a
+		 * request of the QPS its reconciles need. Its limiter is off because the
+		 * gate limits reviews before asking (answering 429, where a client-side
+		 * limiter would queue the scrape and hold the server thread). */
+		ck_config_t *rcfg = ck_config_load(&lo, err);
+		if (rcfg == NULL)
+			return EXIT_USAGE;
+		char rua[200];
+		snprintf(rua, sizeof(rua), "%s metrics-auth", ua);
+		ck_client_opts_t rco = {.qps = -1, .user_agent = rua};
+		d->review_client = ck_client_new(d->loop, rcfg, &rco, err);
+		if (d->review_client == NULL)
+			return EXIT_USAGE;
 		ck_metrics_reviewer_t rv;
-		ck_metrics_kube_reviewer(d->client, &rv);
+		ck_metrics_kube_reviewer(d->review_client, &rv);
 		ck_metrics_secure_opts_t so = {.cert_dir = o->metrics_cert_dir,
 		                               .cert_name = o->metrics_cert_name,
 		                               .key_name = o->metrics_cert_key,
-		                               .reviewer = &rv};
+		                               .reviewer = &rv,
+		                               .review_qps = o->metrics_review_qps,
+		                               .review_burst = (int)o->metrics_review_burst};
 		if (ck_metrics_server_start_secure(o->metrics_addr, "--metrics-bind-address",
 		                                   d->reg, &so, &d->metrics_srv, err) != 0)
 			return EXIT_USAGE;
@@ -818,6 +844,8 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .metrics_cert_dir = "",
 	    .metrics_cert_name = "tls.crt",
 	    .metrics_cert_key = "tls.key",
+	    .metrics_review_qps = 5,
+	    .metrics_review_burst = 10,
 	    .probe_addr = mo->probe_addr ? mo->probe_addr : ":8081",
 	    .shutdown_grace_ms = mo->shutdown_grace_ms > 0 ? mo->shutdown_grace_ms : 30000,
 	    .le_lease_ms = CK_LE_DEFAULT_LEASE_DURATION_MS,
@@ -883,6 +911,7 @@ void ck_manager_free(ck_manager_t *d)
 		mgr_controller_free(d->controllers[i]);
 	ck_record_free(d->recorder);
 	ck_cache_factory_free(d->factory);
+	ck_client_free(d->review_client);
 	ck_client_free(d->client);
 	ck_metrics_registry_free(d->reg);
 	if (d->loop)
