@@ -249,6 +249,8 @@ struct ck_client;
  * verb} and the reviewed user, groups, uid and extra, as controller-runtime's
  * filters.WithAuthenticationAndAuthorization. The calls are blocking client calls,
  * so c's loop must run on another thread. The identity needs create on both kinds.
+ * Give it a client of its own (the manager builds one from the same configuration):
+ * on the controller's client every unseen token would spend a request of its QPS.
  */
 CKUBE_API void ck_metrics_kube_reviewer(struct ck_client *c, ck_metrics_reviewer_t *out);
 
