@@ -287,6 +287,25 @@ typedef void (*ck_client_latency_cb)(void *ud, const ck_client_latency_t *lat);
  * vanishes. Thread-safe; cb runs on a consistent copy, no lock held.
  */
 CKUBE_API void ck_client_latency_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud);
+/*
+ * The same shape for the client-side rate limiter: per verb, how long each attempt
+ * waited for its token (0 when one was there), as client-go's
+ * rest_client_rate_limiter_duration_seconds{verb}. Nothing is counted while the
+ * limiter is off (qps < 0) or for unthrottled requests. Thread-safe.
+ */
+CKUBE_API void ck_client_rate_limiter_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud);
+
+/* method is static, resource borrowed for the call ("" for a request without a type). */
+typedef void (*ck_client_resource_stat_cb)(void *ud, const char *method, const char *resource,
+                                           uint64_t count);
+/*
+ * Calls cb once per (method, resource) pair seen, counting every attempt: what the
+ * client spent its requests on (client-go has no such figure; the API server's
+ * apiserver_request_total{verb,resource} is its counterpart). Thread-safe; cb runs
+ * on a copy, no lock held.
+ */
+CKUBE_API void ck_client_resource_stats_foreach(ck_client_t *c, ck_client_resource_stat_cb cb,
+                                                void *ud);
 
 /*
  * Connection figures: whether the one multi handle really keeps one connection for

@@ -8,13 +8,15 @@
  *                    --namespace, --workers, --resync-period, --kube-api-qps/-burst,
  *                    -v, --log-format, --version, --metrics-bind-address,
  *                    --metrics-secure, --metrics-cert-dir/-name/-key,
- *                    --health-probe-bind-address, --graceful-shutdown-timeout,
+ *                    --metrics-review-qps/-burst, --health-probe-bind-address,
+ * --graceful-shutdown-timeout,
  *                    --leader-elect and its durations) plus the program's own;
  *                    configuration (kubeconfig / in-cluster); the libev loop; the
  *                    client; the event recorder; the shared informer factory; the
  *                    metrics registry with process, REST client, informer and event
  *                    figures; /metrics (HTTPS, callers authenticated and authorized
- *                    by the API server, unless --metrics-secure=false), /healthz,
+ *                    by the API server through a second client of their own, unless
+ *                    --metrics-secure=false), /healthz,
  *                    /readyz (plain HTTP).
  *   ck_manager_add_controller / ck_manager_add_runnable    what runs once synced.
  *   ck_manager_run   starts the informers, waits for them to sync (saying why not,

@@ -249,6 +249,8 @@ struct ck_client;
  * verb} and the reviewed user, groups, uid and extra, as controller-runtime's
  * filters.WithAuthenticationAndAuthorization. The calls are blocking client calls,
  * so c's loop must run on another thread. The identity needs create on both kinds.
+ * Give it a client of its own (the manager builds one from the same configuration):
+ * on the controller's client every unseen token would spend a request of its QPS.
  */
 CKUBE_API void ck_metrics_kube_reviewer(struct ck_client *c, ck_metrics_reviewer_t *out);
 
@@ -264,11 +266,20 @@ typedef struct ck_metrics_secure_opts {
 	const ck_metrics_reviewer_t *reviewer;
 	/* How long decisions are cached, as controller-runtime's filter: authentication
 	 * (valid and invalid tokens alike) 1 min, allowed 5 min, denied 30 s. A failed
-	 * review is never cached. At most max_cached (default 1024) of each. */
+	 * review is never cached. At most max_cached (default 1024) each of valid
+	 * tokens, invalid tokens, allowed and denied requests: the four are bounded
+	 * apart, so invalid tokens and denials never evict a valid caller's entries. */
 	int64_t authn_ttl_ms;
 	int64_t allow_ttl_ms;
 	int64_t deny_ttl_ms;
 	size_t max_cached;
+	/* Reviews asked per second (default 5; negative: unlimited) and at once
+	 * (default 10), in each of two buckets: one for tokens never seen valid, one
+	 * for tokens that were valid and for access reviews (authenticated callers).
+	 * A request whose review would exceed its bucket is answered 429 Too Many
+	 * Requests with Retry-After, not queued. */
+	double review_qps;
+	int review_burst;
 	const ck_clk_t *clock; /* NULL = real */
 } ck_metrics_secure_opts_t;
 
@@ -277,7 +288,10 @@ typedef struct ck_metrics_secure_opts {
  * and /metrics only to a caller whose "Authorization: Bearer <token>" the reviewer
  * authenticates (401 "Unauthorized" otherwise) and authorizes for the path /metrics
  * and the lower-case method as verb ("get"; 403 "Authorization denied for user
- * <name>" otherwise); a review that fails answers 500 and logs the error. Other
+ * <name>" otherwise); a review that fails answers 500 and logs the error; one over
+ * the review rate (o->review_qps) answers 429 with Retry-After. The reviews and
+ * the 429s are counted in reg (metrics_auth_token_reviews_total,
+ * metrics_auth_access_reviews_total, metrics_auth_throttled_total). Other
  * paths answer 404 without a check. Borrows o. Returns 0 and the server in *out, or
  * -1 with *err (also when a certificate or key cannot be read or do not match).
  */

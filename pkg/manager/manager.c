@@ -129,6 +129,7 @@ static int check_leader(void *ud, char **reason)
 struct rest_ctx {
 	ck_sbuf_t *out;
 	const char *host;
+	const char *name; /* the histogram being written, for rest_latency */
 };
 
 static void rest_stat(void *ud, const char *method, int code, uint64_t count)
@@ -143,41 +144,63 @@ static void rest_stat(void *ud, const char *method, int code, uint64_t count)
 	ck_metrics_write_sample(r->out, "rest_client_requests_total", l, 3, (double)count);
 }
 
-/* One histogram series per verb, labelled as client-go's: verb and host. */
+static void rest_resource_stat(void *ud, const char *method, const char *resource, uint64_t count)
+{
+	struct rest_ctx *r = ud;
+	ck_metrics_label_t l[] = {{"host", r->host}, {"method", method}, {"resource", resource}};
+	ck_metrics_write_sample(r->out, "rest_client_resource_requests_total", l, 3, (double)count);
+}
+
+/* One histogram series of r->name per verb, labelled as client-go's: verb and host. */
 static void rest_latency(void *ud, const ck_client_latency_t *lat)
 {
 	struct rest_ctx *r = ud;
+	char bucket[96], sum[96], count[96];
+	snprintf(bucket, sizeof(bucket), "%s_bucket", r->name);
+	snprintf(sum, sizeof(sum), "%s_sum", r->name);
+	snprintf(count, sizeof(count), "%s_count", r->name);
 	for (size_t i = 0; i < CK_CLIENT_LATENCY_NBUCKETS; i++) {
 		char le[32];
 		snprintf(le, sizeof(le), "%g", lat->bounds[i]);
 		ck_metrics_label_t l[] = {{"host", r->host}, {"le", le}, {"verb", lat->verb}};
-		ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", l, 3,
-		                        (double)lat->counts[i]);
+		ck_metrics_write_sample(r->out, bucket, l, 3, (double)lat->counts[i]);
 	}
 	ck_metrics_label_t inf[] = {{"host", r->host}, {"le", "+Inf"}, {"verb", lat->verb}};
-	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_bucket", inf, 3,
-	                        (double)lat->count);
+	ck_metrics_write_sample(r->out, bucket, inf, 3, (double)lat->count);
 	ck_metrics_label_t h[] = {{"host", r->host}, {"verb", lat->verb}};
-	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_sum", h, 2, lat->sum);
-	ck_metrics_write_sample(r->out, "rest_client_request_duration_seconds_count", h, 2,
-	                        (double)lat->count);
+	ck_metrics_write_sample(r->out, sum, h, 2, lat->sum);
+	ck_metrics_write_sample(r->out, count, h, 2, (double)lat->count);
 }
 
 static void collect_client(void *ud, ck_sbuf_t *out)
 {
 	ck_manager_t *d = ud;
-	struct rest_ctx r = {out, ck_client_host(d->client)};
+	struct rest_ctx r = {out, ck_client_host(d->client), NULL};
 	ck_metrics_write_header(
 	    out, "rest_client_requests_total",
 	    "Number of HTTP requests, partitioned by status code, method, and host.",
 	    CK_METRICS_COUNTER);
 	ck_client_stats_foreach(d->client, rest_stat, &r);
 
-	ck_metrics_write_header(out, "rest_client_request_duration_seconds",
+	ck_metrics_write_header(out, "rest_client_resource_requests_total",
+	                        "Number of HTTP requests, partitioned by method, resource and "
+	                        "host (ckube's own: what the client spends its rate limit on).",
+	                        CK_METRICS_COUNTER);
+	ck_client_resource_stats_foreach(d->client, rest_resource_stat, &r);
+
+	r.name = "rest_client_request_duration_seconds";
+	ck_metrics_write_header(out, r.name,
 	                        "Request latency in seconds (non-watch requests), partitioned by "
 	                        "verb and host.",
 	                        CK_METRICS_HISTOGRAM);
 	ck_client_latency_foreach(d->client, rest_latency, &r);
+
+	r.name = "rest_client_rate_limiter_duration_seconds";
+	ck_metrics_write_header(out, r.name,
+	                        "Client side rate limiter latency in seconds, partitioned by verb "
+	                        "and host.",
+	                        CK_METRICS_HISTOGRAM);
+	ck_client_rate_limiter_foreach(d->client, rest_latency, &r);
 }
 
 static void collect_informers(void *ud, ck_sbuf_t *out)
@@ -577,6 +600,11 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	               "File name of the metrics server's certificate in --metrics-cert-dir.");
 	ck_flag_string(fs, "metrics-cert-key", &o->metrics_cert_key,
 	               "File name of the metrics server's key in --metrics-cert-dir.");
+	ck_flag_double(fs, "metrics-review-qps", &o->metrics_review_qps,
+	               "With --metrics-secure: TokenReviews and SubjectAccessReviews per second "
+	               "for /metrics callers; a caller over it gets 429 (negative: no limit).");
+	ck_flag_int(fs, "metrics-review-burst", &o->metrics_review_burst, 1, 1000000,
+	            "With --metrics-secure: reviews at once before --metrics-review-qps applies.");
 	ck_flag_string(fs, "health-probe-bind-address", &o->probe_addr,
 	               "Address of /healthz and /readyz; 0 disables.");
 	ck_flag_duration(fs, "graceful-shutdown-timeout", &o->shutdown_grace_ms,
@@ -653,6 +681,11 @@ static int setup(ck_manager_t *d, char **err)
 		*err = ck_xasprintf("-kube-api-qps: %g: must be at least %g requests/s, or "
 		                    "negative to disable client-side rate limiting",
 		                    o->qps, CK_CLIENT_MIN_QPS);
+		return EXIT_USAGE;
+	}
+	if (o->metrics_review_qps >= 0 && o->metrics_review_qps < 0.01) {
+		*err =
+		    ck_xstrdup("-metrics-review-qps: must be negative (no limit) or at least 0.01");
 		return EXIT_USAGE;
 	}
 	if (o->shutdown_grace_ms < 0) {
@@ -746,13 +779,29 @@ static int setup(ck_manager_t *d, char **err)
 		                    o->metrics_addr);
 		return EXIT_USAGE;
 	}
-	if (o->metrics_secure) {
+	if (o->metrics_secure && strcmp(o->metrics_addr, "0") != 0) {
+		/* The reviews get a client of their own, as controller-runtime builds one
+		 * for its filter: on the controller's client every unseen token spent a
+		 * request of the QPS its reconciles need. Its limiter is off because the
+		 * gate limits reviews before asking (answering 429, where a client-side
+		 * limiter would queue the scrape and hold the server thread). */
+		ck_config_t *rcfg = ck_config_load(&lo, err);
+		if (rcfg == NULL)
+			return EXIT_USAGE;
+		char rua[200];
+		snprintf(rua, sizeof(rua), "%s metrics-auth", ua);
+		ck_client_opts_t rco = {.qps = -1, .user_agent = rua};
+		d->review_client = ck_client_new(d->loop, rcfg, &rco, err);
+		if (d->review_client == NULL)
+			return EXIT_USAGE;
 		ck_metrics_reviewer_t rv;
-		ck_metrics_kube_reviewer(d->client, &rv);
+		ck_metrics_kube_reviewer(d->review_client, &rv);
 		ck_metrics_secure_opts_t so = {.cert_dir = o->metrics_cert_dir,
 		                               .cert_name = o->metrics_cert_name,
 		                               .key_name = o->metrics_cert_key,
-		                               .reviewer = &rv};
+		                               .reviewer = &rv,
+		                               .review_qps = o->metrics_review_qps,
+		                               .review_burst = (int)o->metrics_review_burst};
 		if (ck_metrics_server_start_secure(o->metrics_addr, "--metrics-bind-address",
 		                                   d->reg, &so, &d->metrics_srv, err) != 0)
 			return EXIT_USAGE;
@@ -804,6 +853,8 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .metrics_cert_dir = "",
 	    .metrics_cert_name = "tls.crt",
 	    .metrics_cert_key = "tls.key",
+	    .metrics_review_qps = 5,
+	    .metrics_review_burst = 10,
 	    .probe_addr = mo->probe_addr ? mo->probe_addr : ":8081",
 	    .shutdown_grace_ms = mo->shutdown_grace_ms > 0 ? mo->shutdown_grace_ms : 30000,
 	    .le_lease_ms = CK_LE_DEFAULT_LEASE_DURATION_MS,
@@ -869,6 +920,7 @@ void ck_manager_free(ck_manager_t *d)
 		mgr_controller_free(d->controllers[i]);
 	ck_record_free(d->recorder);
 	ck_cache_factory_free(d->factory);
+	ck_client_free(d->review_client);
 	ck_client_free(d->client);
 	ck_metrics_registry_free(d->reg);
 	if (d->loop)

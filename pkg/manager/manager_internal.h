@@ -30,6 +30,8 @@ typedef struct mgr_options {
 	const char *metrics_addr;
 	bool metrics_secure;
 	const char *metrics_cert_dir, *metrics_cert_name, *metrics_cert_key;
+	double metrics_review_qps;
+	int64_t metrics_review_burst;
 	const char *probe_addr;
 	int64_t shutdown_grace_ms;
 	bool leader_elect;
@@ -43,6 +45,7 @@ struct ck_manager {
 	mgr_options_t opt;
 	struct ev_loop *loop;
 	ck_client_t *client;
+	ck_client_t *review_client; /* /metrics reviews only; NULL unless --metrics-secure */
 	ck_cache_factory_t *factory;
 	ck_record_t *recorder;
 	ck_metrics_registry_t *reg;

@@ -29,21 +29,30 @@ int ck_metrics_i_load_pair(const char *dir, const char *cert_name, const char *k
 
 typedef struct ck_metrics_auth ck_metrics_auth_t;
 
-/* Borrows o (copies the reviewer and the options); returns a new cache. */
-ck_metrics_auth_t *ck_metrics_i_auth_new(const ck_metrics_secure_opts_t *o);
+/*
+ * Borrows o (copies the reviewer and the options) and reg (may be NULL; must outlive
+ * the cache: its counters of reviews and 429s are registered there). Returns a new
+ * cache.
+ */
+ck_metrics_auth_t *ck_metrics_i_auth_new(const ck_metrics_secure_opts_t *o,
+                                         ck_metrics_registry_t *reg);
 /* Takes a (may be NULL). */
 void ck_metrics_i_auth_free(ck_metrics_auth_t *a);
 
 /*
  * The decision for one request, from the cache or the reviewer. Borrows every
  * argument; header is the Authorization header's value or NULL. Returns the HTTP
- * status (200 to serve, 401, 403 or 500) and, for the others, appends the body
- * (Go's http.Error text) to body. Thread-safe; a review runs outside the lock.
+ * status (200 to serve, 401, 403, 429 or 500) and, for the others, appends the body
+ * (Go's http.Error text) to body. 429: a review was needed and its rate limit is
+ * spent; *retry_after gets the seconds to wait (0 for every other status).
+ * Thread-safe; a review runs outside the lock.
  */
 int ck_metrics_i_auth_check(ck_metrics_auth_t *a, const char *header, const char *path,
-                            const char *verb, ck_sbuf_t *body);
+                            const char *verb, ck_sbuf_t *body, int *retry_after);
 
-/* How many reviews a has asked the reviewer for so far (for tests). */
-void ck_metrics_i_auth_counts(ck_metrics_auth_t *a, unsigned long *authn, unsigned long *authz);
+/* How many reviews a has asked the reviewer for, and how many requests it answered
+ * 429, so far (for tests; throttled may be NULL). */
+void ck_metrics_i_auth_counts(ck_metrics_auth_t *a, unsigned long *authn, unsigned long *authz,
+                              unsigned long *throttled);
 
 #endif

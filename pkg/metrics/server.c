@@ -19,6 +19,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -398,7 +399,7 @@ out:
 /* --- Requests. --- */
 
 static enum MHD_Result respond(struct MHD_Connection *conn, int status, const char *ctype,
-                               ck_sbuf_t *body, int allow_header)
+                               ck_sbuf_t *body, int allow_header, int retry_after)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(
 	    body->len, (void *)ck_sbuf_cstr(body), MHD_RESPMEM_MUST_COPY);
@@ -408,6 +409,11 @@ static enum MHD_Result respond(struct MHD_Connection *conn, int status, const ch
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (allow_header)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (retry_after > 0) {
+		char ra[16];
+		snprintf(ra, sizeof(ra), "%d", retry_after);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -421,7 +427,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	ck_sbuf_t body = CK_SBUF_INIT;
 	int status = MHD_HTTP_NOT_FOUND;
 	const char *ctype = TEXT_PLAIN;
-	int allow = 0;
+	int allow = 0, retry_after = 0;
 	if (url == NULL)
 		url = "";
 
@@ -438,7 +444,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			    srv->auth,
 			    MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 			                                MHD_HTTP_HEADER_AUTHORIZATION),
-			    url, verb, &body);
+			    url, verb, &body, &retry_after);
 		}
 		if (status == MHD_HTTP_OK) {
 			ck_metrics_registry_render(srv->reg, &body);
@@ -470,7 +476,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ck_sbuf_reset(&body);
 		ck_sbuf_puts(&body, "404 page not found\n");
 	}
-	enum MHD_Result ret = respond(conn, status, ctype, &body, allow);
+	enum MHD_Result ret = respond(conn, status, ctype, &body, allow, retry_after);
 	ck_sbuf_free(&body);
 	return ret;
 }
@@ -550,7 +556,7 @@ static int server_start(const char *bind_addr, const char *flag, ck_metrics_regi
 			goto out;
 		}
 		if (so->reviewer != NULL)
-			srv->auth = ck_metrics_i_auth_new(so);
+			srv->auth = ck_metrics_i_auth_new(so, reg);
 		flags |= MHD_USE_TLS;
 	}
 	fd = listen_on(bind_addr, &srv->port, &why);

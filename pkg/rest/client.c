@@ -239,7 +239,7 @@ void ck_client_free(ck_client_t *c)
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->stats_mu);
 	ck_config_free(c->cfg);
-	free(c->stats);
+	ck_client_i_stats_free(c);
 	free(c->base);
 	free(c->host);
 	free(c->user_agent);

@@ -69,6 +69,13 @@ typedef struct stat_entry {
 	uint64_t count;
 } stat_entry_t;
 
+/* Attempts per (method, resource); resource is owned (the type may not outlive it). */
+typedef struct res_stat_entry {
+	const char *method; /* static string */
+	char *resource;
+	uint64_t count;
+} res_stat_entry_t;
+
 struct ck_req {
 	ck_client_t *c;
 	struct ck_req *prev, *next; /* c->reqs */
@@ -187,6 +194,9 @@ struct ck_client {
 	stat_entry_t *stats;
 	size_t nstats, capstats;
 	lat_hist_t lat[NMETHODS]; /* indexed like methods[] */
+	lat_hist_t rl[NMETHODS];  /* rate-limiter waits, indexed like methods[] */
+	res_stat_entry_t *res_stats;
+	size_t nres_stats, capres_stats;
 	ck_client_conn_stats_t conn;
 };
 
@@ -256,8 +266,12 @@ char *ck_client_i_build_url(const ck_client_t *c, const ck_req_spec_t *spec);
 
 /* client_stats.c: figures. */
 
-void ck_client_i_stats_record(ck_client_t *c, const char *method, int code, bool timed,
-                              double secs);
+void ck_client_i_stats_record(ck_client_t *c, const char *method, const char *resource, int code,
+                              bool timed, double secs);
+/* A rate-limiter token was reserved for an attempt of method, to be used in secs. */
+void ck_client_i_stats_rate_limited(ck_client_t *c, const char *method, double secs);
+/* Frees the figures' tables (ck_client_free). */
+void ck_client_i_stats_free(ck_client_t *c);
 void ck_client_i_conn_count(ck_req_t *r);
 void ck_client_i_conn_response(ck_req_t *r);
 

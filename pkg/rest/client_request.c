@@ -230,6 +230,7 @@ static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!r->unthrottled && !r->token_held && ck_tb_enabled(&c->bucket)) {
 		uint64_t wait = ck_tb_reserve(&c->bucket, now_ns(c));
 		r->token_held = true;
+		ck_client_i_stats_rate_limited(c, r->method, (double)wait / 1e9);
 		if (wait > 0 && wait >= ck_client_i_req_left_ns(r)) {
 			/* As client-go's limiter Wait with a context deadline: fail now. */
 			ck_client_i_req_fail_deadline(r,
@@ -332,7 +333,8 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
 	double secs = (double)(now_ns(c) - r->start_ns) / 1e9;
 	bool transport = cc != CURLE_OK && r->abort_err == NULL;
-	ck_client_i_stats_record(c, r->method, transport ? 0 : (int)r->code, !r->is_watch, secs);
+	ck_client_i_stats_record(c, r->method, r->type ? r->type->resource : NULL,
+	                         transport ? 0 : (int)r->code, !r->is_watch, secs);
 	ck_client_i_conn_count(r);
 	req_trace(r, cc, secs);
 	curl_multi_remove_handle(c->multi, r->easy);

@@ -1,6 +1,7 @@
 /*
- * client_stats: the client's figures: requests per verb and code, latency
- * histograms per verb, and what curl's connections did. Separate because it is
+ * client_stats: the client's figures: requests per verb and code, and per verb
+ * and resource, latency and rate-limiter wait histograms per verb, and what
+ * curl's connections did. Separate because it is
  * read from any thread (under stats_mu, its own lock) and feeds only metrics and
  * tests; nothing in a request's course depends on it.
  *
@@ -27,9 +28,40 @@ static size_t method_index(const char *m)
 	ck_fatal("client: method %s not from method_static", m);
 }
 
-void ck_client_i_stats_record(ck_client_t *c, const char *method, int code, bool timed, double secs)
+/* Adds secs to histogram h. stats_mu held. */
+static void hist_add(lat_hist_t *h, double secs)
+{
+	for (size_t k = 0; k < CK_CLIENT_LATENCY_NBUCKETS; k++)
+		if (secs <= latency_bounds[k])
+			h->counts[k]++;
+	h->sum += secs;
+	h->count++;
+}
+
+/* Counts one attempt of method on resource ("" for a raw path). stats_mu held. */
+static void res_stat_add(ck_client_t *c, const char *method, const char *resource)
+{
+	size_t i;
+	for (i = 0; i < c->nres_stats; i++)
+		if (c->res_stats[i].method == method &&
+		    strcmp(c->res_stats[i].resource, resource) == 0)
+			break;
+	if (i == c->nres_stats) {
+		if (c->nres_stats == c->capres_stats) {
+			c->capres_stats = c->capres_stats ? c->capres_stats * 2 : 16;
+			c->res_stats =
+			    ck_xrealloc(c->res_stats, c->capres_stats * sizeof(*c->res_stats));
+		}
+		c->res_stats[c->nres_stats++] = (res_stat_entry_t){method, ck_xstrdup(resource), 0};
+	}
+	c->res_stats[i].count++;
+}
+
+void ck_client_i_stats_record(ck_client_t *c, const char *method, const char *resource, int code,
+                              bool timed, double secs)
 {
 	pthread_mutex_lock(&c->stats_mu);
+	res_stat_add(c, method, resource ? resource : "");
 	size_t i;
 	for (i = 0; i < c->nstats; i++)
 		if (c->stats[i].method == method && c->stats[i].code == code)
@@ -42,15 +74,24 @@ void ck_client_i_stats_record(ck_client_t *c, const char *method, int code, bool
 		c->stats[c->nstats++] = (stat_entry_t){method, code, 0};
 	}
 	c->stats[i].count++;
-	if (timed) {
-		lat_hist_t *h = &c->lat[method_index(method)];
-		for (size_t k = 0; k < CK_CLIENT_LATENCY_NBUCKETS; k++)
-			if (secs <= latency_bounds[k])
-				h->counts[k]++;
-		h->sum += secs;
-		h->count++;
-	}
+	if (timed)
+		hist_add(&c->lat[method_index(method)], secs);
 	pthread_mutex_unlock(&c->stats_mu);
+}
+
+void ck_client_i_stats_rate_limited(ck_client_t *c, const char *method, double secs)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	hist_add(&c->rl[method_index(method)], secs);
+	pthread_mutex_unlock(&c->stats_mu);
+}
+
+void ck_client_i_stats_free(ck_client_t *c)
+{
+	for (size_t i = 0; i < c->nres_stats; i++)
+		free(c->res_stats[i].resource);
+	free(c->res_stats);
+	free(c->stats);
 }
 
 /*
@@ -143,11 +184,13 @@ void ck_client_latency_snapshot(ck_client_t *c, ck_client_latency_t *out)
 	latency_fill(out, NULL, &total);
 }
 
-void ck_client_latency_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud)
+/* Calls cb per verb of hists (a copy taken under stats_mu) that has a count. */
+static void hists_foreach(ck_client_t *c, const lat_hist_t *hists, ck_client_latency_cb cb,
+                          void *ud)
 {
 	lat_hist_t copy[NMETHODS];
 	pthread_mutex_lock(&c->stats_mu);
-	memcpy(copy, c->lat, sizeof(copy));
+	memcpy(copy, hists, sizeof(copy));
 	pthread_mutex_unlock(&c->stats_mu);
 	for (size_t m = 0; m < NMETHODS; m++) {
 		if (copy[m].count == 0)
@@ -156,6 +199,33 @@ void ck_client_latency_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud
 		latency_fill(&lat, ck_client_i_methods[m], &copy[m]);
 		cb(ud, &lat);
 	}
+}
+
+void ck_client_latency_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud)
+{
+	hists_foreach(c, c->lat, cb, ud);
+}
+
+void ck_client_rate_limiter_foreach(ck_client_t *c, ck_client_latency_cb cb, void *ud)
+{
+	hists_foreach(c, c->rl, cb, ud);
+}
+
+void ck_client_resource_stats_foreach(ck_client_t *c, ck_client_resource_stat_cb cb, void *ud)
+{
+	pthread_mutex_lock(&c->stats_mu);
+	size_t n = c->nres_stats;
+	res_stat_entry_t *copy = ck_xcalloc(n ? n : 1, sizeof(*copy));
+	for (size_t i = 0; i < n; i++)
+		copy[i] =
+		    (res_stat_entry_t){c->res_stats[i].method, ck_xstrdup(c->res_stats[i].resource),
+		                       c->res_stats[i].count};
+	pthread_mutex_unlock(&c->stats_mu);
+	for (size_t i = 0; i < n; i++) {
+		cb(ud, copy[i].method, copy[i].resource, copy[i].count);
+		free(copy[i].resource);
+	}
+	free(copy);
 }
 
 void ck_client_conn_stats_snapshot(ck_client_t *c, ck_client_conn_stats_t *out)

@@ -3,7 +3,9 @@
 # the API server's TokenReview/SubjectAccessReview decide: an allowed token 200,
 # a ServiceAccount without the role 403, no token or a bad one 401, a daemon that
 # may not create reviews 500; plain HTTP on the HTTPS port fails; probes stay
-# plain HTTP; --metrics-cert-dir serves the given certificate.
+# plain HTTP; --metrics-cert-dir serves the given certificate. A flood of
+# made-up tokens is reviewed through a client of its own, within a rate limit
+# (429 above it), and leaves the reconcile path's client and the real scraper alone.
 # shellcheck shell=bash
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -134,6 +136,93 @@ PY
 	until_ok 5 grep -q 'Authentication failed: cannot review.*tokenreviews' "$E2E_LOGS/bare.log" ||
 		fail "no log line for the failed review"
 	stop_controller bare
+}
+
+# ms_scrape ADDR TOKEN FILE: GET /metrics into FILE; fails unless 200.
+ms_scrape() {
+	local code
+	code=$(curl -sk --max-time 20 -H "Authorization: Bearer $2" -o "$3" -w '%{http_code}' \
+		"https://$1/metrics") || true
+	[ "$code" = 200 ] || fail "scrape gave $code: $(head -c 200 "$3")"
+}
+# The reconcile path's client, from a scrape kept in FILE: its TokenReviews and
+# SubjectAccessReviews, and how many of its rate-limiter waits were longer than
+# the first bucket (5 ms).
+ms_client_figures() { # ms_client_figures FILE
+	local all fast
+	all=$(prom_value "file:$1" rest_client_rate_limiter_duration_seconds_count)
+	fast=$(prom_value "file:$1" rest_client_rate_limiter_duration_seconds_bucket le=0.005)
+	echo "tokenreviews=$(prom_value "file:$1" rest_client_resource_requests_total resource=tokenreviews)" \
+		"sars=$(prom_value "file:$1" rest_client_resource_requests_total resource=subjectaccessreviews)" \
+		"waited=$("$PROM_PY" -c 'import sys; print(int(float(sys.argv[1]) - float(sys.argv[2])))' "$all" "$fast")"
+}
+
+# 1,000 made-up tokens while the controller reconciles: the reviews go through a
+# client of their own (the controller's client sends none and its rate limiter
+# makes nobody wait), the ones over the review rate get 429 with Retry-After
+# instead of a review, and the authorised scraper is served during and after.
+t_metrics_secure_token_flood() {
+	ms_setup flood
+	local m ctl_kc="$MS_TMP/controller.kubeconfig" ok_tok i before after
+	m=127.0.0.1:$(free_port)
+	kubectl apply -f "$E2E_ROOT/deploy/namespace.yaml" -f "$E2E_ROOT/deploy/rbac.yaml" \
+		-f "$E2E_ROOT/deploy/metrics-rbac.yaml" >/dev/null
+	kubeconfig_token "$ctl_kc" "$(kubectl -n sample-controller create token sample-controller --duration=1h)"
+	ok_tok=$(sa_token scraper)
+	kubectl create clusterrolebinding "$NS-scraper" --clusterrole=sample-controller-metrics-reader \
+		--serviceaccount="$NS:scraper" >/dev/null
+	MS_CLUSTER+=("clusterrolebinding/$NS-scraper")
+	until_ok 20 kubectl auth can-i get /metrics --as="system:serviceaccount:$NS:scraper" ||
+		fail "RBAC never allowed the scraper"
+	ms_start flood --kubeconfig "$ctl_kc" --metrics-bind-address="$m" -v=2
+	until_ok 30 curl -sk --max-time 2 -o /dev/null "https://$m/metrics" || fail "no HTTPS on $m"
+	until_ok 30 test "$(https_code "$m" "$ok_tok")" = 200 || fail "scraper: $(https_code "$m" "$ok_tok")"
+	for i in 1 2 3; do apply_foo "$NS" "pre-$i" "pre-$i-dep" 1; done
+	until_ok 60 jp_eq "$NS" deployment/pre-3-dep '{.spec.replicas}' 1 || fail "no reconcile before the flood"
+	ms_scrape "$m" "$ok_tok" "$MS_TMP/before"
+	before=$(ms_client_figures "$MS_TMP/before")
+
+	# The flood, 8 at a time, while Foos are created and the scraper scrapes.
+	"$PROM_PY" -c 'import secrets
+for _ in range(1000): print(secrets.token_urlsafe(24))' >"$MS_TMP/tokens"
+	xargs -P 8 -I{} curl -sk --max-time 30 -o /dev/null -H "Authorization: Bearer {}" \
+		-w '%{http_code} %header{retry-after}\n' "https://$m/metrics" \
+		<"$MS_TMP/tokens" >"$MS_TMP/codes" 2>/dev/null &
+	local flood=$!
+	( for i in 1 2 3 4 5 6 7 8 9 10; do
+		curl -sk --max-time 20 -H "Authorization: Bearer $ok_tok" -o /dev/null \
+			-w '%{http_code}\n' "https://$m/metrics" || echo 000
+		sleep 0.3
+	done ) >"$MS_TMP/scrapes" &
+	local scrapes=$!
+	for i in 1 2 3; do apply_foo "$NS" "during-$i" "during-$i-dep" 1; done
+	wait "$flood" || true
+	wait "$scrapes" || true
+	until_ok 60 jp_eq "$NS" deployment/during-3-dep '{.spec.replicas}' 1 ||
+		fail "no reconcile during the flood"
+	ms_scrape "$m" "$ok_tok" "$MS_TMP/after"
+	after=$(ms_client_figures "$MS_TMP/after")
+
+	local n429 n401 nother
+	n429=$(grep -c '^429 ' "$MS_TMP/codes" || true)
+	n401=$(grep -c '^401 ' "$MS_TMP/codes" || true)
+	nother=$(grep -vc '^429 \|^401 ' "$MS_TMP/codes" || true)
+	echo "flood: $(wc -l <"$MS_TMP/codes") answers: $n401 x 401, $n429 x 429, $nother other;" \
+		"scraper during: $(sort "$MS_TMP/scrapes" | uniq -c | tr -s ' \n' ' ');" \
+		"controller client before: $before, after: $after;" \
+		"gate: $(prom_value "file:$MS_TMP/after" metrics_auth_token_reviews_total) token reviews," \
+		"$(prom_value "file:$MS_TMP/after" metrics_auth_throttled_total) throttled" >&2
+	[ "$(wc -l <"$MS_TMP/codes")" = 1000 ] || fail "flood: $(wc -l <"$MS_TMP/codes") answers"
+	[ "$nother" = 0 ] || fail "flood answers other than 401/429: $(grep -v '^429 \|^401 ' "$MS_TMP/codes" | sort | uniq -c | head)"
+	[ "$n429" -gt 0 ] || fail "no 429 among the flood's answers"
+	! grep '^429 ' "$MS_TMP/codes" | grep -vq '^429 [1-9][0-9]*$' ||
+		fail "a 429 without Retry-After: $(grep '^429 ' "$MS_TMP/codes" | grep -v '^429 [1-9]' | head -1)"
+	[ "$(grep -c '^200$' "$MS_TMP/scrapes")" = 10 ] ||
+		fail "the scraper during the flood: $(sort "$MS_TMP/scrapes" | uniq -c | tr -s ' \n' ' ')"
+	[ "$after" = "$before" ] || fail "the controller's client carried reviews or waited: before $before, after $after"
+	prom_ge "file:$MS_TMP/after" 1 metrics_auth_throttled_total || fail "metrics_auth_throttled_total"
+	expect_code 200 "$m" "$ok_tok"
+	stop_controller flood
 }
 
 t_metrics_secure_cert_dir() {

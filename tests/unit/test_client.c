@@ -1596,10 +1596,28 @@ END_TEST
 
 /* --- per-verb latency and connection figures --- */
 
+typedef struct res_seen {
+	int n;
+	const char *method[8];
+	char resource[8][32];
+	uint64_t count[8];
+} res_seen_t;
+
+static void res_cb(void *ud, const char *method, const char *resource, uint64_t count)
+{
+	res_seen_t *r = ud;
+	if (r->n < 8) {
+		r->method[r->n] = method;
+		snprintf(r->resource[r->n], sizeof(r->resource[0]), "%s", resource);
+		r->count[r->n++] = count;
+	}
+}
+
 typedef struct verb_seen {
 	int n;
 	const char *verb[8];
 	uint64_t count[8];
+	double sum[8];
 	bool cumulative_ok;
 } verb_seen_t;
 
@@ -1609,6 +1627,7 @@ static void verb_cb(void *ud, const ck_client_latency_t *lat)
 	if (v->n < 8) {
 		v->verb[v->n] = lat->verb;
 		v->count[v->n] = lat->count;
+		v->sum[v->n] = lat->sum;
 		v->n++;
 	}
 	for (size_t i = 1; i < CK_CLIENT_LATENCY_NBUCKETS; i++)
@@ -1837,6 +1856,21 @@ START_TEST(test_client_rate_limited)
 		ck_assert_msg(c[i].res.error == NULL, "%s", c[i].res.error);
 		call_clear(&c[i]);
 	}
+	/* The waits are in the rate-limiter histogram: one free token, then 0.25 s and
+	 * 0.5 s promised; and the three attempts are counted on their resource. */
+	verb_seen_t v = {.cumulative_ok = true};
+	ck_client_rate_limiter_foreach(f.c, verb_cb, &v);
+	ck_assert_int_eq(v.n, 1);
+	ck_assert_str_eq(v.verb[0], "GET");
+	ck_assert_uint_eq(v.count[0], 3);
+	ck_assert(v.cumulative_ok);
+	ck_assert(v.sum[0] >= 0.7 && v.sum[0] <= 0.8);
+	res_seen_t rs = {0};
+	ck_client_resource_stats_foreach(f.c, res_cb, &rs);
+	ck_assert_int_eq(rs.n, 1);
+	ck_assert_str_eq(rs.method[0], "GET");
+	ck_assert_str_eq(rs.resource[0], "deployments");
+	ck_assert_uint_eq(rs.count[0], 3);
 	fx_done(&f);
 }
 END_TEST

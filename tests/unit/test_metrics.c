@@ -1194,8 +1194,12 @@ START_TEST(server_auth_statuses)
 	EXPECT_HTTPS("/metrics", "Basic YWxpY2U6eA==", 401, "Unauthorized\n");
 	ck_assert_int_eq(atomic_load(&f.authn), 0); /* no token: nothing to review */
 	EXPECT_HTTPS("/metrics", "Bearer garbage", 401, "Unauthorized\n");
-	EXPECT_HTTPS("/metrics", "Bearer alice", 200,
-	             "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n");
+	EXPECT_HTTPS("/metrics", "Bearer alice", 200, NULL);
+	/* The gate counts its reviews in the server's registry. */
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&body),
+	                             "# HELP up_gauge Up.\n# TYPE up_gauge gauge\nup_gauge 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(ck_sbuf_cstr(&body), "\nmetrics_auth_token_reviews_total 2\n"));
 	ck_assert_str_eq(f.last_path, "/metrics");
 	ck_assert_str_eq(f.last_verb, "get");
 	/* The scheme is case-insensitive, as in the apiserver. */
@@ -1218,7 +1222,9 @@ static int decide(ck_metrics_auth_t *a, const char *token)
 {
 	ck_sbuf_t b = CK_SBUF_INIT;
 	char *h = token ? ck_xasprintf("Bearer %s", token) : NULL;
-	int st = ck_metrics_i_auth_check(a, h, "/metrics", "get", &b);
+	int retry = -1;
+	int st = ck_metrics_i_auth_check(a, h, "/metrics", "get", &b, &retry);
+	ck_assert_int_eq(retry > 0, st == 429);
 	free(h);
 	ck_sbuf_free(&b);
 	return st;
@@ -1231,7 +1237,7 @@ START_TEST(auth_decision_cache)
 	ck_clk_fake_t clk;
 	ck_clk_fake_init(&clk, 1000 * CK_NS_PER_SEC, 0);
 	ck_metrics_secure_opts_t so = {.reviewer = &rv, .clock = &clk.base, .max_cached = 4};
-	ck_metrics_auth_t *a = ck_metrics_i_auth_new(&so);
+	ck_metrics_auth_t *a = ck_metrics_i_auth_new(&so, NULL);
 
 	/* Allowed: reviewed once, then served from the cache. */
 	ck_assert_int_eq(decide(a, "alice"), 200);
@@ -1285,6 +1291,114 @@ START_TEST(auth_decision_cache)
 }
 END_TEST
 
+/*
+ * Reviews are rate-limited before they are asked: over the limit a request gets
+ * 429 (no review made), cached decisions are still served, and a token once valid
+ * is reviewed again on its own bucket, which made-up tokens cannot spend.
+ */
+START_TEST(auth_review_rate_limit)
+{
+	struct fake_rev f = {0};
+	ck_metrics_reviewer_t rv = {fake_authenticate, fake_authorize, &f};
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 1000 * CK_NS_PER_SEC, 0);
+	ck_metrics_secure_opts_t so = {
+	    .reviewer = &rv, .clock = &clk.base, .review_qps = 2, .review_burst = 3};
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_auth_t *a = ck_metrics_i_auth_new(&so, reg);
+
+	ck_assert_int_eq(decide(a, "alice"), 200); /* one new-token review, one access review */
+	/* A flood of made-up tokens: what is left of the burst is reviewed, the rest are
+	 * 429 with no review asked. */
+	int n401 = 0, n429 = 0;
+	for (int i = 0; i < 100; i++) {
+		char t[32];
+		snprintf(t, sizeof(t), "x%d", i);
+		int st = decide(a, t);
+		n401 += st == 401;
+		n429 += st == 429;
+	}
+	ck_assert_int_eq(n401, 2); /* alice took one of the burst of 3 */
+	ck_assert_int_eq(n429, 98);
+	unsigned long authn, authz, throttled;
+	ck_metrics_i_auth_counts(a, &authn, &authz, &throttled);
+	ck_assert_uint_eq(authn, 3);
+	ck_assert_uint_eq(authz, 1);
+	ck_assert_uint_eq(throttled, 98);
+	ck_assert_int_eq(atomic_load(&f.authn), 3);
+	/* The 429's answer: Retry-After is the time to the next token, rounded up. */
+	ck_sbuf_t b = CK_SBUF_INIT;
+	int retry = 0;
+	ck_assert_int_eq(ck_metrics_i_auth_check(a, "Bearer y", "/metrics", "get", &b, &retry),
+	                 429);
+	ck_assert_int_eq(retry, 1);
+	ck_assert_str_eq(ck_sbuf_cstr(&b), "Too many requests, please try again later.\n");
+	ck_sbuf_free(&b);
+	/* The real scraper is served from the cache meanwhile... */
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	/* ...and once its token entry expired, it is reviewed again on the known bucket,
+	 * which the flood did not touch, though the new-token bucket is still empty. */
+	ck_clk_fake_advance(&clk, 61 * CK_NS_PER_SEC);
+	for (int i = 0; i < 200; i++) {
+		char t[32];
+		snprintf(t, sizeof(t), "z%d", i);
+		decide(a, t);
+	}
+	ck_assert_int_eq(decide(a, "z-last"), 429);
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(atomic_load(&f.authn), 3 + 3 + 1);
+	/* A new valid caller during the flood waits its turn like everyone else. */
+	ck_assert_int_eq(decide(a, "t1"), 429);
+	ck_clk_fake_advance(&clk, CK_NS_PER_SEC);
+	ck_assert_int_eq(decide(a, "t1"), 200);
+	/* The counters are in the registry. */
+	ck_sbuf_t out = CK_SBUF_INIT;
+	ck_metrics_registry_render(reg, &out);
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&out), "metrics_auth_token_reviews_total 8\n"));
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&out), "metrics_auth_access_reviews_total 2\n"));
+	ck_assert_ptr_nonnull(strstr(ck_sbuf_cstr(&out), "metrics_auth_throttled_total 298\n"));
+	ck_sbuf_free(&out);
+	ck_metrics_i_auth_free(a);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
+/*
+ * Invalid tokens and denials are bounded apart from valid tokens and allowed
+ * requests: any number of made-up tokens leaves the real scrapers' entries cached.
+ */
+START_TEST(auth_bad_tokens_do_not_evict)
+{
+	struct fake_rev f = {0};
+	ck_metrics_reviewer_t rv = {fake_authenticate, fake_authorize, &f};
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 1000 * CK_NS_PER_SEC, 0);
+	ck_metrics_secure_opts_t so = {
+	    .reviewer = &rv, .clock = &clk.base, .max_cached = 4, .review_qps = -1};
+	ck_metrics_auth_t *a = ck_metrics_i_auth_new(&so, NULL);
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(decide(a, "t1"), 200);
+	ck_assert_int_eq(decide(a, "bob"), 403);
+	for (int i = 0; i < 1000; i++) {
+		char t[32];
+		snprintf(t, sizeof(t), "x%d", i);
+		ck_assert_int_eq(decide(a, t), 401);
+	}
+	int n = atomic_load(&f.authn), m = atomic_load(&f.authz);
+	ck_assert_int_eq(decide(a, "alice"), 200);
+	ck_assert_int_eq(decide(a, "t1"), 200);
+	ck_assert_int_eq(decide(a, "bob"), 403);
+	ck_assert_int_eq(atomic_load(&f.authn), n);
+	ck_assert_int_eq(atomic_load(&f.authz), m);
+	/* Invalid ones are still cached, 4 of them: the last is, the first was evicted. */
+	ck_assert_int_eq(decide(a, "x999"), 401);
+	ck_assert_int_eq(atomic_load(&f.authn), n);
+	ck_assert_int_eq(decide(a, "x0"), 401);
+	ck_assert_int_eq(atomic_load(&f.authn), n + 1);
+	ck_metrics_i_auth_free(a);
+}
+END_TEST
+
 static void curl_setup(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1322,6 +1436,8 @@ Suite *suite_metrics(void)
 	tcase_add_test(srv, server_tls);
 	tcase_add_test(srv, server_auth_statuses);
 	tcase_add_test(srv, auth_decision_cache);
+	tcase_add_test(srv, auth_review_rate_limit);
+	tcase_add_test(srv, auth_bad_tokens_do_not_evict);
 	suite_add_tcase(s, srv);
 	return s;
 }
