@@ -12,6 +12,18 @@
  * A secure server is the same daemon with TLS (GnuTLS inside libmicrohttpd) and
  * /metrics behind auth.c's gate; it never serves probes, which the kubelet reads
  * over plain HTTP.
+ *
+ * Connection limits. Any pod that can reach a port can open connections and send
+ * nothing; with one shared limit, 64 such connections from one pod kept the
+ * kubelet's liveness probe from being answered, and the kubelet restarted a healthy
+ * daemon. So each server (the probes have their own unless --metrics-secure=false
+ * puts both on one address) has its own thread and its own limits: PER_IP_LIMIT
+ * connections per client address (the kubelet is one address, a pod another),
+ * CONN_LIMIT in all, and HEADER_TIMEOUT_S of silence before a request has arrived.
+ * libmicrohttpd's timeout is one of inactivity, so a client trickling a byte at a
+ * time keeps its connection; the per-address limit is what bounds those. A request
+ * that has arrived gets REQUEST_TIMEOUT_S (a TokenReview may take seconds), and the
+ * connection goes back to the short timeout once it is answered.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +43,10 @@
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define PROM_TEXT  "text/plain; version=0.0.4; charset=utf-8"
+
+/* See the design note. The kubelet runs at most a few probes of a pod at once and
+ * Prometheus keeps one connection per target, so 8 per address leaves room. */
+enum { PER_IP_LIMIT = 8, CONN_LIMIT = 256, HEADER_TIMEOUT_S = 5, REQUEST_TIMEOUT_S = 30 };
 
 enum { EP_HEALTHZ, EP_READYZ, EP_COUNT };
 static const char *const endpoint_names[EP_COUNT] = {"healthz", "readyz"};
@@ -424,6 +440,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	int allow = 0;
 	if (url == NULL)
 		url = "";
+	/* The request is in: give the answer time (see the design note). */
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)REQUEST_TIMEOUT_S);
 
 	if (method == NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
@@ -473,6 +491,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	enum MHD_Result ret = respond(conn, status, ctype, &body, allow);
 	ck_sbuf_free(&body);
 	return ret;
+}
+
+/* A request was answered (or abandoned): back to the short wait for the next one. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HEADER_TIMEOUT_S);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -559,15 +584,16 @@ static int server_start(const char *bind_addr, const char *flag, ck_metrics_regi
 		goto out;
 	}
 	/* A plain server ends the options before the TLS ones (MHD_OPTION_END there). */
-	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-	                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-	                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-	                            (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-	                            so ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->cert_pem,
-	                            MHD_OPTION_HTTPS_MEM_KEY, srv->key_pem,
-	                            /* TLS 1.2 and 1.3 only, as Go's servers since 1.22. */
-	                            MHD_OPTION_HTTPS_PRIORITIES,
-	                            "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
+	srv->mhd = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned)PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEADER_TIMEOUT_S,
+	    so ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->cert_pem,
+	    MHD_OPTION_HTTPS_MEM_KEY, srv->key_pem,
+	    /* TLS 1.2 and 1.3 only, as Go's servers since 1.22. */
+	    MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
+	    MHD_OPTION_END);
 	if (srv->mhd == NULL) {
 		ck_err_set(err, "%s \"%s\": cannot start the HTTP%s server", flag, bind_addr,
 		           so ? "S" : "");

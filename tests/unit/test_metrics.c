@@ -905,6 +905,116 @@ START_TEST(server_survives_odd_requests)
 }
 END_TEST
 
+/*
+ * Opens n connections from the source address src (any 127/8 address works on
+ * loopback) to 127.0.0.1:port, each sending half a request line and then nothing,
+ * as a pod holding the server's connections would. Connections the server refuses
+ * still count: the kernel completes the handshake before the server sees them.
+ */
+static void idle_flood(const char *src, int port, int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fds[i], 0);
+		struct sockaddr_in from = {.sin_family = AF_INET};
+		ck_assert_int_eq(inet_pton(AF_INET, src, &from.sin_addr), 1);
+		ck_assert_int_eq(bind(fds[i], (struct sockaddr *)&from, sizeof(from)), 0);
+		struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+		to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&to, sizeof(to)), 0);
+		send(fds[i], "GET /healthz HT", 15, MSG_NOSIGNAL);
+	}
+}
+
+/*
+ * GET url from 127.0.0.1 with the kubelet's default probe timeout (timeoutSeconds
+ * 1): returns the status, or -1 with *cc when no answer came in time.
+ */
+static long probe_within_1s(const char *url, CURLcode *cc)
+{
+	CURL *c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	*cc = curl_easy_perform(c);
+	long status = -1;
+	if (*cc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	ck_sbuf_free(&body);
+	return status;
+}
+
+/*
+ * Security finding a: 100 idle, half-sent connections from one address (any pod)
+ * filled the server's shared connection limit, and the kubelet's /healthz, from
+ * another address, got no answer: the liveness probe failed. With a per-address
+ * limit the kubelet is still answered within its 1 s timeout, on the probe server
+ * and on the secure metrics server alike. Several probes, so that a limit reached
+ * only after a while would show too.
+ */
+START_TEST(server_idle_flood_from_one_address)
+{
+	char *err = NULL;
+	enum { N = 100 };
+	int fds[N];
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_server_t *probes = NULL, *secure = NULL;
+	ck_assert_int_eq(ck_metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL,
+	                                         1, &probes, &err),
+	                 0);
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, NULL, &secure, &err),
+	                 0);
+	const struct {
+		ck_metrics_server_t *srv;
+		const char *url;
+	} cases[] = {{probes, "http://127.0.0.1:%d/healthz"},
+	             {secure, "https://127.0.0.1:%d/metrics"}};
+	for (size_t k = 0; k < CK_ARRAY_LEN(cases); k++) {
+		int port = ck_metrics_server_port(cases[k].srv);
+		char *url = ck_xasprintf(cases[k].url, port);
+		idle_flood("127.0.0.2", port, fds, N);
+		for (int i = 0; i < 3; i++) {
+			CURLcode cc;
+			long st = probe_within_1s(url, &cc);
+			ck_assert_msg(st == 200, "%s with %d idle connections from 127.0.0.2: %s",
+			              url, N, st < 0 ? curl_easy_strerror(cc) : "not 200");
+			usleep(200 * 1000);
+		}
+		if (cases[k].srv == probes) {
+			/* And none of them is kept: those over the per-address limit are
+			 * closed at once, the rest after the short wait for a request
+			 * (seconds, not the half minute of before). */
+			int closed = 0;
+			for (int i = 0; i < N; i++) {
+				struct timeval tv = {15, 0};
+				setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+				char c;
+				ssize_t r = recv(fds[i], &c, 1, 0);
+				closed +=
+				    r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+				if (closed <= i)
+					break;
+			}
+			ck_assert_msg(closed == N, "%d of %d idle connections closed", closed, N);
+		}
+		for (int i = 0; i < N; i++)
+			close(fds[i]);
+		free(url);
+	}
+	ck_metrics_server_stop(probes);
+	ck_metrics_server_stop(secure);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
 /* --- The secure server. --- */
 
 /*
@@ -1318,6 +1428,7 @@ Suite *suite_metrics(void)
 	tcase_add_test(srv, server_one_address_both);
 	tcase_add_test(srv, server_disabled_and_bad_addresses);
 	tcase_add_test(srv, server_survives_odd_requests);
+	tcase_add_test(srv, server_idle_flood_from_one_address);
 	tcase_add_test(srv, self_signed_certificate);
 	tcase_add_test(srv, server_tls);
 	tcase_add_test(srv, server_auth_statuses);
