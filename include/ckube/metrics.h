@@ -304,8 +304,9 @@ typedef int (*ck_metrics_check_fn)(void *ud, char **reason);
  * any failure gives 500 and the list with "[-]name failed: reason withheld" and
  * "readyz check failed" (the reason goes to the log at -v 2, since the endpoint is
  * unauthenticated). "?exclude=name" skips a check. /readyz/<name> runs one check:
- * "ok", or 500 "internal server error: <reason>". No checks at all = one "ping"
- * check that always passes.
+ * "ok", or 500 "internal server error: reason withheld" (kube-apiserver prints the
+ * reason there; here it goes to the log as for the list). No checks at all = one
+ * "ping" check that always passes.
  */
 CKUBE_API int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint,
                                          const char *name, ck_metrics_check_fn check, void *ud,

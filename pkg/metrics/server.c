@@ -355,7 +355,10 @@ static int probe_root(struct ck_metrics_server *srv, int ep, const struct query 
 	return status;
 }
 
-/* /healthz/<name>: one check alone. Returns the status, or 0 when there is no such check. */
+/*
+ * /healthz/<name>: one check alone, its reason withheld as in probe_root. Returns
+ * the status, or 0 when there is no such check.
+ */
 static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck_sbuf_t *body)
 {
 	int status = 0;
@@ -370,7 +373,12 @@ static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck
 			ck_sbuf_puts(body, "ok");
 			status = MHD_HTTP_OK;
 		} else {
-			ck_sbuf_printf(body, "internal server error: %s\n", reason);
+			/* kube-apiserver prints the reason here, but a reason names what
+			 * failed (API errors, user names) to anyone who can reach the port:
+			 * withheld as in the list, and logged. */
+			ck_sbuf_puts(body, "internal server error: reason withheld\n");
+			CK_LOG_V(2, "Probe check failed", CK_KV_STR("endpoint", endpoint_names[ep]),
+			         CK_KV_STR("check", name), CK_KV_STR("reason", reason));
 			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
 		free(reason);

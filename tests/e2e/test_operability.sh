@@ -385,6 +385,9 @@ t_probes_before_after_sync_and_standby() {
 	# The reason stays out of the unauthenticated endpoint (as in Kubernetes:
 	# "reason withheld") and goes to the log.
 	grep 'Probe check failed' "$E2E_LOGS/probes.log" | grep -q 'forbidden' || fail "the log does not say why readyz fails"
+	# So does the check asked alone (security finding i).
+	body=$(curl -s --max-time 5 "http://$p/readyz/informers-synced?verbose")
+	[ "$body" = "internal server error: reason withheld" ] || fail "readyz/informers-synced: $body"
 	curl -s --max-time 5 "http://$p/healthz?verbose" | grep -qF '[+]event-loop ok' || fail "healthz?verbose"
 	# Rights granted while it runs: the informers recover and it becomes ready.
 	kubectl -n "$NS" create role reader --verb=get,list,watch \
