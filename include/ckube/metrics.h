@@ -254,9 +254,13 @@ CKUBE_API void ck_metrics_kube_reviewer(struct ck_client *c, ck_metrics_reviewer
 
 /* Options of a secure server; zero members take the default their comment names. */
 typedef struct ck_metrics_secure_opts {
-	/* A directory holding the serving certificate and key (PEM), read at start. NULL
-	 * or "": a self-signed certificate (ECDSA P-256, one year, for localhost,
-	 * 127.0.0.1, ::1 and this host's name) generated in memory at start. */
+	/* A directory holding the serving certificate and key (PEM), read at start and
+	 * again whenever either file changes (checked every reload_interval_ms, as
+	 * controller-runtime's certwatcher): new connections get the new pair; a pair
+	 * that does not load keeps the current one and logs an error. NULL or "": a
+	 * self-signed certificate (ECDSA P-256, one year, for localhost, 127.0.0.1, ::1
+	 * and this host's name) generated in memory at start and again 30 days before
+	 * it expires. */
 	const char *cert_dir;
 	const char *cert_name; /* default "tls.crt" */
 	const char *key_name;  /* default "tls.key" */
@@ -269,7 +273,8 @@ typedef struct ck_metrics_secure_opts {
 	int64_t allow_ttl_ms;
 	int64_t deny_ttl_ms;
 	size_t max_cached;
-	const ck_clk_t *clock; /* NULL = real */
+	const ck_clk_t *clock; /* NULL = real; also dates the self-signed certificate's renewal */
+	int64_t reload_interval_ms; /* default 10 s */
 } ck_metrics_secure_opts_t;
 
 /*

@@ -66,8 +66,8 @@ struct ck_metrics_server {
 	struct check *checks[EP_COUNT];
 	size_t nchecks[EP_COUNT];
 	/* Secure servers only. */
-	ck_metrics_auth_t *auth; /* NULL: TLS without authn/authz */
-	char *cert_pem, *key_pem;
+	ck_metrics_auth_t *auth;   /* NULL: TLS without authn/authz */
+	ck_metrics_certs_t *certs; /* the certificate, kept current */
 };
 
 /* --- Addresses. --- */
@@ -530,11 +530,7 @@ static void server_free(struct ck_metrics_server *srv)
 		free(srv->checks[ep]);
 	}
 	ck_metrics_i_auth_free(srv->auth);
-	free(srv->cert_pem);
-	if (srv->key_pem != NULL) {
-		memset(srv->key_pem, 0, strlen(srv->key_pem));
-		free(srv->key_pem);
-	}
+	ck_metrics_i_certs_free(srv->certs);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
@@ -565,20 +561,7 @@ static int server_start(const char *bind_addr, const char *flag, ck_metrics_regi
 			           bind_addr);
 			goto out;
 		}
-		int rc;
-		if (so->cert_dir != NULL && so->cert_dir[0] != '\0') {
-			rc = ck_metrics_i_load_pair(
-			    so->cert_dir,
-			    so->cert_name && so->cert_name[0] ? so->cert_name : "tls.crt",
-			    so->key_name && so->key_name[0] ? so->key_name : "tls.key",
-			    &srv->cert_pem, &srv->key_pem, &why);
-		} else {
-			char host[256] = "";
-			if (gethostname(host, sizeof(host) - 1) != 0)
-				host[0] = '\0';
-			rc = ck_metrics_i_self_signed(host, &srv->cert_pem, &srv->key_pem, &why);
-		}
-		if (rc != 0) {
+		if (ck_metrics_i_certs_new(so, &srv->certs, &why) != 0) {
 			ck_err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
 			goto out;
 		}
@@ -597,8 +580,9 @@ static int server_start(const char *bind_addr, const char *flag, ck_metrics_regi
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    (unsigned)PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEADER_TIMEOUT_S,
-	    so ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->cert_pem,
-	    MHD_OPTION_HTTPS_MEM_KEY, srv->key_pem,
+	    /* The certificate is asked for at each handshake: certwatch.c replaces it. */
+	    so ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, ck_metrics_i_certs_on_connection,
+	    srv->certs, MHD_OPTION_HTTPS_CERT_CALLBACK, ck_metrics_i_certs_retrieve,
 	    /* TLS 1.2 and 1.3 only, as Go's servers since 1.22. */
 	    MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
 	    MHD_OPTION_END);

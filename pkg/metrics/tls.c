@@ -1,7 +1,8 @@
 /*
  * tls: the secure metrics server's certificate, either read from a directory
- * (controller-runtime's CertDir/CertName/KeyName) or self-signed in memory at
- * start, as controller-runtime does when no directory is given.
+ * (controller-runtime's CertDir/CertName/KeyName) or self-signed in memory, as
+ * controller-runtime does when no directory is given; certwatch.c reloads and
+ * renews it.
  *
  * Design note. GnuTLS, because libmicrohttpd already links it for TLS: signing a
  * certificate here loads no library the process does not already have. ECDSA
@@ -70,7 +71,8 @@ int ck_metrics_i_self_signed(const char *host, char **cert_pem, char **key_pem, 
 	    (rc = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial))) < 0 ||
 	    /* A minute of slack for a scraper whose clock runs a little behind. */
 	    (rc = gnutls_x509_crt_set_activation_time(crt, now - 60)) < 0 ||
-	    (rc = gnutls_x509_crt_set_expiration_time(crt, now + 365 * 24 * 3600)) < 0 ||
+	    (rc = gnutls_x509_crt_set_expiration_time(crt, now + CK_METRICS_I_SELF_SIGNED_DAYS *
+	                                                             24 * 3600)) < 0 ||
 	    (rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn,
 	                                        (unsigned)strlen(cn))) < 0 ||
 	    (rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, "localhost", 9,

@@ -1289,6 +1289,157 @@ START_TEST(server_tls)
 }
 END_TEST
 
+/* Writes text to dir/name by a rename, as an update of a mounted Secret appears. */
+static void replace_file(const char *dir, const char *name, const char *text)
+{
+	char *tmp = ck_xasprintf("%s/.%s.tmp", dir, name), *path = ck_xasprintf("%s/%s", dir, name);
+	put_file(tmp, text);
+	ck_assert_int_eq(rename(tmp, path), 0);
+	free(tmp);
+	free(path);
+}
+
+/*
+ * The certificate a new TLS connection to 127.0.0.1:port is served, as a new
+ * string (curl's "Cert:" PEM), or NULL when there was no handshake.
+ */
+static char *served_cert(int port)
+{
+	CURL *c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	char *url = ck_xasprintf("https://127.0.0.1:%d/nothing", port);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	char *pem = NULL;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(c, CURLOPT_CERTINFO, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	if (curl_easy_perform(c) == CURLE_OK) {
+		struct curl_certinfo *ci = NULL;
+		curl_easy_getinfo(c, CURLINFO_CERTINFO, &ci);
+		for (int i = 0; ci != NULL && i < ci->num_of_certs && pem == NULL; i++)
+			for (struct curl_slist *l = ci->certinfo[i]; l != NULL; l = l->next)
+				if (strncmp(l->data, "Cert:", 5) == 0)
+					pem = ck_xstrdup(l->data + 5);
+	}
+	curl_easy_cleanup(c);
+	ck_sbuf_free(&body);
+	free(url);
+	return pem;
+}
+
+/* Polls until a new connection is served want (or 10 s passed); returns whether it was. */
+static int served_becomes(int port, const char *want)
+{
+	for (int i = 0; i < 200; i++) {
+		char *got = served_cert(port);
+		int same = got != NULL && strcmp(got, want) == 0;
+		free(got);
+		if (same)
+			return 1;
+		usleep(50 * 1000);
+	}
+	return 0;
+}
+
+/*
+ * Security finding k: the certificate was read once at start (and the self-signed
+ * one expires after a year). Files replaced while the server runs are served to
+ * new connections; a pair that does not load keeps the one in use; the
+ * self-signed certificate is made again before it expires.
+ */
+START_TEST(server_tls_reloads_certificate)
+{
+	char *err = NULL;
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	char dir[] = "/tmp/test_metrics_reload_XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *c1, *k1, *c2, *k2;
+	ck_assert_int_eq(ck_metrics_i_self_signed("one.example", &c1, &k1, &err), 0);
+	ck_assert_int_eq(ck_metrics_i_self_signed("two.example", &c2, &k2, &err), 0);
+	replace_file(dir, "tls.crt", c1);
+	replace_file(dir, "tls.key", k1);
+	ck_metrics_secure_opts_t so = {.cert_dir = dir, .reload_interval_ms = 50};
+	ck_metrics_server_t *srv = NULL;
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &so, &srv, &err),
+	                 0);
+	int port = ck_metrics_server_port(srv);
+	char *got = served_cert(port);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, c1);
+	free(got);
+
+	/* Replaced: new connections get the new pair. */
+	replace_file(dir, "tls.key", k2);
+	replace_file(dir, "tls.crt", c2);
+	ck_assert_msg(served_becomes(port, c2), "the replaced certificate is never served");
+
+	/* A key that does not match, then garbage: the current pair stays. */
+	replace_file(dir, "tls.key", k1);
+	usleep(300 * 1000);
+	got = served_cert(port);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, c2);
+	free(got);
+	replace_file(dir, "tls.crt", "not a certificate\n");
+	usleep(300 * 1000);
+	got = served_cert(port);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, c2);
+	free(got);
+	/* Repaired: the good pair is served. */
+	replace_file(dir, "tls.crt", c1);
+	ck_assert_msg(served_becomes(port, c1), "the repaired pair is never served");
+	ck_metrics_server_stop(srv);
+
+	/* Self-signed: made again once fewer than 30 days are left. */
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 1, (int64_t)time(NULL) * 1000000000);
+	ck_metrics_secure_opts_t ss = {.clock = &clk.base, .reload_interval_ms = 50};
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &ss, &srv, &err),
+	                 0);
+	port = ck_metrics_server_port(srv);
+	char *first = served_cert(port);
+	ck_assert_ptr_nonnull(first);
+	ck_clk_fake_advance(&clk, (uint64_t)300 * 24 * 3600 * 1000000000);
+	usleep(300 * 1000);
+	got = served_cert(port);
+	ck_assert_str_eq(got, first); /* 65 days left: kept */
+	free(got);
+	ck_clk_fake_advance(&clk, (uint64_t)40 * 24 * 3600 * 1000000000);
+	int renewed = 0;
+	for (int i = 0; i < 200 && !renewed; i++) {
+		got = served_cert(port);
+		renewed = got != NULL && strcmp(got, first) != 0;
+		free(got);
+		usleep(50 * 1000);
+	}
+	ck_assert_msg(renewed, "the self-signed certificate is not renewed 25 days before expiry");
+	free(first);
+	ck_metrics_server_stop(srv);
+
+	const char *names[] = {"tls.crt", "tls.key"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(names); i++) {
+		char *p = ck_xasprintf("%s/%s", dir, names[i]);
+		unlink(p);
+		free(p);
+	}
+	rmdir(dir);
+	free(c1);
+	free(k1);
+	free(c2);
+	free(k2);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
 START_TEST(server_auth_statuses)
 {
 	char *err = NULL;
@@ -1435,6 +1586,7 @@ Suite *suite_metrics(void)
 	tcase_add_test(srv, server_idle_flood_from_one_address);
 	tcase_add_test(srv, self_signed_certificate);
 	tcase_add_test(srv, server_tls);
+	tcase_add_test(srv, server_tls_reloads_certificate);
 	tcase_add_test(srv, server_auth_statuses);
 	tcase_add_test(srv, auth_decision_cache);
 	suite_add_tcase(s, srv);
