@@ -61,6 +61,7 @@ served_fingerprint() { # served_fingerprint ADDR
 	openssl s_client -connect "$1" -servername localhost </dev/null 2>/dev/null |
 		openssl x509 -noout -fingerprint -sha256
 }
+serves() { test "$(served_fingerprint "$1")" = "$2"; } # serves ADDR FINGERPRINT
 
 t_metrics_secure_reviews() {
 	ms_setup rev
@@ -168,7 +169,7 @@ t_metrics_secure_cert_dir() {
 	want=$(openssl x509 -in "$next/tls.crt" -noout -fingerprint -sha256)
 	mv "$next/tls.key" "$dir/tls.key"
 	mv "$next/tls.crt" "$dir/tls.crt"
-	until_ok 30 test "$(served_fingerprint "$m")" = "$want" ||
+	until_ok 30 serves "$m" "$want" ||
 		fail "the replaced certificate is not served: $(served_fingerprint "$m"), want $want"
 	grep -q 'Reloaded the metrics serving certificate' "$E2E_LOGS/cert.log" || fail "no log line for the reload"
 	# A key that is not a key: the one in use stays, and the log says why.
