@@ -191,7 +191,8 @@ static void certs_check(ck_metrics_certs_t *w)
 			return;
 		if ((c = make_self_signed(w, &err)) == NULL) {
 			/* Tried again at the next look; the current one is still valid. */
-			CK_LOG_ERROR(err, "Cannot renew the metrics server's self-signed certificate");
+			CK_LOG_ERROR(err,
+			             "Cannot renew the metrics server's self-signed certificate");
 			goto out;
 		}
 		CK_LOG_INFO("Renewed the metrics server's self-signed certificate");
@@ -208,8 +209,9 @@ static void certs_check(ck_metrics_certs_t *w)
 	w->seen[0] = now[0];
 	w->seen[1] = now[1];
 	if ((c = load_dir(w, &err)) == NULL) {
-		CK_LOG_ERROR(err, "Cannot reload the metrics serving certificate; keeping the one in use",
-		             CK_KV_STR("dir", w->dir));
+		CK_LOG_ERROR(
+		    err, "Cannot reload the metrics serving certificate; keeping the one in use",
+		    CK_KV_STR("dir", w->dir));
 		goto out;
 	}
 	CK_LOG_INFO("Reloaded the metrics serving certificate", CK_KV_STR("dir", w->dir));
@@ -239,8 +241,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int ck_metrics_i_certs_new(const ck_metrics_secure_opts_t *so, ck_metrics_certs_t **out,
-                           char **err)
+int ck_metrics_i_certs_new(const ck_metrics_secure_opts_t *so, ck_metrics_certs_t **out, char **err)
 {
 	int result = -1;
 	ck_metrics_certs_t *w = ck_xcalloc(1, sizeof(*w));
@@ -255,8 +256,10 @@ int ck_metrics_i_certs_new(const ck_metrics_secure_opts_t *so, ck_metrics_certs_
 	*out = NULL;
 	if (so->cert_dir != NULL && so->cert_dir[0] != '\0') {
 		w->dir = ck_xstrdup(so->cert_dir);
-		w->cert_name = ck_xstrdup(so->cert_name && so->cert_name[0] ? so->cert_name : "tls.crt");
-		w->key_name = ck_xstrdup(so->key_name && so->key_name[0] ? so->key_name : "tls.key");
+		w->cert_name =
+		    ck_xstrdup(so->cert_name && so->cert_name[0] ? so->cert_name : "tls.crt");
+		w->key_name =
+		    ck_xstrdup(so->key_name && so->key_name[0] ? so->key_name : "tls.key");
 		/* Identified before reading: a change in between is read again later. */
 		file_id_get(w->dir, w->cert_name, &w->seen[0]);
 		file_id_get(w->dir, w->key_name, &w->seen[1]);
