@@ -256,9 +256,13 @@ CKUBE_API void ck_metrics_kube_reviewer(struct ck_client *c, ck_metrics_reviewer
 
 /* Options of a secure server; zero members take the default their comment names. */
 typedef struct ck_metrics_secure_opts {
-	/* A directory holding the serving certificate and key (PEM), read at start. NULL
-	 * or "": a self-signed certificate (ECDSA P-256, one year, for localhost,
-	 * 127.0.0.1, ::1 and this host's name) generated in memory at start. */
+	/* A directory holding the serving certificate and key (PEM), read at start and
+	 * again whenever either file changes (checked every reload_interval_ms, as
+	 * controller-runtime's certwatcher): new connections get the new pair; a pair
+	 * that does not load keeps the current one and logs an error. NULL or "": a
+	 * self-signed certificate (ECDSA P-256, one year, for localhost, 127.0.0.1, ::1
+	 * and this host's name) generated in memory at start and again 30 days before
+	 * it expires. */
 	const char *cert_dir;
 	const char *cert_name; /* default "tls.crt" */
 	const char *key_name;  /* default "tls.key" */
@@ -280,7 +284,8 @@ typedef struct ck_metrics_secure_opts {
 	 * Requests with Retry-After, not queued. */
 	double review_qps;
 	int review_burst;
-	const ck_clk_t *clock; /* NULL = real */
+	const ck_clk_t *clock; /* NULL = real; also dates the self-signed certificate's renewal */
+	int64_t reload_interval_ms; /* default 10 s */
 } ck_metrics_secure_opts_t;
 
 /*
@@ -318,8 +323,9 @@ typedef int (*ck_metrics_check_fn)(void *ud, char **reason);
  * any failure gives 500 and the list with "[-]name failed: reason withheld" and
  * "readyz check failed" (the reason goes to the log at -v 2, since the endpoint is
  * unauthenticated). "?exclude=name" skips a check. /readyz/<name> runs one check:
- * "ok", or 500 "internal server error: <reason>". No checks at all = one "ping"
- * check that always passes.
+ * "ok", or 500 "internal server error: reason withheld" (kube-apiserver prints the
+ * reason there; here it goes to the log as for the list). No checks at all = one
+ * "ping" check that always passes.
  */
 CKUBE_API int ck_metrics_probe_add_check(ck_metrics_server_t *srv, const char *endpoint,
                                          const char *name, ck_metrics_check_fn check, void *ud,

@@ -36,8 +36,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include <ckube/log.h>
 #include <ckube/flowcontrol.h>
+#include <ckube/log.h>
 
 #include "pkg/metrics/metrics_internal.h"
 
@@ -431,10 +431,7 @@ out:
 		ck_sbuf_puts(body, "Unauthorized\n");
 	if (status == 429)
 		ck_sbuf_puts(body, "Too many requests, please try again later.\n");
-	if (token != NULL) {
-		memset(token, 0, strlen(token));
-		free(token);
-	}
+	ck_secret_free(token, 0);
 	ck_metrics_user_clear(&user);
 	free(reason);
 	free(err);

@@ -71,8 +71,7 @@ static int kube_authenticate(void *ud, const char *token, ck_metrics_user_t *use
 	ck_sbuf_puts(&b, "}}");
 	ck_json_doc_t *doc = post_review(ud, &token_review_type, &b, err);
 	/* The body holds the token: wipe it. */
-	if (b.data != NULL)
-		memset(b.data, 0, b.len);
+	ck_secure_zero(b.data, b.len);
 	ck_sbuf_free(&b);
 	if (doc == NULL)
 		return CK_METRICS_REVIEW_FAILED;

@@ -12,6 +12,18 @@
  * A secure server is the same daemon with TLS (GnuTLS inside libmicrohttpd) and
  * /metrics behind auth.c's gate; it never serves probes, which the kubelet reads
  * over plain HTTP.
+ *
+ * Connection limits. Any pod that can reach a port can open connections and send
+ * nothing; with one shared limit, 64 such connections from one pod kept the
+ * kubelet's liveness probe from being answered, and the kubelet restarted a healthy
+ * daemon. So each server (the probes have their own unless --metrics-secure=false
+ * puts both on one address) has its own thread and its own limits: PER_IP_LIMIT
+ * connections per client address (the kubelet is one address, a pod another),
+ * CONN_LIMIT in all, and HEADER_TIMEOUT_S of silence before a request has arrived.
+ * libmicrohttpd's timeout is one of inactivity, so a client trickling a byte at a
+ * time keeps its connection; the per-address limit is what bounds those. A request
+ * that has arrived gets REQUEST_TIMEOUT_S (a TokenReview may take seconds), and the
+ * connection goes back to the short timeout once it is answered.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +45,10 @@
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define PROM_TEXT  "text/plain; version=0.0.4; charset=utf-8"
 
+/* See the design note. The kubelet runs at most a few probes of a pod at once and
+ * Prometheus keeps one connection per target, so 8 per address leaves room. */
+enum { PER_IP_LIMIT = 8, CONN_LIMIT = 256, HEADER_TIMEOUT_S = 5, REQUEST_TIMEOUT_S = 30 };
+
 enum { EP_HEALTHZ, EP_READYZ, EP_COUNT };
 static const char *const endpoint_names[EP_COUNT] = {"healthz", "readyz"};
 
@@ -51,8 +67,8 @@ struct ck_metrics_server {
 	struct check *checks[EP_COUNT];
 	size_t nchecks[EP_COUNT];
 	/* Secure servers only. */
-	ck_metrics_auth_t *auth; /* NULL: TLS without authn/authz */
-	char *cert_pem, *key_pem;
+	ck_metrics_auth_t *auth;   /* NULL: TLS without authn/authz */
+	ck_metrics_certs_t *certs; /* the certificate, kept current */
 };
 
 /* --- Addresses. --- */
@@ -340,7 +356,10 @@ static int probe_root(struct ck_metrics_server *srv, int ep, const struct query 
 	return status;
 }
 
-/* /healthz/<name>: one check alone. Returns the status, or 0 when there is no such check. */
+/*
+ * /healthz/<name>: one check alone, its reason withheld as in probe_root. Returns
+ * the status, or 0 when there is no such check.
+ */
 static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck_sbuf_t *body)
 {
 	int status = 0;
@@ -355,7 +374,12 @@ static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck
 			ck_sbuf_puts(body, "ok");
 			status = MHD_HTTP_OK;
 		} else {
-			ck_sbuf_printf(body, "internal server error: %s\n", reason);
+			/* kube-apiserver prints the reason here, but a reason names what
+			 * failed (API errors, user names) to anyone who can reach the port:
+			 * withheld as in the list, and logged. */
+			ck_sbuf_puts(body, "internal server error: reason withheld\n");
+			CK_LOG_V(2, "Probe check failed", CK_KV_STR("endpoint", endpoint_names[ep]),
+			         CK_KV_STR("check", name), CK_KV_STR("reason", reason));
 			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
 		free(reason);
@@ -430,6 +454,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	int allow = 0, retry_after = 0;
 	if (url == NULL)
 		url = "";
+	/* The request is in: give the answer time (see the design note). */
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)REQUEST_TIMEOUT_S);
 
 	if (method == NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
@@ -481,6 +507,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return ret;
 }
 
+/* A request was answered (or abandoned): back to the short wait for the next one. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HEADER_TIMEOUT_S);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	if (!ck_log_v_enabled(2))
@@ -503,11 +536,7 @@ static void server_free(struct ck_metrics_server *srv)
 		free(srv->checks[ep]);
 	}
 	ck_metrics_i_auth_free(srv->auth);
-	free(srv->cert_pem);
-	if (srv->key_pem != NULL) {
-		memset(srv->key_pem, 0, strlen(srv->key_pem));
-		free(srv->key_pem);
-	}
+	ck_metrics_i_certs_free(srv->certs);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
@@ -538,20 +567,7 @@ static int server_start(const char *bind_addr, const char *flag, ck_metrics_regi
 			           bind_addr);
 			goto out;
 		}
-		int rc;
-		if (so->cert_dir != NULL && so->cert_dir[0] != '\0') {
-			rc = ck_metrics_i_load_pair(
-			    so->cert_dir,
-			    so->cert_name && so->cert_name[0] ? so->cert_name : "tls.crt",
-			    so->key_name && so->key_name[0] ? so->key_name : "tls.key",
-			    &srv->cert_pem, &srv->key_pem, &why);
-		} else {
-			char host[256] = "";
-			if (gethostname(host, sizeof(host) - 1) != 0)
-				host[0] = '\0';
-			rc = ck_metrics_i_self_signed(host, &srv->cert_pem, &srv->key_pem, &why);
-		}
-		if (rc != 0) {
+		if (ck_metrics_i_certs_new(so, &srv->certs, &why) != 0) {
 			ck_err_set(err, "%s \"%s\": %s", flag, bind_addr, why);
 			goto out;
 		}
@@ -565,15 +581,17 @@ static int server_start(const char *bind_addr, const char *flag, ck_metrics_regi
 		goto out;
 	}
 	/* A plain server ends the options before the TLS ones (MHD_OPTION_END there). */
-	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-	                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-	                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-	                            (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-	                            so ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->cert_pem,
-	                            MHD_OPTION_HTTPS_MEM_KEY, srv->key_pem,
-	                            /* TLS 1.2 and 1.3 only, as Go's servers since 1.22. */
-	                            MHD_OPTION_HTTPS_PRIORITIES,
-	                            "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2", MHD_OPTION_END);
+	srv->mhd = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned)PER_IP_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEADER_TIMEOUT_S,
+	    /* The certificate is asked for at each handshake: certwatch.c replaces it. */
+	    so ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END, ck_metrics_i_certs_on_connection,
+	    srv->certs, MHD_OPTION_HTTPS_CERT_CALLBACK, ck_metrics_i_certs_retrieve,
+	    /* TLS 1.2 and 1.3 only, as Go's servers since 1.22. */
+	    MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
+	    MHD_OPTION_END);
 	if (srv->mhd == NULL) {
 		ck_err_set(err, "%s \"%s\": cannot start the HTTP%s server", flag, bind_addr,
 		           so ? "S" : "");

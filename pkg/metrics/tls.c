@@ -1,7 +1,8 @@
 /*
  * tls: the secure metrics server's certificate, either read from a directory
- * (controller-runtime's CertDir/CertName/KeyName) or self-signed in memory at
- * start, as controller-runtime does when no directory is given.
+ * (controller-runtime's CertDir/CertName/KeyName) or self-signed in memory, as
+ * controller-runtime does when no directory is given; certwatch.c reloads and
+ * renews it.
  *
  * Design note. GnuTLS, because libmicrohttpd already links it for TLS: signing a
  * certificate here loads no library the process does not already have. ECDSA
@@ -70,7 +71,8 @@ int ck_metrics_i_self_signed(const char *host, char **cert_pem, char **key_pem, 
 	    (rc = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial))) < 0 ||
 	    /* A minute of slack for a scraper whose clock runs a little behind. */
 	    (rc = gnutls_x509_crt_set_activation_time(crt, now - 60)) < 0 ||
-	    (rc = gnutls_x509_crt_set_expiration_time(crt, now + 365 * 24 * 3600)) < 0 ||
+	    (rc = gnutls_x509_crt_set_expiration_time(crt, now + CK_METRICS_I_SELF_SIGNED_DAYS *
+	                                                             24 * 3600)) < 0 ||
 	    (rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn,
 	                                        (unsigned)strlen(cn))) < 0 ||
 	    (rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, "localhost", 9,
@@ -102,7 +104,7 @@ int ck_metrics_i_self_signed(const char *host, char **cert_pem, char **key_pem, 
 out:
 	if (kd.data != NULL) {
 		/* The key in clear: wipe GnuTLS' copy before it goes back to the heap. */
-		gnutls_memset(kd.data, 0, kd.size);
+		ck_secure_zero(kd.data, kd.size);
 		gnutls_free(kd.data);
 	}
 	gnutls_free(cd.data);
@@ -113,31 +115,21 @@ out:
 	return result;
 }
 
-/* Reads a whole (small) file into a new NUL-terminated string; NULL with *err. */
-static char *read_small(const char *path, char **err)
+/* A certificate or key file: the library's bounded reader (a regular file of at
+ * most 1 MiB; the certificate watcher calls this on its thread, and a FIFO put
+ * in the directory must not block it), and not empty. NULL with *err. */
+static char *read_pem(const char *path, char **err)
 {
-	FILE *f = fopen(path, "rb");
-	if (f == NULL) {
-		ck_err_set(err, "%s: %s", path, strerror(errno));
+	char *data = NULL;
+	size_t len = 0;
+	if (ck_file_read_bounded(path, CK_FILE_MAX_BYTES, &data, &len, err) != 0)
+		return NULL;
+	if (len == 0) {
+		ck_err_set(err, "%s: empty", path);
+		free(data);
 		return NULL;
 	}
-	ck_sbuf_t b = CK_SBUF_INIT;
-	char buf[4096];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0 && b.len < (1u << 20))
-		ck_sbuf_append(&b, buf, n);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad || b.len == 0 || b.len >= (1u << 20)) {
-		ck_err_set(err, "%s: %s", path,
-		           bad     ? "read error"
-		           : b.len ? "larger than 1 MiB"
-		                   : "empty");
-		ck_sbuf_free(&b);
-		return NULL;
-	}
-	ck_sbuf_cstr(&b);
-	return ck_sbuf_steal(&b);
+	return data;
 }
 
 int ck_metrics_i_load_pair(const char *dir, const char *cert_name, const char *key_name,
@@ -148,7 +140,7 @@ int ck_metrics_i_load_pair(const char *dir, const char *cert_name, const char *k
 	char *kp = ck_xasprintf("%s/%s", dir, key_name);
 	gnutls_certificate_credentials_t cred = NULL;
 	*cert_pem = *key_pem = NULL;
-	char *c = read_small(cp, err), *k = c ? read_small(kp, err) : NULL;
+	char *c = read_pem(cp, err), *k = c ? read_pem(kp, err) : NULL;
 	if (k == NULL)
 		goto out;
 	/* libmicrohttpd only says "cannot start" for a bad pair: check it here first. */

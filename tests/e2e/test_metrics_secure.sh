@@ -3,9 +3,10 @@
 # the API server's TokenReview/SubjectAccessReview decide: an allowed token 200,
 # a ServiceAccount without the role 403, no token or a bad one 401, a daemon that
 # may not create reviews 500; plain HTTP on the HTTPS port fails; probes stay
-# plain HTTP; --metrics-cert-dir serves the given certificate. A flood of
-# made-up tokens is reviewed through a client of its own, within a rate limit
-# (429 above it), and leaves the reconcile path's client and the real scraper alone.
+# plain HTTP; --metrics-cert-dir serves the given certificate, and a replaced one
+# without a restart. A flood of made-up tokens is reviewed through a client of
+# its own, within a rate limit (429 above it), and leaves the reconcile path's
+# client and the real scraper alone.
 # shellcheck shell=bash
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -62,6 +63,7 @@ served_fingerprint() { # served_fingerprint ADDR
 	openssl s_client -connect "$1" -servername localhost </dev/null 2>/dev/null |
 		openssl x509 -noout -fingerprint -sha256
 }
+serves() { test "$(served_fingerprint "$1")" = "$2"; } # serves ADDR FINGERPRINT
 
 t_metrics_secure_reviews() {
 	ms_setup rev
@@ -244,6 +246,27 @@ t_metrics_secure_cert_dir() {
 	code=$(curl -s --max-time 10 --cacert "$dir/tls.crt" --resolve "localhost:${m##*:}:127.0.0.1" \
 		-H "Authorization: Bearer $tok" -o /dev/null -w '%{http_code}' "https://localhost:${m##*:}/metrics")
 	[ "$code" = 200 ] || fail "verified scrape with the admin token: $code"
+
+	# Security finding k: files replaced while it runs (a renamed-in pair, as the
+	# kubelet updates a mounted Secret) are served to new connections within the
+	# reload interval (10 s), without a restart.
+	local next="$MS_TMP/next"
+	mkdir -p "$next"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=e2e-metrics-2 -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+		-keyout "$next/tls.key" -out "$next/tls.crt" 2>/dev/null
+	want=$(openssl x509 -in "$next/tls.crt" -noout -fingerprint -sha256)
+	mv "$next/tls.key" "$dir/tls.key"
+	mv "$next/tls.crt" "$dir/tls.crt"
+	until_ok 30 serves "$m" "$want" ||
+		fail "the replaced certificate is not served: $(served_fingerprint "$m"), want $want"
+	grep -q 'Reloaded the metrics serving certificate' "$E2E_LOGS/cert.log" || fail "no log line for the reload"
+	# A key that is not a key: the one in use stays, and the log says why.
+	echo garbage >"$dir/tls.key"
+	until_ok 30 grep -q 'Cannot reload the metrics serving certificate' "$E2E_LOGS/cert.log" ||
+		fail "no error logged for a bad key"
+	got=$(served_fingerprint "$m")
+	[ "$got" = "$want" ] || fail "after a bad key: served $got, want $want"
 	stop_controller cert
 
 	# A directory without the files, and HTTPS with the probes on one address: usage errors.

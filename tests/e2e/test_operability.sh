@@ -1,6 +1,7 @@
 # sample-controller operability end to end, on the real local control plane:
 # leader election (one leader, kill -9, SIGTERM release, network cut), /metrics,
-# /healthz and /readyz, logs (JSON format) and Event aggregation.
+# /healthz and /readyz (also under a flood of idle connections), logs (JSON
+# format) and Event aggregation.
 # shellcheck shell=bash
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -384,6 +385,9 @@ t_probes_before_after_sync_and_standby() {
 	# The reason stays out of the unauthenticated endpoint (as in Kubernetes:
 	# "reason withheld") and goes to the log.
 	grep 'Probe check failed' "$E2E_LOGS/probes.log" | grep -q 'forbidden' || fail "the log does not say why readyz fails"
+	# So does the check asked alone (security finding i).
+	body=$(curl -s --max-time 5 "http://$p/readyz/informers-synced?verbose")
+	[ "$body" = "internal server error: reason withheld" ] || fail "readyz/informers-synced: $body"
 	curl -s --max-time 5 "http://$p/healthz?verbose" | grep -qF '[+]event-loop ok' || fail "healthz?verbose"
 	# Rights granted while it runs: the informers recover and it becomes ready.
 	kubectl -n "$NS" create role reader --verb=get,list,watch \
@@ -414,6 +418,57 @@ t_probes_before_after_sync_and_standby() {
 	test "$(http_code "http://$sb/healthz")" = 200 || fail "standby healthz"
 	stop_controller probes-a
 	stop_controller probes-b
+}
+
+# idle_flood SRC ADDR N READY: N connections from SRC to ADDR (HOST:PORT), each
+# sending half a request line and then nothing, held until killed (the PID goes to
+# OPS_PIDS); READY is written once all are connected.
+idle_flood() {
+	python3 - "$@" <<'PY' &
+import socket, sys, time
+src, addr, n, ready = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+host, port = addr.rsplit(":", 1)
+socks = []
+for _ in range(n):
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect((host, int(port)))
+    try:
+        s.send(b"GET /healthz HT")
+    except OSError:
+        pass  # refused over the per-address limit: it still was a connection
+    socks.append(s)
+open(ready, "w").write("%d\n" % len(socks))
+while True:
+    time.sleep(60)
+PY
+	OPS_PIDS+=($!)
+}
+
+# Security finding a: any pod could make the liveness probe fail. 100 idle,
+# half-sent connections from one address (127.0.0.2: any 127/8 source reaches
+# loopback) to the probe port and as many to the metrics port; /healthz asked from
+# another address (127.0.0.1, the kubelet's) is still answered within the kubelet's
+# default probe timeout of 1 s, every time, and /metrics still is too.
+t_probes_answer_under_idle_flood() {
+	ops_setup flood
+	local p m i code
+	p=127.0.0.1:$(free_port); m=127.0.0.1:$(free_port)
+	ops_start flood --kubeconfig "$KUBECONFIG" --health-probe-bind-address=$p --metrics-bind-address=$m
+	until_ok 20 code_is "$p/healthz" 200 || fail "healthz never 200"
+	idle_flood 127.0.0.2 "$p" 100 "$E2E_LOGS/flood-probes.ready"
+	idle_flood 127.0.0.2 "$m" 100 "$E2E_LOGS/flood-metrics.ready"
+	until_ok 20 test -s "$E2E_LOGS/flood-probes.ready" || fail "the flood of the probe port did not connect"
+	until_ok 20 test -s "$E2E_LOGS/flood-metrics.ready" || fail "the flood of the metrics port did not connect"
+	for i in 1 2 3 4 5; do
+		code=$(curl -s -o /dev/null --max-time 1 -w '%{http_code}' "http://$p/healthz") || true
+		[ "$code" = 200 ] || fail "probe $i: /healthz with 100 idle connections from 127.0.0.2: $code (000: no answer within 1 s)"
+		sleep 0.5
+	done
+	code=$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "http://$m/metrics") || true
+	[ "$code" = 200 ] || fail "/metrics with 100 idle connections from 127.0.0.2: $code"
+	rm -f "$E2E_LOGS"/flood-*.ready
+	stop_controller flood
 }
 
 # Logs: --log-format=json lines are JSON objects with ts, caller and msg. These

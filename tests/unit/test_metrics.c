@@ -641,8 +641,12 @@ START_TEST(server_probes)
 	EXPECT_HTTP(
 	    "GET", "/readyz?verbose=1", 500,
 	    "[-]informer-sync failed: reason withheld\n[+]leader ok\nreadyz check failed\n");
+	/* Security finding i: one check alone withholds its reason as the list does
+	 * (the endpoint is unauthenticated); it goes to the log. */
 	EXPECT_HTTP("GET", "/readyz/informer-sync", 500,
-	            "internal server error: caches not synced\n");
+	            "internal server error: reason withheld\n");
+	EXPECT_HTTP("GET", "/readyz/informer-sync?verbose", 500,
+	            "internal server error: reason withheld\n");
 	EXPECT_HTTP("GET", "/readyz/leader", 200, "ok");
 	EXPECT_HTTP("GET", "/readyz/nope", 404, "404 page not found\n");
 	EXPECT_HTTP("GET", "/readyz?exclude=informer-sync", 200, "ok");
@@ -901,6 +905,116 @@ START_TEST(server_survives_odd_requests)
 	ck_metrics_server_stop(srv);
 	/* The listening socket and the daemon's own descriptors are all closed. */
 	ck_assert_int_eq(count_open_fds(), fds_before);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
+/*
+ * Opens n connections from the source address src (any 127/8 address works on
+ * loopback) to 127.0.0.1:port, each sending half a request line and then nothing,
+ * as a pod holding the server's connections would. Connections the server refuses
+ * still count: the kernel completes the handshake before the server sees them.
+ */
+static void idle_flood(const char *src, int port, int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fds[i], 0);
+		struct sockaddr_in from = {.sin_family = AF_INET};
+		ck_assert_int_eq(inet_pton(AF_INET, src, &from.sin_addr), 1);
+		ck_assert_int_eq(bind(fds[i], (struct sockaddr *)&from, sizeof(from)), 0);
+		struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+		to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&to, sizeof(to)), 0);
+		send(fds[i], "GET /healthz HT", 15, MSG_NOSIGNAL);
+	}
+}
+
+/*
+ * GET url from 127.0.0.1 with the kubelet's default probe timeout (timeoutSeconds
+ * 1): returns the status, or -1 with *cc when no answer came in time.
+ */
+static long probe_within_1s(const char *url, CURLcode *cc)
+{
+	CURL *c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	*cc = curl_easy_perform(c);
+	long status = -1;
+	if (*cc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	ck_sbuf_free(&body);
+	return status;
+}
+
+/*
+ * Security finding a: 100 idle, half-sent connections from one address (any pod)
+ * filled the server's shared connection limit, and the kubelet's /healthz, from
+ * another address, got no answer: the liveness probe failed. With a per-address
+ * limit the kubelet is still answered within its 1 s timeout, on the probe server
+ * and on the secure metrics server alike. Several probes, so that a limit reached
+ * only after a while would show too.
+ */
+START_TEST(server_idle_flood_from_one_address)
+{
+	char *err = NULL;
+	enum { N = 100 };
+	int fds[N];
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	ck_metrics_server_t *probes = NULL, *secure = NULL;
+	ck_assert_int_eq(ck_metrics_server_start("127.0.0.1:0", "--health-probe-bind-address", NULL,
+	                                         1, &probes, &err),
+	                 0);
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, NULL, &secure, &err),
+	                 0);
+	const struct {
+		ck_metrics_server_t *srv;
+		const char *url;
+	} cases[] = {{probes, "http://127.0.0.1:%d/healthz"},
+	             {secure, "https://127.0.0.1:%d/metrics"}};
+	for (size_t k = 0; k < CK_ARRAY_LEN(cases); k++) {
+		int port = ck_metrics_server_port(cases[k].srv);
+		char *url = ck_xasprintf(cases[k].url, port);
+		idle_flood("127.0.0.2", port, fds, N);
+		for (int i = 0; i < 3; i++) {
+			CURLcode cc;
+			long st = probe_within_1s(url, &cc);
+			ck_assert_msg(st == 200, "%s with %d idle connections from 127.0.0.2: %s",
+			              url, N, st < 0 ? curl_easy_strerror(cc) : "not 200");
+			usleep(200 * 1000);
+		}
+		if (cases[k].srv == probes) {
+			/* And none of them is kept: those over the per-address limit are
+			 * closed at once, the rest after the short wait for a request
+			 * (seconds, not the half minute of before). */
+			int closed = 0;
+			for (int i = 0; i < N; i++) {
+				struct timeval tv = {15, 0};
+				setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+				char c;
+				ssize_t r = recv(fds[i], &c, 1, 0);
+				closed +=
+				    r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+				if (closed <= i)
+					break;
+			}
+			ck_assert_msg(closed == N, "%d of %d idle connections closed", closed, N);
+		}
+		for (int i = 0; i < N; i++)
+			close(fds[i]);
+		free(url);
+	}
+	ck_metrics_server_stop(probes);
+	ck_metrics_server_stop(secure);
 	ck_metrics_registry_free(reg);
 }
 END_TEST
@@ -1175,6 +1289,157 @@ START_TEST(server_tls)
 }
 END_TEST
 
+/* Writes text to dir/name by a rename, as an update of a mounted Secret appears. */
+static void replace_file(const char *dir, const char *name, const char *text)
+{
+	char *tmp = ck_xasprintf("%s/.%s.tmp", dir, name), *path = ck_xasprintf("%s/%s", dir, name);
+	put_file(tmp, text);
+	ck_assert_int_eq(rename(tmp, path), 0);
+	free(tmp);
+	free(path);
+}
+
+/*
+ * The certificate a new TLS connection to 127.0.0.1:port is served, as a new
+ * string (curl's "Cert:" PEM), or NULL when there was no handshake.
+ */
+static char *served_cert(int port)
+{
+	CURL *c = curl_easy_init();
+	ck_assert_ptr_nonnull(c);
+	char *url = ck_xasprintf("https://127.0.0.1:%d/nothing", port);
+	ck_sbuf_t body = CK_SBUF_INIT;
+	char *pem = NULL;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(c, CURLOPT_CERTINFO, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	if (curl_easy_perform(c) == CURLE_OK) {
+		struct curl_certinfo *ci = NULL;
+		curl_easy_getinfo(c, CURLINFO_CERTINFO, &ci);
+		for (int i = 0; ci != NULL && i < ci->num_of_certs && pem == NULL; i++)
+			for (struct curl_slist *l = ci->certinfo[i]; l != NULL; l = l->next)
+				if (strncmp(l->data, "Cert:", 5) == 0)
+					pem = ck_xstrdup(l->data + 5);
+	}
+	curl_easy_cleanup(c);
+	ck_sbuf_free(&body);
+	free(url);
+	return pem;
+}
+
+/* Polls until a new connection is served want (or 10 s passed); returns whether it was. */
+static int served_becomes(int port, const char *want)
+{
+	for (int i = 0; i < 200; i++) {
+		char *got = served_cert(port);
+		int same = got != NULL && strcmp(got, want) == 0;
+		free(got);
+		if (same)
+			return 1;
+		usleep(50 * 1000);
+	}
+	return 0;
+}
+
+/*
+ * Security finding k: the certificate was read once at start (and the self-signed
+ * one expires after a year). Files replaced while the server runs are served to
+ * new connections; a pair that does not load keeps the one in use; the
+ * self-signed certificate is made again before it expires.
+ */
+START_TEST(server_tls_reloads_certificate)
+{
+	char *err = NULL;
+	ck_metrics_registry_t *reg = ck_metrics_registry_new();
+	char dir[] = "/tmp/test_metrics_reload_XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *c1, *k1, *c2, *k2;
+	ck_assert_int_eq(ck_metrics_i_self_signed("one.example", &c1, &k1, &err), 0);
+	ck_assert_int_eq(ck_metrics_i_self_signed("two.example", &c2, &k2, &err), 0);
+	replace_file(dir, "tls.crt", c1);
+	replace_file(dir, "tls.key", k1);
+	ck_metrics_secure_opts_t so = {.cert_dir = dir, .reload_interval_ms = 50};
+	ck_metrics_server_t *srv = NULL;
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &so, &srv, &err),
+	                 0);
+	int port = ck_metrics_server_port(srv);
+	char *got = served_cert(port);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, c1);
+	free(got);
+
+	/* Replaced: new connections get the new pair. */
+	replace_file(dir, "tls.key", k2);
+	replace_file(dir, "tls.crt", c2);
+	ck_assert_msg(served_becomes(port, c2), "the replaced certificate is never served");
+
+	/* A key that does not match, then garbage: the current pair stays. */
+	replace_file(dir, "tls.key", k1);
+	usleep(300 * 1000);
+	got = served_cert(port);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, c2);
+	free(got);
+	replace_file(dir, "tls.crt", "not a certificate\n");
+	usleep(300 * 1000);
+	got = served_cert(port);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, c2);
+	free(got);
+	/* Repaired: the good pair is served. */
+	replace_file(dir, "tls.crt", c1);
+	ck_assert_msg(served_becomes(port, c1), "the repaired pair is never served");
+	ck_metrics_server_stop(srv);
+
+	/* Self-signed: made again once fewer than 30 days are left. */
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 1, (int64_t)time(NULL) * 1000000000);
+	ck_metrics_secure_opts_t ss = {.clock = &clk.base, .reload_interval_ms = 50};
+	ck_assert_int_eq(ck_metrics_server_start_secure("127.0.0.1:0", "--metrics-bind-address",
+	                                                reg, &ss, &srv, &err),
+	                 0);
+	port = ck_metrics_server_port(srv);
+	char *first = served_cert(port);
+	ck_assert_ptr_nonnull(first);
+	ck_clk_fake_advance(&clk, (uint64_t)300 * 24 * 3600 * 1000000000);
+	usleep(300 * 1000);
+	got = served_cert(port);
+	ck_assert_str_eq(got, first); /* 65 days left: kept */
+	free(got);
+	ck_clk_fake_advance(&clk, (uint64_t)40 * 24 * 3600 * 1000000000);
+	int renewed = 0;
+	for (int i = 0; i < 200 && !renewed; i++) {
+		got = served_cert(port);
+		renewed = got != NULL && strcmp(got, first) != 0;
+		free(got);
+		usleep(50 * 1000);
+	}
+	ck_assert_msg(renewed, "the self-signed certificate is not renewed 25 days before expiry");
+	free(first);
+	ck_metrics_server_stop(srv);
+
+	const char *names[] = {"tls.crt", "tls.key"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(names); i++) {
+		char *p = ck_xasprintf("%s/%s", dir, names[i]);
+		unlink(p);
+		free(p);
+	}
+	rmdir(dir);
+	free(c1);
+	free(k1);
+	free(c2);
+	free(k2);
+	ck_metrics_registry_free(reg);
+}
+END_TEST
+
 START_TEST(server_auth_statuses)
 {
 	char *err = NULL;
@@ -1432,8 +1697,10 @@ Suite *suite_metrics(void)
 	tcase_add_test(srv, server_one_address_both);
 	tcase_add_test(srv, server_disabled_and_bad_addresses);
 	tcase_add_test(srv, server_survives_odd_requests);
+	tcase_add_test(srv, server_idle_flood_from_one_address);
 	tcase_add_test(srv, self_signed_certificate);
 	tcase_add_test(srv, server_tls);
+	tcase_add_test(srv, server_tls_reloads_certificate);
 	tcase_add_test(srv, server_auth_statuses);
 	tcase_add_test(srv, auth_decision_cache);
 	tcase_add_test(srv, auth_review_rate_limit);
