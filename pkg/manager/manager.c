@@ -659,7 +659,14 @@ static int setup_leader_election(ck_manager_t *d, char **err)
 }
 
 /* Everything ck_manager_new makes after the flags. 0, 1 or 2 (usage). */
-static int setup(ck_manager_t *d, char **err)
+/* "<name>/<version> (linux) libckube/<version>", for both clients. */
+static void user_agent(const ck_manager_t *d, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s (linux) libckube/%s", d->mo.name, d->mo.version, ck_version());
+}
+
+/* Logging as the flags say, and the flags no parser bound could check. */
+static int setup_flags(ck_manager_t *d, char **err)
 {
 	mgr_options_t *o = &d->opt;
 	ck_log_format_t lf;
@@ -692,15 +699,24 @@ static int setup(ck_manager_t *d, char **err)
 		*err = ck_xstrdup("-graceful-shutdown-timeout: must not be negative");
 		return EXIT_USAGE;
 	}
+	return 0;
+}
 
-	/* Signals: blocked everywhere, taken synchronously by the control threads. */
+/* Signals: blocked everywhere, taken synchronously by the control threads. */
+static void setup_signals(void)
+{
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
+/* The configuration, leader election's settings, the event loop and the client. */
+static int setup_client(ck_manager_t *d, char **err)
+{
+	mgr_options_t *o = &d->opt;
 	ck_config_load_opts_t lo = {
 	    .kubeconfig = o->kubeconfig, .master = o->master, .context = o->context};
 	ck_config_t *cfg = ck_config_load(&lo, err);
@@ -725,8 +741,7 @@ static int setup(ck_manager_t *d, char **err)
 		return 1;
 	}
 	char ua[160];
-	snprintf(ua, sizeof(ua), "%s/%s (linux) libckube/%s", d->mo.name, d->mo.version,
-	         ck_version());
+	user_agent(d, ua, sizeof(ua));
 	ck_client_opts_t co = {.qps = o->qps, .burst = (int)o->burst, .user_agent = ua};
 	d->client = ck_client_new(d->loop, cfg, &co, err);
 	/* cfg is taken by the client, even on failure */
@@ -734,7 +749,13 @@ static int setup(ck_manager_t *d, char **err)
 		return EXIT_USAGE;
 	CK_LOG_INFO("Starting", CK_KV_STR("version", d->mo.version),
 	            CK_KV_STR("server", view.server), CK_KV_STR("config", view.source));
+	return 0;
+}
 
+/* The registry with the process, heap and leader-election figures. */
+static void setup_metrics(ck_manager_t *d)
+{
+	mgr_options_t *o = &d->opt;
 	d->reg = ck_metrics_registry_new();
 	ck_metrics_registry_add_process_collector(d->reg, NULL);
 	ck_metrics_registry_add_heap_collector(d->reg);
@@ -744,7 +765,11 @@ static int setup(ck_manager_t *d, char **err)
 	    CK_METRICS_LABELS("name"), NULL);
 	if (lv && o->leader_elect)
 		d->m_leader = ck_metrics_gauge_vec_get(lv, CK_METRICS_LABELS(o->le_name));
+}
 
+/* The event recorder, reporting as the manager's name and identity. */
+static int setup_recorder(ck_manager_t *d, char **err)
+{
 	/* Flushing events at shutdown is best effort: bounded to 5 s (plus one
 	 * in-flight write, itself bounded) so that a partitioned daemon exits soon. */
 	ck_record_opts_t ro = {.component = d->mo.name,
@@ -754,9 +779,13 @@ static int setup(ck_manager_t *d, char **err)
 	                       .reporting_instance = d->identity,
 	                       .shutdown_timeout_ms = 5000};
 	d->recorder = ck_record_new(d->client, &ro, err);
-	if (d->recorder == NULL)
-		return 1;
+	return d->recorder != NULL ? 0 : 1;
+}
 
+/* The informer factory, and the collectors that read it, the client and queues. */
+static void setup_factory(ck_manager_t *d)
+{
+	mgr_options_t *o = &d->opt;
 	ck_cache_factory_opts_t fo = {.default_resync_ms = (uint64_t)o->resync_ms,
 	                              .consistency_check_ms = (uint64_t)o->consistency_ms,
 	                              .ns = o->namespace,
@@ -767,7 +796,12 @@ static int setup(ck_manager_t *d, char **err)
 	ck_metrics_registry_add_collector(d->reg, collect_informers, d);
 	ck_metrics_registry_add_collector(d->reg, collect_events, d);
 	ck_metrics_registry_add_collector(d->reg, collect_queues, d);
+}
 
+/* The metrics server (HTTPS with its own review client, or plain) and the probes. */
+static int setup_servers(ck_manager_t *d, char **err)
+{
+	mgr_options_t *o = &d->opt;
 	/* One server when both flags name the same address, unless /metrics is HTTPS:
 	 * the kubelet probes over plain HTTP. */
 	bool same = strcmp(o->metrics_addr, o->probe_addr) == 0 && strcmp(o->metrics_addr, "0");
@@ -785,10 +819,13 @@ static int setup(ck_manager_t *d, char **err)
 		 * request of the QPS its reconciles need. Its limiter is off because the
 		 * gate limits reviews before asking (answering 429, where a client-side
 		 * limiter would queue the scrape and hold the server thread). */
+		ck_config_load_opts_t lo = {
+		    .kubeconfig = o->kubeconfig, .master = o->master, .context = o->context};
 		ck_config_t *rcfg = ck_config_load(&lo, err);
 		if (rcfg == NULL)
 			return EXIT_USAGE;
-		char rua[200];
+		char ua[160], rua[200];
+		user_agent(d, ua, sizeof(ua));
 		snprintf(rua, sizeof(rua), "%s metrics-auth", ua);
 		ck_client_opts_t rco = {.qps = -1, .user_agent = rua};
 		d->review_client = ck_client_new(d->loop, rcfg, &rco, err);
@@ -828,6 +865,23 @@ static int setup(ck_manager_t *d, char **err)
 		ck_metrics_probe_add_check(ps, "healthz", "leader-election", check_le_renewing, d,
 		                           NULL);
 	return 0;
+}
+
+/* Each stage in the order it needs the earlier ones; stops at the first failure
+ * (ck_manager_free releases what was made). */
+static int setup(ck_manager_t *d, char **err)
+{
+	int rc;
+	if ((rc = setup_flags(d, err)) != 0)
+		return rc;
+	setup_signals();
+	if ((rc = setup_client(d, err)) != 0)
+		return rc;
+	setup_metrics(d);
+	if ((rc = setup_recorder(d, err)) != 0)
+		return rc;
+	setup_factory(d);
+	return setup_servers(d, err);
 }
 
 /* The default --metrics-bind-address, compared by address after parsing. */
