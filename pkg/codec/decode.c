@@ -38,6 +38,7 @@
 #include <ckube/decode.h>
 
 #include "pkg/codec/decode_internal.h"
+#include "pkg/codec/syntax.h"
 #include "pkg/meta/obj_internal.h"
 #include <ckube/base.h>
 
@@ -295,29 +296,10 @@ static bool ctx_is_array(uint8_t c)
 	return c == C_ITEMS || c == C_OWNERS || c == C_CAUSES;
 }
 
-/* Parses an integer JSON number; false if it has a fraction/exponent or overflows. */
+/* An integer JSON number; false if it has a fraction/exponent or overflows. */
 static bool parse_int(const char *s, size_t l, int64_t *out)
 {
-	size_t i = 0;
-	bool neg = false;
-	if (i < l && s[i] == '-') {
-		neg = true;
-		i++;
-	}
-	if (i == l)
-		return false;
-	uint64_t v = 0;
-	uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-	for (; i < l; i++) {
-		unsigned c = (unsigned char)s[i] - '0';
-		if (c > 9)
-			return false;
-		if (v > (lim - c) / 10)
-			return false;
-		v = v * 10 + c;
-	}
-	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
-	return true;
+	return ck_codec_i_parse_int(s, l, out) == CK_CODEC_INT_OK;
 }
 
 static double parse_double(const char *s, size_t l)
@@ -1206,18 +1188,9 @@ static void yajl_failed(ck_dec_t *d, const unsigned char *buf, size_t len)
 	if (d->err != NULL)
 		return; /* one of our callbacks refused: its message says why */
 	size_t at = buf != NULL ? yajl_get_bytes_consumed(d->h) : 0;
-	unsigned char *ye = yajl_get_error(d->h, 0, buf, len);
-	size_t yl = ye ? strlen((char *)ye) : 0;
-	while (yl > 0 && (ye[yl - 1] == '\n' || ye[yl - 1] == ' '))
-		yl--;
 	char ex[32] = "";
 	excerpt(d, buf, at > len ? len : at, ex);
-	/* "after byte N": the input is valid JSON up to N, the next token is not. */
-	d->err = ck_xasprintf("malformed JSON after byte %llu: %.*s%s%s%s",
-	                      (unsigned long long)d->good_end, (int)yl, ye ? (char *)ye : "",
-	                      ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
-	if (ye)
-		yajl_free_error(d->h, ye);
+	d->err = ck_codec_i_syntax_error(d->h, d->good_end, ex);
 }
 
 static int dead_error(ck_dec_t *d, char **err)

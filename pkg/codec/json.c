@@ -17,6 +17,7 @@
  * heap, and a parse error names the byte offset without an excerpt of the input.
  */
 #include "pkg/codec/json_internal.h"
+#include "pkg/codec/syntax.h"
 
 #include <ckube/base.h>
 
@@ -251,21 +252,12 @@ static void excerpt(const char *text, size_t len, size_t at, char out[17])
 
 static void parse_failed(parser_t *p, const char *text, size_t len)
 {
-	bool quote = !p->doc->secret;
 	if (p->err != NULL)
 		return; /* a callback refused: its message says why */
-	unsigned char *ye = yajl_get_error(p->h, 0, NULL, 0);
-	size_t yl = ye ? strlen((char *)ye) : 0;
-	while (yl > 0 && (ye[yl - 1] == '\n' || ye[yl - 1] == ' '))
-		yl--;
 	char ex[17] = "";
-	if (quote)
+	if (!p->doc->secret)
 		excerpt(text, len, p->good_end, ex);
-	p->err =
-	    ck_xasprintf("malformed JSON after byte %zu: %.*s%s%s%s", p->good_end, (int)yl,
-	                 ye ? (char *)ye : "", ex[0] ? " (near \"" : "", ex, ex[0] ? "\")" : "");
-	if (ye)
-		yajl_free_error(p->h, ye);
+	p->err = ck_codec_i_syntax_error(p->h, p->good_end, ex);
 }
 
 /*
@@ -558,27 +550,14 @@ int ck_json_get_int64(const ck_json_t *v, int64_t *out)
 		return CK_JSON_EABSENT;
 	if (v->type != CK_JSON_NUMBER)
 		return CK_JSON_ETYPE;
-	/* yajl checked the grammar: -?digits, then maybe a fraction and an exponent. */
-	const char *s = v->u.s;
-	bool neg = *s == '-';
-	if (neg)
-		s++;
-	uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-	uint64_t x = 0;
-	bool over = false;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned c = (unsigned)(*s - '0');
-		if (x > (lim - c) / 10)
-			over = true;
-		else
-			x = x * 10 + c;
-	}
-	if (*s != '\0')
-		return CK_JSON_ETYPE;
-	if (over)
+	switch (ck_codec_i_parse_int(v->u.s, strlen(v->u.s), out)) {
+	case CK_CODEC_INT_OK:
+		return CK_JSON_OK;
+	case CK_CODEC_INT_RANGE:
 		return CK_JSON_ERANGE;
-	*out = neg ? (int64_t)(0 - x) : (int64_t)x;
-	return CK_JSON_OK;
+	default:
+		return CK_JSON_ETYPE;
+	}
 }
 
 int ck_json_get_double(const ck_json_t *v, double *out)

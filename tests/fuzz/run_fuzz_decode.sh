@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 . tests/fuzz/lib.sh
 mkdir -p "$B/corpus_decode"
 # shellcheck disable=SC2046
-fuzz_build fuzz_decode $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_decode.c pkg/base/base.c pkg/meta/obj.c pkg/codec/decode.c pkg/meta/status.c pkg/codec/status_parse.c pkg/kinds/types.c pkg/kinds/kinds.c pkg/codec/json.c -lyajl
+fuzz_build fuzz_decode $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_decode.c pkg/base/base.c pkg/meta/obj.c pkg/codec/decode.c pkg/codec/syntax.c pkg/meta/status.c pkg/codec/status_parse.c pkg/kinds/types.c pkg/kinds/kinds.c pkg/codec/json.c -lyajl
 # Seeds: each fixture in each mode, with the 4-byte header (mode/kind, limit, chunk seed).
 i=0
 for f in tests/fixtures/json/*.json; do

@@ -9,5 +9,5 @@ cd "$(dirname "$0")/../.."
 . tests/fuzz/lib.sh
 mkdir -p "$B/corpus_exec"
 # shellcheck disable=SC2046
-fuzz_build fuzz_exec $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) tests/fuzz/fuzz_exec.c pkg/base/base.c pkg/clientcmd/config.c pkg/clientcmd/config_kubeconfig.c pkg/clientcmd/config_incluster.c pkg/clientcmd/config_exec.c pkg/clientcmd/config_creds.c pkg/codec/json.c pkg/meta/obj.c pkg/kinds/types.c pkg/kinds/kinds.c -lyaml -lyajl
+fuzz_build fuzz_exec $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) tests/fuzz/fuzz_exec.c pkg/base/base.c pkg/clientcmd/config.c pkg/clientcmd/config_kubeconfig.c pkg/clientcmd/config_incluster.c pkg/clientcmd/config_exec.c pkg/clientcmd/config_creds.c pkg/codec/json.c pkg/codec/syntax.c pkg/meta/obj.c pkg/kinds/types.c pkg/kinds/kinds.c -lyaml -lyajl
 FUZZ_MAX_LEN=8192 fuzz_run exec "$B/corpus_exec" "$@"

@@ -18,7 +18,7 @@ fi
 seeds="$B/seeds_kubeconfig"
 mkdir -p "$B/corpus_kubeconfig" "$B/artifacts-kubeconfig" "$seeds"
 # shellcheck disable=SC2046
-fuzz_build fuzz_kubeconfig $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) -Wl,--wrap=ck_file_read_all,--wrap=ck_file_read_bounded,--wrap=posix_spawn,--wrap=posix_spawnp tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/clientcmd/config.c pkg/clientcmd/config_kubeconfig.c pkg/clientcmd/config_incluster.c pkg/clientcmd/config_exec.c pkg/clientcmd/config_creds.c pkg/codec/json.c pkg/meta/obj.c pkg/kinds/types.c pkg/kinds/kinds.c -lyaml -lyajl
+fuzz_build fuzz_kubeconfig $(pkg-config --cflags yaml-0.1 yajl 2>/dev/null) -Wl,--wrap=ck_file_read_all,--wrap=ck_file_read_bounded,--wrap=posix_spawn,--wrap=posix_spawnp tests/fuzz/fuzz_kubeconfig.c pkg/base/base.c pkg/clientcmd/config.c pkg/clientcmd/config_kubeconfig.c pkg/clientcmd/config_incluster.c pkg/clientcmd/config_exec.c pkg/clientcmd/config_creds.c pkg/codec/json.c pkg/codec/syntax.c pkg/meta/obj.c pkg/kinds/types.c pkg/kinds/kinds.c -lyaml -lyajl
 
 # Seeds: every kubeconfig fixture, as is.
 i=0

@@ -9,5 +9,5 @@ cd "$(dirname "$0")/../.."
 . tests/fuzz/lib.sh
 mkdir -p "$B/corpus_watch"
 # shellcheck disable=SC2046
-fuzz_build fuzz_watch $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_watch.c pkg/base/base.c pkg/meta/obj.c pkg/codec/decode.c pkg/meta/status.c pkg/codec/status_parse.c pkg/kinds/types.c pkg/kinds/kinds.c pkg/codec/json.c -lyajl
+fuzz_build fuzz_watch $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_watch.c pkg/base/base.c pkg/meta/obj.c pkg/codec/decode.c pkg/codec/syntax.c pkg/meta/status.c pkg/codec/status_parse.c pkg/kinds/types.c pkg/kinds/kinds.c pkg/codec/json.c -lyajl
 FUZZ_MAX_LEN=1024 fuzz_run watch "$B/corpus_watch" "$@"
