@@ -167,8 +167,8 @@ t_metrics_secure_token_flood() {
 	ms_setup flood
 	local m ctl_kc="$MS_TMP/controller.kubeconfig" ok_tok i before after
 	m=127.0.0.1:$(free_port)
-	kubectl apply -f "$E2E_ROOT/deploy/namespace.yaml" -f "$E2E_ROOT/deploy/rbac.yaml" \
-		-f "$E2E_ROOT/deploy/metrics-rbac.yaml" >/dev/null
+	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" \
+		-f "$E2E_ROOT/deploy/rbac.yaml" -f "$E2E_ROOT/deploy/base/metrics-rbac.yaml" >/dev/null
 	kubeconfig_token "$ctl_kc" "$(kubectl -n sample-controller create token sample-controller --duration=1h)"
 	ok_tok=$(sa_token scraper)
 	kubectl create clusterrolebinding "$NS-scraper" --clusterrole=sample-controller-metrics-reader \
