@@ -49,6 +49,13 @@ if [ -f "$NODE_RECORD" ]; then
 	bash "$CSC_ROOT/hack/node-down.sh"
 fi
 
+# A mount left under our directories (by a run this script did not record) would
+# be inherited by the new kubelet: refuse, naming it, rather than start on it
+# (before the undo trap below is set: a refusal changes nothing, not even that
+# mount).
+left="$(mounts_under "$NODE_DIR"; mounts_under "$NODE_RUN")"
+[ -z "$left" ] || node_die "mounts remain from an earlier node under $NODE_DIR or $NODE_RUN: $(echo $left) (run make node-down)"
+
 # ---- The control plane, the kubelet binary and the images (all cached).
 bash "$CSC_ROOT/hack/local-up.sh"
 # shellcheck source=/dev/null
@@ -65,11 +72,6 @@ trap 'rc=$?; if [ $rc != 0 ]; then
 	for f in "$NODE_DIR"/logs/*.log; do [ -f "$f" ] && { echo "---- $f" >&2; tail -n 25 "$f" >&2; }; done
 	[ -n "${NODE_KEEP_ON_FAIL:-}" ] || bash "$CSC_ROOT/hack/node-down.sh" >&2 || true
 fi' EXIT
-
-# A mount left under our directories (by a run this script did not record) would
-# be inherited by the new kubelet: refuse, naming it, rather than start on it.
-left="$(mounts_under "$NODE_DIR"; mounts_under "$NODE_RUN")"
-[ -z "$left" ] || node_die "mounts remain from an earlier node under $NODE_DIR or $NODE_RUN: $(echo $left) (run make node-down)"
 
 mkdir -p "$NODE_RUN"
 : >"$NODE_RECORD"
