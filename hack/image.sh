@@ -283,17 +283,22 @@ check_controller() {
 		TMPS+=("$dir")
 		openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 \
 			-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
-		port=$((20000 + RANDOM % 20000))
+		# A port the kernel just found free (a random one could be any local server's:
+		# the daemon then talked to that server and waited instead of failing the
+		# handshake), and then proof that our s_server is the one listening on it.
+		port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 		openssl s_server -quiet -accept "127.0.0.1:$port" -cert "$dir/cert.pem" -key "$dir/key.pem" \
 			</dev/null >/dev/null 2>&1 &
 		pid=$!
 		PIDS+=("$pid")
 		# Wait until it listens: a busy machine may take longer than a fixed sleep.
 		for ((i = 0; i < 50; i++)); do
-			(: </dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
+			ss -ltnpH "sport = :$port" 2>/dev/null | grep -q "pid=$pid," && break
 			kill -0 "$pid" 2>/dev/null || { echo "openssl s_server on port $port exited"; return 1; }
 			sleep 0.1
 		done
+		ss -ltnpH "sport = :$port" 2>/dev/null | grep -q "pid=$pid," ||
+			{ echo "openssl s_server (pid $pid) is not listening on 127.0.0.1:$port"; return 1; }
 		out=$(run_until 10 "curl error" --master "https://localhost:$port")
 		kill "$pid" 2>/dev/null || true
 		echo "$out" | head -n 3
