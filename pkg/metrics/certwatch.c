@@ -22,7 +22,6 @@
  * pointer (libmicrohttpd sets it to the connection) and the certificates through
  * the connection's socket context, which on_connection sets before any handshake.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,12 +142,6 @@ static int file_id_eq(const struct file_id *a, const struct file_id *b)
 	       a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
 }
 
-/* Wipes and frees a key in clear (may be NULL). */
-static void key_free(char *key_pem)
-{
-	ck_secret_free(key_pem, 0);
-}
-
 /* Reads the directory's pair into new credentials; NULL with *err naming the files. */
 static struct cred *load_dir(ck_metrics_certs_t *w, char **err)
 {
@@ -157,7 +150,7 @@ static struct cred *load_dir(ck_metrics_certs_t *w, char **err)
 	if (ck_metrics_i_load_pair(w->dir, w->cert_name, w->key_name, &cert, &key, err) == 0)
 		c = cred_new(cert, key, err);
 	free(cert);
-	key_free(key);
+	ck_secret_free(key, 0);
 	return c;
 }
 
@@ -174,7 +167,7 @@ static struct cred *make_self_signed(ck_metrics_certs_t *w, char **err)
 		w->renew_at_ns = ck_clk_wall_ns(w->clk) +
 		                 (CK_METRICS_I_SELF_SIGNED_DAYS - RENEW_BEFORE_DAYS) * DAY_NS;
 	free(cert);
-	key_free(key);
+	ck_secret_free(key, 0);
 	return c;
 }
 
@@ -266,8 +259,10 @@ int ck_metrics_i_certs_new(const ck_metrics_secure_opts_t *so, ck_metrics_certs_
 	}
 	if (w->cur == NULL)
 		goto out;
-	if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
-		ck_err_set(err, "starting the certificate watcher: %s", strerror(errno));
+	/* pthread_create returns its error; errno is not set. */
+	int rc = pthread_create(&w->thread, NULL, watch_main, w);
+	if (rc != 0) {
+		ck_err_set(err, "starting the certificate watcher: %s", strerror(rc));
 		goto out;
 	}
 	w->thread_started = 1;
