@@ -104,13 +104,21 @@ void ck_client_i_req_attempt_reset(ck_req_t *r)
 	ck_result_clear(&r->res);
 }
 
+/* A token reserved for a start that will not happen (r ends while it waits or is
+ * parked) goes back to the bucket. */
+static void req_return_token(ck_req_t *r)
+{
+	if ((r->state == CK_REQ_WAIT || r->state == CK_REQ_CRED) && r->token_held)
+		ck_tb_unreserve(&r->c->bucket, now_ns(r->c));
+	r->token_held = false;
+}
+
 void ck_client_i_req_free(ck_req_t *r)
 {
 	ck_client_t *c = r->c;
 	/* WAIT's delay, or CRED's deadline. */
 	ev_timer_stop(c->loop, &r->timer);
-	if ((r->state == CK_REQ_WAIT || r->state == CK_REQ_CRED) && r->token_held)
-		ck_tb_unreserve(&c->bucket, now_ns(c));
+	req_return_token(r);
 	ck_client_i_req_attempt_reset(r);
 	free(r->exec_err);
 	ck_status_clear(&r->unauth_status);
@@ -127,6 +135,7 @@ void ck_client_i_req_free(ck_req_t *r)
 /* Ends the request: the caller learns the result, then the request is freed. */
 void ck_client_i_req_complete(ck_req_t *r)
 {
+	req_return_token(r);
 	r->state = CK_REQ_DONE;
 	if (r->sync != NULL)
 		ck_client_i_sync_complete(r->c, r->sync, &r->res);
@@ -154,10 +163,6 @@ void ck_client_i_req_fail_transport(ck_req_t *r, int transport_code, const char 
 
 void ck_client_i_req_fail_deadline(ck_req_t *r, const char *fmt, ...)
 {
-	/* A token reserved for a start that will not happen goes back to the bucket. */
-	if ((r->state == CK_REQ_WAIT || r->state == CK_REQ_CRED) && r->token_held)
-		ck_tb_unreserve(&r->c->bucket, now_ns(r->c));
-	r->token_held = false;
 	va_list ap;
 	va_start(ap, fmt);
 	char *why = ck_xvasprintf(fmt, ap);
@@ -170,10 +175,8 @@ void ck_client_i_req_fail_deadline(ck_req_t *r, const char *fmt, ...)
 	free(why);
 }
 
-/*
- * Schedules a retry in delay seconds if it fits before the deadline and returns
- * true; else returns false and the caller fails the request.
- */
+/* True when a retry in delay seconds still starts before r's deadline; the caller
+ * fails the request as timed out otherwise. */
 static bool req_retry_fits(ck_req_t *r, double delay)
 {
 	return (double)ck_client_i_req_left_ns(r) > delay * 1e9;
