@@ -207,7 +207,7 @@ static void table_forget(struct table *t, const unsigned char *key)
  * takes nothing, so that refused callers do not push the next one further back.
  * Returns 0 when the review may go ahead. Lock held.
  */
-static int admit(ck_metrics_auth_t *a, enum payer p)
+static int admit(ck_metrics_auth_t *a, enum payer p, const char *review)
 {
 	ck_tb_t *b = &a->bucket[p];
 	uint64_t now = ck_clk_mono_ns(a->clk);
@@ -215,6 +215,8 @@ static int admit(ck_metrics_auth_t *a, enum payer p)
 	if (wait == 0)
 		return 0;
 	ck_tb_unreserve(b, now);
+	CK_LOG_V(4, "Metrics request over the review rate", CK_KV_STR("review", review),
+	         CK_KV_STR("bucket", p == PAY_NEW ? "new" : "known"));
 	a->nthrottled++;
 	if (a->m_throttled != NULL)
 		ck_metrics_counter_inc(a->m_throttled);
@@ -329,12 +331,8 @@ int ck_metrics_i_auth_check(ck_metrics_auth_t *a, const char *header, const char
 	} else {
 		/* An expired valid token is reviewed on the known bucket. */
 		enum payer p = table_lookup(&a->tokens_ok, key) ? PAY_KNOWN : PAY_NEW;
-		wait = admit(a, p);
-		if (wait > 0) {
+		if ((wait = admit(a, p, "TokenReview")) > 0) {
 			pthread_mutex_unlock(&a->mu);
-			CK_LOG_V(4, "Metrics request over the review rate",
-			         CK_KV_STR("review", "TokenReview"),
-			         CK_KV_STR("bucket", p == PAY_NEW ? "new" : "known"));
 			*retry_after = wait;
 			status = 429;
 			goto out;
@@ -385,10 +383,8 @@ int ck_metrics_i_auth_check(ck_metrics_auth_t *a, const char *header, const char
 	} else if (table_find(&a->access_bad, key, now) != NULL) {
 		known = 1;
 		yes = 0;
-	} else if ((wait = admit(a, PAY_KNOWN)) > 0) {
+	} else if ((wait = admit(a, PAY_KNOWN, "SubjectAccessReview")) > 0) {
 		pthread_mutex_unlock(&a->mu);
-		CK_LOG_V(4, "Metrics request over the review rate",
-		         CK_KV_STR("review", "SubjectAccessReview"), CK_KV_STR("user", user.name));
 		*retry_after = wait;
 		status = 429;
 		goto out;
