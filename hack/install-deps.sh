@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(build-essential pkg-config git curl ca-certificates openssl
 	libcurl4-openssl-dev libyajl-dev libyaml-dev libev-dev check libmicrohttpd-dev libgnutls28-dev
 	etcd-server clang clang-format cppcheck valgrind libclang-rt-14-dev
-	python3 python3-prometheus-client procps iproute2 util-linux jq
+	python3 python3-prometheus-client python3-yaml procps iproute2 util-linux jq
 	containerd runc containernetworking-plugins iptables buildah mmdebstrap)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -75,6 +75,22 @@ spec:
     spec: {containers: [{name: c, image: csc.invalid/x}]}
 YAML
 	) || fail "a Deployment controlled by a Foo was refused: $out"
+	# The controller itself, as that service account, works under the enforced
+	# policy: it creates its Foo's Deployment and updates it on a scale.
+	local sa="$E2E_LOGS/sa-vap"
+	rm -rf "$sa"; mkdir -p "$sa"
+	kubectl -n sample-controller create token sample-controller --duration=1h >"$sa/token"
+	kubeconfig_token "$sa/kubeconfig" "$(cat "$sa/token")"
+	start_controller vap --kubeconfig "$sa/kubeconfig" --namespace "$ns"
+	apply_foo "$ns" under-policy web-under-policy 1
+	until_ok 60 owned_deploy_ok "$ns" under-policy web-under-policy 1 ||
+		{ tail -20 "$E2E_LOGS/vap.log"; fail "the controller did not create its Deployment under the policy"; }
+	apply_foo "$ns" under-policy web-under-policy 3
+	until_ok 60 owned_deploy_ok "$ns" under-policy web-under-policy 3 ||
+		{ tail -20 "$E2E_LOGS/vap.log"; fail "the controller did not update its Deployment under the policy"; }
+	grep -Eq 'denied request|forbidden' "$E2E_LOGS/vap.log" &&
+		fail "a write of the controller was refused: $(grep -Em1 'denied request|forbidden' "$E2E_LOGS/vap.log")"
+	stop_controller vap
 	# Other users are not affected by the policy.
 	kubectl -n kube-system scale deployment csc-outsider --replicas=1 >/dev/null || fail "the admin was refused"
 	kubectl -n kube-system delete deployment csc-outsider --wait=false >/dev/null
@@ -94,12 +110,18 @@ t_deploy_namespaced_install() {
 	sed -e "s/^  namespace: sample-controller\$/  namespace: $ns/" \
 		-e "s/name: sample-controller, namespace: sample-controller}/name: nsctl, namespace: $ns}/" \
 		"$E2E_ROOT/deploy/namespaced/rbac.yaml" | kubectl apply -f - >/dev/null
-	# The install's Deployment runs the controller on its own namespace.
-	kubectl kustomize "$E2E_ROOT/deploy/namespaced" | grep -q -- '- --namespace=sample-controller$' ||
+	# The install's Deployment runs the controller on its own namespace, and it binds
+	# no ClusterRole that grants objects (only the metrics reviews' one).
+	local rendered
+	rendered=$(kubectl kustomize "$E2E_ROOT/deploy/namespaced")
+	grep -q -- '- --namespace=sample-controller$' <<<"$rendered" ||
 		fail "deploy/namespaced does not pass --namespace"
-	kubectl kustomize "$E2E_ROOT/deploy/namespaced" | grep -q '^kind: ClusterRoleBinding' &&
-		kubectl kustomize "$E2E_ROOT/deploy/namespaced" | grep -A3 '^kind: ClusterRoleBinding' | grep -q 'name: sample-controller$' &&
-		fail "deploy/namespaced still binds the cluster-wide ClusterRole"
+	"$PROM_PY" -c '
+import sys, yaml
+bound = [d["roleRef"]["name"] for d in yaml.safe_load_all(sys.stdin)
+         if d and d.get("kind") == "ClusterRoleBinding"]
+sys.exit(0 if bound == ["sample-controller-metrics-auth"] else "binds " + ", ".join(bound))' <<<"$rendered" ||
+		fail "deploy/namespaced binds a ClusterRole beyond the metrics reviews"
 
 	rm -rf "$sa"; mkdir -p "$sa"
 	kubectl -n "$ns" create token nsctl --duration=1h >"$sa/token"
