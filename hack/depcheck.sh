@@ -15,8 +15,28 @@
 # patches. cmd/, examples/ and tests/ sit above all of it and are not checked.
 #
 # Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
+#        hack/depcheck.sh --self-test   it refuses a wrong include and passes a right
+#                                       one, in a scratch tree (make depcheck runs it)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+if [ "${1:-}" = --self-test ]; then
+	tmp=$(mktemp -d /tmp/depcheck.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir -p "$tmp/pkg/meta" "$tmp/pkg/rest"
+	printf '#include <ckube/client.h>\n' >"$tmp/pkg/meta/wrong.c"
+	printf '#include <ckube/obj.h>\n#include "pkg/meta/obj_internal.h"\n' >"$tmp/pkg/rest/right.c"
+	DEPCHECK_ROOT="$tmp" bash "$self" pkg/rest/right.c >/dev/null ||
+		{ echo "depcheck self-test: a right include was refused" >&2; exit 1; }
+	if out=$(DEPCHECK_ROOT="$tmp" bash "$self" pkg/meta/wrong.c 2>&1); then
+		echo "depcheck self-test: meta including <ckube/client.h> was let through" >&2
+		exit 1
+	fi
+	grep -q 'meta includes <ckube/client.h> of rest, which is not below it' <<<"$out" ||
+		{ echo "depcheck self-test: unexpected complaint: $out" >&2; exit 1; }
+	echo "depcheck: self-test ok (a wrong include refused, a right one passed)"
+	exit 0
+fi
+cd "${DEPCHECK_ROOT:-$(dirname "$self")/..}"
 
 LAYERS=(
 	"base"
