@@ -41,8 +41,8 @@ static bool numbers_equal(const ck_json_t *a, const ck_json_t *b)
 	if (ck_json_get_int64(a, &ia) == CK_JSON_OK && ck_json_get_int64(b, &ib) == CK_JSON_OK)
 		return ia == ib;
 	double da, db;
-	return ck_json_get_double(a, &da) == CK_JSON_OK && ck_json_get_double(b, &db) == CK_JSON_OK &&
-	       da == db;
+	return ck_json_get_double(a, &da) == CK_JSON_OK &&
+	       ck_json_get_double(b, &db) == CK_JSON_OK && da == db;
 }
 
 /* Distinct keys of an object (a repeated key counted once). */
