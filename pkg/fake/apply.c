@@ -79,9 +79,11 @@ static bool in_array(const ck_json_t *arr, const ck_json_t *v)
 static void merge_list(const ck_json_t *live, const ck_json_t *applied, const char *field,
                        ck_sbuf_t *out)
 {
-	const ck_json_t *first = ck_json_at(applied, 0) ? ck_json_at(applied, 0) : ck_json_at(live, 0);
+	const ck_json_t *first =
+	    ck_json_at(applied, 0) ? ck_json_at(applied, 0) : ck_json_at(live, 0);
 	bool set = field != NULL && strcmp(field, "finalizers") == 0;
-	const char *const *keys = ck_json_type(first) == CK_JSON_OBJECT ? list_keys(field, first) : NULL;
+	const char *const *keys =
+	    ck_json_type(first) == CK_JSON_OBJECT ? list_keys(field, first) : NULL;
 	if (ck_json_type(live) != CK_JSON_ARRAY || (!set && keys == NULL)) {
 		ck_json_write(applied, out);
 		return;

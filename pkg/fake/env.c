@@ -90,8 +90,8 @@ void ck_fake_env_run(ck_fake_env_t *env, void (*fn)(void *ud), void *ud)
 static void setup_on_loop(void *ud)
 {
 	ck_fake_env_t *env = ud;
-	env->client = ck_fake_client_new(env->f, env->loop, env->has_opts ? &env->opts : NULL,
-	                                 &env->err);
+	env->client =
+	    ck_fake_client_new(env->f, env->loop, env->has_opts ? &env->opts : NULL, &env->err);
 	if (env->client == NULL)
 		return;
 	env->factory = ck_cache_factory_new(env->loop, env->client, &(ck_cache_factory_opts_t){0});
@@ -248,12 +248,13 @@ static char *store_diff(ck_fake_t *f, ck_cache_informer_t *inf, const ck_type_t 
 		const ck_obj_t *o = objs.items[i];
 		fobj_t *fo = r ? fake_find(r, o->ns, o->name, NULL) : NULL;
 		if (fo == NULL)
-			diff = ck_xasprintf("%s %s/%s is cached but gone from the fake", t->resource,
-			                    o->ns, o->name);
+			diff = ck_xasprintf("%s %s/%s is cached but gone from the fake",
+			                    t->resource, o->ns, o->name);
 		else if (strtoull(o->rv, NULL, 10) != fo->rv)
-			diff = ck_xasprintf("%s %s/%s is cached at resourceVersion %s, the fake has "
-			                    "%" PRIu64,
-			                    t->resource, o->ns, o->name, o->rv, fo->rv);
+			diff =
+			    ck_xasprintf("%s %s/%s is cached at resourceVersion %s, the fake has "
+			                 "%" PRIu64,
+			                 t->resource, o->ns, o->name, o->rv, fo->rv);
 	}
 	if (diff == NULL && objs.n != n)
 		diff = ck_xasprintf("%s: %zu cached, %zu in the fake", t->resource, objs.n, n);
@@ -281,8 +282,9 @@ int ck_fake_env_settle(ck_fake_env_t *env, int64_t timeout_ms, char **err)
 			int64_t ms = (now.tv_sec - start.tv_sec) * 1000 +
 			             (now.tv_nsec - start.tv_nsec) / 1000000;
 			if (timeout_ms >= 0 && ms > timeout_ms) {
-				ck_err_set(err, "fake env: informers not settled after %" PRId64 " ms: %s",
-				           timeout_ms, diff);
+				ck_err_set(
+				    err, "fake env: informers not settled after %" PRId64 " ms: %s",
+				    timeout_ms, diff);
 				free(diff);
 				return -1;
 			}

@@ -25,7 +25,7 @@
 
 /* One stored object. */
 typedef struct fobj {
-	char *ns;   /* "" for cluster-scoped */
+	char *ns; /* "" for cluster-scoped */
 	char *name;
 	char *json; /* the whole object, compact */
 	ck_json_doc_t *doc;
@@ -131,8 +131,8 @@ int fake_parse(ck_fake_t *f, const char *method, const char *path, const char *q
 void fake_freq_clear(freq_t *q);
 /* Serves q (not a watch), taking the lock. */
 void fake_serve(ck_fake_t *f, const freq_t *q, fans_t *a);
-void fake_status(fans_t *a, int code, const char *reason, const char *message,
-                 const fres_t *r, const char *name);
+void fake_status(fans_t *a, int code, const char *reason, const char *message, const fres_t *r,
+                 const char *name);
 /* true when the object's JSON matches the request's selectors (sel may be NULL). */
 bool fake_selected(const ck_cache_selector_t *sel, const char *field_sel, const char *ns,
                    const char *name, const char *json);

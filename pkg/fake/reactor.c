@@ -73,9 +73,9 @@ static bool res_matches(const char *pattern, const char *resource, const char *s
 
 bool fake_react(ck_fake_t *f, const freq_t *q, fans_t *a, uint32_t *delay_ms)
 {
-	char *line = ck_xasprintf("%s %s%s%s %s/%s", q->verb, q->resource, q->sub ? "/" : "",
-	                          q->sub ? q->sub : "", q->ns[0] ? q->ns : "-",
-	                          q->name ? q->name : "-");
+	char *line =
+	    ck_xasprintf("%s %s%s%s %s/%s", q->verb, q->resource, q->sub ? "/" : "",
+	                 q->sub ? q->sub : "", q->ns[0] ? q->ns : "-", q->name ? q->name : "-");
 	/* Copy the matching reactors under the lock; call them without it. */
 	size_t n = 0, cap = 0;
 	freactor_t *match = NULL;
@@ -146,11 +146,12 @@ size_t ck_fake_count(ck_fake_t *f, const char *verb, const char *resource)
 		const char *line = f->actions[i];
 		const char *sp = strchr(line, ' ');
 		const char *sp2 = strchr(sp + 1, ' ');
-		if (verb != NULL && ((size_t)(sp - line) != strlen(verb) ||
-		                     strncmp(line, verb, strlen(verb)) != 0))
+		if (verb != NULL &&
+		    ((size_t)(sp - line) != strlen(verb) || strncmp(line, verb, strlen(verb)) != 0))
 			continue;
 		if (resource != NULL) {
-			/* "foos" counts foos and foos/status; "foos/status" the subresource alone. */
+			/* "foos" counts foos and foos/status; "foos/status" the subresource alone.
+			 */
 			size_t rl = strlen(resource), have = (size_t)(sp2 - sp - 1);
 			if (!(strncmp(sp + 1, resource, rl) == 0 &&
 			      (rl == have || (strchr(resource, '/') == NULL && sp[1 + rl] == '/'))))

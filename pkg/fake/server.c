@@ -181,7 +181,8 @@ int fake_parse(ck_fake_t *f, const char *method, const char *path, const char *q
 	size_t rest = n - i;
 	/* namespaces/<ns>/<resource>..., except a namespace's own subresources. */
 	if (strcmp(seg[i], "namespaces") == 0 && rest >= 3 &&
-	    !(rest == 3 && (strcmp(seg[i + 2], "status") == 0 || strcmp(seg[i + 2], "finalize") == 0))) {
+	    !(rest == 3 &&
+	      (strcmp(seg[i + 2], "status") == 0 || strcmp(seg[i + 2], "finalize") == 0))) {
 		q->ns = ck_xstrdup(seg[i + 1]);
 		i += 2;
 		rest -= 2;
@@ -194,9 +195,10 @@ int fake_parse(ck_fake_t *f, const char *method, const char *path, const char *q
 	q->name = rest >= 2 ? ck_xstrdup(seg[i + 1]) : NULL;
 	q->sub = rest >= 3 ? ck_xstrdup(seg[i + 2]) : NULL;
 	if (q->sub != NULL && strcmp(q->sub, "status") != 0) {
-		char *msg = ck_xasprintf("the subresource %s is not modelled by the fake API server "
-		                         "(<ckube/fake.h>): only status is",
-		                         q->sub);
+		char *msg =
+		    ck_xasprintf("the subresource %s is not modelled by the fake API server "
+		                 "(<ckube/fake.h>): only status is",
+		                 q->sub);
 		fake_status(a, 404, "NotFound", msg, NULL, NULL);
 		free(msg);
 		goto out;
@@ -232,8 +234,7 @@ const char *fake_obj_kind(const fres_t *r)
 /* "configmaps" or "foos.samplecontroller.k8s.io": the server's qualified resource. */
 static char *qualified(const fres_t *r)
 {
-	return r->group[0] ? ck_xasprintf("%s.%s", r->resource, r->group)
-	                   : ck_xstrdup(r->resource);
+	return r->group[0] ? ck_xasprintf("%s.%s", r->resource, r->group) : ck_xstrdup(r->resource);
 }
 
 void fake_status(fans_t *a, int code, const char *reason, const char *message, const fres_t *r,
@@ -337,9 +338,10 @@ int fake_check_field_sel(const char *field_sel, fans_t *a)
 		size_t k = strcspn(tok, "=!");
 		if (!((k == 13 && strncmp(tok, "metadata.name", 13) == 0) ||
 		      (k == 18 && strncmp(tok, "metadata.namespace", 18) == 0))) {
-			char *msg = ck_xasprintf("field label not supported: %.*s (the fake API "
-			                         "server models metadata.name and metadata.namespace)",
-			                         (int)k, tok);
+			char *msg =
+			    ck_xasprintf("field label not supported: %.*s (the fake API "
+			                 "server models metadata.name and metadata.namespace)",
+			                 (int)k, tok);
 			fake_status(a, 400, "BadRequest", msg, NULL, NULL);
 			free(msg);
 			rc = -1;
@@ -502,16 +504,18 @@ static void collect_garbage(ck_fake_t *f, const char *uid)
 		fres_t *r = f->res[i];
 		for (size_t j = 0; j < r->n;) {
 			fobj_t *o = r->objs[j];
-			const ck_json_t *refs =
-			    ck_json_get(ck_json_root(o->doc), CK_PATH("metadata", "ownerReferences"));
+			const ck_json_t *refs = ck_json_get(ck_json_root(o->doc),
+			                                    CK_PATH("metadata", "ownerReferences"));
 			bool owned = false;
 			for (size_t k = 0; k < ck_json_len(refs) && !owned; k++) {
-				const char *u = ck_json_str(ck_json_get(ck_json_at(refs, k), CK_PATH("uid")));
+				const char *u =
+				    ck_json_str(ck_json_get(ck_json_at(refs, k), CK_PATH("uid")));
 				owned = u != NULL && strcmp(u, uid) == 0;
 			}
 			size_t before = r->n;
-			if (owned && ck_json_get(ck_json_root(o->doc),
-			                         CK_PATH("metadata", "deletionTimestamp")) == NULL) {
+			if (owned &&
+			    ck_json_get(ck_json_root(o->doc),
+			                CK_PATH("metadata", "deletionTimestamp")) == NULL) {
 				fans_t ignored = {0};
 				delete_obj(f, r, o, &ignored);
 				ck_sbuf_free(&ignored.body);
@@ -530,7 +534,8 @@ static void remove_obj(ck_fake_t *f, fres_t *r, fobj_t *o, const ck_json_t *last
 	f->rv++;
 	ck_json_doc_t *rvp = NULL;
 	char patch[64];
-	snprintf(patch, sizeof(patch), "{\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"}}", f->rv);
+	snprintf(patch, sizeof(patch), "{\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"}}",
+	         f->rv);
 	rvp = ck_json_parse(patch, strlen(patch), NULL);
 	ck_sbuf_t b = CK_SBUF_INIT;
 	ck_json_merge_patch(root, ck_json_root(rvp), &b);
@@ -556,8 +561,8 @@ static void delete_obj(ck_fake_t *f, fres_t *r, fobj_t *o, fans_t *a)
 	char *now = fake_now(f);
 	int64_t gen = 0;
 	ck_json_get_int64(ck_json_get(root, CK_PATH("metadata", "generation")), &gen);
-	meta_t m = {o->name, o->ns, meta_str(root, "uid"), meta_str(root, "creationTimestamp"),
-	            now,     ++f->rv, gen};
+	meta_t m = {o->name, o->ns, meta_str(root, "uid"), meta_str(root, "creationTimestamp"), now,
+	            ++f->rv, gen};
 	char *json = build_obj(r, root, false, NULL, &m);
 	answer_text(a, 200, json);
 	fake_commit(f, r, o, json, CK_WATCH_MODIFIED);
@@ -585,9 +590,15 @@ static void write_object(ck_fake_t *f, fres_t *r, fobj_t *old, const ck_json_t *
 	}
 	int64_t gen = 0;
 	ck_json_get_int64(ck_json_get(oroot, CK_PATH("metadata", "generation")), &gen);
-	const char *deleted = ck_json_str(ck_json_get(oroot, CK_PATH("metadata", "deletionTimestamp")));
-	meta_t m = {old->name, old->ns, meta_str(oroot, "uid"), meta_str(oroot, "creationTimestamp"),
-	            deleted,   old->rv, gen};
+	const char *deleted =
+	    ck_json_str(ck_json_get(oroot, CK_PATH("metadata", "deletionTimestamp")));
+	meta_t m = {old->name,
+	            old->ns,
+	            meta_str(oroot, "uid"),
+	            meta_str(oroot, "creationTimestamp"),
+	            deleted,
+	            old->rv,
+	            gen};
 	char *json = build_obj(r, base, take_status, status_from, &m);
 	ck_json_doc_t *nd = ck_json_parse(json, strlen(json), NULL);
 	const ck_json_t *nroot = ck_json_root(nd);
@@ -705,10 +716,11 @@ static void do_list(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		after_name = s2 + 1;
 	} else if (q->rv_match != NULL && strcmp(q->rv_match, "Exact") == 0 && q->rv != NULL &&
 	           strtoull(q->rv, NULL, 10) != f->rv) {
-		fake_status(a, 400, "BadRequest",
-		            "resourceVersionMatch=Exact with an older resourceVersion is not "
-		            "modelled by the fake API server (<ckube/fake.h>): it keeps no snapshots",
-		            NULL, NULL);
+		fake_status(
+		    a, 400, "BadRequest",
+		    "resourceVersionMatch=Exact with an older resourceVersion is not "
+		    "modelled by the fake API server (<ckube/fake.h>): it keeps no snapshots",
+		    NULL, NULL);
 		goto out;
 	}
 	ck_sbuf_t items = CK_SBUF_INIT;
@@ -767,18 +779,20 @@ static void do_patch(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		char *msg = ck_xasprintf(
 		    "%s is not modelled by the fake API server (<ckube/fake.h>): send "
 		    "application/merge-patch+json or server-side apply",
-		    strncmp(ct, "application/strategic-merge-patch+json", 38) == 0 ? "strategic merge patch"
-		    : strncmp(ct, "application/json-patch+json", 27) == 0         ? "JSON patch"
-		                                                                  : ct);
+		    strncmp(ct, "application/strategic-merge-patch+json", 38) == 0
+		        ? "strategic merge patch"
+		    : strncmp(ct, "application/json-patch+json", 27) == 0 ? "JSON patch"
+		                                                          : ct);
 		fake_status(a, 415, "UnsupportedMediaType", msg, NULL, NULL);
 		free(msg);
 		return;
 	}
 	if (apply && (q->field_manager == NULL || q->field_manager[0] == '\0')) {
-		fake_status(a, 422, "Invalid",
-		            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
-		            "is required for apply patch",
-		            NULL, NULL);
+		fake_status(
+		    a, 422, "Invalid",
+		    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+		    "is required for apply patch",
+		    NULL, NULL);
 		return;
 	}
 	char *err = NULL;
@@ -790,8 +804,8 @@ static void do_patch(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		                                 err ? err : "not an object")
 		                  : ck_xasprintf("the body of the request is not a JSON object: %s",
 		                                 err ? err : "not an object");
-		fake_status(a, apply ? 415 : 400, apply ? "UnsupportedMediaType" : "BadRequest", msg,
-		            NULL, NULL);
+		fake_status(a, apply ? 415 : 400, apply ? "UnsupportedMediaType" : "BadRequest",
+		            msg, NULL, NULL);
 		free(msg);
 		free(err);
 		ck_json_doc_free(pd);
@@ -814,7 +828,8 @@ static void do_patch(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		ck_json_doc_free(pd);
 		return;
 	}
-	const char *want_rv = ck_json_str(ck_json_get(patch, CK_PATH("metadata", "resourceVersion")));
+	const char *want_rv =
+	    ck_json_str(ck_json_get(patch, CK_PATH("metadata", "resourceVersion")));
 	char have_rv[24];
 	snprintf(have_rv, sizeof(have_rv), "%" PRIu64, old->rv);
 	if (want_rv != NULL && strcmp(want_rv, have_rv) != 0) {
@@ -893,9 +908,10 @@ static void do_delete(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 			                   "object meta: %s",
 			                   uid, meta_str(oroot, "uid"));
 		else if (rv != NULL && strcmp(rv, have) != 0)
-			why = ck_xasprintf("Precondition failed: ResourceVersion in precondition: %s, "
-			                   "ResourceVersion in object meta: %s",
-			                   rv, have);
+			why = ck_xasprintf(
+			    "Precondition failed: ResourceVersion in precondition: %s, "
+			    "ResourceVersion in object meta: %s",
+			    rv, have);
 		ck_json_doc_free(d);
 		if (why != NULL) {
 			conflict(a, r, q->name, why);
@@ -932,10 +948,11 @@ void fake_serve(ck_fake_t *f, const freq_t *q, fans_t *a)
 		learn_kind(r, ck_json_root(body));
 		if (strcmp(q->verb, "create") == 0) {
 			if (q->name != NULL) {
-				fake_status(a, 405, "MethodNotAllowed",
-				            "the server does not allow this method on the requested "
-				            "resource",
-				            NULL, NULL);
+				fake_status(
+				    a, 405, "MethodNotAllowed",
+				    "the server does not allow this method on the requested "
+				    "resource",
+				    NULL, NULL);
 				goto out;
 			}
 			do_create(f, r, q, ck_json_root(body), q->seeding, a);
@@ -947,8 +964,8 @@ void fake_serve(ck_fake_t *f, const freq_t *q, fans_t *a)
 	} else if (strcmp(q->verb, "delete") == 0) {
 		do_delete(f, r, q, a);
 	} else {
-		char *msg = ck_xasprintf("%s is not modelled by the fake API server (<ckube/fake.h>)",
-		                         q->verb);
+		char *msg = ck_xasprintf(
+		    "%s is not modelled by the fake API server (<ckube/fake.h>)", q->verb);
 		fake_status(a, 405, "MethodNotAllowed", msg, NULL, NULL);
 		free(msg);
 	}

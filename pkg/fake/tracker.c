@@ -22,8 +22,8 @@
 
 /* Resources whose API has no status subresource (the default is to have one). */
 static const char *const no_status[] = {
-    "configmaps", "secrets",      "serviceaccounts", "endpoints",    "events",
-    "leases",     "roles",        "rolebindings",    "clusterroles", "clusterrolebindings",
+    "configmaps",   "secrets", "serviceaccounts", "endpoints",    "events",
+    "leases",       "roles",   "rolebindings",    "clusterroles", "clusterrolebindings",
     "podtemplates", NULL,
 };
 
@@ -332,8 +332,7 @@ int ck_fake_put(ck_fake_t *f, const ck_type_t *t, const char *json, char **err)
 	return rc;
 }
 
-int ck_fake_delete(ck_fake_t *f, const ck_type_t *t, const char *ns, const char *name,
-                   char **err)
+int ck_fake_delete(ck_fake_t *f, const ck_type_t *t, const char *ns, const char *name, char **err)
 {
 	return seed(f, t, "DELETE", ns ? ns : "", name, NULL, err);
 }

@@ -108,7 +108,8 @@ static void line_bookmark(ck_sbuf_t *b, const fres_t *r, uint64_t rv, bool initi
 static void line_expired(ck_sbuf_t *b, uint64_t asked, uint64_t oldest)
 {
 	fans_t a = {0};
-	char *msg = ck_xasprintf("too old resource version: %" PRIu64 " (%" PRIu64 ")", asked, oldest);
+	char *msg =
+	    ck_xasprintf("too old resource version: %" PRIu64 " (%" PRIu64 ")", asked, oldest);
 	fake_status(&a, 410, "Expired", msg, NULL, NULL);
 	line_event(b, "ERROR", ck_sbuf_cstr(&a.body));
 	ck_sbuf_free(&a.body);
@@ -135,12 +136,15 @@ static bool watch_pending(ck_fake_t *f, fconn_t *c, ck_sbuf_t *out)
 		const char *name =
 		    ck_json_str(ck_json_get(ck_json_root(d), CK_PATH("metadata", "name")));
 		bool now = fake_selected(c->sel, c->q.field_sel, e->ns, name ? name : "", e->json);
-		bool before = e->old_json != NULL &&
-		              fake_selected(c->sel, c->q.field_sel, e->ns, name ? name : "", e->old_json);
+		bool before = e->old_json != NULL && fake_selected(c->sel, c->q.field_sel, e->ns,
+		                                                   name ? name : "", e->old_json);
 		ck_json_doc_free(d);
 		const char *type = NULL;
 		if (e->type == CK_WATCH_MODIFIED)
-			type = now && before ? "MODIFIED" : now ? "ADDED" : before ? "DELETED" : NULL;
+			type = now && before ? "MODIFIED"
+			       : now         ? "ADDED"
+			       : before      ? "DELETED"
+			                     : NULL;
 		else if (now)
 			type = e->type == CK_WATCH_ADDED ? "ADDED" : "DELETED";
 		if (type != NULL)
@@ -236,7 +240,8 @@ static bool watch_begin(ck_fake_t *f, fconn_t *c)
 	bool end = false;
 	pthread_mutex_lock(&f->mu);
 	fres_t *r = fake_res(f, q->group, q->version, q->resource, true);
-	bool from_now = q->send_initial || q->rv == NULL || q->rv[0] == '\0' || strcmp(q->rv, "0") == 0;
+	bool from_now =
+	    q->send_initial || q->rv == NULL || q->rv[0] == '\0' || strcmp(q->rv, "0") == 0;
 	c->bookmarks_seen = f->bookmarks;
 	if (from_now) {
 		/* "Get state and start at most recent": an ADDED per object first. */

@@ -14,8 +14,8 @@
 static const char *const cm_fields[] = {"data"};
 static const ck_type_t cm_type = {"", "v1", "ConfigMap", "configmaps", true, cm_fields, 1, true};
 static const char *const w_fields[] = {"spec", "status"};
-static const ck_type_t widget_type = {"example.com", "v1", "Widget", "widgets",
-                                      true,          w_fields, 2,       false};
+static const ck_type_t widget_type = {"example.com", "v1",     "Widget", "widgets",
+                                      true,          w_fields, 2,        false};
 
 static ck_fake_t *fake;
 static ck_fake_env_t *env;
@@ -44,14 +44,13 @@ static void teardown(void)
 }
 
 /* The stored object's string at path, or NULL (a new string). */
-static char *stored(const ck_type_t *t, const char *ns, const char *name,
-                    const char *const *path)
+static char *stored(const ck_type_t *t, const char *ns, const char *name, const char *const *path)
 {
 	ck_json_doc_t *d = ck_fake_get(fake, t, ns, name);
 	const ck_json_t *v = ck_json_get(ck_json_root(d), path);
-	char *s = v ? (ck_json_type(v) == CK_JSON_STRING ? strdup(ck_json_str(v))
-	                                                 : ck_json_to_text(v))
-	            : NULL;
+	char *s =
+	    v ? (ck_json_type(v) == CK_JSON_STRING ? strdup(ck_json_str(v)) : ck_json_to_text(v))
+	      : NULL;
 	ck_json_doc_free(d);
 	return s;
 }
@@ -62,8 +61,8 @@ static void assert_status(const ck_result_t *r, int code, const char *reason, co
 	ck_assert_str_eq(r->status.reason ? r->status.reason : "", reason);
 	if (msg != NULL)
 		ck_assert_msg(r->status.message && strstr(r->status.message, msg),
-		              "message %s lacks %s", r->status.message ? r->status.message : "(null)",
-		              msg);
+		              "message %s lacks %s",
+		              r->status.message ? r->status.message : "(null)", msg);
 }
 
 /* ---------------------------------------------------------------- create/get */
@@ -121,7 +120,8 @@ START_TEST(test_create_get)
 	ck_result_clear(&r);
 
 	rc = ck_client_create_sync(cl, &cm_type, "ns",
-	                           "{\"metadata\":{\"name\":\"b\",\"namespace\":\"other\"}}", NULL, &r);
+	                           "{\"metadata\":{\"name\":\"b\",\"namespace\":\"other\"}}", NULL,
+	                           &r);
 	ck_assert_int_eq(rc, -1);
 	assert_status(&r, 400, "BadRequest", "does not match the namespace");
 	ck_result_clear(&r);
@@ -141,7 +141,8 @@ START_TEST(test_generate_name_deterministic)
 		ck_fake_t *f = ck_fake_new(&(ck_fake_opts_t){.seed = 7});
 		char *err = NULL;
 		ck_assert_int_eq(
-		    ck_fake_add(f, &cm_type, "{\"metadata\":{\"generateName\":\"x-\",\"namespace\":\"n\"}}",
+		    ck_fake_add(f, &cm_type,
+		                "{\"metadata\":{\"generateName\":\"x-\",\"namespace\":\"n\"}}",
 		                &err),
 		    0);
 		ck_json_doc_t *d = NULL;
@@ -150,8 +151,8 @@ START_TEST(test_generate_name_deterministic)
 		ck_obj_t **items = NULL;
 		size_t n = 0;
 		ck_result_t r = {0};
-		ck_assert_int_eq(ck_client_list_sync(ck_fake_env_client(e), &cm_type, "n", NULL, &items,
-		                                     &n, NULL, &r),
+		ck_assert_int_eq(ck_client_list_sync(ck_fake_env_client(e), &cm_type, "n", NULL,
+		                                     &items, &n, NULL, &r),
 		                 0);
 		ck_assert_uint_eq(n, 1);
 		ck_assert_int_eq(strncmp(items[0]->name, "x-", 2), 0);
@@ -182,12 +183,13 @@ START_TEST(test_update_conflict_generation)
 	/* A stale resourceVersion: 409 Conflict, worded as the server. */
 	int rc = ck_client_update_sync(
 	    cl, &widget_type, "ns", "w",
-	    "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"999\"},\"spec\":{\"size\":2}}", NULL,
-	    &r);
+	    "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"999\"},\"spec\":{\"size\":2}}",
+	    NULL, &r);
 	ck_assert_int_eq(rc, -1);
-	assert_status(&r, 409, "Conflict",
-	              "Operation cannot be fulfilled on widgets.example.com \"w\": the object has "
-	              "been modified; please apply your changes to the latest version and try again");
+	assert_status(
+	    &r, 409, "Conflict",
+	    "Operation cannot be fulfilled on widgets.example.com \"w\": the object has "
+	    "been modified; please apply your changes to the latest version and try again");
 	ck_assert(ck_result_is_conflict(&r));
 	ck_result_clear(&r);
 
@@ -231,30 +233,30 @@ START_TEST(test_update_conflict_generation)
 
 	/* A no-op write: no new resourceVersion. */
 	uint64_t before = ck_fake_resource_version(fake);
-	rc = ck_client_update_status_sync(cl, &widget_type, "ns", "w",
-	                                  "{\"metadata\":{\"name\":\"w\"},\"status\":{\"ready\":true}}",
-	                                  NULL, &r);
+	rc = ck_client_update_status_sync(
+	    cl, &widget_type, "ns", "w",
+	    "{\"metadata\":{\"name\":\"w\"},\"status\":{\"ready\":true}}", NULL, &r);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_uint_eq(ck_fake_resource_version(fake), before);
 	ck_result_clear(&r);
 
 	/* Absent: 404 (no create on update); a ConfigMap has no /status. */
-	rc = ck_client_update_sync(cl, &widget_type, "ns", "nope", "{\"metadata\":{\"name\":\"nope\"}}",
-	                           NULL, &r);
+	rc = ck_client_update_sync(cl, &widget_type, "ns", "nope",
+	                           "{\"metadata\":{\"name\":\"nope\"}}", NULL, &r);
 	assert_status(&r, 404, "NotFound", "widgets.example.com \"nope\" not found");
 	ck_result_clear(&r);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}",
-	                             &err),
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}", &err),
 	                 0);
-	rc = ck_client_update_status_sync(cl, &cm_type, "ns", "c", "{\"metadata\":{\"name\":\"c\"}}",
-	                                  NULL, &r);
+	rc = ck_client_update_status_sync(cl, &cm_type, "ns", "c",
+	                                  "{\"metadata\":{\"name\":\"c\"}}", NULL, &r);
 	ck_assert_int_eq(rc, -1);
 	ck_assert_int_eq(r.http_code, 404);
 	ck_result_clear(&r);
 	/* Unless told it has one. */
 	ck_fake_set_status_subresource(fake, &cm_type, true);
-	rc = ck_client_update_status_sync(cl, &cm_type, "ns", "c", "{\"metadata\":{\"name\":\"c\"}}",
-	                                  NULL, &r);
+	rc = ck_client_update_status_sync(cl, &cm_type, "ns", "c",
+	                                  "{\"metadata\":{\"name\":\"c\"}}", NULL, &r);
 	ck_assert_int_eq(rc, 0);
 	ck_result_clear(&r);
 }
@@ -282,8 +284,8 @@ START_TEST(test_patch_merge_and_unmodelled)
 
 	/* A resourceVersion in a merge patch is a precondition. */
 	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_MERGE,
-	                          "{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":{\"a\":5}}", NULL,
-	                          &r);
+	                          "{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":{\"a\":5}}",
+	                          NULL, &r);
 	assert_status(&r, 409, "Conflict", "the object has been modified");
 	ck_result_clear(&r);
 
@@ -314,7 +316,8 @@ END_TEST
 
 START_TEST(test_apply)
 {
-	static const ck_type_t dep = {"apps", "v1", "Deployment", "deployments", true, NULL, 0, false};
+	static const ck_type_t dep = {"apps", "v1", "Deployment", "deployments", true,
+	                              NULL,   0,    false};
 	ck_result_t r = {0};
 	ck_write_opts_t o = {.field_manager = "ctl", .force = true};
 	const char *first =
@@ -329,12 +332,13 @@ START_TEST(test_apply)
 	/* Someone adds a sidecar and an env; the controller re-applies its own fields. */
 	char *err = NULL;
 	ck_assert_int_eq(
-	    ck_fake_put(fake, &dep,
-	                "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"},\"spec\":{\"replicas\":1,"
-	                "\"template\":{\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"a:1\","
-	                "\"env\":[{\"name\":\"E\",\"value\":\"1\"}],\"ports\":[{\"containerPort\":80}]},"
-	                "{\"name\":\"side\",\"image\":\"s:1\"}]}}}}",
-	                &err),
+	    ck_fake_put(
+	        fake, &dep,
+	        "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"},\"spec\":{\"replicas\":1,"
+	        "\"template\":{\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"a:1\","
+	        "\"env\":[{\"name\":\"E\",\"value\":\"1\"}],\"ports\":[{\"containerPort\":80}]},"
+	        "{\"name\":\"side\",\"image\":\"s:1\"}]}}}}",
+	        &err),
 	    0);
 	const char *second =
 	    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\","
@@ -409,26 +413,24 @@ END_TEST
 START_TEST(test_delete_preconditions)
 {
 	char *err = NULL;
-	ck_assert_int_eq(
-	    ck_fake_add(fake, &cm_type, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}", &err), 0);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}", &err),
+	                 0);
 	ck_result_t r = {0};
-	int rc = ck_client_delete_sync(cl, &cm_type, "ns", "c",
-	                               &(ck_delete_opts_t){.precondition_uid = "other",
-	                                                   .grace_period_seconds = -1},
-	                               &r);
+	int rc = ck_client_delete_sync(
+	    cl, &cm_type, "ns", "c",
+	    &(ck_delete_opts_t){.precondition_uid = "other", .grace_period_seconds = -1}, &r);
 	ck_assert_int_eq(rc, -1);
 	assert_status(&r, 409, "Conflict", "Precondition failed: UID in precondition: other");
 	ck_result_clear(&r);
-	rc = ck_client_delete_sync(cl, &cm_type, "ns", "c",
-	                           &(ck_delete_opts_t){.precondition_rv = "7",
-	                                               .grace_period_seconds = -1},
-	                           &r);
+	rc = ck_client_delete_sync(
+	    cl, &cm_type, "ns", "c",
+	    &(ck_delete_opts_t){.precondition_rv = "7", .grace_period_seconds = -1}, &r);
 	assert_status(&r, 409, "Conflict", "ResourceVersion in precondition: 7");
 	ck_result_clear(&r);
-	rc = ck_client_delete_sync(cl, &cm_type, "ns", "c",
-	                           &(ck_delete_opts_t){.precondition_rv = "1",
-	                                               .grace_period_seconds = -1},
-	                           &r);
+	rc = ck_client_delete_sync(
+	    cl, &cm_type, "ns", "c",
+	    &(ck_delete_opts_t){.precondition_rv = "1", .grace_period_seconds = -1}, &r);
 	ck_assert_msg(rc == 0, "%s", r.error ? r.error : "");
 	ck_result_clear(&r);
 	ck_assert_uint_eq(ck_fake_len(fake, &cm_type, "ns"), 0);
@@ -456,9 +458,10 @@ START_TEST(test_owner_gc)
 	ck_json_doc_free(d);
 	ck_assert_int_eq(ck_fake_add(fake, &cm_type, dep, &err), 0);
 	free(dep);
-	ck_assert_int_eq(
-	    ck_fake_add(fake, &cm_type, "{\"metadata\":{\"name\":\"free\",\"namespace\":\"ns\"}}", &err),
-	    0);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"free\",\"namespace\":\"ns\"}}",
+	                             &err),
+	                 0);
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_delete_sync(cl, &widget_type, "ns", "w", NULL, &r), 0);
 	ck_result_clear(&r);
@@ -475,7 +478,8 @@ START_TEST(test_list_selectors_pages)
 {
 	char *err = NULL;
 	const char *objs[] = {
-	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n1\",\"labels\":{\"app\":\"x\",\"tier\":\"web\"}}}",
+	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n1\",\"labels\":{\"app\":\"x\",\"tier\":"
+	    "\"web\"}}}",
 	    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"n1\",\"labels\":{\"app\":\"y\"}}}",
 	    "{\"metadata\":{\"name\":\"c\",\"namespace\":\"n2\",\"labels\":{\"app\":\"x\"}}}",
 	    "{\"metadata\":{\"name\":\"d\",\"namespace\":\"n2\"}}",
@@ -504,7 +508,8 @@ START_TEST(test_list_selectors_pages)
 		size_t n = 0;
 		char *rv = NULL;
 		ck_result_t r = {0};
-		ck_list_opts_t o = {.label_selector = cases[i].label, .field_selector = cases[i].field};
+		ck_list_opts_t o = {.label_selector = cases[i].label,
+		                    .field_selector = cases[i].field};
 		int rc = ck_client_list_sync(cl, &cm_type, cases[i].ns, &o, &items, &n, &rv, &r);
 		ck_assert_msg(rc == 0, "%s", r.error ? r.error : "");
 		char got[64] = "";
@@ -513,8 +518,8 @@ START_TEST(test_list_selectors_pages)
 			strcat(got, items[j]->name);
 			ck_obj_unref(items[j]);
 		}
-		ck_assert_msg(strcmp(got, cases[i].want) == 0, "case %zu: got \"%s\" want \"%s\"", i, got,
-		              cases[i].want);
+		ck_assert_msg(strcmp(got, cases[i].want) == 0, "case %zu: got \"%s\" want \"%s\"",
+		              i, got, cases[i].want);
 		ck_assert_str_eq(rv, "4");
 		free(items);
 		free(rv);
@@ -525,9 +530,9 @@ START_TEST(test_list_selectors_pages)
 	ck_obj_t **items = NULL;
 	size_t n = 0;
 	ck_result_t r = {0};
-	ck_assert_int_eq(
-	    ck_client_list_sync(cl, &cm_type, NULL, &(ck_list_opts_t){.limit = 1}, &items, &n, NULL, &r),
-	    0);
+	ck_assert_int_eq(ck_client_list_sync(cl, &cm_type, NULL, &(ck_list_opts_t){.limit = 1},
+	                                     &items, &n, NULL, &r),
+	                 0);
 	ck_assert_uint_eq(n, 4);
 	for (size_t j = 0; j < n; j++)
 		ck_obj_unref(items[j]);
@@ -536,8 +541,8 @@ START_TEST(test_list_selectors_pages)
 	ck_assert_uint_eq(ck_fake_count(fake, "list", "configmaps"), 4);
 
 	ck_assert_int_eq(ck_client_list_sync(cl, &cm_type, NULL,
-	                                     &(ck_list_opts_t){.field_selector = "spec.x=1"}, &items,
-	                                     &n, NULL, &r),
+	                                     &(ck_list_opts_t){.field_selector = "spec.x=1"},
+	                                     &items, &n, NULL, &r),
 	                 -1);
 	assert_status(&r, 400, "BadRequest", "field label not supported: spec.x");
 	ck_result_clear(&r);
@@ -561,7 +566,8 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 		snprintf(line, sizeof(line), "BOOKMARK %s%s;", obj->rv,
 		         ck_obj_annotation(obj, "k8s.io/initial-events-end") ? " end" : "");
 	else
-		snprintf(line, sizeof(line), "%s %s %s;", ck_watch_type_name(type), obj->name, obj->rv);
+		snprintf(line, sizeof(line), "%s %s %s;", ck_watch_type_name(type), obj->name,
+		         obj->rv);
 	strncat(e->log, line, sizeof(e->log) - strlen(e->log) - 1);
 	ck_obj_unref(obj);
 }
@@ -586,17 +592,20 @@ START_TEST(test_watch_from_rv_and_bookmarks)
 {
 	char *err = NULL;
 	ck_assert_int_eq(
-	    ck_fake_add(fake, &cm_type,
-	                "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"labels\":{\"l\":\"1\"}}}",
-	                &err),
+	    ck_fake_add(
+	        fake, &cm_type,
+	        "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"labels\":{\"l\":\"1\"}}}",
+	        &err),
 	    0);
-	ck_assert_msg(ck_fake_put(fake, &cm_type,
-	                          "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{}}",
-	                          &err) == 0,
-	              "%s", err);
+	ck_assert_msg(
+	    ck_fake_put(fake, &cm_type,
+	                "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{}}",
+	                &err) == 0,
+	    "%s", err);
 	ck_assert_int_eq(ck_fake_delete(fake, &cm_type, "ns", "a", &err), 0);
 	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"b\",\"namespace\":\"other\"}}", &err),
+	                             "{\"metadata\":{\"name\":\"b\",\"namespace\":\"other\"}}",
+	                             &err),
 	                 0);
 	events_t e = {0};
 	ck_result_t r = {0};
@@ -616,7 +625,8 @@ START_TEST(test_watch_from_rv_and_bookmarks)
 	ck_result_clear(&r);
 
 	memset(&e, 0, sizeof(e));
-	rc = watch(&(ck_list_opts_t){.resource_version = "0", .timeout_seconds = 1,
+	rc = watch(&(ck_list_opts_t){.resource_version = "0",
+	                             .timeout_seconds = 1,
 	                             .label_selector = "l=1"},
 	           &e, &r);
 	ck_assert_str_eq(e.log, "");
@@ -631,13 +641,15 @@ START_TEST(test_watch_from_rv_and_bookmarks)
 	/* A selecting watch: the label's removal is a DELETED; the real delete, of an
 	 * object it no longer selects, is not sent. */
 	memset(&e, 0, sizeof(e));
-	rc = watch(&(ck_list_opts_t){.resource_version = "1", .timeout_seconds = 1,
+	rc = watch(&(ck_list_opts_t){.resource_version = "1",
+	                             .timeout_seconds = 1,
 	                             .label_selector = "l=1"},
 	           &e, &r);
 	ck_assert_str_eq(e.log, "DELETED a 2;");
 	ck_result_clear(&r);
 	memset(&e, 0, sizeof(e));
-	rc = watch(&(ck_list_opts_t){.resource_version = "0", .timeout_seconds = 1,
+	rc = watch(&(ck_list_opts_t){.resource_version = "0",
+	                             .timeout_seconds = 1,
 	                             .send_initial_events = true,
 	                             .resource_version_match = "NotOlderThan",
 	                             .allow_watch_bookmarks = true},
@@ -657,7 +669,8 @@ START_TEST(test_watch_too_old)
 	char *err = NULL;
 	for (int i = 0; i < 4; i++) {
 		char body[128];
-		snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
+		snprintf(body, sizeof(body),
+		         "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
 		ck_assert_int_eq(ck_fake_add(fake, &cm_type, body, &err), 0);
 	}
 	events_t e = {0};
@@ -713,8 +726,9 @@ static void read_counts(void *ud)
 START_TEST(test_informer_fed_by_fake)
 {
 	char *err = NULL;
-	ck_assert_int_eq(
-	    ck_fake_add(fake, &cm_type, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err), 0);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
+	                 0);
 	ck_cache_informer_t *inf = ck_fake_env_informer(env, &cm_type, &err);
 	ck_assert_msg(inf != NULL, "%s", err ? err : "");
 	counts_t c[2] = {{0}};
@@ -726,8 +740,9 @@ START_TEST(test_informer_fed_by_fake)
 	ck_obj_unref(o);
 
 	/* Changes from the test's thread and through the client. */
-	ck_assert_int_eq(
-	    ck_fake_add(fake, &cm_type, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"}}", &err), 0);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"}}", &err),
+	                 0);
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_patch_sync(cl, &cm_type, "ns", "a", CK_PATCH_MERGE,
 	                                      "{\"data\":{\"k\":\"v\"}}", NULL, &r),
@@ -762,11 +777,18 @@ static void fail_once(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *o
 	out->retry_after = 1;
 }
 
+static void fail_no_retry_after(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
+{
+	fail_once(ud, act, out);
+	out->retry_after = 0;
+}
+
 START_TEST(test_reactor_500_retry)
 {
 	char *err = NULL;
-	ck_assert_int_eq(
-	    ck_fake_add(fake, &cm_type, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err), 0);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
+	                 0);
 	int n = 0;
 	ck_fake_prepend_reactor(fake, "get", "configmaps", fail_once, &n);
 	ck_result_t r = {0};
@@ -780,13 +802,16 @@ START_TEST(test_reactor_500_retry)
 	ck_assert_str_eq(log, "get configmaps ns/a\nget configmaps ns/a\n");
 	free(log);
 
-	/* Without Retry-After the client does not retry: the error comes back. */
+	/* Without Retry-After the client does not retry: the 500 comes back. */
 	n = 0;
 	ck_fake_clear_reactors(fake);
-	ck_fake_prepend_reactor(fake, "*", "*", fail_once, &n);
+	ck_fake_clear_actions(fake);
+	ck_fake_prepend_reactor(fake, "*", "*", fail_no_retry_after, &n);
 	rc = ck_client_get_sync(cl, &cm_type, "ns", "a", &r);
-	ck_assert_int_eq(rc, 0); /* retry_after 1 again: retried */
+	ck_assert_int_eq(rc, -1);
+	assert_status(&r, 500, "InternalError", "injected");
 	ck_result_clear(&r);
+	ck_assert_uint_eq(ck_fake_count(fake, "get", "configmaps"), 1);
 }
 END_TEST
 
@@ -822,8 +847,12 @@ START_TEST(test_reactor_latency_and_subresource)
 	ck_assert_int_ge(ms_now() - t0, 290);
 	ck_result_clear(&r);
 	/* Past the request's deadline: the client's timeout, not a hang. */
-	ck_req_spec_t spec = {.method = "GET", .type = &widget_type, .ns = "ns", .name = "w",
-	                      .decode = CK_DEC_OBJECT, .timeout_ms = 100};
+	ck_req_spec_t spec = {.method = "GET",
+	                      .type = &widget_type,
+	                      .ns = "ns",
+	                      .name = "w",
+	                      .decode = CK_DEC_OBJECT,
+	                      .timeout_ms = 100};
 	ck_assert_int_eq(ck_client_do_sync(cl, &spec, &r), -1);
 	ck_assert(ck_result_is_timeout(&r));
 	ck_result_clear(&r);
@@ -849,8 +878,12 @@ START_TEST(test_bad_paths)
 {
 	/* A request the fake cannot place: 404 that says so. */
 	static const ck_type_t odd = {"", "v1", "Pod", "pods", true, NULL, 0, false};
-	ck_req_spec_t spec = {.method = "GET", .type = &odd, .ns = "ns", .name = "p",
-	                      .subresource = "log", .decode = CK_DEC_OBJECT};
+	ck_req_spec_t spec = {.method = "GET",
+	                      .type = &odd,
+	                      .ns = "ns",
+	                      .name = "p",
+	                      .subresource = "log",
+	                      .decode = CK_DEC_OBJECT};
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_do_sync(cl, &spec, &r), -1);
 	assert_status(&r, 404, "NotFound", "the subresource log is not modelled");
@@ -860,7 +893,8 @@ START_TEST(test_bad_paths)
 	ck_assert_ptr_nonnull(strstr(err, "malformed JSON"));
 	free(err);
 	err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type, "{\"metadata\":{\"namespace\":\"n\"}}", &err), -1);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type, "{\"metadata\":{\"namespace\":\"n\"}}", &err),
+	                 -1);
 	ck_assert_msg(strstr(err, "422 Invalid") != NULL, "%s", err);
 	free(err);
 }
