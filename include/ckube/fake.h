@@ -40,11 +40,11 @@
  *     resourceVersion older than the kept history (opts.history events);
  *   CREATE: generateName (5-character suffix), uid, creationTimestamp,
  *     resourceVersion (one counter for every object, as etcd's revision),
- *     generation 1, 409 AlreadyExists, 422 Invalid for a missing name, 400 for a
- *     namespace that differs from the URL's;
- *   UPDATE (PUT): 409 Conflict on a stale metadata.resourceVersion (none given: an
- *     unconditional update), 404 when absent (no create on update), 400 for a
- *     name that differs from the URL's; uid, creationTimestamp, deletionTimestamp
+ *     generation 1 (not for the kinds that have none on the server: those without
+ *     a status subresource below, namespaces, services, nodes), 409 AlreadyExists, 422 Invalid for
+ * a missing name, 400 for a namespace that differs from the URL's; UPDATE (PUT): 409 Conflict on a
+ * stale metadata.resourceVersion (none given: an unconditional update), 404 when absent (no create
+ * on update), 400 for a name that differs from the URL's; uid, creationTimestamp, deletionTimestamp
  *     and generation are the server's; generation + 1 only when something outside
  *     metadata and status changed; with a status subresource (the default, except
  *     for configmaps, secrets, serviceaccounts, endpoints, events, leases and the
@@ -75,11 +75,10 @@
  * between field managers (force is accepted and ignored; a field a manager stops
  * applying is not removed), defaulting, validation beyond the name, admission,
  * namespaces' existence and termination, the graceful deletion of pods, the
- * foreground and orphan propagation policies (background is used), a generation
- * for kinds that have none on the server (ConfigMap, Secret: the fake gives every
- * object one), continue tokens' snapshot (a later page reflects the state when it
- * is asked for), the scope of a resource (taken from the URL), and the periodic
- * bookmarks of a real server.
+ * foreground and orphan propagation policies (background is used), continue
+ * tokens' snapshot (a later page reflects the state when it is asked for), the
+ * scope of a resource (taken from the URL), and the periodic bookmarks of a real
+ * server.
  *
  * Threads. A ck_fake_t is thread-safe: tests seed and inspect it from their own
  * thread while its loop serves. The transport side (ck_fake_transport, the

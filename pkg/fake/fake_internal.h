@@ -37,7 +37,8 @@ typedef struct fres {
 	char *group, *version, *resource;
 	char *kind; /* "" until known (registered, or seen in a body) */
 	bool status_sub;
-	fobj_t **objs; /* sorted by (ns, name): lists come in the server's key order */
+	bool generation; /* the server keeps metadata.generation for it */
+	fobj_t **objs;   /* sorted by (ns, name): lists come in the server's key order */
 	size_t n, cap;
 } fres_t;
 

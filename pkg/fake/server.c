@@ -237,8 +237,9 @@ static char *qualified(const fres_t *r)
 	return r->group[0] ? ck_xasprintf("%s.%s", r->resource, r->group) : ck_xstrdup(r->resource);
 }
 
-void fake_status(fans_t *a, int code, const char *reason, const char *message, const fres_t *r,
-                 const char *name)
+/* A Status; details (name, group, kind) only when kind is not NULL. */
+static void status_details(fans_t *a, int code, const char *reason, const char *message,
+                           const char *group, const char *kind, const char *name)
 {
 	a->code = code;
 	ck_sbuf_reset(&a->body);
@@ -249,23 +250,29 @@ void fake_status(fans_t *a, int code, const char *reason, const char *message, c
 	ck_sbuf_put_json_str(b, message);
 	ck_sbuf_puts(b, ",\"reason\":");
 	ck_sbuf_put_json_str(b, reason);
-	if (r != NULL) {
+	if (kind != NULL) {
 		ck_sbuf_puts(b, ",\"details\":{");
 		if (name != NULL) {
 			ck_sbuf_puts(b, "\"name\":");
 			ck_sbuf_put_json_str(b, name);
 			ck_sbuf_putc(b, ',');
 		}
-		if (r->group[0]) {
+		if (group != NULL && group[0]) {
 			ck_sbuf_puts(b, "\"group\":");
-			ck_sbuf_put_json_str(b, r->group);
+			ck_sbuf_put_json_str(b, group);
 			ck_sbuf_putc(b, ',');
 		}
 		ck_sbuf_puts(b, "\"kind\":");
-		ck_sbuf_put_json_str(b, r->resource);
+		ck_sbuf_put_json_str(b, kind);
 		ck_sbuf_putc(b, '}');
 	}
 	ck_sbuf_printf(b, ",\"code\":%d}", code);
+}
+
+void fake_status(fans_t *a, int code, const char *reason, const char *message, const fres_t *r,
+                 const char *name)
+{
+	status_details(a, code, reason, message, r ? r->group : NULL, r ? r->resource : NULL, name);
 }
 
 static void not_found(fans_t *a, const fres_t *r, const char *name)
@@ -284,6 +291,21 @@ static void conflict(fans_t *a, const fres_t *r, const char *name, const char *w
 	fake_status(a, 409, "Conflict", msg, r, name);
 	free(msg);
 	free(qr);
+}
+
+/*
+ * A failed delete precondition. The server checks them in its registry, which
+ * names the kind rather than the resource: "Operation cannot be fulfilled on
+ * ConfigMap \"a\": ...", details.kind "ConfigMap".
+ */
+static void precondition_failed(fans_t *a, const fres_t *r, const char *name, const char *why)
+{
+	const char *kind = r->kind[0] ? r->kind : r->resource;
+	char *qk = r->group[0] ? ck_xasprintf("%s.%s", kind, r->group) : ck_xstrdup(kind);
+	char *msg = ck_xasprintf("Operation cannot be fulfilled on %s \"%s\": %s", qk, name, why);
+	status_details(a, 409, "Conflict", msg, r->group, kind, name);
+	free(msg);
+	free(qk);
 }
 
 static void invalid(fans_t *a, const fres_t *r, const char *name, const char *field,
@@ -424,7 +446,8 @@ static char *build_obj(const fres_t *r, const ck_json_t *body, bool take_status,
 	char rv[24];
 	snprintf(rv, sizeof(rv), "%" PRIu64, m->rv);
 	ck_patch_set_string(p, CK_PATH("metadata", "resourceVersion"), rv);
-	ck_patch_set_int(p, CK_PATH("metadata", "generation"), m->generation);
+	if (r->generation)
+		ck_patch_set_int(p, CK_PATH("metadata", "generation"), m->generation);
 	ck_patch_set_string(p, CK_PATH("metadata", "creationTimestamp"), m->created);
 	if (m->deleted != NULL) {
 		ck_patch_set_string(p, CK_PATH("metadata", "deletionTimestamp"), m->deleted);
@@ -904,17 +927,20 @@ static void do_delete(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		snprintf(have, sizeof(have), "%" PRIu64, old->rv);
 		char *why = NULL;
 		if (uid != NULL && strcmp(uid, meta_str(oroot, "uid")) != 0)
-			why = ck_xasprintf("Precondition failed: UID in precondition: %s, UID in "
-			                   "object meta: %s",
-			                   uid, meta_str(oroot, "uid"));
+			why =
+			    ck_xasprintf("the UID in the precondition (%s) does not match the UID "
+			                 "in record (%s). The object might have been deleted and "
+			                 "then recreated",
+			                 uid, meta_str(oroot, "uid"));
 		else if (rv != NULL && strcmp(rv, have) != 0)
 			why = ck_xasprintf(
-			    "Precondition failed: ResourceVersion in precondition: %s, "
-			    "ResourceVersion in object meta: %s",
+			    "the ResourceVersion in the precondition (%s) does not "
+			    "match the ResourceVersion in record (%s). The object might "
+			    "have been modified",
 			    rv, have);
 		ck_json_doc_free(d);
 		if (why != NULL) {
-			conflict(a, r, q->name, why);
+			precondition_failed(a, r, q->name, why);
 			free(why);
 			return;
 		}

@@ -20,12 +20,15 @@
 
 #define DEFAULT_HISTORY 1000
 
-/* Resources whose API has no status subresource (the default is to have one). */
+/* Resources whose API has no status subresource (the default is to have one);
+ * none of them has a metadata.generation either. */
 static const char *const no_status[] = {
     "configmaps",   "secrets", "serviceaccounts", "endpoints",    "events",
     "leases",       "roles",   "rolebindings",    "clusterroles", "clusterrolebindings",
     "podtemplates", NULL,
 };
+/* Resources with a status but no metadata.generation on the server. */
+static const char *const no_generation[] = {"namespaces", "services", "nodes", NULL};
 
 ck_fake_t *ck_fake_new(const ck_fake_opts_t *o)
 {
@@ -102,9 +105,13 @@ fres_t *fake_res(ck_fake_t *f, const char *group, const char *version, const cha
 	r->resource = ck_xstrdup(resource);
 	r->kind = ck_xstrdup("");
 	r->status_sub = true;
+	r->generation = true;
 	for (size_t i = 0; no_status[i] != NULL; i++)
 		if (strcmp(resource, no_status[i]) == 0)
-			r->status_sub = false;
+			r->status_sub = r->generation = false;
+	for (size_t i = 0; no_generation[i] != NULL; i++)
+		if (strcmp(resource, no_generation[i]) == 0)
+			r->generation = false;
 	if (f->nres == f->capres) {
 		f->capres = f->capres ? 2 * f->capres : 8;
 		f->res = ck_xrealloc(f->res, f->capres * sizeof(*f->res));

@@ -82,7 +82,7 @@ START_TEST(test_create_get)
 	ck_assert_str_eq(r.obj->ns, "ns");
 	ck_assert_str_eq(r.obj->uid, "00000000-0000-4000-8000-000000000001");
 	ck_assert_str_eq(r.obj->rv, "1");
-	ck_assert_int_eq(r.obj->generation, 1);
+	ck_assert_int_eq(r.obj->generation, 0); /* a ConfigMap has none, as on the server */
 	ck_assert_str_ne(r.obj->creation_timestamp, "");
 	ck_result_clear(&r);
 
@@ -193,6 +193,10 @@ START_TEST(test_update_conflict_generation)
 	ck_assert(ck_result_is_conflict(&r));
 	ck_result_clear(&r);
 
+	ck_result_t g = {0};
+	ck_assert_int_eq(ck_client_get_sync(cl, &widget_type, "ns", "w", &g), 0);
+	ck_assert_int_eq(g.obj->generation, 1);
+	ck_result_clear(&g);
 	/* Spec change: generation 2; the main resource keeps the stored status. */
 	rc = ck_client_update_sync(cl, &widget_type, "ns", "w",
 	                           "{\"metadata\":{\"name\":\"w\",\"resourceVersion\":\"1\"},"
@@ -421,12 +425,17 @@ START_TEST(test_delete_preconditions)
 	    cl, &cm_type, "ns", "c",
 	    &(ck_delete_opts_t){.precondition_uid = "other", .grace_period_seconds = -1}, &r);
 	ck_assert_int_eq(rc, -1);
-	assert_status(&r, 409, "Conflict", "Precondition failed: UID in precondition: other");
+	assert_status(
+	    &r, 409, "Conflict",
+	    "Operation cannot be fulfilled on ConfigMap \"c\": the UID in the precondition "
+	    "(other) does not match the UID in record");
+	ck_assert_str_eq(r.status.details_kind, "ConfigMap");
 	ck_result_clear(&r);
 	rc = ck_client_delete_sync(
 	    cl, &cm_type, "ns", "c",
 	    &(ck_delete_opts_t){.precondition_rv = "7", .grace_period_seconds = -1}, &r);
-	assert_status(&r, 409, "Conflict", "ResourceVersion in precondition: 7");
+	assert_status(&r, 409, "Conflict",
+	              "the ResourceVersion in the precondition (7) does not match");
 	ck_result_clear(&r);
 	rc = ck_client_delete_sync(
 	    cl, &cm_type, "ns", "c",
