@@ -21,8 +21,8 @@ static const char *const cm_fields[] = {"data"};
 static const ck_type_t t_cm = {"", "v1", "ConfigMap", "configmaps", true, cm_fields, 1, false};
 static const ck_type_t t_ns = {"", "v1", "Namespace", "namespaces", false, NULL, 0, false};
 static const char *const dep_fields[] = {"spec.replicas"};
-static const ck_type_t t_dep = {"apps", "v1", "Deployment", "deployments", true, dep_fields, 1,
-                                false};
+static const ck_type_t t_dep = {"apps",     "v1", "Deployment", "deployments", true,
+                                dep_fields, 1,    false};
 
 typedef struct both {
 	ck_fake_t *fake;
@@ -62,8 +62,10 @@ static void take(ans_t *a, int rc, ck_result_t *r)
 	a->code = r->http_code;
 	snprintf(a->reason, sizeof(a->reason), "%s", r->status.reason ? r->status.reason : "");
 	snprintf(a->message, sizeof(a->message), "%s", r->status.message ? r->status.message : "");
-	snprintf(a->name, sizeof(a->name), "%s", r->status.details_name ? r->status.details_name : "");
-	snprintf(a->kind, sizeof(a->kind), "%s", r->status.details_kind ? r->status.details_kind : "");
+	snprintf(a->name, sizeof(a->name), "%s",
+	         r->status.details_name ? r->status.details_name : "");
+	snprintf(a->kind, sizeof(a->kind), "%s",
+	         r->status.details_kind ? r->status.details_kind : "");
 	snprintf(a->group, sizeof(a->group), "%s",
 	         r->status.details_group ? r->status.details_group : "");
 	snprintf(a->causes, sizeof(a->causes), "%s", r->status.causes ? r->status.causes : "");
@@ -108,7 +110,7 @@ static void same(const char *what, const ans_t *real, const ans_t *fake, const c
 		c = ck_fake_env_client(b.env);                                                     \
 		take(&fa, (call), &r);                                                             \
 		same(what, &ra, &fa, cut);                                                         \
-		last_real = ra;                                                         \
+		last_real = ra;                                                                    \
 		last_fake = fa;                                                                    \
 	} while (0)
 
@@ -145,8 +147,8 @@ START_TEST(test_same_answers)
 	BOTH("get absent", NULL, ck_client_get_sync(c, &t_cm, ns, "absent", &r));
 	ck_assert_int_eq(last_fake.code, 404);
 	BOTH("create", NULL,
-	     ck_client_create_sync(c, &t_cm, ns, "{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"v\"}}",
-	                           NULL, &r));
+	     ck_client_create_sync(
+	         c, &t_cm, ns, "{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"v\"}}", NULL, &r));
 	/* The create's resourceVersion, stale once the
 	 * object has changed. */
 	char rv_real[32], rv_fake[32];
@@ -158,22 +160,20 @@ START_TEST(test_same_answers)
 	BOTH("update", NULL,
 	     ck_client_patch_sync(c, &t_cm, ns, "a", CK_PATCH_MERGE, "{\"data\":{\"k\":\"w\"}}",
 	                          NULL, &r));
-	BOTH("update stale", NULL,
-	     stale_update(c, ns, c == b.real ? rv_real : rv_fake, &r));
+	BOTH("update stale", NULL, stale_update(c, ns, c == b.real ? rv_real : rv_fake, &r));
 	ck_assert_str_eq(last_fake.reason, "Conflict");
 	BOTH("create without a name", NULL,
 	     ck_client_create_sync(c, &t_cm, ns, "{\"metadata\":{}}", NULL, &r));
 	ck_assert_int_eq(last_fake.code, 422);
 	BOTH("create in another namespace", NULL,
 	     ck_client_create_sync(c, &t_cm, ns,
-	                           "{\"metadata\":{\"name\":\"b\",\"namespace\":\"elsewhere\"}}", NULL,
-	                           &r));
+	                           "{\"metadata\":{\"name\":\"b\",\"namespace\":\"elsewhere\"}}",
+	                           NULL, &r));
 	ck_assert_int_eq(last_fake.code, 400);
 	BOTH("delete with a wrong uid", "the UID in record (",
-	     ck_client_delete_sync(c, &t_cm, ns, "a",
-	                           &(ck_delete_opts_t){.precondition_uid = "nope",
-	                                               .grace_period_seconds = -1},
-	                           &r));
+	     ck_client_delete_sync(
+	         c, &t_cm, ns, "a",
+	         &(ck_delete_opts_t){.precondition_uid = "nope", .grace_period_seconds = -1}, &r));
 	ck_assert_str_eq(last_fake.reason, "Conflict");
 	BOTH("patch absent", NULL,
 	     ck_client_patch_sync(c, &t_cm, ns, "absent", CK_PATCH_MERGE, "{}", NULL, &r));
@@ -183,7 +183,8 @@ START_TEST(test_same_answers)
 
 	/* generation: 1 on create, +1 on a spec change, not on a label change. */
 	const char *dep =
-	    "{\"metadata\":{\"name\":\"d\"},\"spec\":{\"replicas\":%d,\"selector\":{\"matchLabels\":"
+	    "{\"metadata\":{\"name\":\"d\"},\"spec\":{\"replicas\":%d,\"selector\":{"
+	    "\"matchLabels\":"
 	    "{\"app\":\"d\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"d\"}},\"spec\":"
 	    "{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}";
 	char d1[512], d2[512];

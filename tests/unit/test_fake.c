@@ -773,6 +773,60 @@ START_TEST(test_informer_fed_by_fake)
 }
 END_TEST
 
+/* The reflector's other path: a paged list, then a watch from its resourceVersion. */
+typedef struct listing {
+	ck_fake_env_t *env;
+	ck_cache_informer_t *inf;
+} listing_t;
+
+static void listing_new(void *ud)
+{
+	listing_t *l = ud;
+	ck_cache_informer_opts_t o = {.streaming_list = CK_CACHE_STREAMING_OFF, .page_size = 1};
+	l->inf = ck_cache_informer_new(
+	    ck_fake_env_loop(l->env), &cm_type,
+	    ck_cache_lw_kube_new(ck_fake_env_client(l->env), &cm_type, NULL), &o);
+	ck_cache_informer_start(l->inf, NULL);
+}
+
+static void listing_free(void *ud)
+{
+	listing_t *l = ud;
+	ck_cache_informer_free(l->inf);
+}
+
+START_TEST(test_informer_list_then_watch)
+{
+	char *err = NULL;
+	for (int i = 0; i < 3; i++) {
+		char body[128];
+		snprintf(body, sizeof(body),
+		         "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
+		ck_assert_int_eq(ck_fake_add(fake, &cm_type, body, &err), 0);
+	}
+	listing_t l = {.env = env};
+	ck_fake_env_run(env, listing_new, &l);
+	char *reason = NULL;
+	ck_assert_msg(ck_cache_informer_wait_synced(l.inf, 5000, &reason) == 0, "%s", reason);
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(l.inf)), 3);
+	ck_assert_uint_ge(ck_fake_count(fake, "list", "configmaps"), 1);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}", &err),
+	                 0);
+	ck_obj_t *o = NULL;
+	for (int i = 0; i < 5000 && o == NULL; i++) {
+		o = ck_cache_lister_get(ck_cache_informer_lister(l.inf), "ns", "d");
+		if (o == NULL)
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(o->rv, "4");
+	ck_obj_unref(o);
+	ck_assert_uint_ge(ck_fake_count(fake, "watch", "configmaps"), 1);
+	ck_fake_env_run(env, listing_free, &l);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reactors */
 
 static void fail_once(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
@@ -924,6 +978,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_list_selectors_pages);
 	tcase_add_test(tc, test_watch_from_rv_and_bookmarks);
 	tcase_add_test(tc, test_informer_fed_by_fake);
+	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);
 	tcase_add_test(tc, test_reactor_latency_and_subresource);
 	tcase_add_test(tc, test_bad_paths);
