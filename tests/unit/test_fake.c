@@ -2,6 +2,8 @@
  * fake: the in-memory API server (<ckube/fake.h>) through a real client and real
  * informers: every verb's semantics and its Status, watches, reactors, the env.
  */
+#include "api/samplecontroller/v1alpha1/foo.h"
+
 #include <ckube/fake.h>
 #include <ckube/patch.h>
 
@@ -137,8 +139,10 @@ END_TEST
 START_TEST(test_generate_name_deterministic)
 {
 	char names[2][64];
+	ck_clk_fake_t clk;
+	ck_clk_fake_init(&clk, 0, (int64_t)1700000000 * (int64_t)CK_NS_PER_SEC);
 	for (int run = 0; run < 2; run++) {
-		ck_fake_t *f = ck_fake_new(&(ck_fake_opts_t){.seed = 7});
+		ck_fake_t *f = ck_fake_new(&(ck_fake_opts_t){.seed = 7, .clock = &clk.base});
 		char *err = NULL;
 		ck_assert_int_eq(
 		    ck_fake_add(f, &cm_type,
@@ -158,6 +162,9 @@ START_TEST(test_generate_name_deterministic)
 		ck_assert_int_eq(strncmp(items[0]->name, "x-", 2), 0);
 		ck_assert_uint_eq(strlen(items[0]->name), 7);
 		snprintf(names[run], sizeof(names[run]), "%s", items[0]->name);
+		/* Timestamps from the injected clock. */
+		ck_assert_str_eq(items[0]->creation_timestamp, "2023-11-14T22:13:20Z");
+		ck_assert_str_eq(items[0]->uid, "00000000-0000-4000-8000-000000000001");
 		ck_obj_unref(items[0]);
 		free(items);
 		ck_result_clear(&r);
@@ -827,6 +834,35 @@ START_TEST(test_informer_list_then_watch)
 }
 END_TEST
 
+/* A generated kind (ckube-gen's Foo): its descriptor and accessors on the fake. */
+START_TEST(test_generated_kind)
+{
+	ck_result_t r = {0};
+	int rc = ck_client_create_sync(
+	    cl, &foo_type, "ns",
+	    "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",\"metadata\":"
+	    "{\"name\":\"f\"},\"spec\":{\"deploymentName\":\"d\",\"replicas\":2},"
+	    "\"status\":{\"availableReplicas\":9}}",
+	    NULL, &r);
+	ck_assert_msg(rc == 0, "%s", r.error ? r.error : "");
+	int64_t n = -1;
+	ck_assert(foo_spec_replicas(r.obj, &n));
+	ck_assert_int_eq(n, 2);
+	/* A create drops the status where a subresource owns it, as a CRD with one does. */
+	ck_assert(!foo_status_available_replicas(r.obj, &n));
+	ck_result_clear(&r);
+	rc = ck_client_update_status_sync(cl, &foo_type, "ns", "f",
+	                                  "{\"metadata\":{\"name\":\"f\"},\"status\":"
+	                                  "{\"availableReplicas\":2,\"observedGeneration\":1}}",
+	                                  NULL, &r);
+	ck_assert_msg(rc == 0, "%s", r.error ? r.error : "");
+	ck_assert(foo_status_available_replicas(r.obj, &n));
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(foo_spec_deployment_name(r.obj), "d");
+	ck_result_clear(&r);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reactors */
 
 static void fail_once(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
@@ -978,6 +1014,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_list_selectors_pages);
 	tcase_add_test(tc, test_watch_from_rv_and_bookmarks);
 	tcase_add_test(tc, test_informer_fed_by_fake);
+	tcase_add_test(tc, test_generated_kind);
 	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);
 	tcase_add_test(tc, test_reactor_latency_and_subresource);
