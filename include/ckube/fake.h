@@ -38,7 +38,8 @@
  *     ck_fake_bookmark, ck_fake_env_settle and at the end of timeoutSeconds), and
  *     the ERROR event with 410 Expired "too old resource version" for a
  *     resourceVersion older than the kept history (opts.history events);
- *   CREATE: generateName (5-character suffix), uid, creationTimestamp,
+ *   CREATE: generateName (5-character suffix), uid, creationTimestamp, the status
+ *     dropped where a status subresource owns it,
  *     resourceVersion (one counter for every object, as etcd's revision),
  *     generation 1 (not for the kinds that have none on the server: those without
  *     a status subresource below, namespaces, services, nodes), 409 AlreadyExists, 422 Invalid for
@@ -132,8 +133,10 @@ CKUBE_API void ck_fake_set_status_subresource(ck_fake_t *f, const ck_type_t *t, 
  * the action log). Each borrows its arguments.
  *
  * ck_fake_add: creates the object json (as a POST would: uid, resourceVersion,
- * ... are filled in; its namespace is metadata.namespace). Returns 0, or -1 with
- * *err naming the reason (the Status message: "configmaps \"a\" already exists").
+ * ... are filled in; its namespace is metadata.namespace), keeping the status it
+ * has (a POST through a client drops it where a status subresource owns it).
+ * Returns 0, or -1 with *err naming the reason (the Status: "fake: POST
+ * configmaps: 409 AlreadyExists: configmaps \"a\" already exists").
  * ck_fake_put: creates it or replaces the stored one unconditionally (someone
  * else's edit, as kubectl replace without a resourceVersion: same rules as
  * UPDATE). ck_fake_delete: deletes as a DELETE would (finalizers are honoured).
@@ -183,8 +186,10 @@ typedef struct ck_fake_answer {
 /*
  * Called on the loop thread, without the fake's lock (it may call ck_fake_get,
  * ck_fake_add, ...), for each request whose verb and resource match, most
- * recently prepended first, until one answers (sets out->code). It may only
- * add latency (out->delay_ms) and pass on. act and out are borrowed for the call.
+ * recently prepended first, until one answers (sets out->code); one that does
+ * not answer passes the request on, possibly with latency (out->delay_ms). Every
+ * attempt is logged and counted whatever the reactors do. act and out are
+ * borrowed for the call.
  */
 typedef void (*ck_fake_reactor_fn)(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out);
 /* verb and resource (borrowed, copied): "*" or NULL for any; resource is the plural,

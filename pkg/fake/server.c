@@ -308,11 +308,13 @@ static void precondition_failed(fans_t *a, const fres_t *r, const char *name, co
 	free(qk);
 }
 
-static void invalid(fans_t *a, const fres_t *r, const char *name, const char *field,
-                    const char *cause, const char *detail)
+/* 422 Invalid with one cause, as the server's NewInvalid words it: the message
+ * names the qualified kind ("Widget.example.com \"w\" is invalid: ..."). */
+static void invalid(fans_t *a, const char *group, const char *kind, const char *name,
+                    const char *field, const char *cause, const char *detail)
 {
-	const char *kind = r->kind[0] ? r->kind : r->resource;
-	char *msg = ck_xasprintf("%s \"%s\" is invalid: %s: %s", kind, name, field, detail);
+	char *msg = ck_xasprintf("%s%s%s \"%s\" is invalid: %s: %s", kind, group[0] ? "." : "",
+	                         group, name, field, detail);
 	a->code = 422;
 	ck_sbuf_reset(&a->body);
 	ck_sbuf_t *b = &a->body;
@@ -321,9 +323,9 @@ static void invalid(fans_t *a, const fres_t *r, const char *name, const char *fi
 	ck_sbuf_put_json_str(b, msg);
 	ck_sbuf_puts(b, ",\"reason\":\"Invalid\",\"details\":{\"name\":");
 	ck_sbuf_put_json_str(b, name);
-	if (r->group[0]) {
+	if (group[0]) {
 		ck_sbuf_puts(b, ",\"group\":");
-		ck_sbuf_put_json_str(b, r->group);
+		ck_sbuf_put_json_str(b, group);
 	}
 	ck_sbuf_puts(b, ",\"kind\":");
 	ck_sbuf_put_json_str(b, kind);
@@ -680,8 +682,8 @@ static void do_create(ck_fake_t *f, fres_t *r, const freq_t *q, const ck_json_t 
 		name = generated;
 	}
 	if (name[0] == '\0') {
-		invalid(a, r, "", "metadata.name", "FieldValueRequired",
-		        "Required value: name or generateName is required");
+		invalid(a, r->group, r->kind[0] ? r->kind : r->resource, "", "metadata.name",
+		        "FieldValueRequired", "Required value: name or generateName is required");
 		return;
 	}
 	if (fake_find(r, q->ns, name, NULL) != NULL) {
@@ -811,11 +813,8 @@ static void do_patch(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		return;
 	}
 	if (apply && (q->field_manager == NULL || q->field_manager[0] == '\0')) {
-		fake_status(
-		    a, 422, "Invalid",
-		    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
-		    "is required for apply patch",
-		    NULL, NULL);
+		invalid(a, "meta.k8s.io", "PatchOptions", "", "fieldManager", "FieldValueRequired",
+		        "Required value: is required for apply patch");
 		return;
 	}
 	char *err = NULL;

@@ -319,11 +319,15 @@ static int seed(ck_fake_t *f, const ck_type_t *t, const char *method, const char
 
 int ck_fake_add(ck_fake_t *f, const ck_type_t *t, const char *json, char **err)
 {
+	if (json == NULL)
+		return ck_err_set(err, "fake: POST %s: no object", t->resource);
 	return seed(f, t, "POST", NULL, NULL, json, err);
 }
 
 int ck_fake_put(ck_fake_t *f, const ck_type_t *t, const char *json, char **err)
 {
+	if (json == NULL)
+		return ck_err_set(err, "fake: PUT %s: no object", t->resource);
 	/* Unconditional: the stored resourceVersion is taken, whatever json says. */
 	ck_json_doc_t *d = ck_json_parse(json, strlen(json), err);
 	if (d == NULL)
@@ -341,11 +345,15 @@ int ck_fake_put(ck_fake_t *f, const ck_type_t *t, const char *json, char **err)
 
 int ck_fake_delete(ck_fake_t *f, const ck_type_t *t, const char *ns, const char *name, char **err)
 {
+	if (name == NULL || name[0] == '\0')
+		return ck_err_set(err, "fake: DELETE %s: no name", t->resource);
 	return seed(f, t, "DELETE", ns ? ns : "", name, NULL, err);
 }
 
 ck_json_doc_t *ck_fake_get(ck_fake_t *f, const ck_type_t *t, const char *ns, const char *name)
 {
+	if (name == NULL)
+		return NULL;
 	ck_json_doc_t *d = NULL;
 	pthread_mutex_lock(&f->mu);
 	fres_t *r = fake_res(f, t->group ? t->group : "", t->version, t->resource, false);

@@ -122,6 +122,14 @@ static int stale_update(ck_client_t *c, const char *ns, const char *rv, ck_resul
 	return ck_client_update_sync(c, &t_cm, ns, "a", body, NULL, r);
 }
 
+static int stale_patch(ck_client_t *c, const char *ns, const char *rv, ck_result_t *r)
+{
+	char body[256];
+	snprintf(body, sizeof(body),
+	         "{\"metadata\":{\"resourceVersion\":\"%s\"},\"data\":{\"k\":\"z\"}}", rv);
+	return ck_client_patch_sync(c, &t_cm, ns, "a", CK_PATCH_MERGE, body, NULL, r);
+}
+
 START_TEST(test_same_answers)
 {
 	both_t b = {0};
@@ -180,6 +188,25 @@ START_TEST(test_same_answers)
 	BOTH("update absent", NULL,
 	     ck_client_update_sync(c, &t_cm, ns, "absent", "{\"metadata\":{\"name\":\"absent\"}}",
 	                           NULL, &r));
+
+	BOTH("merge patch with a stale resourceVersion", NULL,
+	     stale_patch(c, ns, c == b.real ? rv_real : rv_fake, &r));
+	ck_assert_str_eq(last_fake.reason, "Conflict");
+	BOTH("apply without a field manager", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "a", CK_PATCH_APPLY,
+	                          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+	                          "{\"name\":\"a\"}}",
+	                          NULL, &r));
+	ck_assert_int_eq(last_fake.code, 422);
+	BOTH("apply creates", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "applied", CK_PATCH_APPLY,
+	                          "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+	                          "{\"name\":\"applied\"},\"data\":{\"x\":\"1\"}}",
+	                          &(ck_write_opts_t){.field_manager = "it"}, &r));
+	ck_assert_int_eq(last_fake.code, 201);
+	BOTH("delete", NULL, ck_client_delete_sync(c, &t_cm, ns, "applied", NULL, &r));
+	BOTH("delete again", NULL, ck_client_delete_sync(c, &t_cm, ns, "applied", NULL, &r));
+	ck_assert_int_eq(last_fake.code, 404);
 
 	/* generation: 1 on create, +1 on a spec change, not on a label change. */
 	const char *dep =

@@ -371,7 +371,8 @@ START_TEST(test_apply)
 	free(replicas);
 
 	rc = ck_client_patch_sync(cl, &dep, "ns", "d", CK_PATCH_APPLY, second, NULL, &r);
-	assert_status(&r, 422, "Invalid", "fieldManager: Required value");
+	assert_status(&r, 422, "Invalid",
+	              "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value");
 	ck_result_clear(&r);
 	rc = ck_client_patch_sync(cl, &dep, "ns", "d", CK_PATCH_APPLY, "spec:\n  replicas: 2\n", &o,
 	                          &r);
@@ -996,6 +997,15 @@ START_TEST(test_bad_paths)
 	                 -1);
 	ck_assert_msg(strstr(err, "422 Invalid") != NULL, "%s", err);
 	free(err);
+	err = NULL;
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type, NULL, &err), -1);
+	ck_assert_str_eq(err, "fake: POST configmaps: no object");
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(ck_fake_delete(fake, &cm_type, "ns", NULL, &err), -1);
+	ck_assert_str_eq(err, "fake: DELETE configmaps: no name");
+	free(err);
+	ck_assert_ptr_null(ck_fake_get(fake, &cm_type, "ns", NULL));
 }
 END_TEST
 
