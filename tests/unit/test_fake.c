@@ -864,6 +864,69 @@ START_TEST(test_generated_kind)
 }
 END_TEST
 
+/* A watch cancelled from inside its own event callback, while the fake writes
+ * its lines: no later callback, nothing used after it is freed. */
+typedef struct cancel_watch {
+	ck_req_t *req;
+	int events, done;
+} cancel_watch_t;
+
+static void cw_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *st)
+{
+	cancel_watch_t *cw = ud;
+	cw->events++;
+	ck_obj_unref(obj);
+	ck_req_cancel(cw->req);
+}
+
+static void cw_done(void *ud, ck_result_t *res)
+{
+	((cancel_watch_t *)ud)->done++;
+}
+
+static void cw_start(void *ud)
+{
+	static const ck_dec_cb_t cb = {.on_event = cw_event};
+	cancel_watch_t *cw = ud;
+	cw->req = ck_client_watch(cl, &cm_type, "ns", &(ck_list_opts_t){.resource_version = "0"},
+	                          &cb, cw_done, cw, NULL);
+}
+
+static void cw_read(void *ud)
+{
+	cancel_watch_t *cw = ud;
+	cw[1] = cw[0];
+}
+
+START_TEST(test_cancel_inside_callback)
+{
+	char *err = NULL;
+	for (int i = 0; i < 3; i++) {
+		char body[128];
+		snprintf(body, sizeof(body),
+		         "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
+		ck_assert_int_eq(ck_fake_add(fake, &cm_type, body, &err), 0);
+	}
+	cancel_watch_t cw[2] = {{0}};
+	ck_fake_env_run(env, cw_start, &cw[0]);
+	ck_assert_ptr_nonnull(cw[0].req);
+	/* Three lines are owed; the first callback cancels. Changes after it go nowhere. */
+	for (int i = 0; i < 50; i++) {
+		ck_fake_env_run(env, cw_read, cw);
+		if (cw[1].events > 0)
+			break;
+		nanosleep(&(struct timespec){0, 2000000}, NULL);
+	}
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}", &err),
+	                 0);
+	nanosleep(&(struct timespec){0, 20000000}, NULL);
+	ck_fake_env_run(env, cw_read, cw);
+	ck_assert_int_eq(cw[1].events, 1);
+	ck_assert_int_eq(cw[1].done, 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reactors */
 
 static void fail_once(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
@@ -1025,6 +1088,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_watch_from_rv_and_bookmarks);
 	tcase_add_test(tc, test_informer_fed_by_fake);
 	tcase_add_test(tc, test_generated_kind);
+	tcase_add_test(tc, test_cancel_inside_callback);
 	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);
 	tcase_add_test(tc, test_reactor_latency_and_subresource);
