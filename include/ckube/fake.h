@@ -72,7 +72,8 @@
  * (400), resourceVersionMatch=Exact on a resourceVersion other than the current
  * one (400), and any other path than a resource URL (404).
  *
- * Not modelled, silently (documented simplifications): managedFields and conflicts
+ * Not modelled, silently (documented simplifications): the refusal of a new
+ * finalizer on an object being deleted, managedFields and conflicts
  * between field managers (force is accepted and ignored; a field a manager stops
  * applying is not removed), defaulting, validation beyond the name, admission,
  * namespaces' existence and termination, the graceful deletion of pods, the

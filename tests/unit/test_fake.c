@@ -676,6 +676,34 @@ START_TEST(test_watch_from_rv_and_bookmarks)
 }
 END_TEST
 
+/* The watch's view of a deletion held by a finalizer. */
+START_TEST(test_finalizer_events)
+{
+	char *err = NULL;
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"f\",\"namespace\":\"ns\","
+	                             "\"finalizers\":[\"x/y\"]}}",
+	                             &err),
+	                 0);
+	ck_result_t r = {0};
+	ck_assert_int_eq(ck_client_delete_sync(cl, &cm_type, "ns", "f", NULL, &r), 0);
+	ck_result_clear(&r);
+	/* Deleting again changes nothing. */
+	ck_assert_int_eq(ck_client_delete_sync(cl, &cm_type, "ns", "f", NULL, &r), 0);
+	ck_result_clear(&r);
+	ck_assert_uint_eq(ck_fake_resource_version(fake), 2);
+	ck_assert_int_eq(ck_client_patch_sync(cl, &cm_type, "ns", "f", CK_PATCH_MERGE,
+	                                      "{\"metadata\":{\"finalizers\":[]}}", NULL, &r),
+	                 0);
+	ck_result_clear(&r);
+	events_t e = {0};
+	ck_assert_int_eq(
+	    watch(&(ck_list_opts_t){.resource_version = "1", .timeout_seconds = 1}, &e, &r), 0);
+	ck_result_clear(&r);
+	ck_assert_str_eq(e.log, "MODIFIED f 2;DELETED f 3;");
+}
+END_TEST
+
 static void setup_short_history(void)
 {
 	setup_with(&(ck_fake_opts_t){.history = 2});
@@ -1086,6 +1114,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_delete_preconditions);
 	tcase_add_test(tc, test_list_selectors_pages);
 	tcase_add_test(tc, test_watch_from_rv_and_bookmarks);
+	tcase_add_test(tc, test_finalizer_events);
 	tcase_add_test(tc, test_informer_fed_by_fake);
 	tcase_add_test(tc, test_generated_kind);
 	tcase_add_test(tc, test_cancel_inside_callback);
