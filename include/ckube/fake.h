@@ -64,20 +64,21 @@
  *   DELETE: an object with finalizers gets deletionTimestamp and
  *     deletionGracePeriodSeconds 0 and stays (MODIFIED) until an update or patch
  *     removes its last finalizer, then goes (DELETED); preconditions on uid and
- *     resourceVersion (409 Conflict "Precondition failed"); with opts.gc, deleting
- *     an owner deletes (background) the objects whose ownerReferences name its uid.
+ *     resourceVersion (409 Conflict, worded as the server's registry words it);
+ *     with opts.gc, deleting an owner deletes the objects whose ownerReferences
+ *     name its uid, at once (propagationPolicy Background, the default) or not
+ *     (Orphan).
  *
  * Not modelled, answered with an error that says so (never a silent success):
  * strategic merge patch and JSON patch (415), apply bodies in YAML (415), dryRun
- * (400), resourceVersionMatch=Exact on a resourceVersion other than the current
- * one (400), and any other path than a resource URL (404).
+ * (400), propagationPolicy Foreground (400), resourceVersionMatch=Exact on a resourceVersion other
+ * than the current one (400), and any other path than a resource URL (404).
  *
  * Not modelled, silently (documented simplifications): the refusal of a new
  * finalizer on an object being deleted, managedFields and conflicts
  * between field managers (force is accepted and ignored; a field a manager stops
  * applying is not removed), defaulting, validation beyond the name, admission,
- * namespaces' existence and termination, the graceful deletion of pods, the
- * foreground and orphan propagation policies (background is used), continue
+ * namespaces' existence and termination, the graceful deletion of pods, continue
  * tokens' snapshot (a later page reflects the state when it is asked for), the
  * scope of a resource (taken from the URL), and the periodic bookmarks of a real
  * server.

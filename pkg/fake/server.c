@@ -520,7 +520,7 @@ static void learn_kind(fres_t *r, const ck_json_t *body)
 	}
 }
 
-static void delete_obj(ck_fake_t *f, fres_t *r, fobj_t *o, fans_t *a);
+static void delete_obj(ck_fake_t *f, fres_t *r, fobj_t *o, bool gc, fans_t *a);
 
 /* Deletes, in every resource, the objects an ownerReference ties to uid. */
 static void collect_garbage(ck_fake_t *f, const char *uid)
@@ -542,7 +542,7 @@ static void collect_garbage(ck_fake_t *f, const char *uid)
 			    ck_json_get(ck_json_root(o->doc),
 			                CK_PATH("metadata", "deletionTimestamp")) == NULL) {
 				fans_t ignored = {0};
-				delete_obj(f, r, o, &ignored);
+				delete_obj(f, r, o, true, &ignored);
 				ck_sbuf_free(&ignored.body);
 			}
 			if (r->n == before)
@@ -551,8 +551,10 @@ static void collect_garbage(ck_fake_t *f, const char *uid)
 	}
 }
 
-/* Removes o for good (its last finalizer went, or it had none): DELETED. */
-static void remove_obj(ck_fake_t *f, fres_t *r, fobj_t *o, const ck_json_t *last, fans_t *a)
+/* Removes o for good (its last finalizer went, or it had none): DELETED; with gc
+ * (and the fake's opts.gc) its dependents go too. */
+static void remove_obj(ck_fake_t *f, fres_t *r, fobj_t *o, const ck_json_t *last, bool gc,
+                       fans_t *a)
 {
 	const ck_json_t *root = last ? last : ck_json_root(o->doc);
 	char *uid = ck_xstrdup(meta_str(root, "uid"));
@@ -567,16 +569,16 @@ static void remove_obj(ck_fake_t *f, fres_t *r, fobj_t *o, const ck_json_t *last
 	ck_json_doc_free(rvp);
 	answer_text(a, 200, ck_sbuf_cstr(&b));
 	fake_remove(f, r, o, ck_sbuf_steal(&b));
-	if (f->gc)
+	if (f->gc && gc)
 		collect_garbage(f, uid);
 	free(uid);
 }
 
-static void delete_obj(ck_fake_t *f, fres_t *r, fobj_t *o, fans_t *a)
+static void delete_obj(ck_fake_t *f, fres_t *r, fobj_t *o, bool gc, fans_t *a)
 {
 	const ck_json_t *root = ck_json_root(o->doc);
 	if (!has_finalizers(root)) {
-		remove_obj(f, r, o, NULL, a);
+		remove_obj(f, r, o, NULL, gc, a);
 		return;
 	}
 	if (ck_json_get(root, CK_PATH("metadata", "deletionTimestamp")) != NULL) {
@@ -633,7 +635,7 @@ static void write_object(ck_fake_t *f, fres_t *r, fobj_t *old, const ck_json_t *
 		goto out;
 	}
 	if (deleted != NULL && !has_finalizers(nroot)) {
-		remove_obj(f, r, old, nroot, a);
+		remove_obj(f, r, old, nroot, true, a);
 		goto out;
 	}
 	m.generation = gen + (spec_changed(oroot, nroot) ? 1 : 0);
@@ -916,11 +918,22 @@ static void do_delete(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		not_found(a, r, q->name);
 		return;
 	}
+	bool gc = true;
 	if (q->body != NULL && q->body_len > 0) {
-		ck_json_doc_t *d = ck_json_parse(q->body, q->body_len, NULL);
+		char *err = NULL;
+		ck_json_doc_t *d = ck_json_parse(q->body, q->body_len, &err);
+		if (d == NULL) {
+			char *msg = ck_xasprintf("the DeleteOptions body is not JSON: %s", err);
+			fake_status(a, 400, "BadRequest", msg, NULL, NULL);
+			free(msg);
+			free(err);
+			return;
+		}
 		const ck_json_t *pre = ck_json_get(ck_json_root(d), CK_PATH("preconditions"));
 		const char *uid = ck_json_str(ck_json_get(pre, CK_PATH("uid")));
 		const char *rv = ck_json_str(ck_json_get(pre, CK_PATH("resourceVersion")));
+		const char *policy =
+		    ck_json_str(ck_json_get(ck_json_root(d), CK_PATH("propagationPolicy")));
 		const ck_json_t *oroot = ck_json_root(old->doc);
 		char have[24];
 		snprintf(have, sizeof(have), "%" PRIu64, old->rv);
@@ -937,14 +950,25 @@ static void do_delete(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 			    "match the ResourceVersion in record (%s). The object might "
 			    "have been modified",
 			    rv, have);
+		bool foreground = policy != NULL && strcmp(policy, "Foreground") == 0;
+		gc = !(policy != NULL && strcmp(policy, "Orphan") == 0);
 		ck_json_doc_free(d);
 		if (why != NULL) {
 			precondition_failed(a, r, q->name, why);
 			free(why);
 			return;
 		}
+		if (foreground) {
+			/* The owner would wait for its dependents: a semantics a test would rely
+			 * on, so it is refused rather than run as background. */
+			fake_status(a, 400, "BadRequest",
+			            "propagationPolicy Foreground is not modelled by the fake API "
+			            "server (<ckube/fake.h>): use Background or Orphan",
+			            NULL, NULL);
+			return;
+		}
 	}
-	delete_obj(f, r, old, a);
+	delete_obj(f, r, old, gc, a);
 }
 
 void fake_serve(ck_fake_t *f, const freq_t *q, fans_t *a)

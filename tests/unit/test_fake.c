@@ -480,6 +480,38 @@ START_TEST(test_owner_gc)
 	                             &err),
 	                 0);
 	ck_result_t r = {0};
+	/* Foreground is refused (not modelled); Orphan keeps the dependents. */
+	ck_assert_int_eq(
+	    ck_client_delete_sync(
+	        cl, &widget_type, "ns", "w",
+	        &(ck_delete_opts_t){.propagation_policy = "Foreground", .grace_period_seconds = -1},
+	        &r),
+	    -1);
+	assert_status(&r, 400, "BadRequest", "propagationPolicy Foreground is not modelled");
+	ck_result_clear(&r);
+	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
+	                             "{\"metadata\":{\"name\":\"w2\",\"namespace\":\"ns\"}}", &err),
+	                 0);
+	d = ck_fake_get(fake, &widget_type, "ns", "w2");
+	uid = ck_json_str(ck_json_get(ck_json_root(d), CK_PATH("metadata", "uid")));
+	dep = ck_xasprintf(
+	    "{\"metadata\":{\"name\":\"orphan\",\"namespace\":\"ns\",\"ownerReferences\":"
+	    "[{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"name\":\"w2\","
+	    "\"uid\":\"%s\"}]}}",
+	    uid);
+	ck_json_doc_free(d);
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type, dep, &err), 0);
+	free(dep);
+	ck_assert_int_eq(ck_client_delete_sync(cl, &widget_type, "ns", "w2",
+	                                       &(ck_delete_opts_t){.propagation_policy = "Orphan",
+	                                                           .grace_period_seconds = -1},
+	                                       &r),
+	                 0);
+	ck_result_clear(&r);
+	d = ck_fake_get(fake, &cm_type, "ns", "orphan");
+	ck_assert_ptr_nonnull(d);
+	ck_json_doc_free(d);
+
 	ck_assert_int_eq(ck_client_delete_sync(cl, &widget_type, "ns", "w", NULL, &r), 0);
 	ck_result_clear(&r);
 	ck_assert_ptr_null(ck_fake_get(fake, &cm_type, "ns", "owned"));
