@@ -53,7 +53,9 @@
  *     keeps the stored status and a write to /status changes only the status;
  *     without one, /status answers 404;
  *   PATCH, application/merge-patch+json (RFC 7386; a metadata.resourceVersion in
- *     the patch is a precondition, as on the server);
+ *     the patch is a precondition, as on the server), and a strategic merge patch
+ *     without lists or $ directives (which means the same: the recorder's Event
+ *     patches);
  *   server-side apply (application/apply-patch+yaml with a JSON body; fieldManager
  *     required, 400 without): the applied object is merged into the stored one
  *     (or created): objects member by member, lists of objects element by
@@ -70,9 +72,9 @@
  *     (Orphan).
  *
  * Not modelled, answered with an error that says so (never a silent success):
- * strategic merge patch and JSON patch (415), apply bodies in YAML (415), dryRun
- * (400), propagationPolicy Foreground (400), resourceVersionMatch=Exact on a resourceVersion other
- * than the current one (400), and any other path than a resource URL (404).
+ * strategic merge patch with lists or $ directives and JSON patch (415), apply bodies in YAML
+ * (415), dryRun (400), propagationPolicy Foreground (400), resourceVersionMatch=Exact on a
+ * resourceVersion other than the current one (400), and any other path than a resource URL (404).
  *
  * Not modelled, silently (documented simplifications): the refusal of a new
  * finalizer on an object being deleted, managedFields and conflicts

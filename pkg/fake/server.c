@@ -797,19 +797,33 @@ out:
 	ck_cache_selector_free(sel);
 }
 
+/*
+ * true when a strategic merge patch means exactly what the same body means as a
+ * merge patch: no list anywhere (strategic merge merges lists by their patch
+ * merge keys) and no "$" directive ($patch, $retainKeys, ...). The recorder's
+ * Event patches (count, lastTimestamp, message) are such.
+ */
+static bool strategic_is_merge(const ck_json_t *v)
+{
+	if (ck_json_type(v) == CK_JSON_ARRAY)
+		return false;
+	for (size_t i = 0; ck_json_type(v) == CK_JSON_OBJECT && i < ck_json_len(v); i++)
+		if (ck_json_key(v, i, NULL)[0] == '$' || !strategic_is_merge(ck_json_at(v, i)))
+			return false;
+	return true;
+}
+
 static void do_patch(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 {
 	const char *ct = q->ctype ? q->ctype : "";
 	bool merge = strncmp(ct, "application/merge-patch+json", 28) == 0;
 	bool apply = strncmp(ct, "application/apply-patch+yaml", 28) == 0;
-	if (!merge && !apply) {
+	bool strategic = strncmp(ct, "application/strategic-merge-patch+json", 38) == 0;
+	if (!merge && !apply && !strategic) {
 		char *msg = ck_xasprintf(
 		    "%s is not modelled by the fake API server (<ckube/fake.h>): send "
 		    "application/merge-patch+json or server-side apply",
-		    strncmp(ct, "application/strategic-merge-patch+json", 38) == 0
-		        ? "strategic merge patch"
-		    : strncmp(ct, "application/json-patch+json", 27) == 0 ? "JSON patch"
-		                                                          : ct);
+		    strncmp(ct, "application/json-patch+json", 27) == 0 ? "JSON patch" : ct);
 		fake_status(a, 415, "UnsupportedMediaType", msg, NULL, NULL);
 		free(msg);
 		return;
@@ -836,6 +850,16 @@ static void do_patch(ck_fake_t *f, fres_t *r, const freq_t *q, fans_t *a)
 		return;
 	}
 	const ck_json_t *patch = ck_json_root(pd);
+	if (strategic && !strategic_is_merge(patch)) {
+		fake_status(
+		    a, 415, "UnsupportedMediaType",
+		    "strategic merge patch with lists or $ directives is not modelled by "
+		    "the fake API server (<ckube/fake.h>): send application/merge-patch+json "
+		    "or server-side apply",
+		    NULL, NULL);
+		ck_json_doc_free(pd);
+		return;
+	}
 	fobj_t *old = fake_find(r, q->ns, q->name, NULL);
 	if (old == NULL) {
 		if (apply && q->sub == NULL) {

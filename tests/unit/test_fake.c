@@ -6,6 +6,7 @@
 
 #include <ckube/fake.h>
 #include <ckube/patch.h>
+#include <ckube/record.h>
 
 #include <check.h>
 #include <stdio.h>
@@ -302,10 +303,15 @@ START_TEST(test_patch_merge_and_unmodelled)
 
 	/* Not modelled: an error that says so, never a silent success. */
 	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_STRATEGIC,
-	                          "{\"spec\":{\"a\":5}}", NULL, &r);
+	                          "{\"spec\":{\"l\":[1]}}", NULL, &r);
 	ck_assert_int_eq(rc, -1);
 	assert_status(&r, 415, "UnsupportedMediaType",
-	              "strategic merge patch is not modelled by the fake API server");
+	              "strategic merge patch with lists or $ directives is not modelled by the "
+	              "fake API server");
+	ck_result_clear(&r);
+	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_STRATEGIC,
+	                          "{\"spec\":{\"$patch\":\"replace\"}}", NULL, &r);
+	assert_status(&r, 415, "UnsupportedMediaType", "$ directives");
 	ck_result_clear(&r);
 	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_JSON,
 	                          "[{\"op\":\"add\",\"path\":\"/spec/a\",\"value\":5}]", NULL, &r);
@@ -317,6 +323,14 @@ START_TEST(test_patch_merge_and_unmodelled)
 	ck_result_clear(&r);
 	spec = stored(&widget_type, "ns", "w", CK_PATH("spec", "a"));
 	ck_assert_str_eq(spec, "1");
+	free(spec);
+	/* Without lists or directives a strategic merge patch is a merge patch. */
+	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_STRATEGIC,
+	                          "{\"spec\":{\"a\":7,\"c\":null}}", NULL, &r);
+	ck_assert_msg(rc == 0, "%s", r.error ? r.error : "");
+	ck_result_clear(&r);
+	spec = stored(&widget_type, "ns", "w", CK_PATH("spec"));
+	ck_assert_str_eq(spec, "{\"a\":7}");
 	free(spec);
 
 	rc = ck_client_patch_sync(cl, &widget_type, "ns", "nope", CK_PATCH_MERGE, "{}", NULL, &r);
@@ -987,6 +1001,32 @@ START_TEST(test_cancel_inside_callback)
 }
 END_TEST
 
+/* The event recorder on the fake: a create, then its strategic merge patch of the
+ * count (no lists: modelled). Discovery of events.k8s.io is a 404 on the fake, so
+ * AUTO writes core/v1 Events. */
+START_TEST(test_recorder_on_fake)
+{
+	char *err = NULL;
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
+	                 0);
+	ck_result_t r = {0};
+	ck_assert_int_eq(ck_client_get_sync(cl, &cm_type, "ns", "a", &r), 0);
+	ck_record_t *rec = ck_record_new(cl, &(ck_record_opts_t){.component = "test"}, &err);
+	ck_assert_msg(rec != NULL, "%s", err);
+	ck_record_event(rec, r.obj, CK_RECORD_NORMAL, "Synced", "synced %s", "a");
+	ck_assert_int_eq(ck_record_flush(rec, 5000), 0);
+	ck_record_event(rec, r.obj, CK_RECORD_NORMAL, "Synced", "synced %s", "a");
+	ck_assert_int_eq(ck_record_flush(rec, 5000), 0);
+	ck_record_free(rec);
+	ck_result_clear(&r);
+	static const ck_type_t ev = {"", "v1", "Event", "events", true, NULL, 0, false};
+	ck_assert_uint_eq(ck_fake_len(fake, &ev, "ns"), 1);
+	ck_assert_uint_eq(ck_fake_count(fake, "create", "events"), 1);
+	ck_assert_uint_eq(ck_fake_count(fake, "patch", "events"), 1);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reactors */
 
 static void fail_once(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
@@ -1149,6 +1189,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_finalizer_events);
 	tcase_add_test(tc, test_informer_fed_by_fake);
 	tcase_add_test(tc, test_generated_kind);
+	tcase_add_test(tc, test_recorder_on_fake);
 	tcase_add_test(tc, test_cancel_inside_callback);
 	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);
