@@ -130,6 +130,35 @@ static int stale_patch(ck_client_t *c, const char *ns, const char *rv, ck_result
 	return ck_client_patch_sync(c, &t_cm, ns, "a", CK_PATCH_MERGE, body, NULL, r);
 }
 
+/* The event types a watch delivers, as "ADDED,MODIFIED,..." (loop thread). */
+static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_status_t *st)
+{
+	char *log = ud;
+	size_t n = strlen(log);
+	snprintf(log + n, 256 - n, "%s%s", n ? "," : "", ck_watch_type_name(type));
+	ck_obj_unref(obj);
+}
+
+/* Watches t_cm in ns from rv with a label selector for 2 s; the types into log. */
+static int watch_types(ck_client_t *c, const char *ns, const char *rv, char log[256])
+{
+	ck_list_opts_t o = {.resource_version = rv, .label_selector = "l=1", .timeout_seconds = 2};
+	char *q = ck_list_opts_query(&o, true);
+	ck_req_spec_t spec = {.method = "GET",
+	                      .type = &t_cm,
+	                      .ns = ns,
+	                      .query = q,
+	                      .decode = CK_DEC_WATCH,
+	                      .is_watch = true};
+	static const ck_dec_cb_t cb = {.on_event = on_event};
+	ck_result_t r = {0};
+	log[0] = '\0';
+	int rc = ck_client_do_sync_stream(c, &spec, &cb, log, &r);
+	ck_result_clear(&r);
+	free(q);
+	return rc;
+}
+
 START_TEST(test_same_answers)
 {
 	both_t b = {0};
@@ -207,6 +236,34 @@ START_TEST(test_same_answers)
 	BOTH("delete", NULL, ck_client_delete_sync(c, &t_cm, ns, "applied", NULL, &r));
 	BOTH("delete again", NULL, ck_client_delete_sync(c, &t_cm, ns, "applied", NULL, &r));
 	ck_assert_int_eq(last_fake.code, 404);
+
+	/* A selecting watch: an object leaving the selector is DELETED, one entering it
+	 * ADDED, a change outside it nothing. */
+	BOTH("labelled", NULL,
+	     ck_client_create_sync(c, &t_cm, ns,
+	                           "{\"metadata\":{\"name\":\"l\",\"labels\":{\"l\":\"1\"}}}", NULL,
+	                           &r));
+	snprintf(rv_real, sizeof(rv_real), "%s", last_real.rv);
+	snprintf(rv_fake, sizeof(rv_fake), "%s", last_fake.rv);
+	BOTH("label off", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "l", CK_PATCH_MERGE,
+	                          "{\"metadata\":{\"labels\":{\"l\":null}}}", NULL, &r));
+	BOTH("change outside", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "l", CK_PATCH_MERGE, "{\"data\":{\"x\":\"1\"}}",
+	                          NULL, &r));
+	BOTH("label on", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "l", CK_PATCH_MERGE,
+	                          "{\"metadata\":{\"labels\":{\"l\":\"1\"}}}", NULL, &r));
+	BOTH("change inside", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "l", CK_PATCH_MERGE, "{\"data\":{\"x\":\"2\"}}",
+	                          NULL, &r));
+	BOTH("delete labelled", NULL, ck_client_delete_sync(c, &t_cm, ns, "l", NULL, &r));
+	char real_log[256], fake_log[256];
+	ck_assert_int_eq(watch_types(b.real, ns, rv_real, real_log), 0);
+	ck_assert_int_eq(watch_types(ck_fake_env_client(b.env), ns, rv_fake, fake_log), 0);
+	ck_assert_msg(strcmp(real_log, fake_log) == 0, "watch: real %s, fake %s", real_log,
+	              fake_log);
+	ck_assert_str_eq(fake_log, "DELETED,ADDED,MODIFIED,DELETED");
 
 	/* generation: 1 on create, +1 on a spec change, not on a label change. */
 	const char *dep =
