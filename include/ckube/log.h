@@ -178,6 +178,8 @@ CKUBE_API void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int l
  * memory is kept until exit, so a concurrent step never reads freed memory).
  */
 CKUBE_API int ck_log_set_trace_key(const char *key, char **err);
+/* true while a key is traced: one relaxed atomic load, all that a step costs when off. */
+CKUBE_API bool ck_log_trace_on(void);
 /* Returns the traced key as a new string (free with free()), or NULL when off. */
 CKUBE_API char *ck_log_trace_key(void);
 /* true when key (borrowed; NULL never matches) is the traced key. Off: one relaxed load. */
@@ -193,10 +195,11 @@ CKUBE_API bool ck_log_trace_match_parts(const char *ns, const char *name);
 CKUBE_API void ck_log_trace_emit(const char *file, int line, const char *step,
                                  const ck_log_kv_t *kvs);
 
-/* A trace line for key (evaluated twice) when it is the traced key. */
+/* A trace line for key (evaluated twice) when it is the traced key; off, neither key
+ * nor the pairs are evaluated. */
 #define CK_LOG_TRACE(key, step, ...)                                                               \
 	do {                                                                                       \
-		if (ck_log_trace_match(key))                                                       \
+		if (ck_log_trace_on() && ck_log_trace_match(key))                                  \
 			ck_log_trace_emit(                                                         \
 			    LOG_FILE_, __LINE__, (step),                                           \
 			    (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + \
@@ -205,7 +208,7 @@ CKUBE_API void ck_log_trace_emit(const char *file, int line, const char *step,
 /* The same for an object's key given as its parts (ns NULL or "" when cluster-scoped). */
 #define CK_LOG_TRACE_PARTS(ns, name, step, ...)                                                    \
 	do {                                                                                       \
-		if (ck_log_trace_match_parts((ns), (name)))                                        \
+		if (ck_log_trace_on() && ck_log_trace_match_parts((ns), (name)))                   \
 			ck_log_trace_emit(                                                         \
 			    LOG_FILE_, __LINE__, (step),                                           \
 			    (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + \

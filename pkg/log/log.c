@@ -539,6 +539,11 @@ char *ck_log_trace_key(void)
 	return t != NULL ? ck_xstrdup(t->key) : NULL;
 }
 
+bool ck_log_trace_on(void)
+{
+	return atomic_load_explicit(&trace_cur, memory_order_relaxed) != NULL;
+}
+
 /* The current key, or NULL: the relaxed load decides the common case (off). */
 static const trace_key_t *trace_get(void)
 {
