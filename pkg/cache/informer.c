@@ -392,20 +392,21 @@ static void begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool init
 	}
 }
 
-/* The key trace's line for a relist swapped into the store: the traced key's object
- * was listed (added or updated) or is gone (deleted, a tombstone follows). */
+/* The key trace's line for a list (the first or a relist) swapped into the store: the
+ * traced key's object was listed (added or updated) or is gone (deleted: a tombstone
+ * follows). */
 static void trace_replaced(const ck_cache_informer_t *inf, const compound_t *c)
 {
 	for (size_t i = 0; i < c->gone.n; i++)
 		CACHE_TRACE(c->gone.items[i], "store-updated", CK_KV_STR("resource", inf->name),
 		            CK_KV_STR("op", "delete"), CK_KV_STR("rv", c->gone.items[i]->rv),
-		            CK_KV_STR("by", "relist: not in the list"));
+		            CK_KV_STR("by", "list: not in it"));
 	for (size_t i = 0; i < c->n; i++)
 		CACHE_TRACE(c->news[i], "store-updated", CK_KV_STR("resource", inf->name),
 		            CK_KV_STR("op", c->olds[i] != NULL ? "update" : "add"),
 		            CK_KV_STR("rv", c->news[i]->rv),
 		            CK_KV_STR("oldRV", c->olds[i] != NULL ? c->olds[i]->rv : ""),
-		            CK_KV_STR("by", "relist"));
+		            CK_KV_STR("by", "list"));
 }
 
 /* Builds the relist's content, up to budget items; returns the budget left. */

@@ -461,6 +461,8 @@ static const char *add_outcome(unsigned flags_before, bool shutting_down)
 {
 	if (shutting_down)
 		return "ignored: shutting down";
+	if ((flags_before & F_DIRTY) && (flags_before & F_PROCESSING))
+		return "deduplicated: being processed, already due again at done";
 	if (flags_before & F_DIRTY)
 		return "deduplicated: already queued";
 	if (flags_before & F_PROCESSING)

@@ -2126,7 +2126,7 @@ START_TEST(test_key_trace_follows_one_key)
 	steps = trace_steps(log, "ns/a");
 	ck_assert_str_eq(steps, "store-updated handler-notified queue-add handler-notified");
 	ASSERT_TRACE_HAS(log, "store-updated", 0, "op=\"delete\" rv=\"12\"");
-	ASSERT_TRACE_HAS(log, "store-updated", 0, "by=\"relist: not in the list\"");
+	ASSERT_TRACE_HAS(log, "store-updated", 0, "by=\"list: not in it\"");
 	ASSERT_TRACE_HAS(log, "handler-notified", 0, "event=\"delete\" rv=\"12\"");
 	ASSERT_TRACE_HAS(log, "handler-notified", 0, "finalStateUnknown=true");
 	free(steps);

@@ -436,10 +436,12 @@ START_TEST(trace_key_parse_and_match)
 {
 	char *err = NULL;
 	ck_assert_ptr_null(ck_log_trace_key());
+	ck_assert(!ck_log_trace_on());
 	ck_assert(!ck_log_trace_match("default/foo"));
 	ck_assert(!ck_log_trace_match_parts("default", "foo"));
 
 	ck_assert_int_eq(ck_log_set_trace_key("default/foo", &err), 0);
+	ck_assert(ck_log_trace_on());
 	char *k = ck_log_trace_key();
 	ck_assert_str_eq(k, "default/foo");
 	free(k);
@@ -478,6 +480,7 @@ START_TEST(trace_key_parse_and_match)
 
 	/* NULL and "" turn it off. */
 	ck_assert_int_eq(ck_log_set_trace_key("", NULL), 0);
+	ck_assert(!ck_log_trace_on());
 	ck_assert_ptr_null(ck_log_trace_key());
 	ck_assert(!ck_log_trace_match("node-1"));
 	ck_assert_int_eq(ck_log_set_trace_key("x/y", NULL), 0);
