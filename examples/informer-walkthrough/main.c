@@ -185,7 +185,8 @@ int main(int argc, char **argv)
 	/* Step 4: handlers that feed a rate-limited workqueue. */
 	queue = ck_wq_new(&(ck_wq_options_t){.name = "configmaps"});
 	ck_cache_informer_add_handler(
-	    informer, &(ck_cache_handler_t){.on_add = on_add, .on_update = on_update, .on_delete = on_delete},
+	    informer,
+	    &(ck_cache_handler_t){.on_add = on_add, .on_update = on_update, .on_delete = on_delete},
 	    NULL);
 
 	/* Step 5: start the informers, run the loop on its thread, wait for the caches,
