@@ -19,6 +19,9 @@
  * Built with `pkg-config --cflags --libs ckube` and -lev (it calls libev itself;
  * libev ships no .pc file): examples/informer-walkthrough/LIBS.
  */
+/* sigwait, pthread_sigmask: POSIX, not C11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <ckube/ckube.h>
 
 #include <ev.h>
@@ -40,6 +43,7 @@ static ev_async stop_loop;
 /* Step 4: handlers run on the loop thread; they only queue the object's key. */
 static void on_add(void *ud, ck_obj_t *obj, bool in_initial_list)
 {
+	(void)ud, (void)in_initial_list;
 	char *key = ck_obj_key_dup(obj);
 	ck_wq_add(queue, key);
 	free(key);
@@ -47,11 +51,13 @@ static void on_add(void *ud, ck_obj_t *obj, bool in_initial_list)
 
 static void on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
+	(void)old_obj;
 	on_add(ud, new_obj, false);
 }
 
 static void on_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
 {
+	(void)ud, (void)obj, (void)final_state_unknown; /* a tombstone's key is as good */
 	ck_wq_add(queue, key);
 }
 
@@ -90,6 +96,7 @@ out:
 
 static void *worker(void *arg)
 {
+	(void)arg;
 	const char *key;
 	while ((key = ck_wq_get(queue)) != NULL) {
 		char *err = NULL;
@@ -107,6 +114,7 @@ static void *worker(void *arg)
 
 static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
 {
+	(void)w, (void)revents;
 	ev_break(loop, EVBREAK_ALL);
 }
 

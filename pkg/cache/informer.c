@@ -422,7 +422,7 @@ static size_t build_replace(ck_cache_informer_t *inf, size_t budget)
 		 * content and must not get this relist's notifications. */
 		cache_store_replace_commit(c->repl, &c->gone);
 		c->repl = NULL;
-		if (ck_log_trace_on())
+		if (log_trace_on())
 			trace_replaced(inf, c);
 		c->seq = ++inf->seq;
 		atomic_fetch_add_explicit(&inf->n_deltas, c->n + c->gone.n, memory_order_relaxed);
@@ -585,7 +585,7 @@ static void process(ck_cache_informer_t *inf, size_t budget)
 		if (!cache_dq_pop(&inf->dq, &d, &initial))
 			break;
 		budget--;
-		if (ck_log_trace_on())
+		if (log_trace_on())
 			trace_delta(inf, true, &d, initial);
 		if (d.type == CACHE_DELTA_REPLACED_ALL || d.type == CACHE_DELTA_SYNC_ALL) {
 			begin_compound(inf, &d, initial);
@@ -693,7 +693,7 @@ static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
 		items[i] = transformed(inf, items[i]);
 	cache_dq_replace(&inf->dq, items, n);
 	/* items now belongs to the queue, alive until popped (none to read when n is 0). */
-	if (ck_log_trace_on())
+	if (log_trace_on())
 		trace_delta(inf, false,
 		            &(cache_delta_t){
 		                .type = CACHE_DELTA_REPLACED_ALL, .n = (uint32_t)n, .items = items},
@@ -711,7 +711,7 @@ static void sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
 	                        : type == CK_WATCH_DELETED ? CACHE_DELTA_DELETED
 	                                                   : CACHE_DELTA_UPDATED;
 	cache_dq_add(&inf->dq, dt, obj);
-	if (ck_log_trace_on())
+	if (log_trace_on())
 		trace_delta(inf, false, &(cache_delta_t){.type = (uint8_t)dt, .obj = obj}, false);
 	schedule(inf);
 }

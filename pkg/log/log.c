@@ -7,6 +7,7 @@
  * lock only covers the write. The settings are atomics so that reading them on every
  * call costs a plain load and a late change is not a data race.
  */
+#include "pkg/log/log_internal.h"
 #include <ckube/log.h>
 
 #include <errno.h>
@@ -469,15 +470,16 @@ void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line, const
  * reclamation scheme; it is set once or a few times per process, so the old ones
  * are kept on a list (reachable: not a leak to LeakSanitizer).
  */
-typedef struct trace_key {
+typedef struct log_trace_key {
 	char *key;        /* "ns/name" or "name" */
 	const char *ns;   /* into split: "" when cluster-scoped */
 	const char *name; /* into split */
 	char *split;      /* "ns\0name" */
-	struct trace_key *retired;
+	struct log_trace_key *retired;
 } trace_key_t;
 
-static trace_key_t *_Atomic trace_cur;
+/* Read inline by the other modules (log_internal.h). */
+struct log_trace_key *_Atomic log_trace_cur_;
 static trace_key_t *trace_retired; /* under trace_set_lock */
 static pthread_mutex_t trace_set_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -524,7 +526,7 @@ int ck_log_set_trace_key(const char *key, char **err)
 		}
 	}
 	pthread_mutex_lock(&trace_set_lock);
-	trace_key_t *old = atomic_exchange_explicit(&trace_cur, t, memory_order_acq_rel);
+	trace_key_t *old = atomic_exchange_explicit(&log_trace_cur_, t, memory_order_acq_rel);
 	if (old != NULL) {
 		old->retired = trace_retired;
 		trace_retired = old;
@@ -535,21 +537,21 @@ int ck_log_set_trace_key(const char *key, char **err)
 
 char *ck_log_trace_key(void)
 {
-	const trace_key_t *t = atomic_load_explicit(&trace_cur, memory_order_acquire);
+	const trace_key_t *t = atomic_load_explicit(&log_trace_cur_, memory_order_acquire);
 	return t != NULL ? ck_xstrdup(t->key) : NULL;
 }
 
 bool ck_log_trace_on(void)
 {
-	return atomic_load_explicit(&trace_cur, memory_order_relaxed) != NULL;
+	return log_trace_on();
 }
 
 /* The current key, or NULL: the relaxed load decides the common case (off). */
 static const trace_key_t *trace_get(void)
 {
-	if (atomic_load_explicit(&trace_cur, memory_order_relaxed) == NULL)
+	if (atomic_load_explicit(&log_trace_cur_, memory_order_relaxed) == NULL)
 		return NULL;
-	return atomic_load_explicit(&trace_cur, memory_order_acquire);
+	return atomic_load_explicit(&log_trace_cur_, memory_order_acquire);
 }
 
 bool ck_log_trace_match(const char *key)

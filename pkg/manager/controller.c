@@ -9,6 +9,7 @@
  */
 #include "pkg/manager/manager_internal.h"
 
+#include "pkg/log/log_internal.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
 
@@ -151,18 +152,18 @@ static void *worker_main(void *arg)
 			break;
 		}
 		char *err = NULL;
-		CK_LOG_TRACE(key, "reconcile-start", CK_KV_STR("controller", c->name));
+		LOG_TRACE(key, "reconcile-start", CK_KV_STR("controller", c->name));
 		uint64_t t0 = ck_clk_mono_ns(ck_clk_real());
 		int r = c->fn(c->ud, key, &err);
 		uint64_t took = ck_clk_mono_ns(ck_clk_real()) - t0;
 		double secs = (double)took / 1e9;
-		CK_LOG_TRACE(key, "reconcile-end", CK_KV_STR("controller", c->name),
-		             CK_KV_STR("result", r == 0                    ? "success"
-		                                 : r == CK_RECONCILE_RETRY ? "requeue"
-		                                 : r > 0                   ? "requeue_after"
-		                                                           : "error"),
-		             CK_KV_INT("requeueAfterMs", r > 0 ? r : 0),
-		             CK_KV_UINT("tookUs", took / 1000), CK_KV_ERR(err));
+		LOG_TRACE(key, "reconcile-end", CK_KV_STR("controller", c->name),
+		          CK_KV_STR("result", r == 0                    ? "success"
+		                              : r == CK_RECONCILE_RETRY ? "requeue"
+		                              : r > 0                   ? "requeue_after"
+		                                                        : "error"),
+		          CK_KV_INT("requeueAfterMs", r > 0 ? r : 0),
+		          CK_KV_UINT("tookUs", took / 1000), CK_KV_ERR(err));
 		if (c->m_duration)
 			ck_metrics_histogram_observe(c->m_duration, secs);
 		if (r == 0) {

@@ -30,6 +30,7 @@
  * Metrics are updated under the queue's mutex (which already serialises writers)
  * with relaxed atomic stores, so they cost a plain store and can be read at any time.
  */
+#include "pkg/log/log_internal.h"
 #include "pkg/workqueue/wq_internal.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
@@ -456,6 +457,24 @@ const char *ck_wq_name(const ck_wq_t *q)
 	return q->name;
 }
 
+/*
+ * A key-trace line for the traced key (docs/informers.md), written with q->mu held
+ * so that the lines of one key's add, get and done come in the order they happened
+ * across threads. Out of line: the hot paths only test a flag. depth: whether the
+ * line says how many keys are queued.
+ */
+static void __attribute__((noinline))
+trace_step(const char *step, const ck_wq_t *q, const char *outcome, bool depth, int line)
+{
+	ck_log_kv_t kvs[] = {CK_KV_STR("queue", q->name), CK_KV_STR("outcome", outcome),
+	                     CK_KV_UINT("depth", q->ring_len), CK_LOG_KV_END_};
+	if (outcome == NULL)
+		kvs[1] = kvs[2];
+	if (outcome == NULL || !depth)
+		kvs[2] = (ck_log_kv_t)CK_LOG_KV_END_;
+	ck_log_trace_emit(LOG_FILE_, line, step, kvs);
+}
+
 /* What an add did to the key, for the key trace (docs/informers.md). */
 static const char *add_outcome(unsigned flags_before, bool shutting_down)
 {
@@ -477,9 +496,8 @@ int ck_wq_add(ck_wq_t *q, const char *key)
 		return -1;
 	uint64_t h = ck_hash_bytes(key, len);
 	int result = 0;
-	bool trace = ck_log_trace_on() && ck_log_trace_match(key);
+	bool trace = log_trace_on() && ck_log_trace_match(key);
 	unsigned before = 0;
-	size_t depth = 0;
 
 	pthread_mutex_lock(&q->mu);
 	if (q->shutting_down)
@@ -488,16 +506,14 @@ int ck_wq_add(ck_wq_t *q, const char *key)
 	/* Keys that fell due before this one go first, as with client-go's waiting loop. */
 	promote_due(q, now);
 	item_t *it = item_intern(q, key, len, h);
-	before = it->flags;
-	result = add_locked(q, it, now);
-	depth = q->ring_len;
-out:;
-	bool down = q->shutting_down;
-	pthread_mutex_unlock(&q->mu);
 	if (trace)
-		CK_LOG_TRACE(key, "queue-add", CK_KV_STR("queue", q->name),
-		             CK_KV_STR("outcome", add_outcome(before, down)),
-		             CK_KV_UINT("depth", depth));
+		before = it->flags;
+	result = add_locked(q, it, now);
+out:
+	/* Under the lock: this line is written before any get of the key can log. */
+	if (trace)
+		trace_step("queue-add", q, add_outcome(before, q->shutting_down), true, __LINE__);
+	pthread_mutex_unlock(&q->mu);
 	return result;
 }
 
@@ -507,7 +523,7 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	if (key_check(key, &len) < 0)
 		return -1;
 	uint64_t h = ck_hash_bytes(key, len);
-	bool trace = ck_log_trace_on() && ck_log_trace_match(key);
+	bool trace = log_trace_on() && ck_log_trace_match(key);
 	const char *outcome = "ignored: shutting down";
 
 	pthread_mutex_lock(&q->mu);
@@ -549,10 +565,9 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 out:
 	pthread_mutex_unlock(&q->mu);
 	if (trace)
-		CK_LOG_TRACE(
-		    key, "queue-add-after", CK_KV_STR("queue", q->name),
-		    CK_KV_INT("delayMs", delay_ns > 0 ? delay_ns / (int64_t)CK_NS_PER_MS : 0),
-		    CK_KV_STR("outcome", outcome));
+		LOG_TRACE(key, "queue-add-after", CK_KV_STR("queue", q->name),
+		          CK_KV_INT("delayMs", delay_ns > 0 ? delay_ns / (int64_t)CK_NS_PER_MS : 0),
+		          CK_KV_STR("outcome", outcome));
 	return 0;
 }
 
@@ -562,9 +577,9 @@ int ck_wq_add_rate_limited(ck_wq_t *q, const char *key)
 	if (key_check(key, &len) < 0)
 		return -1;
 	uint64_t d = ck_wq_ratelimiter_when(q->limiter, key);
-	CK_LOG_TRACE(key, "queue-rate-limited", CK_KV_STR("queue", q->name),
-	             CK_KV_UINT("delayMs", d / CK_NS_PER_MS),
-	             CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
+	LOG_TRACE(key, "queue-rate-limited", CK_KV_STR("queue", q->name),
+	          CK_KV_UINT("delayMs", d / CK_NS_PER_MS),
+	          CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
 	return ck_wq_add_after(q, key, d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d);
 }
 
@@ -573,8 +588,8 @@ void ck_wq_forget(ck_wq_t *q, const char *key)
 	size_t len;
 	if (key_check(key, &len) != 0)
 		return;
-	CK_LOG_TRACE(key, "queue-forget", CK_KV_STR("queue", q->name),
-	             CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
+	LOG_TRACE(key, "queue-forget", CK_KV_STR("queue", q->name),
+	          CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
 	ck_wq_ratelimiter_forget(q->limiter, key);
 }
 
@@ -589,7 +604,6 @@ unsigned ck_wq_num_requeues(ck_wq_t *q, const char *key)
 const char *ck_wq_get(ck_wq_t *q)
 {
 	const char *result = NULL;
-	size_t depth = 0;
 	uint64_t now;
 
 	pthread_mutex_lock(&q->mu);
@@ -631,13 +645,10 @@ const char *ck_wq_get(ck_wq_t *q)
 		wake_getter(q);
 	else if (q->heap_len > 0 && !q->timer_waiter && q->idle_waiters > 0)
 		pthread_cond_signal(&q->idle_cond);
-	depth = q->ring_len;
+	if (log_trace_on() && ck_log_trace_match(result))
+		trace_step("queue-get", q, NULL, true, __LINE__);
 out:
 	pthread_mutex_unlock(&q->mu);
-	/* result stays valid after the unlock: the key is the caller's until ck_wq_done. */
-	if (result != NULL)
-		CK_LOG_TRACE(result, "queue-get", CK_KV_STR("queue", q->name),
-		             CK_KV_UINT("depth", depth));
 	return result;
 }
 
@@ -648,7 +659,7 @@ void ck_wq_done(ck_wq_t *q, const char *key)
 		return;
 	uint64_t h = ck_hash_bytes(key, len);
 	/* Matched now: key may point into the item, which done may recycle. */
-	bool trace = ck_log_trace_on() && ck_log_trace_match(key);
+	bool trace = log_trace_on() && ck_log_trace_match(key);
 	const char *outcome = "ignored: not being processed";
 
 	pthread_mutex_lock(&q->mu);
@@ -679,13 +690,10 @@ void ck_wq_done(ck_wq_t *q, const char *key)
 		item_release(q, it);
 	}
 out:
-	pthread_mutex_unlock(&q->mu);
-	/* ck_log_trace_emit prints the traced key's own copy: key may have been freed above. */
+	/* The line names the traced key's own copy: key may have been freed above. */
 	if (trace)
-		ck_log_trace_emit(LOG_FILE_, __LINE__, "queue-done",
-		                  (const ck_log_kv_t[]){CK_KV_STR("queue", q->name),
-		                                        CK_KV_STR("outcome", outcome),
-		                                        CK_LOG_KV_END_});
+		trace_step("queue-done", q, outcome, false, __LINE__);
+	pthread_mutex_unlock(&q->mu);
 }
 
 size_t ck_wq_len(ck_wq_t *q)
