@@ -173,7 +173,8 @@ CKUBE_API void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int l
  * msg "Trace", then key=, step= and the step's own pairs (docs/informers.md lists
  * the steps). Every object of that namespace and name is traced, whatever its kind
  * (a Foo and the Deployment it owns of the same name both show, each line naming
- * its resource). Off, a step costs one relaxed atomic load and builds no key.
+ * its resource). Off, a step of the library costs one relaxed atomic load (inline)
+ * and builds no key; CK_LOG_TRACE in a program adds a call (ck_log_trace_on).
  * Any thread; a change is seen by the steps that start after it (the old key's
  * memory is kept until exit, so a concurrent step never reads freed memory).
  */
