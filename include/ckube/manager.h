@@ -6,7 +6,8 @@
  *
  *   ck_manager_new   the standard flags (--kubeconfig, --master, --context,
  *                    --namespace, --workers, --resync-period, --kube-api-qps/-burst,
- *                    -v, --log-format, --version, --metrics-bind-address,
+ *                    -v, --log-format, --trace-key (one key's journey, see
+ *                    docs/informers.md), --version, --metrics-bind-address,
  *                    --metrics-secure, --metrics-cert-dir/-name/-key,
  *                    --metrics-review-qps/-burst, --health-probe-bind-address,
  * --graceful-shutdown-timeout,

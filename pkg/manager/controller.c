@@ -9,6 +9,7 @@
  */
 #include "pkg/manager/manager_internal.h"
 
+#include "pkg/log/log_internal.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
 
@@ -139,6 +140,26 @@ ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t
 
 /* ---- Workers ---- */
 
+/* The key trace's reconcile-end line: the result, how long it took, and the error
+ * when there is one. */
+static void trace_reconcile_end(const ck_controller_t *c, int r, uint64_t took_ns, const char *err)
+{
+	ck_log_kv_t kvs[] = {
+	    CK_KV_STR("controller", c->name),
+	    CK_KV_STR("result", r == 0                    ? "success"
+	                        : r == CK_RECONCILE_RETRY ? "requeue"
+	                        : r > 0                   ? "requeue_after"
+	                                                  : "error"),
+	    CK_KV_INT("requeueAfterMs", r > 0 ? r : 0),
+	    CK_KV_UINT("tookUs", took_ns / 1000),
+	    CK_KV_ERR(err),
+	    CK_LOG_KV_END_,
+	};
+	if (err == NULL)
+		kvs[4] = (ck_log_kv_t)CK_LOG_KV_END_;
+	ck_log_trace_emit(LOG_FILE_, __LINE__, "reconcile-end", kvs);
+}
+
 static void *worker_main(void *arg)
 {
 	ck_controller_t *c = arg;
@@ -151,9 +172,13 @@ static void *worker_main(void *arg)
 			break;
 		}
 		char *err = NULL;
+		LOG_TRACE(key, "reconcile-start", CK_KV_STR("controller", c->name));
 		uint64_t t0 = ck_clk_mono_ns(ck_clk_real());
 		int r = c->fn(c->ud, key, &err);
-		double secs = (double)(ck_clk_mono_ns(ck_clk_real()) - t0) / 1e9;
+		uint64_t took = ck_clk_mono_ns(ck_clk_real()) - t0;
+		double secs = (double)took / 1e9;
+		if (log_trace_on() && ck_log_trace_match(key))
+			trace_reconcile_end(c, r, took, err);
 		if (c->m_duration)
 			ck_metrics_histogram_observe(c->m_duration, secs);
 		if (r == 0) {

@@ -3,10 +3,13 @@
  * before anything touches the network (the e2e tests run managers for real:
  * sample-controller and both examples).
  */
+#include "pkg/manager/manager_internal.h"
 #include <ckube/kinds.h>
+#include <ckube/log.h>
 #include <ckube/manager.h>
 
 #include <check.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +177,118 @@ START_TEST(test_refused_informer_fails_run)
 }
 END_TEST
 
+/* --trace-key: a bad key is a usage error naming the flag; a good one is set. */
+START_TEST(test_trace_key_flag)
+{
+	char msg[512];
+	int rc = try_new_stderr((char *[]){"t", "--kubeconfig", KC, "--trace-key=a/b/c",
+	                                   "--metrics-bind-address=0",
+	                                   "--health-probe-bind-address=0", NULL},
+	                        msg, sizeof(msg));
+	ck_assert_int_eq(rc, 2);
+	ck_assert_msg(strstr(msg, "-trace-key: trace key \"a/b/c\": want \"namespace/name\"") !=
+	                  NULL,
+	              "%s", msg);
+	ck_assert_ptr_null(ck_log_trace_key());
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--trace-key=ns1/x",
+	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    -1);
+	char *k = ck_log_trace_key();
+	ck_assert_str_eq(k, "ns1/x");
+	free(k);
+	ck_log_set_trace_key(NULL, NULL);
+}
+END_TEST
+
+static atomic_int x_calls, y_calls;
+
+/* ns1/x fails once, then succeeds; ns1/y succeeds. */
+static int trace_reconcile(void *ud, const char *key, char **err)
+{
+	(void)ud;
+	if (strcmp(key, "ns1/y") == 0) {
+		atomic_fetch_add(&y_calls, 1);
+		return 0;
+	}
+	if (atomic_fetch_add(&x_calls, 1) == 0) {
+		*err = ck_xstrdup("first try fails");
+		return -1;
+	}
+	return 0;
+}
+
+/* The manager's workers trace the key's reconcile between its queue steps, and
+ * only that key's. */
+START_TEST(test_trace_key_through_the_workers)
+{
+	char path[] = "/tmp/mgr-test-trace-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_manager_opts_t mo = {.name = "mgr-test", .workers = 2};
+	int rc = 99;
+	char *argv[] = {"t",
+	                "--kubeconfig",
+	                KC,
+	                "--trace-key=ns1/x",
+	                "--metrics-bind-address=0",
+	                "--health-probe-bind-address=0",
+	                NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 6, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	ck_log_set_fd(fd);
+	ck_controller_t *c = ck_manager_add_controller(m, "Things", trace_reconcile, NULL);
+	ck_controller_enqueue(c, "ns1/y");
+	ck_controller_enqueue(c, "ns1/x");
+	char *err = NULL;
+	ck_assert_int_eq(mgr_controller_start(c, &err), 0);
+	for (int i = 0; i < 500 && (atomic_load(&x_calls) < 2 || atomic_load(&y_calls) < 1); i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&x_calls), 2);
+	ck_assert_int_eq(atomic_load(&y_calls), 1);
+	ck_assert_int_eq(mgr_controller_stop(c, 5000), 0);
+	ck_log_set_fd(2);
+	ck_log_set_trace_key(NULL, NULL);
+
+	char log[16384];
+	ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	close(fd);
+	ck_assert_ptr_null(strstr(log, "ns1/y"));
+	/* The steps of ns1/x, in order. */
+	const char *want[] = {
+	    "step=\"queue-add\" queue=\"Things\" outcome=\"queued\"",
+	    "step=\"queue-get\" queue=\"Things\"",
+	    "step=\"reconcile-start\" controller=\"Things\"",
+	    "step=\"reconcile-end\" controller=\"Things\" result=\"error\" requeueAfterMs=0 "
+	    "tookUs=",
+	    "step=\"queue-rate-limited\" queue=\"Things\" delayMs=5 failures=1",
+	    "step=\"queue-add-after\" queue=\"Things\" delayMs=5 outcome=\"waiting\"",
+	    "step=\"queue-done\" queue=\"Things\" outcome=\"finished\"",
+	    "step=\"queue-get\" queue=\"Things\"",
+	    "step=\"reconcile-start\" controller=\"Things\"",
+	    "step=\"reconcile-end\" controller=\"Things\" result=\"success\"",
+	    "step=\"queue-forget\" queue=\"Things\" failures=1",
+	    "step=\"queue-done\" queue=\"Things\" outcome=\"finished\"",
+	};
+	const char *p = log;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *at = strstr(p, "\"Trace\" key=\"ns1/x\" ");
+		ck_assert_msg(at != NULL, "step %zu missing (%s) in:\n%s", i, want[i], log);
+		at += strlen("\"Trace\" key=\"ns1/x\" ");
+		ck_assert_msg(strncmp(at, want[i], strlen(want[i])) == 0,
+		              "step %zu: want %s in:\n%s", i, want[i], log);
+		p = at;
+	}
+	ck_assert_ptr_null(strstr(p, "\"Trace\""));
+	ck_assert_ptr_nonnull(strstr(log, "err=\"first try fails\""));
+	ck_manager_free(m);
+}
+END_TEST
+
 Suite *suite_manager(void)
 {
 	Suite *s = suite_create("manager");
@@ -182,6 +297,8 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_kube_api_qps_validated);
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
 	tcase_add_test(tc, test_refused_informer_fails_run);
+	tcase_add_test(tc, test_trace_key_flag);
+	tcase_add_test(tc, test_trace_key_through_the_workers);
 	suite_add_tcase(s, tc);
 	return s;
 }
