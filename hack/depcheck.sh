@@ -61,7 +61,7 @@ declare -A HEADER=(
 	[decode]=codec [json]=codec
 	[kinds]=kinds [types]=kinds [config]=clientcmd
 	[client]=rest [patch]=apply [gen]=gen
-	[cache]=cache [cache_fake]=cache [record]=record [leaderelection]=leaderelection
+	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
 	[metrics]=metrics [manager]=manager
 	[ckube]=
 )

@@ -122,6 +122,25 @@ CKUBE_API const char *ck_obj_annotation(const ck_obj_t *obj, const char *key);
 CKUBE_API const ck_obj_owner_t *ck_obj_controller_ref(const ck_obj_t *obj);
 /* true if obj's metadata.finalizers holds name (both borrowed; NULL: false). */
 CKUBE_API bool ck_obj_has_finalizer(const ck_obj_t *obj, const char *name);
+/*
+ * Owner references compared as the API machinery compares them
+ * (controller-runtime's controllerutil): by API group, kind and name; the
+ * version is not part of the identity (apps/v1beta1 and apps/v1 name the same
+ * object).
+ *
+ * ck_obj_controller_of: obj's controller ownerReference when its owner has API
+ * group group ("" for the core group; NULL is taken as "") and kind kind
+ * (borrowed), else NULL; the reference is borrowed from obj.
+ * ck_obj_is_controlled_by: true when obj's controller reference names owner: same
+ * group (of owner->type), kind and name, and the same uid unless one of the two
+ * uids is "" (an owner recreated under the same name is another object).
+ */
+CKUBE_API const ck_obj_owner_t *ck_obj_controller_of(const ck_obj_t *obj, const char *group,
+                                                     const char *kind);
+CKUBE_API bool ck_obj_is_controlled_by(const ck_obj_t *obj, const ck_obj_t *owner);
+/* true when apiVersion api_version ("apps/v1", "v1") is of API group group
+ * ("apps", ""); both borrowed, NULL is "". */
+CKUBE_API bool ck_api_version_has_group(const char *api_version, const char *group);
 /* Returns the kept field at index i (borrowed); CK_VAL_ABSENT if out of range. */
 CKUBE_API const ck_val_t *ck_obj_field(const ck_obj_t *obj, size_t i);
 /* Looks a kept field up by its path; returns the index or -1. */

@@ -145,6 +145,35 @@ bool ck_obj_has_finalizer(const ck_obj_t *obj, const char *name)
 	return false;
 }
 
+bool ck_api_version_has_group(const char *api_version, const char *group)
+{
+	const char *av = api_version ? api_version : "", *g = group ? group : "";
+	const char *slash = strchr(av, '/');
+	if (slash == NULL) /* "v1": the core group */
+		return g[0] == '\0';
+	return strlen(g) == (size_t)(slash - av) && memcmp(av, g, strlen(g)) == 0;
+}
+
+const ck_obj_owner_t *ck_obj_controller_of(const ck_obj_t *obj, const char *group, const char *kind)
+{
+	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
+	if (ref == NULL || kind == NULL || strcmp(ref->kind, kind) != 0 ||
+	    !ck_api_version_has_group(ref->api_version, group))
+		return NULL;
+	return ref;
+}
+
+bool ck_obj_is_controlled_by(const ck_obj_t *obj, const ck_obj_t *owner)
+{
+	if (owner == NULL)
+		return false;
+	const ck_obj_owner_t *ref =
+	    ck_obj_controller_of(obj, owner->type->group, owner->type->kind);
+	if (ref == NULL || strcmp(ref->name, owner->name) != 0)
+		return false;
+	return ref->uid[0] == '\0' || owner->uid[0] == '\0' || strcmp(ref->uid, owner->uid) == 0;
+}
+
 const ck_val_t *ck_obj_field(const ck_obj_t *obj, size_t i)
 {
 	if (obj == NULL || i >= obj->nfields)

@@ -172,6 +172,67 @@ START_TEST(test_finalizers)
 }
 END_TEST
 
+/* Controller references compared by group, kind and name (and uid when both have one). */
+START_TEST(test_controller_of)
+{
+	static const ck_type_t thing_v2 = {.group = "example.com",
+	                                   .version = "v2",
+	                                   .kind = "Thing",
+	                                   .resource = "things",
+	                                   .namespaced = true};
+	ck_obj_builder_t *b = ck_obj_builder_new(&core_thing);
+	set(b, "name", "child");
+	ck_obj_builder_add_owner(b); /* not the controller */
+	ck_obj_builder_set_owner(b, "apiVersion", "example.com/v1", 14);
+	ck_obj_builder_set_owner(b, "kind", "Other", 5);
+	ck_obj_builder_set_owner(b, "name", "o", 1);
+	ck_obj_builder_add_owner(b);
+	ck_obj_builder_set_owner(b, "apiVersion", "example.com/v1", 14);
+	ck_obj_builder_set_owner(b, "kind", "Thing", 5);
+	ck_obj_builder_set_owner(b, "name", "t", 1);
+	ck_obj_builder_set_owner(b, "uid", "u1", 2);
+	ck_obj_builder_set_owner_bool(b, "controller", true);
+	ck_obj_t *child = ck_obj_builder_finish(b);
+	ck_assert_ptr_eq(ck_obj_controller_of(child, "example.com", "Thing"), &child->owners[1]);
+	ck_assert_ptr_null(ck_obj_controller_of(child, "example.org", "Thing"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, "", "Thing"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, NULL, "Thing"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, "example.com", "Other"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, "example.com", NULL));
+	ck_assert(ck_api_version_has_group("v1", ""));
+	ck_assert(ck_api_version_has_group("v1", NULL));
+	ck_assert(!ck_api_version_has_group("apps/v1", ""));
+	ck_assert(ck_api_version_has_group("apps/v1", "apps"));
+	ck_assert(!ck_api_version_has_group("apps/v1", "app"));
+	ck_assert(!ck_api_version_has_group("apps/v1", "apps/v1"));
+
+	ck_obj_builder_t *ob = ck_obj_builder_new(&thing_v2);
+	set(ob, "name", "t");
+	set(ob, "uid", "u1");
+	ck_obj_t *owner = ck_obj_builder_finish(ob); /* v2: the version does not matter */
+	ck_assert(ck_obj_is_controlled_by(child, owner));
+	set(ob, "name", "t");
+	set(ob, "uid", "u2");
+	ck_obj_t *recreated = ck_obj_builder_finish(ob);
+	ck_assert(!ck_obj_is_controlled_by(child, recreated));
+	set(ob, "name", "t");
+	ck_obj_t *nouid = ck_obj_builder_finish(ob);
+	ck_assert(ck_obj_is_controlled_by(child, nouid));
+	set(ob, "name", "o");
+	ck_obj_t *other = ck_obj_builder_finish(ob);
+	ck_assert(!ck_obj_is_controlled_by(child, other));
+	ck_assert(!ck_obj_is_controlled_by(child, NULL));
+	ck_assert(!ck_obj_is_controlled_by(owner, owner)); /* no controller at all */
+	ck_obj_unref(other);
+	ck_obj_unref(nouid);
+	ck_obj_unref(recreated);
+	ck_obj_unref(owner);
+	ck_obj_unref(child);
+	ck_obj_builder_free(ob);
+	ck_obj_builder_free(b);
+}
+END_TEST
+
 START_TEST(test_keys)
 {
 	ck_obj_builder_t *b = ck_obj_builder_new(&thing);
@@ -284,6 +345,7 @@ Suite *suite_obj(void)
 	tcase_add_test(tc, test_builder);
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_finalizers);
+	tcase_add_test(tc, test_controller_of);
 	tcase_add_test(tc, test_many_labels);
 	tcase_add_test(tc, test_refcount_threads);
 	suite_add_tcase(s, tc);
