@@ -7,12 +7,14 @@
 # its own module; modules of one layer may not include each other):
 #
 #   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
-#        <- rest <- apply <- gen <- cache, record, leaderelection <- metrics <- manager
+#        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics
+#        <- manager
 #
 # The places follow the real dependencies: flowcontrol (the token bucket) needs only
 # base; the workqueue needs base and flowcontrol, nothing of Kubernetes; apply sends
 # its patches through rest (ck_client_merge_patch_sync); gen's accessors build
-# patches. cmd/, examples/ and tests/ sit above all of it and are not checked.
+# patches, and so do controllerutil's helpers (finalizers, owner references,
+# create-or-update, conditions, typed bodies). cmd/, examples/ and tests/ sit above all of it and are not checked.
 #
 # Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
 #        hack/depcheck.sh --self-test   it refuses a wrong include and passes a right
@@ -46,7 +48,7 @@ LAYERS=(
 	"kinds clientcmd"
 	"rest"
 	"apply"
-	"gen"
+	"gen controllerutil"
 	"cache record leaderelection"
 	"metrics"
 	"manager"
@@ -61,6 +63,7 @@ declare -A HEADER=(
 	[decode]=codec [json]=codec
 	[kinds]=kinds [types]=kinds [config]=clientcmd
 	[client]=rest [patch]=apply [gen]=gen
+	[controllerutil]=controllerutil [conditions]=controllerutil [applyconfig]=controllerutil
 	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
 	[metrics]=metrics [manager]=manager
 	[ckube]=

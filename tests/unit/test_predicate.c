@@ -38,8 +38,8 @@ static ck_obj_t *mk(const char *rv, int64_t gen, const char *label, const char *
 START_TEST(test_ready_made)
 {
 	ck_obj_t *base = mk("1", 1, "x", "p"), *gen = mk("2", 2, "x", "p"),
-	         *lab = mk("3", 1, "y", "p"), *ann = mk("4", 1, "x", "q"), *same = mk("1", 1, "x", "p"),
-	         *nolab = mk("5", 1, NULL, "p");
+	         *lab = mk("3", 1, "y", "p"), *ann = mk("4", 1, "x", "q"),
+	         *same = mk("1", 1, "x", "p"), *nolab = mk("5", 1, NULL, "p");
 	const ck_predicate_t *g = ck_predicate_generation_changed(),
 	                     *l = ck_predicate_labels_changed(),
 	                     *a = ck_predicate_annotations_changed(),
