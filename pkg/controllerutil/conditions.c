@@ -7,7 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const ck_json_t *find(const ck_json_t *conds, const char *type)
 {
@@ -73,11 +72,8 @@ static bool str_eq(const char *a, const char *b)
 /* RFC 3339 in UTC to the second, as metav1.Time is serialised. */
 static void put_now(ck_sbuf_t *out, const ck_clk_t *clk)
 {
-	time_t secs = (time_t)(ck_clk_wall_ns(clk ? clk : ck_clk_real()) / (int64_t)CK_NS_PER_SEC);
-	struct tm tm;
 	char buf[32];
-	gmtime_r(&secs, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	ck_time_format_rfc3339(ck_clk_wall_ns(clk ? clk : ck_clk_real()), buf);
 	ck_sbuf_put_json_str(out, buf);
 }
 
