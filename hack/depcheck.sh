@@ -7,14 +7,16 @@
 # its own module; modules of one layer may not include each other):
 #
 #   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
-#        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics
+#        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics, fake
 #        <- manager
 #
 # The places follow the real dependencies: flowcontrol (the token bucket) needs only
 # base; the workqueue needs base and flowcontrol, nothing of Kubernetes; apply sends
 # its patches through rest (ck_client_merge_patch_sync); gen's accessors build
 # patches, and so do controllerutil's helpers (finalizers, owner references,
-# create-or-update, conditions, typed bodies). cmd/, examples/ and tests/ sit above all of it and are not checked.
+# create-or-update, conditions, typed bodies); fake (the in-memory API server for
+# tests) serves a client through rest's transport hook and hands out cache's
+# informer factory. cmd/, examples/ and tests/ sit above all of it and are not checked.
 #
 # Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
 #        hack/depcheck.sh --self-test   it refuses a wrong include and passes a right
@@ -50,7 +52,7 @@ LAYERS=(
 	"apply"
 	"gen controllerutil"
 	"cache record leaderelection"
-	"metrics"
+	"metrics fake"
 	"manager"
 )
 
@@ -65,7 +67,7 @@ declare -A HEADER=(
 	[client]=rest [patch]=apply [gen]=gen
 	[controllerutil]=controllerutil [conditions]=controllerutil [applyconfig]=controllerutil
 	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
-	[metrics]=metrics [manager]=manager
+	[metrics]=metrics [manager]=manager [fake]=fake
 	[ckube]=
 )
 
