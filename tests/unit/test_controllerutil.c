@@ -4,7 +4,8 @@
  * typed bodies; and against a scripted server (fault_server.h), what the sync
  * helpers send: finalizer patches with the resourceVersion and no request when
  * there is nothing to do, create-or-update's GET/POST/PUT and its "unchanged",
- * create-or-patch, and the status subresource verbs.
+ * create-or-patch, and the status subresource verbs. Last, the same helpers on
+ * the in-memory API server (fake.h), as a user's unit test would run them.
  */
 #include "tests/unit/fault_server.h"
 
@@ -12,6 +13,7 @@
 #include <ckube/conditions.h>
 #include <ckube/controllerutil.h>
 #include <ckube/decode.h>
+#include <ckube/fake.h>
 #include <ckube/kinds.h>
 #include <ckube/types.h>
 
@@ -635,6 +637,102 @@ START_TEST(test_status_subresource_sent)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- on the fake */
+
+static ck_json_doc_t *fake_get(ck_fake_t *f, const ck_type_t *t, const char *name)
+{
+	ck_json_doc_t *d = ck_fake_get(f, t, "ns", name);
+	ck_assert_ptr_nonnull(d);
+	return d;
+}
+
+START_TEST(test_on_the_fake)
+{
+	ck_fake_t *f = ck_fake_new(NULL);
+	ck_fake_register(f, &foo_type);
+	char *err = NULL;
+	ck_assert_msg(ck_fake_add(f, &foo_type,
+	                          "{\"metadata\":{\"name\":\"f1\",\"namespace\":\"ns\"},"
+	                          "\"spec\":{\"replicas\":1}}",
+	                          &err) == 0,
+	              "%s", err);
+	ck_fake_env_t *env = ck_fake_env_new(f, NULL, &err);
+	ck_assert_msg(env != NULL, "%s", err);
+	ck_client_t *c = ck_fake_env_client(env);
+	ck_result_t r = {0};
+
+	/* Finalizers: added, a stale add refused, removed. */
+	ck_assert_int_eq(ck_client_get_sync(c, &foo_type, "ns", "f1", &r), 0);
+	ck_obj_t *foo = r.obj;
+	r.obj = NULL;
+	ck_result_clear(&r);
+	ck_assert_msg(ck_finalizer_add_sync(c, foo, "example.com/a", NULL, &r) == 0, "%s", r.error);
+	ck_obj_t *cur = r.obj;
+	r.obj = NULL;
+	ck_result_clear(&r);
+	ck_assert(ck_obj_has_finalizer(cur, "example.com/a"));
+	ck_assert_int_eq(ck_finalizer_add_sync(c, foo, "example.com/b", NULL, &r), -1);
+	ck_assert(ck_result_is_conflict(&r));
+	ck_result_clear(&r);
+	ck_assert_msg(ck_finalizer_remove_sync(c, cur, "example.com/a", NULL, &r) == 0, "%s",
+	              r.error);
+	ck_assert_uint_eq(r.obj->nfinalizers, 0);
+	ck_result_clear(&r);
+
+	/* Status: dropped from the main resource, taken by the subresource. */
+	ck_patch_t *p = ck_patch_new();
+	ck_patch_set_int(p, CK_PATH("status", "availableReplicas"), 1);
+	ck_assert_int_eq(ck_client_merge_patch_sync(c, &foo_type, "ns", "f1", p, NULL, &r), 0);
+	ck_result_clear(&r);
+	ck_json_doc_t *d = fake_get(f, &foo_type, "f1");
+	ck_assert_ptr_null(ck_json_get(ck_json_root(d), CK_PATH("status", "availableReplicas")));
+	ck_json_doc_free(d);
+	ck_assert_int_eq(ck_client_status_merge_patch_sync(c, &foo_type, "ns", "f1", p, NULL, &r),
+	                 0);
+	ck_result_clear(&r);
+	ck_patch_free(p);
+	d = fake_get(f, &foo_type, "f1");
+	int64_t n = 0;
+	ck_json_get_int64(ck_json_get(ck_json_root(d), CK_PATH("status", "availableReplicas")), &n);
+	ck_assert_int_eq(n, 1);
+	ck_json_doc_free(d);
+
+	/* Create-or-update of a Service owned by the Foo: created, unchanged (no PUT),
+	 * a port added by someone else taken away. */
+	ck_patch_t *svc = ck_ac_service("ns", "web");
+	ck_ac_service_port(svc, "http", 80, 0, NULL);
+	ck_assert_msg(ck_patch_set_controller_reference(svc, cur, NULL, &err) == 0, "%s", err);
+	ck_op_result_t op;
+	ck_assert_msg(ck_create_or_update_sync(c, svc, NULL, &op, &r) == 0, "%s", r.error);
+	ck_assert_int_eq(op, CK_OP_CREATED);
+	ck_assert(ck_obj_is_controlled_by(r.obj, cur));
+	ck_result_clear(&r);
+	ck_assert_int_eq(ck_create_or_update_sync(c, svc, NULL, &op, &r), 0);
+	ck_assert_int_eq(op, CK_OP_UNCHANGED);
+	ck_assert_uint_eq(ck_fake_count(f, "update", "services"), 0);
+	ck_patch_t *drift = ck_patch_new();
+	const char *ports = "[" PORT80 ",{\"name\":\"x\",\"protocol\":\"TCP\",\"port\":81}]";
+	ck_patch_set_raw(drift, CK_PATH("spec", "ports"), ports, strlen(ports));
+	ck_assert_int_eq(
+	    ck_client_merge_patch_sync(c, &ck_type_service, "ns", "web", drift, NULL, &r), 0);
+	ck_result_clear(&r);
+	ck_patch_free(drift);
+	ck_assert_int_eq(ck_create_or_update_sync(c, svc, NULL, &op, &r), 0);
+	ck_assert_int_eq(op, CK_OP_UPDATED);
+	ck_result_clear(&r);
+	ck_assert_uint_eq(ck_fake_count(f, "update", "services"), 1);
+	d = fake_get(f, &ck_type_service, "web");
+	ck_assert_uint_eq(ck_json_len(ck_json_get(ck_json_root(d), CK_PATH("spec", "ports"))), 1);
+	ck_json_doc_free(d);
+	ck_patch_free(svc);
+
+	ck_obj_unref(cur);
+	ck_obj_unref(foo);
+	ck_fake_env_free(env);
+	ck_fake_free(f);
+}
+END_TEST
+
 Suite *suite_controllerutil(void)
 {
 	Suite *s = suite_create("controllerutil");
@@ -646,6 +744,7 @@ Suite *suite_controllerutil(void)
 	tcase_add_test(tc, test_create_or_update_sent);
 	tcase_add_test(tc, test_create_or_update_get_fails);
 	tcase_add_test(tc, test_status_subresource_sent);
+	tcase_add_test(tc, test_on_the_fake);
 	suite_add_tcase(s, tc);
 	return s;
 }
