@@ -7,6 +7,7 @@
 #include <ckube/kinds.h>
 #include <ckube/log.h>
 #include <ckube/manager.h>
+#include <ckube/types.h>
 
 #include <check.h>
 #include <stdatomic.h>
@@ -147,6 +148,78 @@ START_TEST(test_made_with_program_flags_and_parts)
 	ck_assert_ptr_eq(a, b);
 	ck_controller_enqueue(c, "ns1/x");
 	ck_manager_free(m); /* never run: frees what it made, queue included */
+}
+END_TEST
+
+/* An object of t in ns with one controller ownerReference (apiVersion, kind, name). */
+static ck_obj_t *owned(const ck_type_t *t, const char *ns, const char *av, const char *kind,
+                       const char *name)
+{
+	ck_obj_builder_t *b = ck_obj_builder_new(t);
+	ck_obj_builder_set_meta(b, "namespace", ns, strlen(ns));
+	ck_obj_builder_set_meta(b, "name", "child", 5);
+	ck_obj_builder_add_owner(b);
+	ck_obj_builder_set_owner(b, "apiVersion", av, strlen(av));
+	ck_obj_builder_set_owner(b, "kind", kind, strlen(kind));
+	ck_obj_builder_set_owner(b, "name", name, strlen(name));
+	ck_obj_builder_set_owner_bool(b, "controller", true);
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_obj_builder_free(b);
+	return o;
+}
+
+/* The owner's group and kind decide, not its version nor the kind string alone;
+ * watches with predicates are registered (their filtering is test_predicate's). */
+START_TEST(test_enqueue_owner_type_and_watch_opts)
+{
+	ck_manager_opts_t mo = {.name = "mgr-test"};
+	int rc = 99;
+	char *argv[] = {
+	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	    NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	ck_controller_t *c = ck_manager_add_controller(m, "Deployments", NULL, NULL);
+	const ck_predicate_t *preds[] = {ck_predicate_generation_changed()};
+	ck_watch_opts_t wo = {.predicates = preds, .npredicates = 1};
+	ck_assert_ptr_nonnull(ck_controller_watch_opts(c, &ck_type_deployment, &wo));
+	ck_assert_ptr_nonnull(ck_controller_watch_map_opts(c, &ck_type_replicaset,
+	                                                   ck_controller_enqueue_owner_type,
+	                                                   (void *)&ck_type_deployment, &wo));
+	ck_wq_t *q = mgr_controller_queue(c);
+
+	ck_obj_t *objs[] = {
+	    owned(&ck_type_replicaset, "ns", "apps/v1", "Deployment", "d1"),       /* queued */
+	    owned(&ck_type_replicaset, "ns", "apps/v1beta2", "Deployment", "d2"),  /* queued */
+	    owned(&ck_type_replicaset, "ns", "example.com/v1", "Deployment", "x"), /* other group */
+	    owned(&ck_type_replicaset, "ns", "v1", "Deployment", "y"),             /* core group */
+	    owned(&ck_type_replicaset, "ns", "apps/v1", "StatefulSet", "z"),       /* other kind */
+	};
+	for (size_t i = 0; i < CK_ARRAY_LEN(objs); i++)
+		ck_controller_enqueue_owner_type((void *)&ck_type_deployment, c, objs[i]);
+	ck_assert_uint_eq(ck_wq_len(q), 2);
+	const char *k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/d1");
+	ck_wq_done(q, k);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/d2");
+	ck_wq_done(q, k);
+	/* The deprecated kind-only map takes the other group's Deployment too. */
+	ck_controller_enqueue_owner("Deployment", c, objs[2]);
+	ck_assert_uint_eq(ck_wq_len(q), 1);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/x");
+	ck_wq_done(q, k);
+	/* A cluster-scoped owner (a Node) of a namespaced object: its key is its name. */
+	ck_obj_t *pod = owned(&ck_type_pod, "ns", "v1", "Node", "n1");
+	ck_controller_enqueue_owner_type((void *)&ck_type_node, c, pod);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "n1");
+	ck_wq_done(q, k);
+	ck_obj_unref(pod);
+	for (size_t i = 0; i < CK_ARRAY_LEN(objs); i++)
+		ck_obj_unref(objs[i]);
+	ck_manager_free(m);
 }
 END_TEST
 
@@ -296,6 +369,7 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_help_version_and_usage_errors);
 	tcase_add_test(tc, test_kube_api_qps_validated);
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
+	tcase_add_test(tc, test_enqueue_owner_type_and_watch_opts);
 	tcase_add_test(tc, test_refused_informer_fails_run);
 	tcase_add_test(tc, test_trace_key_flag);
 	tcase_add_test(tc, test_trace_key_through_the_workers);
