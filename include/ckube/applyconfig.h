@@ -12,12 +12,12 @@
  * the end with ck_patch_append; elements keep the order of the calls, so
  * element i is the i-th appended.
  *
- * Defaults. The setters write what the API server would default where leaving
- * it out would make a create-or-update see a change on every call: a Service
- * port's protocol (TCP) and targetPort (the port), a container port's protocol
- * (TCP). Other defaults (a container's imagePullPolicy, terminationMessagePath,
- * a Deployment's strategy, ...) are not written: a Deployment is best sent with
- * server-side apply, whose list merging by container name is what it needs.
+ * Defaults. The setters write a Service port's protocol (TCP) and targetPort
+ * (the port) and a container port's protocol (TCP), as the server would
+ * default them. Other defaults (a container's imagePullPolicy,
+ * terminationMessagePath, a Deployment's strategy, ...) are not written: the
+ * server fills them in, and create-or-update does not count them as a change
+ * (ck_json_contains).
  */
 #ifndef CKUBE_APPLYCONFIG_H
 #define CKUBE_APPLYCONFIG_H

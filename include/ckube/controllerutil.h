@@ -34,10 +34,14 @@
  * Create-or-update. The caller gives the desired state as a body from
  * ck_patch_new_object() holding only the fields this controller owns.
  * ck_create_or_update_sync GETs the live object; if there is none it POSTs the
- * body (CK_OP_CREATED); else it merges the body into the live object with JSON
+ * body (CK_OP_CREATED). When the live object already contains the body
+ * (ck_json_contains: every member the body names, with its value; every list
+ * of the same length, element by element contained) it sends nothing
+ * (CK_OP_UNCHANGED): the members the server added by defaulting (a container's
+ * imagePullPolicy, terminationMessagePath, resources, ...) do not count as a
+ * change. Otherwise it merges the body into the live object with JSON
  * merge-patch semantics (RFC 7386: objects merged member by member, lists and
- * scalars replaced whole, null deletes) and, when that changes nothing, sends
- * nothing (CK_OP_UNCHANGED); otherwise it PUTs the merged object with the live
+ * scalars replaced whole, null deletes) and PUTs the result with the live
  * resourceVersion (CK_OP_UPDATED; a concurrent write gives 409, reported as
  * such). ck_create_or_patch_sync does the same but sends the body itself as a
  * merge patch (with the live resourceVersion as a precondition when asked).
@@ -50,11 +54,15 @@
  * owned it, and cannot take it away; worse, if our entry and theirs collide on a
  * field validated elsewhere (two ports both named "http"), the apply is refused
  * (422). Create-or-update replaces the list whole, as controller-runtime's
- * CreateOrUpdate does, which is what repairs such drift. The other side of that
- * coin: give list elements complete, as the server stores them (the defaults
- * included, e.g. a port's protocol and targetPort), or every call sees a change
- * and writes (an update to an identical object does not change its
- * resourceVersion, but it is still a request).
+ * CreateOrUpdate does, which is what repairs such drift: a list of another
+ * length than the body's (an entry added or removed by someone else), or an
+ * element whose value for a member the body names differs, is written back.
+ * What it does not repair: a member the body does not name, added to one of
+ * its list elements by someone else (an env list added to our container) --
+ * that is indistinguishable from a default. Unlike controller-runtime's
+ * CreateOrUpdate, which compares the whole mutated object and so writes on
+ * every call for a kind the server defaults (a Deployment), an object already
+ * as desired costs one GET and no write.
  *
  * All *_sync calls: worker threads only (client.h); res must be zeroed; they
  * return 0 on success, else -1 with res->error (and the server's Status), as

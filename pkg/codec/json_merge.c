@@ -1,9 +1,11 @@
 /*
- * json_merge: JSON merge patch (RFC 7386) and deep equality over parsed documents.
+ * json_merge: JSON merge patch (RFC 7386), deep equality and containment over
+ * parsed documents.
  *
  * One mechanism for everything that merges a partial object into a whole one: the
  * create-or-update helpers (what the live object would become with the fields a
- * controller owns) and the fake API server's merge PATCH. The trees are immutable
+ * controller owns, and whether it already holds them) and the fake API server's
+ * merge PATCH. The trees are immutable
  * (json.c), so a merge is written out as new text rather than done in place.
  *
  * Repeated keys: a document may hold a key twice; as everywhere in json.h the last
@@ -175,4 +177,36 @@ bool ck_json_merge_patch_noop(const ck_json_t *target, const ck_json_t *patch)
 			return false;
 	}
 	return true;
+}
+
+bool ck_json_contains(const ck_json_t *whole, const ck_json_t *part)
+{
+	switch (ck_json_type(part)) {
+	case CK_JSON_OBJECT:
+		if (ck_json_type(whole) != CK_JSON_OBJECT)
+			return false;
+		for (size_t i = 0; i < ck_json_len(part); i++) {
+			if (!member_counts(part, i))
+				continue;
+			size_t klen;
+			const char *key = ck_json_key(part, i, &klen);
+			const ck_json_t *pv = ck_json_at(part, i),
+			                *wv = ck_json_member(whole, key, klen);
+			/* null asks for the member's absence, as in a merge patch. */
+			if (ck_json_is_null(pv) ? wv != NULL : !ck_json_contains(wv, pv))
+				return false;
+		}
+		return true;
+	case CK_JSON_ARRAY:
+		/* Same length: an element someone else added is drift, not a default
+		 * (the server never adds list elements by defaulting). */
+		if (ck_json_type(whole) != CK_JSON_ARRAY || ck_json_len(whole) != ck_json_len(part))
+			return false;
+		for (size_t i = 0; i < ck_json_len(part); i++)
+			if (!ck_json_contains(ck_json_at(whole, i), ck_json_at(part, i)))
+				return false;
+		return true;
+	default:
+		return ck_json_equal(whole, part);
+	}
 }

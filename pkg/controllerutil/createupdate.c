@@ -5,9 +5,10 @@
  * The live object is read raw (keep_body): the desired body names only the
  * fields this controller owns, the live one has everything else, and the
  * merge (ck_json_merge_patch, RFC 7386) must keep what it does not name -- a
- * kept-fields ck_obj_t would have lost it. ck_json_merge_patch_noop decides
- * "unchanged" on values (numbers by value, members in any order), so the
- * server's own formatting never causes a write.
+ * kept-fields ck_obj_t would have lost it. ck_json_contains decides
+ * "unchanged" on values (numbers by value, members in any order, list elements
+ * with the server's defaults in them), so neither the server's formatting nor
+ * its defaulting causes a write.
  */
 #include <ckube/controllerutil.h>
 
@@ -109,7 +110,7 @@ int ck_create_or_update_sync(ck_client_t *c, const ck_patch_t *body, const ck_wr
 	if (rc < 0 || live == NULL)
 		goto out;
 	const ck_json_t *l = ck_json_root(live), *d = ck_json_root(desired);
-	if (ck_json_merge_patch_noop(l, d)) {
+	if (ck_json_contains(l, d)) {
 		*op = CK_OP_UNCHANGED;
 		goto out;
 	}
@@ -136,7 +137,7 @@ int ck_create_or_patch_sync(ck_client_t *c, const ck_patch_t *body, const ck_wri
 	if (rc < 0 || live == NULL)
 		goto out;
 	const ck_json_t *l = ck_json_root(live), *d = ck_json_root(desired);
-	if (ck_json_merge_patch_noop(l, d)) {
+	if (ck_json_contains(l, d)) {
 		*op = CK_OP_UNCHANGED;
 		goto out;
 	}

@@ -8,6 +8,11 @@
  *                (a strategic-merge patch, as kubectl edit sends) survives a
  *                forced server-side apply of our one port, and create-or-update
  *                repairs it to exactly one port
+ *   defaulted    create-or-update of a Deployment: the second call sends no
+ *                write (the resourceVersion stays and the client counted no PUT)
+ *                although the server filled the container with defaults
+ *                (imagePullPolicy, terminationMessagePath, resources, ...); a
+ *                changed image is written
  *   status       a status in a main-resource patch of a Foo (its CRD has the
  *                status subresource) is answered 200 and dropped; the status
  *                merge patch and the status apply land; a Ready condition set
@@ -261,6 +266,107 @@ START_TEST(test_create_or_update_repairs_drift)
 	it_t t;
 	it_init(&t);
 	it_run(&t, drift_main);
+	it_fini(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------ defaulted */
+
+static ck_patch_t *desired_deployment(const char *ns, const char *image)
+{
+	ck_patch_t *d = ck_ac_deployment(ns, "web");
+	ck_ac_deployment_replicas(d, 2);
+	ck_ac_deployment_selector(d, "app", "web");
+	ck_ac_deployment_template_label(d, "app", "web");
+	ck_patch_t *c = ck_ac_container("web", image);
+	ck_ac_container_port(c, "http", 8080, NULL);
+	ck_ac_deployment_container(d, c);
+	return d;
+}
+
+static void count_put(void *ud, const char *method, int code, uint64_t count)
+{
+	if (strcmp(method, "PUT") == 0)
+		*(uint64_t *)ud += count;
+}
+
+static uint64_t puts_sent(it_t *t)
+{
+	uint64_t n = 0;
+	ck_client_stats_foreach(t->c, count_put, &n);
+	return n;
+}
+
+static void *defaulted_main(void *arg)
+{
+	it_t *t = arg;
+	ns_create(t);
+	ck_patch_t *want = desired_deployment(t->ns, "nginx:1.27");
+	ck_result_t r = {0};
+	ck_op_result_t op;
+
+	int rc = ck_create_or_update_sync(t->c, want, NULL, &op, &r);
+	ck_assert_msg(rc == 0, "create: %s", r.error);
+	ck_assert_int_eq(op, CK_OP_CREATED);
+	ck_result_clear(&r);
+	ck_json_doc_t *d = get_raw(t, &ck_type_deployment, "web");
+	/* The server filled in what the body left out: the case under test. */
+	ck_assert_ptr_nonnull(
+	    ck_json_get(ck_json_root(d),
+	                CK_PATH("spec", "template", "spec", "containers", "0", "imagePullPolicy")));
+	char *rv1 = rv_of(d);
+	ck_json_doc_free(d);
+
+	uint64_t puts = puts_sent(t);
+	rc = ck_create_or_update_sync(t->c, want, NULL, &op, &r);
+	ck_assert_msg(rc == 0, "again: %s", r.error);
+	ck_assert_msg(op == CK_OP_UNCHANGED, "second create-or-update: %s, want unchanged",
+	              ck_op_result_name(op));
+	ck_result_clear(&r);
+	ck_assert_uint_eq(puts_sent(t), puts); /* no PUT sent */
+	d = get_raw(t, &ck_type_deployment, "web");
+	char *rv2 = rv_of(d);
+	ck_json_doc_free(d);
+	ck_assert_str_eq(rv1, rv2);
+
+	/* A value it owns changes: written, the defaults come back from the server. */
+	ck_patch_free(want);
+	want = desired_deployment(t->ns, "nginx:1.28");
+	/* The deployment controller writes the status meanwhile: a 409 is retried, as
+	 * a reconcile would be. */
+	int tries = 0;
+	do {
+		ck_result_clear(&r);
+		rc = ck_create_or_update_sync(t->c, want, NULL, &op, &r);
+	} while (rc != 0 && ck_result_is_conflict(&r) && ++tries < 10);
+	ck_assert_msg(rc == 0 && op == CK_OP_UPDATED, "new image: %s %s", r.error,
+	              ck_op_result_name(op));
+	ck_result_clear(&r);
+	ck_assert_uint_eq(puts_sent(t), puts + 1 + (uint64_t)tries);
+	d = get_raw(t, &ck_type_deployment, "web");
+	const ck_json_t *c0 =
+	    ck_json_get(ck_json_root(d), CK_PATH("spec", "template", "spec", "containers", "0"));
+	ck_assert_str_eq(ck_json_str(ck_json_get(c0, CK_PATH("image"))), "nginx:1.28");
+	ck_assert_ptr_nonnull(ck_json_get(c0, CK_PATH("imagePullPolicy")));
+	ck_json_doc_free(d);
+	rc = ck_create_or_update_sync(t->c, want, NULL, &op, &r);
+	ck_assert_msg(rc == 0 && op == CK_OP_UNCHANGED, "after the update: %s %s", r.error,
+	              ck_op_result_name(op));
+	ck_result_clear(&r);
+
+	free(rv1);
+	free(rv2);
+	ck_patch_free(want);
+	ns_delete(t);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+START_TEST(test_create_or_update_defaulted)
+{
+	it_t t;
+	it_init(&t);
+	it_run(&t, defaulted_main);
 	it_fini(&t);
 }
 END_TEST
@@ -556,6 +662,7 @@ Suite *suite_controllerutil(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_create_or_update_repairs_drift);
+	tcase_add_test(tc, test_create_or_update_defaulted);
 	tcase_add_test(tc, test_status_subresource);
 	tcase_add_test(tc, test_finalizers);
 	tcase_add_test(tc, test_owner_references);

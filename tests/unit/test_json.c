@@ -446,6 +446,64 @@ START_TEST(test_merge_patch)
 }
 END_TEST
 
+START_TEST(test_contains)
+{
+	/* A Deployment's container as the server stores it, and as a controller wants it. */
+	const char *live =
+	    "{\"spec\":{\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{"
+	    "\"name\":\"web\",\"image\":\"nginx\",\"ports\":[{\"name\":\"http\","
+	    "\"containerPort\":8080,\"protocol\":\"TCP\"}],\"resources\":{},"
+	    "\"imagePullPolicy\":\"IfNotPresent\"}],\"dnsPolicy\":\"ClusterFirst\"}}},"
+	    "\"status\":{\"replicas\":2}}";
+	static const char *const in[] = {
+	    "{}",
+	    "{\"spec\":{\"replicas\":2.0}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"web\",\"image\":"
+	    "\"nginx\",\"ports\":[{\"containerPort\":8080}]}]}}}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"resources\":{}}]}}}}",
+	    "{\"metadata\":null,\"spec\":{\"paused\":null}}",
+	};
+	static const char *const out[] = {
+	    "{\"spec\":{\"replicas\":3}}",
+	    /* a list of another length: an entry added or removed is drift */
+	    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[]}}}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"web\"},"
+	    "{\"name\":\"web\"}]}}}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"image\":\"nginx:2\"}]}}}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"env\":[]}]}}}}",
+	    "{\"status\":null}",
+	    "{\"spec\":{\"replicas\":\"2\"}}",
+	    "{\"spec\":[]}",
+	    "{\"spec\":{\"replicas\":{}}}",
+	    "[]",
+	    "null",
+	};
+	ck_json_doc_t *w = parse(live);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		ck_json_doc_t *p = parse(in[i]);
+		ck_assert_msg(ck_json_contains(ck_json_root(w), ck_json_root(p)), "should hold %s",
+		              in[i]);
+		ck_json_doc_free(p);
+	}
+	for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+		ck_json_doc_t *p = parse(out[i]);
+		ck_assert_msg(!ck_json_contains(ck_json_root(w), ck_json_root(p)),
+		              "should not hold %s", out[i]);
+		ck_json_doc_free(p);
+	}
+	/* Scalars and arrays at the top, absent nodes. */
+	ck_json_doc_t *a = parse("[1,{\"x\":1,\"y\":2}]"), *b = parse("[1.0,{\"y\":2}]");
+	ck_assert(ck_json_contains(ck_json_root(a), ck_json_root(b)));
+	ck_assert(!ck_json_contains(ck_json_root(b), ck_json_root(a)));
+	ck_assert(ck_json_contains(NULL, NULL));
+	ck_assert(!ck_json_contains(NULL, ck_json_root(b)));
+	ck_assert(!ck_json_contains(ck_json_root(a), NULL));
+	ck_json_doc_free(a);
+	ck_json_doc_free(b);
+	ck_json_doc_free(w);
+}
+END_TEST
+
 START_TEST(test_equal)
 {
 	static const char *const same[][2] = {
@@ -497,6 +555,7 @@ Suite *suite_json(void)
 	tcase_add_test(tc, test_parse_val);
 	tcase_add_test(tc, test_merge_patch);
 	tcase_add_test(tc, test_equal);
+	tcase_add_test(tc, test_contains);
 	suite_add_tcase(s, tc);
 	return s;
 }
