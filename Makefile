@@ -9,6 +9,7 @@
 #   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (30) each (make test: 5)
 #   make fuzz       every libFuzzer target for FUZZ_LONG_SECONDS (600) each
 #   make unit       unit tests only;  make e2e  e2e tests only
+#   make examples-test   the examples' own unit tests (examples/*/*_test.c, ASan)
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
 #   make bench      benchmarks (print figures)
@@ -62,7 +63,7 @@ ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
 GENERATE_PHONY := generate verify-generate
-.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install examples-test $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -233,20 +234,39 @@ unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests
 
-# The examples/ controllers: each examples/<name>/main.c, ASan build for the e2e
-# tests (tests/lib/run.sh builds them again from the installed library).
+# The examples/ controllers: each examples/<name>/main.c with the other .c files
+# beside it but its tests (*_test.c), ASan build for the e2e tests
+# (tests/lib/run.sh builds them again from the installed library).
 # An example with a crd.yaml has its kind generated at build time by ckube-gen into
-# $(B)/gen/examples/<name>/<version>/, which its main.c includes.
+# $(B)/gen/examples/<name>/<version>/, which its sources include.
 EXAMPLES := $(patsubst examples/%/main.c,%,$(wildcard examples/*/main.c))
 EXAMPLES_CRD := $(patsubst examples/%/crd.yaml,%,$(wildcard examples/*/crd.yaml))
+example_objs = $(patsubst %.c,$(B)/asan/%.o,$(filter-out %_test.c,$(wildcard examples/$(1)/*.c)))
 $(B)/gen/examples/%/stamp: examples/%/crd.yaml bin/ckube-gen
 	rm -rf $(dir $@) && bin/ckube-gen -o $(dir $@) $< && touch $@
-$(foreach e,$(EXAMPLES_CRD),$(eval $(B)/asan/examples/$(e)/main.o: $(B)/gen/examples/$(e)/stamp))
-$(foreach e,$(EXAMPLES_CRD),$(eval $(B)/asan/examples/$(e)/main.o: BASEFLAGS += -I$(B)/gen/examples/$(e)))
-$(B)/asan/bin/%: $(B)/asan/examples/%/main.o $(ASAN_OBJS)
+$(foreach e,$(EXAMPLES_CRD),$(foreach o,$(call example_objs,$(e)) $(B)/asan/examples/$(e)/$(e)_test.o,\
+	$(eval $(o): $(B)/gen/examples/$(e)/stamp)$(eval $(o): BASEFLAGS += -I$(B)/gen/examples/$(e))))
+$(foreach e,$(EXAMPLES),$(eval $(B)/asan/bin/$(e): $(call example_objs,$(e))))
+$(B)/asan/bin/%: $(ASAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
 		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) -lm
+
+# The examples' own tests, as their users write them: examples/<name>/<name>_test.c,
+# a check program of its own (main included) linked with the example's sources but
+# main.c, run under ASan+UBSan from the example's directory. tests/lib/run.sh builds
+# and runs them again against the installed library only.
+EXAMPLE_TESTS := $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*_test.c)))
+$(foreach e,$(EXAMPLE_TESTS),$(eval $(B)/asan/examples-test/$(e): $(B)/asan/examples/$(e)/$(e)_test.o \
+	$(filter-out %/main.o,$(call example_objs,$(e)))))
+$(B)/asan/examples-test/%: $(ASAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
+		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) $(CHECK_LIBS) -lm
+examples-test: deps $(EXAMPLE_TESTS:%=$(B)/asan/examples-test/%)
+	@for e in $(EXAMPLE_TESTS); do \
+		(cd examples/$$e && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			$(abspath $(B))/asan/examples-test/$$e) || exit 1; done
 
 e2e: deps all $(B)/asan/sample-controller $(EXAMPLES:%=$(B)/asan/bin/%)
 	CSC_TIMES="$(CSC_TIMES)" bash tests/e2e/run.sh
@@ -281,6 +301,7 @@ test-steps:
 	$(TIMED) libcheck $(MAKE) libcheck
 	$(TIMED) fuzz-smoke $(MAKE) -j2 --no-print-directory fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) CSC_TIMES=$(TIMES)
 	$(TIMED) unit $(MAKE) unit
+	$(TIMED) examples-test $(MAKE) examples-test
 	$(TIMED) re2-diff $(MAKE) re2-diff
 	$(TIMED) unit-tsan $(MAKE) unit-tsan
 	$(TIMED) e2e $(MAKE) e2e CSC_TIMES=$(TIMES)

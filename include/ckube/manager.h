@@ -41,6 +41,7 @@
 
 #include <ckube/export.h>
 
+#include <ckube/base.h>
 #include <ckube/cache.h>
 #include <ckube/client.h>
 #include <ckube/flag.h>
@@ -48,6 +49,7 @@
 #include <ckube/obj.h>
 #include <ckube/predicate.h>
 #include <ckube/record.h>
+#include <ckube/status.h>
 #include <ckube/workqueue.h>
 
 #include <stdbool.h>
@@ -139,6 +141,17 @@ typedef int (*ck_reconcile_fn)(void *ud, const char *key, char **err);
  * retried with backoff like -1, but counted as "requeue" and logged at -v=2 only
  * (*err, if set, is the reason). */
 #define CK_RECONCILE_RETRY (-2)
+/*
+ * What a reconcile function returns when a request failed: CK_RECONCILE_RETRY
+ * when res is a 409 Conflict (the object changed since it was read: an expected
+ * race, retried with the object read again), else -1; *err gets a new message
+ * "<fmt formatted>: <res->error>" (free()d by the caller of the reconcile
+ * function). Borrows res. So that every write of a reconcile function ends in
+ *   if (ck_..._sync(..., &res) != 0)
+ *           rc = ck_reconcile_failed(&res, err, "status of Foo %s", key);
+ */
+CKUBE_API int ck_reconcile_failed(const ck_result_t *res, char **err, const char *fmt, ...)
+    CK_PRINTF(3, 4);
 
 /*
  * A controller: a rate-limited workqueue (client-go's default controller rate

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,17 @@ void ck_controller_enqueue_owner(void *kind, ck_controller_t *c, const ck_obj_t 
 	if (ref == NULL || strcmp(ref->kind, (const char *)kind) != 0)
 		return;
 	enqueue_ref(c, obj, ref, NULL);
+}
+
+int ck_reconcile_failed(const ck_result_t *res, char **err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *what = ck_xvasprintf(fmt, ap);
+	va_end(ap);
+	*err = ck_xasprintf("%s: %s", what, res->error ? res->error : "failed");
+	free(what);
+	return ck_result_is_conflict(res) ? CK_RECONCILE_RETRY : -1;
 }
 
 /* ---- Handlers (loop thread) ---- */

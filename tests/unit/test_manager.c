@@ -225,6 +225,24 @@ END_TEST
 
 /* A descriptor the factory refuses (same resource, other fields): NULL, a lister of
  * NULL is NULL, and run exits 1 before starting anything. */
+START_TEST(test_reconcile_failed)
+{
+	ck_result_t conflict = {.http_code = 409,
+	                        .error = "PUT foos/a: 409 Conflict: the object has been modified",
+	                        .status = {.code = 409, .reason = "Conflict"}};
+	ck_result_t gone = {.http_code = 500, .error = "PUT foos/a: 500 InternalError"};
+	char *err = NULL;
+	ck_assert_int_eq(ck_reconcile_failed(&conflict, &err, "status of Foo %s", "ns/a"),
+	                 CK_RECONCILE_RETRY);
+	ck_assert_str_eq(err, "status of Foo ns/a: PUT foos/a: 409 Conflict: the object has been "
+	                      "modified");
+	free(err);
+	ck_assert_int_eq(ck_reconcile_failed(&gone, &err, "Deployment %s/%s", "ns", "a"), -1);
+	ck_assert_str_eq(err, "Deployment ns/a: PUT foos/a: 500 InternalError");
+	free(err);
+}
+END_TEST
+
 START_TEST(test_refused_informer_fails_run)
 {
 	static const char *const other_fields[] = {"data"};
@@ -371,6 +389,7 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
 	tcase_add_test(tc, test_enqueue_owner_type_and_watch_opts);
 	tcase_add_test(tc, test_refused_informer_fails_run);
+	tcase_add_test(tc, test_reconcile_failed);
 	tcase_add_test(tc, test_trace_key_flag);
 	tcase_add_test(tc, test_trace_key_through_the_workers);
 	suite_add_tcase(s, tc);
