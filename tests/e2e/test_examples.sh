@@ -75,3 +75,65 @@ YAML
 	stop_controller greeting
 	kubectl delete namespace "$ns" --wait=false >/dev/null
 }
+
+webapp_ready() { # webapp_ready NS NAME REPLICAS: Ready=True for this generation
+	[ "$(jp "$1" webapp/"$2" '{.status.conditions[?(@.type=="Ready")].status}')" = True ] &&
+		[ "$(jp "$1" webapp/"$2" '{.status.readyReplicas}')" = "$3" ] &&
+		[ "$(jp "$1" webapp/"$2" '{.status.observedGeneration}')" = "$(jp "$1" webapp/"$2" '{.metadata.generation}')" ]
+}
+svc_ports() { jp "$1" svc/"$2" '{range .spec.ports[*]}{.name}:{.port}:{.targetPort} {end}'; }
+
+t_example_webapp_crd() {
+	local ns uid rv port puts runs
+	kubectl apply -f "$E2E_ROOT/examples/webapp/crd.yaml" >/dev/null
+	kubectl wait --for=condition=Established --timeout=60s crd/webapps.example.ckube.io >/dev/null
+	ns=$(new_ns ex-webapp)
+	port=$(free_port)
+	SC_BIN="$EX_BIN/webapp" start_controller webapp --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+		--metrics-bind-address="127.0.0.1:$port"
+	kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: example.ckube.io/v1alpha1
+kind: WebApp
+metadata: {name: web}
+spec: {image: "nginx:1.27", replicas: 2}
+YAML
+	# Its finalizer, a Deployment and a Service it controls, then Ready (kwok's node
+	# makes the pods ready) with readyReplicas and observedGeneration.
+	until_ok 30 webapp_ready "$ns" web 2 || fail "not Ready: $(jp "$ns" webapp/web '{.status}')"
+	uid=$(jp "$ns" webapp/web '{.metadata.uid}')
+	test "$(jp "$ns" webapp/web '{.metadata.finalizers[*]}')" = example.ckube.io/webapp || fail "finalizer"
+	for o in deploy/web svc/web; do
+		test "$(jp "$ns" "$o" '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].uid}/{.metadata.ownerReferences[0].controller}')" = "WebApp/$uid/true" ||
+			fail "$o not controlled by the WebApp"
+	done
+	test "$(jp "$ns" deploy/web '{.spec.template.spec.containers[0].image}/{.spec.template.spec.containers[0].ports[0].containerPort}')" = "nginx:1.27/8080" ||
+		fail "Deployment's container: $(jp "$ns" deploy/web '{.spec.template.spec.containers[0]}')"
+	test "$(svc_ports "$ns" web)" = "http:80:8080 " || fail "Service ports: $(svc_ports "$ns" web)"
+	# Nothing written while nothing changes: create-or-update finds the Deployment
+	# (defaulted by the server) unchanged. A PUT of the same object would leave the
+	# resourceVersion as it is: the controller's request count tells.
+	rv=$(jp "$ns" deploy/web '{.metadata.resourceVersion}')
+	puts=$(prom_value "127.0.0.1:$port" rest_client_resource_requests_total method=PUT resource=deployments)
+	runs=$(prom_value "127.0.0.1:$port" controller_runtime_reconcile_total controller=webapp)
+	kubectl -n "$ns" annotate svc web touched=1 >/dev/null # an owned object's event: a reconcile
+	until_ok 10 prom_ge "127.0.0.1:$port" "$(awk -v r="$runs" 'BEGIN { print r + 1 }')" controller_runtime_reconcile_total controller=webapp ||
+		fail "no reconcile after the Service changed"
+	test "$(jp "$ns" deploy/web '{.metadata.resourceVersion}')" = "$rv" || fail "the Deployment was written without a change"
+	test "$(prom_value "127.0.0.1:$port" rest_client_resource_requests_total method=PUT resource=deployments)" = "$puts" ||
+		fail "the Deployment was PUT without a change ($puts before)"
+	# A port added by hand (strategic merge: kubectl edit's) is taken away.
+	kubectl -n "$ns" patch svc web -p '{"spec":{"ports":[{"name":"debug","port":9090,"targetPort":9090}]}}' >/dev/null
+	until_ok 30 bash -c "[ \"\$(kubectl -n $ns get svc web -o jsonpath='{.spec.ports[*].name}')\" = http ]" ||
+		fail "Service drift not repaired: $(svc_ports "$ns" web)"
+	# The spec changes: the Deployment and the status follow.
+	kubectl -n "$ns" patch webapp web --type merge -p '{"spec":{"replicas":3}}' >/dev/null
+	until_ok 30 webapp_ready "$ns" web 3 || fail "did not follow spec.replicas: $(jp "$ns" webapp/web '{.status}')"
+	test "$(jp "$ns" deploy/web '{.spec.replicas}')" = 3 || fail "Deployment replicas"
+	# Deletion: the event, the finalizer released, the owned objects collected.
+	kubectl -n "$ns" delete webapp web --wait=false >/dev/null
+	until_ok 30 bash -c "! kubectl -n $ns get webapp web" || fail "WebApp still there: $(jp "$ns" webapp/web '{.metadata}')"
+	until_ok 20 bash -c "kubectl -n $ns get events --field-selector reason=Deleted -o name | grep -q ." || fail "no Deleted event"
+	until_ok 60 bash -c "! kubectl -n $ns get deploy web && ! kubectl -n $ns get svc web" || fail "Deployment/Service not collected"
+	stop_controller webapp
+	kubectl delete namespace "$ns" --wait=false >/dev/null
+}
