@@ -103,6 +103,7 @@
 #include <ckube/client.h>
 #include <ckube/json.h>
 #include <ckube/obj.h>
+#include <ckube/record.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -240,6 +241,12 @@ CKUBE_API void ck_fake_env_free(ck_fake_env_t *env);
 CKUBE_API ck_client_t *ck_fake_env_client(ck_fake_env_t *env);
 CKUBE_API ck_cache_factory_t *ck_fake_env_factory(ck_fake_env_t *env);
 CKUBE_API struct ev_loop *ck_fake_env_loop(ck_fake_env_t *env);
+/* An event recorder on the env's client (client-go's FakeRecorder, but the events
+ * land in f as core/v1 Events, reason and message included, for ck_fake_count
+ * (f, "create", "events") or a LIST): made on the first call, freed with the env
+ * (borrowed until then). ck_fake_env_settle also waits until every event recorded
+ * before it is written. NULL with *err if refused. Not the loop thread. */
+CKUBE_API ck_record_t *ck_fake_env_recorder(ck_fake_env_t *env, char **err);
 /* Runs fn(ud) on the loop thread and waits for it. Any thread but the loop's. */
 CKUBE_API void ck_fake_env_run(ck_fake_env_t *env, void (*fn)(void *ud), void *ud);
 /* The factory's informer for t (borrowed; t must outlive env), created on the loop

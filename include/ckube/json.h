@@ -170,6 +170,10 @@ CKUBE_API int ck_json_get_number_text(const ck_json_t *v, const char **text);
 CKUBE_API bool ck_json_is_null(const ck_json_t *v);
 /* Shorthand: the string (borrowed) or NULL when v is absent or not a string. */
 CKUBE_API const char *ck_json_str(const ck_json_t *v);
+/* Shorthand: the integer (as ck_json_get_int64), or dflt when v is absent, not
+ * an integer or out of range: ck_json_int(ck_json_get(d, CK_PATH("spec",
+ * "replicas")), 1). */
+CKUBE_API int64_t ck_json_int(const ck_json_t *v, int64_t dflt);
 
 /*
  * Appends v as compact JSON to out, in the form of kept text (see above).

@@ -544,6 +544,12 @@ const char *ck_json_str(const ck_json_t *v)
 	return v != NULL && v->type == CK_JSON_STRING ? v->u.s : NULL;
 }
 
+int64_t ck_json_int(const ck_json_t *v, int64_t dflt)
+{
+	int64_t i;
+	return ck_json_get_int64(v, &i) == CK_JSON_OK ? i : dflt;
+}
+
 int ck_json_get_int64(const ck_json_t *v, int64_t *out)
 {
 	if (v == NULL)

@@ -40,6 +40,7 @@ struct ck_fake_env {
 	char *err;
 	ck_client_t *client;
 	ck_cache_factory_t *factory;
+	ck_record_t *recorder; /* made by ck_fake_env_recorder, NULL until then */
 	ck_cache_informer_t **infs;
 	const ck_type_t **types;
 	size_t ninfs;
@@ -150,6 +151,8 @@ void ck_fake_env_free(ck_fake_env_t *env)
 {
 	if (env == NULL)
 		return;
+	/* Its poster writes through the client: stopped while the loop still serves. */
+	ck_record_free(env->recorder);
 	ck_fake_env_run(env, teardown_on_loop, env);
 	pthread_join(env->thread, NULL);
 	ev_loop_destroy(env->loop);
@@ -174,6 +177,16 @@ ck_cache_factory_t *ck_fake_env_factory(ck_fake_env_t *env)
 struct ev_loop *ck_fake_env_loop(ck_fake_env_t *env)
 {
 	return env->loop;
+}
+
+ck_record_t *ck_fake_env_recorder(ck_fake_env_t *env, char **err)
+{
+	/* core/v1 Events: what the fake serves (no discovery of events.k8s.io). */
+	if (env->recorder == NULL)
+		env->recorder = ck_record_new(
+		    env->client,
+		    &(ck_record_opts_t){.component = "fake", .api = CK_RECORD_API_CORE_V1}, err);
+	return env->recorder;
 }
 
 typedef struct inf_call {
@@ -272,6 +285,11 @@ int ck_fake_env_settle(ck_fake_env_t *env, int64_t timeout_ms, char **err)
 {
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	/* First the events recorded so far, which informers of Events may then see. */
+	if (env->recorder != NULL &&
+	    ck_record_flush(env->recorder, timeout_ms < 0 ? UINT32_MAX : (uint32_t)timeout_ms) != 0)
+		return ck_err_set(err, "fake env: events not written after %" PRId64 " ms",
+		                  timeout_ms);
 	for (size_t i = 0; i < env->ninfs; i++) {
 		for (;;) {
 			char *diff = store_diff(env->f, env->infs[i], env->types[i]);

@@ -1027,6 +1027,33 @@ START_TEST(test_recorder_on_fake)
 }
 END_TEST
 
+/* The env's recorder: one per env, and settling waits for its events, even slow
+ * ones (300 ms of latency on their create). */
+static void slow_events(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
+{
+	out->delay_ms = 300;
+}
+
+START_TEST(test_env_recorder)
+{
+	char *err = NULL;
+	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
+	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
+	                 0);
+	ck_result_t r = {0};
+	ck_assert_int_eq(ck_client_get_sync(cl, &cm_type, "ns", "a", &r), 0);
+	ck_record_t *rec = ck_fake_env_recorder(env, &err);
+	ck_assert_msg(rec != NULL, "%s", err);
+	ck_assert_ptr_eq(ck_fake_env_recorder(env, &err), rec);
+	ck_fake_prepend_reactor(fake, "create", "events", slow_events, NULL);
+	ck_record_event(rec, r.obj, CK_RECORD_WARNING, "Failed", "failed %s", "a");
+	ck_assert_msg(ck_fake_env_settle(env, 5000, &err) == 0, "%s", err);
+	static const ck_type_t ev = {"", "v1", "Event", "events", true, NULL, 0, false};
+	ck_assert_uint_eq(ck_fake_len(fake, &ev, "ns"), 1);
+	ck_result_clear(&r);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- reactors */
 
 static void fail_once(void *ud, const ck_fake_action_t *act, ck_fake_answer_t *out)
@@ -1190,6 +1217,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_informer_fed_by_fake);
 	tcase_add_test(tc, test_generated_kind);
 	tcase_add_test(tc, test_recorder_on_fake);
+	tcase_add_test(tc, test_env_recorder);
 	tcase_add_test(tc, test_cancel_inside_callback);
 	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);

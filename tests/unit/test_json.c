@@ -134,6 +134,13 @@ START_TEST(test_types)
 	ck_assert_int_eq(ck_json_get_int64(ck_json_get(r, CK_PATH("s")), &i), CK_JSON_ETYPE);
 	ck_assert_int_eq(ck_json_get_int64(ck_json_get(r, CK_PATH("nope")), &i), CK_JSON_EABSENT);
 	ck_assert_int_eq(i, 7); /* untouched on failure */
+	/* The shorthand: the integer, else the default. */
+	ck_assert_int_eq(ck_json_int(ck_json_get(r, CK_PATH("i")), 7), -42);
+	ck_assert(ck_json_int(ck_json_get(r, CK_PATH("min")), 7) == INT64_MIN);
+	ck_assert_int_eq(ck_json_int(ck_json_get(r, CK_PATH("big")), 7), 7);
+	ck_assert_int_eq(ck_json_int(ck_json_get(r, CK_PATH("one")), 7), 7);
+	ck_assert_int_eq(ck_json_int(ck_json_get(r, CK_PATH("s")), 7), 7);
+	ck_assert_int_eq(ck_json_int(NULL, -1), -1);
 
 	double f = 0;
 	ck_assert_int_eq(ck_json_get_double(ck_json_get(r, CK_PATH("f")), &f), CK_JSON_OK);
