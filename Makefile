@@ -64,7 +64,7 @@ TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 GENERATE_PHONY := generate verify-generate
 .PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
-all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
+all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/ckube-envtest bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
 deps:
 	@bash hack/install-deps.sh
@@ -128,9 +128,12 @@ $(B)/ckube.pc $(B)/ckube-static.pc: VERSION Makefile
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]
 BINDIR     ?= $(PREFIX)/bin
-install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc bin/ckube-gen
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube $(DESTDIR)$(BINDIR)
-	install -m 755 bin/ckube-gen $(DESTDIR)$(BINDIR)/
+# ckube-envtest assets runs the installed share/ckube/build-k8s.sh (versions.env beside it).
+DATADIR    ?= $(PREFIX)/share
+install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc bin/ckube-gen bin/ckube-envtest
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/ckube
+	install -m 755 bin/ckube-gen bin/ckube-envtest $(DESTDIR)$(BINDIR)/
+	install -m 644 hack/build-k8s.sh hack/versions.env $(DESTDIR)$(DATADIR)/ckube/
 	install -m 644 include/ckube/*.h $(DESTDIR)$(INCLUDEDIR)/ckube/
 	install -m 644 lib/libckube.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 lib/libckube.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -140,6 +143,11 @@ install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-stat
 
 # The daemon uses only the library's API: it links the archive, not the objects.
 bin/sample-controller: $(CMD_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
+	@mkdir -p bin
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
+
+# ckube-envtest, a test's etcd and kube-apiserver for shell scripts (installed too).
+bin/ckube-envtest: $(B)/rel/cmd/ckube-envtest/main.o lib/libckube.a
 	@mkdir -p bin
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
 

@@ -7,12 +7,13 @@
 # its own module; modules of one layer may not include each other):
 #
 #   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
-#        <- rest <- apply <- gen <- cache, record, leaderelection <- metrics <- manager
+#        <- rest <- apply <- gen <- cache, record, leaderelection <- metrics <- manager, envtest
 #
 # The places follow the real dependencies: flowcontrol (the token bucket) needs only
 # base; the workqueue needs base and flowcontrol, nothing of Kubernetes; apply sends
 # its patches through rest (ck_client_merge_patch_sync); gen's accessors build
-# patches. cmd/, examples/ and tests/ sit above all of it and are not checked.
+# patches; envtest, beside the manager, starts a test's control plane and talks to it
+# through rest. cmd/, examples/ and tests/ sit above all of it and are not checked.
 #
 # Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
 #        hack/depcheck.sh --self-test   it refuses a wrong include and passes a right
@@ -49,7 +50,7 @@ LAYERS=(
 	"gen"
 	"cache record leaderelection"
 	"metrics"
-	"manager"
+	"manager envtest"
 )
 
 # Each public header -> the module that implements it. ckube.h, the umbrella header
@@ -62,7 +63,7 @@ declare -A HEADER=(
 	[kinds]=kinds [types]=kinds [config]=clientcmd
 	[client]=rest [patch]=apply [gen]=gen
 	[cache]=cache [cache_fake]=cache [record]=record [leaderelection]=leaderelection
-	[metrics]=metrics [manager]=manager
+	[metrics]=metrics [manager]=manager [envtest]=envtest
 	[ckube]=
 )
 
