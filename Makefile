@@ -9,6 +9,7 @@
 #   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (30) each (make test: 5)
 #   make fuzz       every libFuzzer target for FUZZ_LONG_SECONDS (600) each
 #   make unit       unit tests only;  make e2e  e2e tests only
+#   make envtest-test   <ckube/envtest.h> and ckube-envtest on real servers, as nobody
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
 #   make bench      benchmarks (print figures)
@@ -62,7 +63,7 @@ ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
 GENERATE_PHONY := generate verify-generate
-.PHONY: FORCE all deps image install $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install envtest-test $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/ckube-envtest bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -219,6 +220,15 @@ $(B)/asan/integration-tests: $(INTEG_SRCS:%.c=$(B)/asan/%.o) $(B)/integ/main.o $
 # make integration KUBECONFIG=.local/kubeconfig [INTEG_SUITES="client"]
 integration: $(B)/asan/integration-tests
 	cd tests/integration && CK_DEFAULT_TIMEOUT=300 $(abspath $(B))/asan/integration-tests
+
+# envtest (<ckube/envtest.h>, ckube-envtest) against the real etcd and kube-apiserver,
+# as an unprivileged user (nobody, when run as root): start/stop, a Foo through a
+# client, bad input (missing binary, port in use, CRDs that fail), cleanup after a
+# kill -9; prints the cold and warm start times (tests/envtest/run.sh).
+$(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+envtest-test: $(B)/asan/envtest-test bin/ckube-envtest
+	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test bash tests/envtest/run.sh
 
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: $(B)/suites.h
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: BASEFLAGS += -I$(B)

@@ -28,6 +28,7 @@
 #include <ckube/base.h>
 #include <ckube/envtest.h>
 #include <ckube/flag.h>
+#include <ckube/log.h>
 
 #define PROG "ckube-envtest"
 
@@ -125,7 +126,7 @@ static int cmd_stop(void)
 static int cmd_start(int argc, char **argv)
 {
 	const char *assets = NULL;
-	int64_t api_port = 0, etcd_port = 0, timeout_ms = 60000, crd_timeout_ms = 30000;
+	int64_t api_port = 0, etcd_port = 0, timeout_ms = 60000, crd_timeout_ms = 30000, v = 0;
 	ck_flagset_t *fs = ck_flagset_new(PROG " start");
 	ck_flag_string(fs, "assets", &assets,
 	               "directory with etcd and kube-apiserver (default $CKUBE_ENVTEST_ASSETS, "
@@ -137,6 +138,7 @@ static int cmd_start(int argc, char **argv)
 	ck_flag_duration(fs, "timeout", &timeout_ms, "how long to wait for the API server");
 	ck_flag_duration(fs, "crd-timeout", &crd_timeout_ms,
 	                 "how long to wait for each CRD to be Established");
+	ck_flag_int(fs, "v", &v, 0, 10, "log verbosity (1: the start's steps and their times)");
 	int first = argc, rc = 1;
 	char *err = NULL, *state = NULL, *old = NULL;
 	ck_envtest_t *env = NULL;
@@ -147,6 +149,7 @@ static int cmd_start(int argc, char **argv)
 		rc = fr == CK_FLAG_HELP ? 0 : 2;
 		goto out;
 	}
+	ck_log_set_verbosity((int)v);
 	if ((state = state_dir(&err)) == NULL)
 		goto fail;
 	/* One environment per state directory: a second start would orphan the first. */

@@ -39,13 +39,17 @@ typedef struct crd {
 	ck_type_t type; /* its custom resource, to see it served */
 } crd_t;
 
-typedef struct crd_list {
+/* ck_envtest_crds_t of envtest_internal.h. */
+typedef struct ck_envtest_crds crd_list_t;
+struct ck_envtest_crds {
 	crd_t *v;
 	size_t n, cap;
-} crd_list_t;
+};
 
-static void crd_list_free(crd_list_t *l)
+void ck_envtest_i_crds_free(crd_list_t *l)
 {
+	if (l == NULL)
+		return;
 	for (size_t i = 0; i < l->n; i++) {
 		crd_t *c = &l->v[i];
 		free(c->where);
@@ -56,6 +60,7 @@ static void crd_list_free(crd_list_t *l)
 		free(c->version);
 	}
 	free(l->v);
+	free(l);
 }
 
 /* The value of key in mapping m, or NULL. */
@@ -325,22 +330,32 @@ out:
 	return result;
 }
 
-int ck_envtest_i_install_crds(ck_client_t *cl, const char *const *paths, size_t n,
-                              uint32_t timeout_ms, char **err)
+crd_list_t *ck_envtest_i_crds_read(const char *const *paths, size_t n, char **err)
 {
-	crd_list_t l = {0};
-	int result = -1;
-	char *why = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (read_path(paths[i], &l, err) != 0)
-			goto out;
-	ck_write_opts_t wo = {.field_manager = "ckube-envtest", .force = true};
-	for (size_t i = 0; i < l.n; i++) {
-		crd_t *c = &l.v[i];
+	crd_list_t *l = ck_xcalloc(1, sizeof(*l));
+	for (size_t i = 0; i < n; i++) {
+		if (read_path(paths[i], l, err) != 0) {
+			ck_envtest_i_crds_free(l);
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		crd_t *c = &l->v[i];
 		c->type = (ck_type_t){.group = c->group,
 		                      .version = c->version,
 		                      .resource = c->plural,
 		                      .namespaced = c->namespaced};
+	}
+	return l;
+}
+
+int ck_envtest_i_crds_install(ck_client_t *cl, crd_list_t *l, uint32_t timeout_ms, char **err)
+{
+	char *why = NULL;
+	int result = -1;
+	ck_write_opts_t wo = {.field_manager = "ckube-envtest", .force = true};
+	for (size_t i = 0; i < l->n; i++) {
+		crd_t *c = &l->v[i];
 		ck_result_t r = {0};
 		int rc = ck_client_patch_sync(cl, &t_crd, NULL, c->name, CK_PATCH_APPLY, c->text,
 		                              &wo, &r);
@@ -353,15 +368,15 @@ int ck_envtest_i_install_crds(ck_client_t *cl, const char *const *paths, size_t 
 	}
 	/* All were sent before the first wait: the API server establishes them together. */
 	uint64_t deadline = ck_envtest_i_now_ms() + timeout_ms;
-	for (size_t i = 0; i < l.n; i++) {
+	for (size_t i = 0; i < l->n; i++) {
 		int rc;
-		while ((rc = check_crd(cl, &l.v[i], &why, err)) == 0) {
+		while ((rc = check_crd(cl, &l->v[i], &why, err)) == 0) {
 			if (ck_envtest_i_now_ms() >= deadline) {
 				ck_err_set(
 				    err,
 				    "envtest: %s: CustomResourceDefinition %s is not Established "
 				    "after %u ms: %s",
-				    l.v[i].where, l.v[i].name, (unsigned)timeout_ms, why);
+				    l->v[i].where, l->v[i].name, (unsigned)timeout_ms, why);
 				goto out;
 			}
 			ck_envtest_i_sleep_ms(20);
@@ -372,6 +387,5 @@ int ck_envtest_i_install_crds(ck_client_t *cl, const char *const *paths, size_t 
 	result = 0;
 out:
 	free(why);
-	crd_list_free(&l);
 	return result;
 }

@@ -13,6 +13,7 @@
 
 #include <ckube/base.h>
 #include <ckube/envtest.h>
+#include <ckube/log.h>
 #include <ckube/obj.h>
 
 #include "pkg/envtest/envtest_internal.h"
@@ -309,9 +310,12 @@ ck_envtest_t *ck_envtest_start(const ck_envtest_opts_t *opts, char **err)
 	char *bin = ck_envtest_assets(o->assets_dir, err);
 	char *parent = NULL;
 	bool ok = false;
+	/* The CRD files are read first: a mistake in one costs no server start. */
+	ck_envtest_crds_t *crds = NULL;
 	uint16_t etcd_port = o->etcd_port, peer_port = 0, api_port = o->api_port;
 	e->crd_timeout_ms = o->crd_timeout_ms ? o->crd_timeout_ms : DEFAULT_CRD_TIMEOUT_MS;
-	if (bin == NULL)
+	if (bin == NULL ||
+	    (crds = ck_envtest_i_crds_read(o->crd_paths, o->ncrd_paths, err)) == NULL)
 		goto out;
 	const char *tmp = getenv("TMPDIR");
 	parent = ck_xstrdup(o->dir ? o->dir : tmp && tmp[0] ? tmp : "/tmp");
@@ -340,18 +344,22 @@ ck_envtest_t *ck_envtest_start(const ck_envtest_opts_t *opts, char **err)
 	    (e->apiserver = start_apiserver(e, bin, etcd_port, api_port, o, err)) < 0 ||
 	    ck_envtest_i_record(e->dir, "kube-apiserver", e->apiserver, err) != 0)
 		goto out;
+	CK_LOG_V(1, "envtest: servers started", CK_KV_STR("dir", e->dir),
+	         CK_KV_UINT("ms", ck_envtest_i_now_ms() - t0));
 	ck_config_t *cfg = ck_envtest_config(e, err);
 	if (cfg == NULL || (e->conn = ck_envtest_i_conn_new(cfg, err)) == NULL ||
 	    wait_ready(e, o->start_timeout_ms ? o->start_timeout_ms : DEFAULT_START_TIMEOUT_MS,
 	               err) != 0)
 		goto out;
-	if (o->ncrd_paths > 0 &&
-	    ck_envtest_i_install_crds(ck_envtest_i_conn_client(e->conn), o->crd_paths,
-	                              o->ncrd_paths, e->crd_timeout_ms, err) != 0)
+	CK_LOG_V(1, "envtest: API server ready", CK_KV_STR("server", e->server),
+	         CK_KV_UINT("ms", ck_envtest_i_now_ms() - t0));
+	if (ck_envtest_i_crds_install(ck_envtest_i_conn_client(e->conn), crds, e->crd_timeout_ms,
+	                              err) != 0)
 		goto out;
 	e->start_ms = ck_envtest_i_now_ms() - t0;
 	ok = true;
 out:
+	ck_envtest_i_crds_free(crds);
 	free(bin);
 	free(parent);
 	if (!ok) {
@@ -363,14 +371,23 @@ out:
 
 int ck_envtest_install_crds(ck_envtest_t *e, const char *const *paths, size_t n, char **err)
 {
-	return ck_envtest_i_install_crds(ck_envtest_i_conn_client(e->conn), paths, n,
-	                                 e->crd_timeout_ms, err);
+	ck_envtest_crds_t *crds = ck_envtest_i_crds_read(paths, n, err);
+	int rc = crds ? ck_envtest_i_crds_install(ck_envtest_i_conn_client(e->conn), crds,
+	                                          e->crd_timeout_ms, err)
+	              : -1;
+	ck_envtest_i_crds_free(crds);
+	return rc;
 }
 
 ck_config_t *ck_envtest_config(const ck_envtest_t *e, char **err)
 {
 	ck_config_load_opts_t lo = {.kubeconfig = e->kubeconfig};
 	return ck_config_load(&lo, err);
+}
+
+ck_client_t *ck_envtest_client(ck_envtest_t *e)
+{
+	return ck_envtest_i_conn_client(e->conn);
 }
 
 const char *ck_envtest_kubeconfig(const ck_envtest_t *e)

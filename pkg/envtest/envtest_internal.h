@@ -32,7 +32,7 @@ unsigned long long ck_envtest_i_proc_start(pid_t pid);
 /*
  * Starts argv (argv[0] a path) with stdin /dev/null and stdout and stderr appended
  * to log_path, every other descriptor closed, in a process group of its own; with
- * SIGTERM as its parent-death signal unless detach. Borrows everything. Returns
+ * SIGKILL as its parent-death signal unless detach. Borrows everything. Returns
  * the PID, or -1 with *err.
  */
 pid_t ck_envtest_i_spawn(char *const *argv, const char *log_path, bool detach, char **err);
@@ -81,13 +81,25 @@ void ck_envtest_i_conn_free(ck_envtest_conn_t *k);
 
 /* ---- crd.c */
 
+/* CRDs read from files, checked, not yet sent. */
+typedef struct ck_envtest_crds ck_envtest_crds_t;
+
 /*
- * Installs the CRDs of paths (files or folders) and waits up to timeout_ms for each
- * to be Established and served. Borrows everything. 0, or -1 with *err naming the
- * file, the document, the CRD and, for a condition, its message.
+ * Reads the CRDs of paths (files or folders). Borrows paths. Returns a new list
+ * (free with ck_envtest_i_crds_free), or NULL with *err naming the path, the file,
+ * the document and what is wrong with it.
  */
-int ck_envtest_i_install_crds(ck_client_t *c, const char *const *paths, size_t n,
-                              uint32_t timeout_ms, char **err);
+ck_envtest_crds_t *ck_envtest_i_crds_read(const char *const *paths, size_t n, char **err);
+/* Takes l (NULL is a no-op). */
+void ck_envtest_i_crds_free(ck_envtest_crds_t *l);
+
+/*
+ * Applies every CRD of l, then waits up to timeout_ms for each to be Established and
+ * served. Borrows both. 0, or -1 with *err naming the file, the document, the CRD
+ * and, for a condition, its message.
+ */
+int ck_envtest_i_crds_install(ck_client_t *c, ck_envtest_crds_t *l, uint32_t timeout_ms,
+                              char **err);
 
 /* Monotonic milliseconds (the library's real clock). */
 uint64_t ck_envtest_i_now_ms(void);

@@ -108,8 +108,10 @@ pid_t ck_envtest_i_spawn(char *const *argv, const char *log_path, bool detach, c
 			setsid();
 		} else {
 			setpgid(0, 0);
-			/* Dies with the thread that started it; if that already happened, now. */
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			/* Dies with the thread that started it; if that already happened, now.
+			 * SIGKILL: the data is thrown away anyway, and etcd asked to stop
+			 * while its API server goes too waits ~10 s for it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(1);
 		}
@@ -197,13 +199,15 @@ static bool same_proc(const char *dir, const ck_envtest_proc_t *p)
 }
 
 /* Waits up to ms for p to be gone (reaping it if it is our child); true when it is. */
-static bool wait_gone(const char *dir, const ck_envtest_proc_t *p, uint32_t ms)
+static bool wait_gone(const ck_envtest_proc_t *p, uint32_t ms)
 {
 	uint64_t end = ck_envtest_i_now_ms() + ms;
 	for (;;) {
 		/* Reap it if it is our child (a no-op for another's). */
 		waitpid(p->pid, NULL, WNOHANG);
-		if (!same_proc(dir, p))
+		/* Not same_proc: an exiting process's command line reads empty before it
+		 * is gone. Its start time stays until it is a zombie or reaped. */
+		if (ck_envtest_i_proc_start(p->pid) != p->start)
 			return true;
 		if (ck_envtest_i_now_ms() >= end)
 			return false;
@@ -225,8 +229,8 @@ int ck_envtest_i_stop_procs(const char *dir, const ck_envtest_proc_t *procs, siz
 		if (!same_proc(dir, p) || kill(p->pid, SIGTERM) != 0)
 			continue;
 		count++;
-		if (!wait_gone(dir, p, grace_ms) && kill(p->pid, SIGKILL) == 0)
-			wait_gone(dir, p, 5000);
+		if (!wait_gone(p, grace_ms) && kill(p->pid, SIGKILL) == 0)
+			wait_gone(p, 5000);
 	}
 	return count;
 }
