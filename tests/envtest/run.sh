@@ -115,98 +115,111 @@ case_run "not a CRD" "$test_bin" fail "$parent" \
 case_run "missing CRD path" "$test_bin" fail "$parent" \
 	"CRD path /nonexistent/crds: No such file or directory" /nonexistent/crds
 
+# check NAME FUNCTION: FUNCTION's output in $work/out; each of its steps returns 1 on
+# failure (set -e would be ignored: the function's status is tested).
+check() {
+	local name="$1" fn="$2" t0=$SECONDS
+	if "$fn" >"$work/out" 2>&1; then ok "$name ($((SECONDS - t0))s)"; else bad "$name"; fi
+}
+
 # ---- a crash: the test killed with SIGKILL mid-run.
-t0=$SECONDS
-as_user "$test_bin" crash "$parent" >"$work/crash" 2>&1 &
-crasher=$!
-for _ in $(seq 100); do grep -q '^pid' "$work/crash" 2>/dev/null && [ "$(grep -c '^pid' "$work/crash")" = 2 ] && break; sleep 0.1; done
-crash_dir=$(awk '/^dir/ { print $2 }' "$work/crash")
-crash_pids=$(awk '/^pid/ { print $2 }' "$work/crash")
-# The test process itself, as it said.
-kill -9 "$(awk '/^self/ { print $2 }' "$work/crash")"
-wait "$crasher" 2>/dev/null
-(
-	set -e
-	[ -n "$crash_dir" ] && [ -d "$crash_dir" ] || { echo "no directory from the crashed run"; cat "$work/crash"; false; }
-	# Their parent-death signal: the servers stop with the test.
-	for _ in $(seq 100); do
+t_crash() {
+	as_user "$test_bin" crash "$parent" >"$work/crash" 2>&1 &
+	local crasher=$! i p left=1
+	for i in $(seq 100); do
+		[ "$(grep -c '^pid' "$work/crash" 2>/dev/null)" = 2 ] && break
+		sleep 0.1
+	done
+	local crash_dir crash_pids
+	crash_dir=$(awk '/^dir/ { print $2 }' "$work/crash")
+	crash_pids=$(awk '/^pid/ { print $2 }' "$work/crash")
+	# The test process itself, as it said.
+	kill -9 "$(awk '/^self/ { print $2 }' "$work/crash")"
+	wait "$crasher" 2>/dev/null
+	[ -n "$crash_dir" ] && [ -d "$crash_dir" ] ||
+		{ echo "no directory from the crashed run"; cat "$work/crash"; return 1; }
+	# Their parent-death signal: the servers die with the test.
+	for i in $(seq 100); do
 		left=0
 		for p in $crash_pids; do alive "$p" && left=1; done
 		[ $left = 0 ] && break
 		sleep 0.1
 	done
-	[ $left = 0 ] || { echo "servers of the killed test still run: $crash_pids"; false; }
-	as_user "$test_bin" basic "$parent" deploy/crd.yaml
-	[ ! -e "$crash_dir" ] || { echo "the next start did not remove $crash_dir"; false; }
-) >"$work/out" 2>&1 && ok "crash: cleaned by the next start ($((SECONDS - t0))s)" || bad "crash: cleaned by the next start"
+	[ $left = 0 ] || { echo "servers of the killed test still run: $crash_pids"; return 1; }
+	as_user "$test_bin" basic "$parent" deploy/crd.yaml || return 1
+	[ ! -e "$crash_dir" ] || { echo "the next start did not remove $crash_dir"; return 1; }
+}
+check "crash: cleaned by the next start" t_crash
 
 # A directory whose owner died while its servers run (they outlived it: detached,
 # or the signal was lost): the next start stops them, by PID, and removes it.
-t0=$SECONDS
-(
-	set -e
-	as_user env CKUBE_ENVTEST_STATE_DIR="$parent" "$cli" start >/dev/null
+t_stale() {
+	as_user env CKUBE_ENVTEST_STATE_DIR="$parent" "$cli" start >/dev/null || return 1
+	local d pids dead p
 	d=$(cat "$parent/current")
+	rm -f "$parent/current"
 	pids=$(awk '$1 != "owner" { print $2 }' "$d/pids")
 	# An owner that is gone: a finished process's PID.
 	sh -c 'exit 0' &
 	dead=$!
 	wait $dead
 	sed -i "s/^owner .*/owner $dead 1/" "$d/pids"
-	as_user "$test_bin" basic "$parent" deploy/crd.yaml
-	[ ! -e "$d" ] || { echo "$d is still there"; false; }
-	for p in $pids; do ! alive "$p" || { echo "server $p of $d still runs"; false; }; done
-	rm -f "$parent/current"
-) >"$work/out" 2>&1 && ok "stale: servers of a dead owner stopped ($((SECONDS - t0))s)" ||
-	bad "stale: servers of a dead owner stopped"
+	as_user "$test_bin" basic "$parent" deploy/crd.yaml || return 1
+	[ ! -e "$d" ] || { echo "$d is still there"; return 1; }
+	for p in $pids; do ! alive "$p" || { echo "server $p of $d still runs"; return 1; }; done
+}
+check "stale: servers of a dead owner stopped" t_stale
 
 # ---- the command.
-state="$parent"
-cli_run() { as_user env CKUBE_ENVTEST_STATE_DIR="$state" "$cli" "$@"; }
-t0=$SECONDS
-(
-	set -e
-	out=$(cli_run start deploy/crd.yaml 2>"$work/err") || { cat "$work/err"; false; }
+cli_run() { as_user env CKUBE_ENVTEST_STATE_DIR="$parent" "$cli" "$@"; }
+t_command() {
+	local out d pids p
+	out=$(cli_run start deploy/crd.yaml 2>"$work/err") || { cat "$work/err"; return 1; }
 	[[ "$out" =~ ^export\ KUBECONFIG=$parent/ckube-envtest\.[A-Za-z0-9]+/kubeconfig$ ]] ||
-		{ echo "start printed: $out"; false; }
+		{ echo "start printed: $out"; return 1; }
 	d=$(cat "$parent/current")
 	pids=$(awk '$1 != "owner" { print $2 }' "$d/pids")
-	for p in $pids; do alive "$p" || { echo "server $p not running after start returned"; false; }; done
+	[ -n "$pids" ] || { echo "no servers recorded"; return 1; }
+	for p in $pids; do alive "$p" || { echo "server $p not running after start returned"; return 1; }; done
 	# The kubeconfig works for kubectl, and the CRD is there.
 	as_user env KUBECONFIG="${out#export KUBECONFIG=}" kubectl get foos -A >/dev/null ||
-		{ echo "kubectl get foos failed"; false; }
-	if cli_run start 2>"$work/err"; then echo "a second start did not refuse"; false; fi
-	grep -q "already running" "$work/err" || { cat "$work/err"; false; }
-	cli_run stop
-	for p in $pids; do ! alive "$p" || { echo "server $p still runs after stop"; false; }; done
-	[ ! -e "$d" ] && [ ! -e "$parent/current" ] || { echo "files left after stop"; false; }
-) >"$work/out" 2>&1 && ok "command: start, kubectl, stop ($((SECONDS - t0))s)" || bad "command: start, kubectl, stop"
-
-# cli_fail NAME WANT ARGS...: exit 1, one line on stderr containing WANT, nothing left.
-cli_fail() {
-	local name="$1" want="$2"
-	shift 2
-	(
-		set -e
-		local rc=0
-		cli_run start "$@" >"$work/stdout" 2>"$work/err" || rc=$?
-		[ "$rc" = 1 ] || { echo "exit $rc, want 1"; false; }
-		[ "$(wc -l <"$work/err")" = 1 ] || { echo "not one line:"; cat "$work/err"; false; }
-		grep -qF -- "$want" "$work/err" || { echo "no \"$want\" in:"; cat "$work/err"; false; }
-		[ ! -s "$work/stdout" ] || { echo "printed on stdout:"; cat "$work/stdout"; false; }
-		nothing_left
-	) >"$work/out" 2>&1 && ok "command: $name" || bad "command: $name"
+		{ echo "kubectl get foos failed"; return 1; }
+	if cli_run start 2>"$work/err"; then echo "a second start did not refuse"; return 1; fi
+	grep -q "already running" "$work/err" || { cat "$work/err"; return 1; }
+	cli_run stop || return 1
+	for p in $pids; do ! alive "$p" || { echo "server $p still runs after stop"; return 1; }; done
+	[ ! -e "$d" ] && [ ! -e "$parent/current" ] || { echo "files left after stop"; return 1; }
 }
-cli_fail "missing binary" "no executable etcd in /nonexistent" --assets /nonexistent
-python3 -c 'import socket,sys,time
+check "command: start, kubectl, stop" t_command
+
+# cli_fail WANT ARGS...: exit 1, one line on stderr containing WANT, nothing left.
+cli_fail() {
+	local want="$1" rc=0
+	shift
+	cli_run start "$@" >"$work/stdout" 2>"$work/err" || rc=$?
+	[ "$rc" = 1 ] || { echo "exit $rc, want 1"; return 1; }
+	[ "$(wc -l <"$work/err")" = 1 ] || { echo "not one line:"; cat "$work/err"; return 1; }
+	grep -qF -- "$want" "$work/err" || { echo "no \"$want\" in:"; cat "$work/err"; return 1; }
+	[ ! -s "$work/stdout" ] || { echo "printed on stdout:"; cat "$work/stdout"; return 1; }
+	nothing_left
+}
+t_cli_missing() { cli_fail "no executable etcd in /nonexistent" --assets /nonexistent; }
+check "command: missing binary" t_cli_missing
+t_cli_port() {
+	python3 -c 'import socket,sys,time
 s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' "$port" &
-holder=$!
-sleep 0.3
-cli_fail "port in use" "127.0.0.1:$port, kube-apiserver's port, is in use" --api-port "$port"
-kill "$holder" 2>/dev/null
-wait "$holder" 2>/dev/null
-cli_fail "CRD not Established" "NamesAccepted is False" --crd-timeout 10s tests/envtest/crd-conflict.yaml
-rm -f "$parent/current"
+	local holder=$! rc=0
+	sleep 0.3
+	cli_fail "127.0.0.1:$port, kube-apiserver's port, is in use" --api-port "$port" || rc=1
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	return $rc
+}
+check "command: port in use" t_cli_port
+t_cli_crd() { cli_fail "NamesAccepted is False" --crd-timeout 10s tests/envtest/crd-conflict.yaml; }
+check "command: CRD not Established" t_cli_crd
+t_all_gone() { nothing_left; }
+check "nothing left in $parent" t_all_gone
 
 echo "envtest: start (deploy/crd.yaml, until the CRD is served): ${times[*]}; stop: ${stops[*]}"
 echo "envtest: $passed passed, $failed failed"
