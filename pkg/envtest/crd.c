@@ -349,6 +349,17 @@ crd_list_t *ck_envtest_i_crds_read(const char *const *paths, size_t n, char **er
 	return l;
 }
 
+size_t ck_envtest_i_crds_len(const crd_list_t *l)
+{
+	return l->n;
+}
+
+const char *ck_envtest_i_crds_at(const crd_list_t *l, size_t i, const char **where)
+{
+	*where = l->v[i].where;
+	return l->v[i].name;
+}
+
 int ck_envtest_i_crds_install(ck_client_t *cl, crd_list_t *l, uint32_t timeout_ms, char **err)
 {
 	char *why = NULL;

@@ -281,11 +281,12 @@ out:
 	return result;
 }
 
-/* Stops what e started and removes its directory; frees e. */
-static int teardown(ck_envtest_t *e, char **err)
+/* Stops what e started and removes its directory; e can start again. */
+static int stop_all(ck_envtest_t *e, char **err)
 {
 	int result = 0;
 	ck_envtest_i_conn_free(e->conn);
+	e->conn = NULL;
 	if (e->dir != NULL) {
 		ck_envtest_proc_t *procs = NULL;
 		size_t n = 0;
@@ -297,9 +298,85 @@ static int teardown(ck_envtest_t *e, char **err)
 	free(e->dir);
 	free(e->kubeconfig);
 	free(e->server);
+	e->dir = e->kubeconfig = e->server = NULL;
+	e->etcd = e->apiserver = 0;
+	return result;
+}
+
+static int teardown(ck_envtest_t *e, char **err)
+{
+	int result = stop_all(e, err);
 	free(e);
 	return result;
 }
+
+/* Whether a server of e failed because a port it was given is taken. */
+static bool port_taken(const ck_envtest_t *e)
+{
+	static const char *const logs[] = {"etcd.log", "kube-apiserver.log"};
+	bool taken = false;
+	for (size_t i = 0; i < 2 && !taken; i++) {
+		char *path = ck_xasprintf("%s/%s", e->dir, logs[i]), *data = NULL;
+		if (ck_file_read_all(path, &data, NULL, NULL) == 0)
+			taken = strstr(data, "address already in use") != NULL;
+		free(data);
+		free(path);
+	}
+	return taken;
+}
+
+/*
+ * One try: ports, directory, certificates, servers, the wait until ready. 0, or -1
+ * with *err, and *clash when a port chosen here was taken by someone else between
+ * the check and the server's bind (the caller tries again with others).
+ */
+static int start_once(ck_envtest_t *e, const ck_envtest_opts_t *o, const char *bin,
+                      const char *parent, uint64_t t0, bool *clash, char **err)
+{
+	uint16_t etcd_port = o->etcd_port, peer_port = 0, api_port = o->api_port;
+	*clash = false;
+	/* Fixed ports first: one in use is the caller's mistake, said before any work. */
+	if (ck_envtest_i_port(&api_port, "kube-apiserver's port", err) != 0 ||
+	    ck_envtest_i_port(&etcd_port, "etcd's client port", err) != 0 ||
+	    ck_envtest_i_port(&peer_port, "etcd's peer port", err) != 0)
+		return -1;
+	char *tmpl = ck_xasprintf("%s/" CK_ENVTEST_I_PREFIX "XXXXXX", parent);
+	if (mkdtemp(tmpl) == NULL) {
+		ck_err_set(err, "envtest: making a directory in %s: %s", parent, strerror(errno));
+		free(tmpl);
+		return -1;
+	}
+	e->dir = tmpl;
+	e->kubeconfig = ck_xasprintf("%s/kubeconfig", e->dir);
+	e->server = ck_xasprintf("https://127.0.0.1:%u", (unsigned)api_port);
+	/* The owner first: a directory is never without one (see clean_stale). */
+	if (ck_envtest_i_record(e->dir, "owner", o->detach ? 0 : getpid(), err) != 0 ||
+	    ck_envtest_i_pki(e->dir, e->server, err) != 0)
+		return -1;
+	/* Both at once: the API server waits for etcd by itself. */
+	if ((e->etcd = start_etcd(e, bin, etcd_port, peer_port, o->detach, err)) < 0 ||
+	    ck_envtest_i_record(e->dir, "etcd", e->etcd, err) != 0 ||
+	    (e->apiserver = start_apiserver(e, bin, etcd_port, api_port, o, err)) < 0 ||
+	    ck_envtest_i_record(e->dir, "kube-apiserver", e->apiserver, err) != 0)
+		return -1;
+	CK_LOG_V(1, "envtest: servers started", CK_KV_STR("dir", e->dir),
+	         CK_KV_UINT("ms", ck_envtest_i_now_ms() - t0));
+	ck_config_t *cfg = ck_envtest_config(e, err);
+	if (cfg == NULL || (e->conn = ck_envtest_i_conn_new(cfg, err)) == NULL)
+		return -1;
+	if (wait_ready(e, o->start_timeout_ms ? o->start_timeout_ms : DEFAULT_START_TIMEOUT_MS,
+	               err) != 0) {
+		*clash = (e->etcd == 0 || e->apiserver == 0) && o->api_port == 0 &&
+		         o->etcd_port == 0 && port_taken(e);
+		return -1;
+	}
+	CK_LOG_V(1, "envtest: API server ready", CK_KV_STR("server", e->server),
+	         CK_KV_UINT("ms", ck_envtest_i_now_ms() - t0));
+	return 0;
+}
+
+/* How many times a start is tried when a free port was taken before a server bound it. */
+#define START_TRIES 3
 
 ck_envtest_t *ck_envtest_start(const ck_envtest_opts_t *opts, char **err)
 {
@@ -309,10 +386,9 @@ ck_envtest_t *ck_envtest_start(const ck_envtest_opts_t *opts, char **err)
 	ck_envtest_t *e = ck_xcalloc(1, sizeof(*e));
 	char *bin = ck_envtest_assets(o->assets_dir, err);
 	char *parent = NULL;
-	bool ok = false;
+	bool ok = false, clash = false;
 	/* The CRD files are read first: a mistake in one costs no server start. */
 	ck_envtest_crds_t *crds = NULL;
-	uint16_t etcd_port = o->etcd_port, peer_port = 0, api_port = o->api_port;
 	e->crd_timeout_ms = o->crd_timeout_ms ? o->crd_timeout_ms : DEFAULT_CRD_TIMEOUT_MS;
 	if (bin == NULL ||
 	    (crds = ck_envtest_i_crds_read(o->crd_paths, o->ncrd_paths, err)) == NULL)
@@ -320,39 +396,17 @@ ck_envtest_t *ck_envtest_start(const ck_envtest_opts_t *opts, char **err)
 	const char *tmp = getenv("TMPDIR");
 	parent = ck_xstrdup(o->dir ? o->dir : tmp && tmp[0] ? tmp : "/tmp");
 	ck_envtest_i_clean_stale(parent, NULL);
-	/* Fixed ports first: one in use is the caller's mistake, said before any work. */
-	if (ck_envtest_i_port(&api_port, "kube-apiserver's port", err) != 0 ||
-	    ck_envtest_i_port(&etcd_port, "etcd's client port", err) != 0 ||
-	    ck_envtest_i_port(&peer_port, "etcd's peer port", err) != 0)
-		goto out;
-	char *tmpl = ck_xasprintf("%s/" CK_ENVTEST_I_PREFIX "XXXXXX", parent);
-	if (mkdtemp(tmpl) == NULL) {
-		ck_err_set(err, "envtest: making a directory in %s: %s", parent, strerror(errno));
-		free(tmpl);
-		goto out;
+	for (int i = 1; start_once(e, o, bin, parent, t0, &clash, err) != 0; i++) {
+		if (!clash || i == START_TRIES)
+			goto out;
+		CK_LOG_INFO("envtest: a port was taken before the server bound it, trying others",
+		            CK_KV_ERR(err ? *err : NULL), CK_KV_INT("try", i));
+		stop_all(e, NULL);
+		if (err != NULL) {
+			free(*err);
+			*err = NULL;
+		}
 	}
-	e->dir = tmpl;
-	e->kubeconfig = ck_xasprintf("%s/kubeconfig", e->dir);
-	e->server = ck_xasprintf("https://127.0.0.1:%u", (unsigned)api_port);
-	/* The owner first: a directory is never without one (see clean_stale). */
-	if (ck_envtest_i_record(e->dir, "owner", o->detach ? 0 : getpid(), err) != 0 ||
-	    ck_envtest_i_pki(e->dir, e->server, err) != 0)
-		goto out;
-	/* Both at once: the API server waits for etcd by itself. */
-	if ((e->etcd = start_etcd(e, bin, etcd_port, peer_port, o->detach, err)) < 0 ||
-	    ck_envtest_i_record(e->dir, "etcd", e->etcd, err) != 0 ||
-	    (e->apiserver = start_apiserver(e, bin, etcd_port, api_port, o, err)) < 0 ||
-	    ck_envtest_i_record(e->dir, "kube-apiserver", e->apiserver, err) != 0)
-		goto out;
-	CK_LOG_V(1, "envtest: servers started", CK_KV_STR("dir", e->dir),
-	         CK_KV_UINT("ms", ck_envtest_i_now_ms() - t0));
-	ck_config_t *cfg = ck_envtest_config(e, err);
-	if (cfg == NULL || (e->conn = ck_envtest_i_conn_new(cfg, err)) == NULL ||
-	    wait_ready(e, o->start_timeout_ms ? o->start_timeout_ms : DEFAULT_START_TIMEOUT_MS,
-	               err) != 0)
-		goto out;
-	CK_LOG_V(1, "envtest: API server ready", CK_KV_STR("server", e->server),
-	         CK_KV_UINT("ms", ck_envtest_i_now_ms() - t0));
 	if (ck_envtest_i_crds_install(ck_envtest_i_conn_client(e->conn), crds, e->crd_timeout_ms,
 	                              err) != 0)
 		goto out;

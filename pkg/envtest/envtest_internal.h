@@ -92,6 +92,10 @@ typedef struct ck_envtest_crds ck_envtest_crds_t;
 ck_envtest_crds_t *ck_envtest_i_crds_read(const char *const *paths, size_t n, char **err);
 /* Takes l (NULL is a no-op). */
 void ck_envtest_i_crds_free(ck_envtest_crds_t *l);
+/* How many CRDs l holds; the i-th's name and "<file>: document N (line L)"
+ * (borrowed from l). For the unit tests. */
+size_t ck_envtest_i_crds_len(const ck_envtest_crds_t *l);
+const char *ck_envtest_i_crds_at(const ck_envtest_crds_t *l, size_t i, const char **where);
 
 /*
  * Applies every CRD of l, then waits up to timeout_ms for each to be Established and

@@ -43,6 +43,12 @@ mkdir "$parent"
 [ "$user" = nobody ] && chown nobody:nogroup "$parent"
 
 ok() { echo "  ok    envtest $1"; passed=$((passed + 1)); }
+# check NAME FUNCTION: FUNCTION's output in $work/out; each of its steps returns 1 on
+# failure (set -e would be ignored: the function's status is tested).
+check() {
+	local name="$1" fn="$2" t0=$SECONDS
+	if "$fn" >"$work/out" 2>&1; then ok "$name ($((SECONDS - t0))s)"; else bad "$name"; fi
+}
 bad() {
 	echo "  FAIL  envtest $1"
 	sed 's/^/        /' "$work/out" | tail -n 30
@@ -90,6 +96,30 @@ for i in 1 2 3; do
 	stops+=("$(awk '/^stop_ms/ { print $2 }' "$work/out")ms")
 done
 
+# ---- a free port taken between envtest's check and the server's bind: tried again
+# with other ports. The first kube-apiserver says what Go says then, and exits.
+t_port_race() {
+	local fake="$work/race"
+	mkdir "$fake"
+	ln -s "$assets/etcd" "$fake/etcd"
+	cat >"$fake/kube-apiserver" <<SH
+#!/bin/sh
+if [ ! -e "$fake/tried" ]; then
+	: >"$fake/tried"
+	echo 'E1207 run.go:72] "command failed" err="failed to create listener: failed to listen on 127.0.0.1:6443: listen tcp 127.0.0.1:6443: bind: address already in use"' >&2
+	exit 1
+fi
+exec "$assets/kube-apiserver" "\$@"
+SH
+	chmod 755 "$fake/kube-apiserver"
+	[ "$user" = nobody ] && chown nobody:nogroup "$fake"
+	as_user env CKUBE_ENVTEST_ASSETS="$fake" "$test_bin" basic "$parent" deploy/crd.yaml || return 1
+	[ -e "$fake/tried" ] || { echo "the failing kube-apiserver never ran"; return 1; }
+	grep -q "a port was taken before the server bound it, trying others" "$work/out" ||
+		{ echo "no retry was logged"; return 1; }
+}
+check "port taken before the bind: tried again" t_port_race
+
 # ---- bad input, through the library.
 case_run "missing binary" "$test_bin" fail "$parent" \
 	"no executable etcd in /nonexistent (the assets directory given); run \`ckube-envtest assets\`" \
@@ -114,13 +144,6 @@ case_run "not a CRD" "$test_bin" fail "$parent" \
 	tests/envtest/not-a-crd.yaml
 case_run "missing CRD path" "$test_bin" fail "$parent" \
 	"CRD path /nonexistent/crds: No such file or directory" /nonexistent/crds
-
-# check NAME FUNCTION: FUNCTION's output in $work/out; each of its steps returns 1 on
-# failure (set -e would be ignored: the function's status is tested).
-check() {
-	local name="$1" fn="$2" t0=$SECONDS
-	if "$fn" >"$work/out" 2>&1; then ok "$name ($((SECONDS - t0))s)"; else bad "$name"; fi
-}
 
 # ---- a crash: the test killed with SIGKILL mid-run.
 t_crash() {
