@@ -2,7 +2,8 @@
 #
 #   make            build lib/libckube.a and bin/sample-controller (warnings are errors)
 #   make test       everything CI runs: deps, build, unit tests (ASan+UBSan, TSan for
-#                   the threaded modules), e2e tests on a real local control plane
+#                   the threaded modules), envtest-test, e2e tests on a real local
+#                   control plane
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
 #   make libcheck   the installed library: symbols, headers, pkg-config builds, examples
@@ -227,7 +228,7 @@ integration: $(B)/asan/integration-tests
 # kill -9; prints the cold and warm start times (tests/envtest/run.sh).
 $(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: $(B)/asan/envtest-test bin/ckube-envtest
+envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest
 	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test bash tests/envtest/run.sh
 
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: $(B)/suites.h
@@ -301,6 +302,7 @@ test-steps:
 	$(TIMED) unit $(MAKE) unit
 	$(TIMED) re2-diff $(MAKE) re2-diff
 	$(TIMED) unit-tsan $(MAKE) unit-tsan
+	$(TIMED) envtest-test $(MAKE) envtest-test
 	$(TIMED) e2e $(MAKE) e2e CSC_TIMES=$(TIMES)
 
 # Every libFuzzer target (tests/fuzz/run_fuzz_*.sh) builds and runs for FUZZ_SECONDS

@@ -107,15 +107,19 @@ static int cmd_stop(void)
 	int rc = 0;
 	if (dir == NULL) {
 		fprintf(stderr, PROG ": nothing to stop (no %s/current)\n", state);
-	} else if (access(dir, F_OK) == 0 && ck_envtest_stop_dir(dir, &err) != 0) {
+	} else if (access(dir, F_OK) != 0) {
+		/* Removed already (a start that cleaned it up as stale): forget it. */
+		fprintf(stderr, PROG ": nothing to stop (%s is gone)\n", dir);
+	} else if (ck_envtest_stop_dir(dir, &err) != 0) {
 		fprintf(stderr, PROG ": stop: %s\n", err);
 		rc = 1;
+	} else {
+		fprintf(stderr, PROG ": stopped, %s removed\n", dir);
 	}
 	if (rc == 0 && dir != NULL) {
 		char *path = ck_xasprintf("%s/current", state);
 		unlink(path);
 		free(path);
-		fprintf(stderr, PROG ": stopped, %s removed\n", dir);
 	}
 	free(err);
 	free(dir);
@@ -129,8 +133,8 @@ static int cmd_start(int argc, char **argv)
 	int64_t api_port = 0, etcd_port = 0, timeout_ms = 60000, crd_timeout_ms = 30000, v = 0;
 	ck_flagset_t *fs = ck_flagset_new(PROG " start");
 	ck_flag_string(fs, "assets", &assets,
-	               "directory with etcd and kube-apiserver (default $CKUBE_ENVTEST_ASSETS, "
-	               "then the build cache)");
+	               "directory with etcd and kube-apiserver (empty: $CKUBE_ENVTEST_ASSETS, "
+	               "else the build cache)");
 	ck_flag_int(fs, "api-port", &api_port, 0, 65535,
 	            "kube-apiserver's port on 127.0.0.1 (0: a free one)");
 	ck_flag_int(fs, "etcd-port", &etcd_port, 0, 65535,

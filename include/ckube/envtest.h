@@ -42,7 +42,12 @@
  *
  * Ready means: /readyz answers "ok" to the admin user, the namespace "default"
  * exists (namespaced objects can be created at once), and each CRD is Established
- * and its resource is served (a LIST of it answers 200).
+ * and its resource is served (a LIST of it answers 200). No ServiceAccount is waited
+ * for: none is ever made without a controller-manager, and none is needed (above).
+ *
+ * A free port can be taken by another program between envtest's check and the
+ * server's bind; the server then exits with "address already in use", and the start
+ * is tried again with other ports (up to 3 times, logged). Fixed ports are not.
  *
  * CRDs: each path is a file or a folder; a folder's *.yaml, *.yml and *.json files
  * are read in name order (not its subfolders). A file holds one or more documents
@@ -54,14 +59,23 @@
  * False (its names conflict with another CRD's), fails the start with an error
  * naming the file, the document, the CRD and the condition's message.
  *
- * The binaries, etcd and kube-apiserver, are looked for in this order:
+ * The binaries, etcd and kube-apiserver, come from the first of these that is set,
+ * and only from it (a wrong setting is an error, never a quiet switch to binaries of
+ * another version found elsewhere):
  *   opts.assets_dir;
  *   $CKUBE_ENVTEST_ASSETS;
- *   $CSC_CACHE_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/c-sample-controller, then
- *   k8s-<version>/bin, where the project's hack/build-k8s.sh and the installed
- *   `ckube-envtest assets` build them from the pinned Kubernetes version
- *   (CK_ENVTEST_KUBE_VERSION).
- * A missing binary is one line naming where it looked and how to get them.
+ *   the build cache: $CSC_CACHE_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/
+ *   c-sample-controller, then k8s-<version>/bin, where the project's
+ *   hack/build-k8s.sh and the installed `ckube-envtest assets` build them from the
+ *   pinned Kubernetes version (CK_ENVTEST_KUBE_VERSION).
+ * A missing binary is one line naming where it looked and how to get them:
+ *   envtest: no executable etcd in /x (the assets directory given); run
+ *   `ckube-envtest assets` to build etcd and kube-apiserver v1.37.2 into the build
+ *   cache, or set CKUBE_ENVTEST_ASSETS to a directory that has both
+ *
+ * Environment: CKUBE_ENVTEST_ASSETS, CSC_CACHE_DIR, XDG_CACHE_HOME, HOME (the
+ * binaries, above); TMPDIR (where directories are made when opts.dir is NULL). The
+ * command adds CKUBE_ENVTEST_STATE_DIR and XDG_RUNTIME_DIR (cmd/ckube-envtest).
  *
  * Processes. The servers are children of the calling thread, in a process group of
  * their own (a terminal's ^C for the test does not reach them mid-stop). Unless

@@ -241,6 +241,18 @@ s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.slee
 check "command: port in use" t_cli_port
 t_cli_crd() { cli_fail "NamesAccepted is False" --crd-timeout 10s tests/envtest/crd-conflict.yaml; }
 check "command: CRD not Established" t_cli_crd
+# assets: the build script beside the program (here hack/, installed share/ckube/)
+# answers with the cache directory; run as the caller, whose cache it is.
+t_cli_assets() {
+	local out
+	out=$("$cli" assets) || return 1
+	[ "$(tail -n 1 <<<"$out")" = "$src" ] || { echo "assets printed: $out, want $src"; return 1; }
+	"$cli" start -h >/dev/null || { echo "start -h did not exit 0"; return 1; }
+	local rc=0
+	"$cli" bogus 2>/dev/null || rc=$?
+	[ "$rc" = 2 ] || { echo "an unknown command exited $rc, want 2"; return 1; }
+}
+[ -z "${CKUBE_ENVTEST_ASSETS:-}" ] && check "command: assets, usage" t_cli_assets
 t_all_gone() { nothing_left; }
 check "nothing left in $parent" t_all_gone
 
