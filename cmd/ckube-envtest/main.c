@@ -191,7 +191,11 @@ static int cmd_start(int argc, char **argv)
 	rc = 0;
 	goto out;
 fail:
-	fprintf(stderr, PROG ": %s\n", err ? err : "failed");
+	/* The library's messages start "envtest: "; once is enough. */
+	fprintf(stderr, PROG ": %s\n",
+	        !err                                ? "failed"
+	        : strncmp(err, "envtest: ", 9) == 0 ? err + 9
+	                                            : err);
 out:
 	/* Detached: freeing the handle leaves the servers and the directory to stop. */
 	if (env != NULL)

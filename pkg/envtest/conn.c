@@ -60,25 +60,26 @@ ck_envtest_conn_t *ck_envtest_i_conn_new(ck_config_t *cfg, char **err)
 	ev_async_start(k->loop, &k->stop);
 	int rc = pthread_create(&k->thread, NULL, conn_main, k);
 	if (rc != 0) {
+		/* ck_client_new never ran to take it. */
 		ck_config_free(cfg);
 		ck_err_set(err, "envtest: starting the client's thread: error %d", rc);
-		ev_loop_destroy(k->loop);
-		free(k);
-		return NULL;
+		goto fail;
 	}
 	pthread_mutex_lock(&k->mu);
 	while (!k->started)
 		pthread_cond_wait(&k->cv, &k->mu);
 	pthread_mutex_unlock(&k->mu);
-	if (k->client == NULL) {
-		pthread_join(k->thread, NULL);
-		ck_err_set(err, "envtest: %s", k->err ? k->err : "cannot make a client");
-		free(k->err);
-		ev_loop_destroy(k->loop);
-		free(k);
-		return NULL;
-	}
-	return k;
+	if (k->client != NULL)
+		return k;
+	pthread_join(k->thread, NULL);
+	ck_err_set(err, "envtest: %s", k->err ? k->err : "cannot make a client");
+fail:
+	ev_loop_destroy(k->loop);
+	pthread_mutex_destroy(&k->mu);
+	pthread_cond_destroy(&k->cv);
+	free(k->err);
+	free(k);
+	return NULL;
 }
 
 ck_client_t *ck_envtest_i_conn_client(ck_envtest_conn_t *k)

@@ -114,7 +114,7 @@ static char *log_tail(const char *path)
 	while (start > 0 && lines < 3 && len - start < 600)
 		if (data[--start] == '\n')
 			lines++;
-	char *s = start > 0 ? data + start + 1 : data;
+	char *s = data + start + (data[start] == '\n' ? 1 : 0);
 	for (char *p = s; *p; p++)
 		if (*p == '\n')
 			*p = '|';
