@@ -1,11 +1,11 @@
 /*
- * envtest: a real etcd and kube-apiserver for a test, started in a second or two,
- * as controller-runtime's envtest starts them.
+ * envtest: a real etcd and kube-apiserver for a test, started in about three
+ * seconds, as controller-runtime's envtest starts them.
  *
  *   ck_envtest_opts_t o = {.crd_paths = (const char *[]){"deploy/crd.yaml"}, .ncrd_paths = 1};
  *   ck_envtest_t *env = ck_envtest_start(&o, &err);      // ready, CRDs Established
  *   ck_client_t *c = ck_client_new(loop, ck_envtest_config(env, &err), NULL, &err);
- *   ...
+ *   ...                        // or ck_envtest_client(env): one with a loop of its own
  *   ck_envtest_stop(env, &err);                           // nothing left behind
  *
  * What runs. etcd and kube-apiserver only: no controller-manager, scheduler or
@@ -89,18 +89,19 @@
  * directory); then removes the directory.
  *
  * After a crash. Every start first looks at the other ckube-envtest.* directories
- * of this user in the same parent: one whose starter is gone (and is not detached),
- * or whose servers are all gone, is cleaned up as ck_envtest_stop_dir would (its
- * live servers stopped, the directory removed), and a one-line notice is logged.
- * An environment whose starter still runs (another test's) is left alone.
+ * of this user in the same parent: one whose starting process is gone, or a
+ * detached one whose servers are all gone, is cleaned up as ck_envtest_stop_dir
+ * would (its live servers stopped, the directory removed), and a one-line notice is
+ * logged. An environment whose starter still runs (another test's), or a detached
+ * one still serving (ckube-envtest's, until its stop), is left alone.
  *
  * Timings (Kubernetes v1.37.2, 2 cores shared with other work; `make envtest-test`
- * prints them, ckube-envtest start -v 1 prints the steps): start with
- * deploy/crd.yaml, until the CRD is served, 3.2-3.4 s warm and 4.1 s cold (the
- * binaries read from disk: a fresh copy evicted from the page cache); ckube-envtest
- * start 2.9-3.3 s. Of that, certificates take ~8 ms, the API server's post-start
- * hooks ~2.8 s (rbac/bootstrap-roles is the last /readyz waits for), a CRD ~70 ms.
- * Stop: 1.1 s.
+ * prints them, `ckube-envtest start -v 1` prints the steps): a start with
+ * deploy/crd.yaml, until the CRD is served, takes 2.6-3.4 s warm; cold (the
+ * binaries read from disk: a fresh copy, evicted from the page cache) 2.6-4.1 s; in
+ * five runs each. Of that, certificates take ~8 ms, the API server until /readyz
+ * ~2.5-3 s (rbac/bootstrap-roles is the last hook it waits for), a CRD ~70 ms.
+ * Stop: 1.1 s (the API server ~1 s after SIGTERM, then etcd).
  *
  * Thread-safety: an environment is used by one thread at a time; its config may
  * be made and used on any thread.
