@@ -7,13 +7,18 @@
 # its own module; modules of one layer may not include each other):
 #
 #   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
-#        <- rest <- apply <- gen <- cache, record, leaderelection <- metrics <- manager, envtest
+#        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics, fake
+#        <- manager, envtest
 #
 # The places follow the real dependencies: flowcontrol (the token bucket) needs only
 # base; the workqueue needs base and flowcontrol, nothing of Kubernetes; apply sends
 # its patches through rest (ck_client_merge_patch_sync); gen's accessors build
-# patches; envtest, beside the manager, starts a test's control plane and talks to it
-# through rest. cmd/, examples/ and tests/ sit above all of it and are not checked.
+# patches, and so do controllerutil's helpers (finalizers, owner references,
+# create-or-update, conditions, typed bodies); fake (the in-memory API server for
+# tests) serves a client through rest's transport hook and hands out cache's
+# informer factory; envtest, beside the manager, starts a test's real control plane
+# and talks to it through rest. cmd/, examples/ and tests/ sit above all of it and
+# are not checked.
 #
 # Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
 #        hack/depcheck.sh --self-test   it refuses a wrong include and passes a right
@@ -47,9 +52,9 @@ LAYERS=(
 	"kinds clientcmd"
 	"rest"
 	"apply"
-	"gen"
+	"gen controllerutil"
 	"cache record leaderelection"
-	"metrics"
+	"metrics fake"
 	"manager envtest"
 )
 
@@ -62,8 +67,9 @@ declare -A HEADER=(
 	[decode]=codec [json]=codec
 	[kinds]=kinds [types]=kinds [config]=clientcmd
 	[client]=rest [patch]=apply [gen]=gen
-	[cache]=cache [cache_fake]=cache [record]=record [leaderelection]=leaderelection
-	[metrics]=metrics [manager]=manager [envtest]=envtest
+	[controllerutil]=controllerutil [conditions]=controllerutil [applyconfig]=controllerutil
+	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
+	[metrics]=metrics [manager]=manager [fake]=fake [envtest]=envtest
 	[ckube]=
 )
 

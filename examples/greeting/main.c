@@ -1,9 +1,12 @@
 /*
  * greeting: a controller of a custom resource, Greeting (crd.yaml). Each Greeting
  * owns a ConfigMap <name>-greeting whose data.message is "Hello, <spec.name>!"
- * ("world" when spec.name is empty), written by server-side apply, and reports
- * that message in status.message. A ConfigMap changed or deleted by hand is put
- * back; deleting the Greeting lets the garbage collector take the ConfigMap.
+ * ("world" when spec.name is empty), written by server-side apply with a
+ * controller reference to the Greeting, and reports that message in
+ * status.message through the status subresource. A ConfigMap changed or deleted
+ * by hand is put back; deleting the Greeting lets the garbage collector take the
+ * ConfigMap; a ConfigMap of that name controlled by something else is left alone
+ * (an event says so).
  *
  * The kind exists only as a CRD: its C (descriptor, accessors, structs,
  * validation) is generated from crd.yaml by ckube-gen at build time:
@@ -63,15 +66,20 @@ static int reconcile(void *ud, const char *key, char **err)
 	have = cm ? configmap_message(cm) : NULL;
 	if (have == NULL || strcmp(have, want) != 0) {
 		/* Apply what this controller owns; the server merges it with others'. */
-		p = ck_patch_new_object(&ck_type_configmap, ns, cm_name);
-		char owner[512];
-		snprintf(owner, sizeof(owner),
-		         "[{\"apiVersion\":\"example.ckube.io/v1alpha1\",\"kind\":\"Greeting\","
-		         "\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true,"
-		         "\"blockOwnerDeletion\":true}]",
-		         g->name, g->uid);
-		ck_patch_set_raw(p, CK_PATH("metadata", "ownerReferences"), owner, strlen(owner));
-		ck_patch_set_string(p, CK_PATH("data", "message"), want);
+		p = ck_ac_configmap(ns, cm_name);
+		if (ck_patch_set_controller_reference(p, g, cm, &why) == CK_OWNER_EALREADY_OWNED) {
+			/* Not ours to take: reported, not retried until something changes. */
+			ck_record_event(ck_manager_recorder(mgr), g, CK_RECORD_WARNING,
+			                "AlreadyOwned", "%s", why);
+			free(why);
+			goto out;
+		}
+		if (why != NULL) {
+			*err = why;
+			rc = -1;
+			goto out;
+		}
+		ck_ac_configmap_data(p, "message", want);
 		if (ck_client_apply_sync(ck_manager_client(mgr), p, FIELD_MANAGER, true, &res) !=
 		    0) {
 			*err = ck_xasprintf("apply ConfigMap %s/%s: %s", ns, cm_name, res.error);
@@ -89,8 +97,9 @@ static int reconcile(void *ud, const char *key, char **err)
 		greeting_status_t st = {.message = want};
 		p = ck_patch_new();
 		greeting_status_to_patch(&st, p);
-		if (ck_client_merge_patch_sync(ck_manager_client(mgr), &greeting_type, ns, name, p,
-		                               NULL, &res) != 0) {
+		/* The status subresource: the main resource would drop status. */
+		if (ck_client_status_merge_patch_sync(ck_manager_client(mgr), &greeting_type, ns,
+		                                      name, p, NULL, &res) != 0) {
 			*err = ck_xasprintf("status of Greeting %s: %s", key, res.error);
 			rc = -1;
 		}
@@ -116,8 +125,8 @@ int main(int argc, char **argv)
 		return rc;
 	ck_controller_t *c = ck_manager_add_controller(mgr, "Greetings", reconcile, NULL);
 	greetings = ck_cache_informer_lister(ck_controller_watch(c, &greeting_type));
-	/* Its ConfigMaps: a change or delete queues the owning Greeting. */
+	/* Its ConfigMaps: a change or delete queues the Greeting that controls it. */
 	configmaps = ck_cache_informer_lister(ck_controller_watch_map(
-	    c, &ck_type_configmap, ck_controller_enqueue_owner, "Greeting"));
+	    c, &ck_type_configmap, ck_controller_enqueue_owner_type, (void *)&greeting_type));
 	return ck_manager_run(mgr);
 }

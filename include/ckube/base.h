@@ -74,6 +74,8 @@ CKUBE_API void ck_sbuf_printf(ck_sbuf_t *b, const char *fmt, ...) CK_PRINTF(2, 3
 CKUBE_API void ck_sbuf_put_json_str(ck_sbuf_t *b, const char *s);
 /* Same for len bytes of s, which may hold NULs (escaped as \u0000). */
 CKUBE_API void ck_sbuf_put_json_strn(ck_sbuf_t *b, const char *s, size_t len);
+/* Appends n bytes of p (borrowed) in standard base64 with padding (RFC 4648). */
+CKUBE_API void ck_sbuf_put_base64(ck_sbuf_t *b, const void *p, size_t n);
 /* Returns the buffer's text (borrowed; "" when empty). */
 CKUBE_API const char *ck_sbuf_cstr(ck_sbuf_t *b);
 /* Returns the buffer's memory (caller frees with free()) and resets b. */

@@ -13,8 +13,11 @@
 #include <ckube/gen.h>
 #include <ckube/log.h>
 
+#include <ckube/applyconfig.h>
 #include <ckube/client.h>
+#include <ckube/conditions.h>
 #include <ckube/config.h>
+#include <ckube/controllerutil.h>
 #include <ckube/decode.h>
 #include <ckube/flowcontrol.h>
 #include <ckube/json.h>
@@ -28,6 +31,7 @@
 #include <ckube/leaderelection.h>
 #include <ckube/manager.h>
 #include <ckube/metrics.h>
+#include <ckube/predicate.h>
 #include <ckube/record.h>
 #include <ckube/workqueue.h>
 

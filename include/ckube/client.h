@@ -45,6 +45,56 @@ typedef struct ck_client ck_client_t;
  * token bucket's waits stop meaning anything (1e-300 overflowed them). */
 #define CK_CLIENT_MIN_QPS 0.001
 
+/*
+ * A transport hook: something other than the network answers the client's
+ * attempts (the in-memory API server of <ckube/fake.h>). Only the network is
+ * replaced: the rate limiter, retries (Retry-After, resets of a GET), deadlines,
+ * Status decoding, *_sync calls, lists and watches all run as they do on curl,
+ * and a body is decoded by the same code path chunk by chunk.
+ *
+ * Everything happens on the client's loop thread. The client calls start() once
+ * per attempt; the transport answers later -- from a watcher of its own (ev_idle,
+ * ev_async, ev_timer), never inside start() -- with ck_transport_head() once, then
+ * any number of ck_transport_body() chunks (a watch: one event line per change,
+ * for as long as it likes), then ck_transport_end(). The client calls stop() exactly
+ * once per started attempt when it is done with it: after the end, when the
+ * request is cancelled, or when the client is freed; stop() may come from inside
+ * ck_transport_body() or ck_transport_end() (the request's callbacks ran there),
+ * and after it the attempt handle must not be used again.
+ */
+typedef struct ck_transport_attempt ck_transport_attempt_t; /* the client's; see above */
+
+/* One attempt as the transport sees it; every pointer is borrowed for start(). */
+typedef struct ck_transport_req {
+	const char *method;       /* "GET", "POST", "PUT", "PATCH", "DELETE" */
+	const char *path;         /* "/api/v1/namespaces/ns/configmaps/x", escaped as sent */
+	const char *query;        /* encoded, without '?'; "" when none */
+	const char *content_type; /* NULL without a body */
+	const char *body;         /* NULL or body_len bytes */
+	size_t body_len;
+	bool is_watch;
+} ck_transport_req_t;
+
+typedef struct ck_transport {
+	/* Returns 0, or -1 with *err (a new string): the attempt then fails at once as
+	 * a transport error naming it, and stop() is not called. */
+	int (*start)(void *ud, ck_transport_attempt_t *a, const ck_transport_req_t *req,
+	             char **err);
+	void (*stop)(void *ud, ck_transport_attempt_t *a);
+	void *ud;
+} ck_transport_t;
+
+/* The status line: code (100..599) and Retry-After seconds (-1 = none). Once,
+ * before any body. Loop thread. */
+CKUBE_API void ck_transport_head(ck_transport_attempt_t *a, int code, int retry_after);
+/* Borrows data. Returns 0, or -1 when the attempt is over (the caller cancelled it
+ * from a callback, or the body could not be decoded): stop() has run, a is gone. */
+CKUBE_API int ck_transport_body(ck_transport_attempt_t *a, const char *data, size_t len);
+/* The end of the answer: why NULL for a complete one, else a broken connection
+ * (why, borrowed, says how), handled as curl's "connection reset" (a GET that
+ * delivered nothing is retried). stop() runs before it returns; a is gone. */
+CKUBE_API void ck_transport_end(ck_transport_attempt_t *a, const char *why);
+
 /* Options: a zero or NULL member means the default its comment names (so {0} is
  * all defaults, and a struct from an older release stays valid). */
 typedef struct ck_client_opts {
@@ -69,6 +119,9 @@ typedef struct ck_client_opts {
 	int max_retries;
 	size_t max_object_bytes; /* default CK_DEC_DEFAULT_MAX_OBJECT */
 	const ck_clk_t *clock;   /* NULL = real */
+	/* NULL = the network (libcurl); else every attempt goes to this transport
+	 * (borrowed, must outlive the client): see ck_transport_t. */
+	const ck_transport_t *transport;
 } ck_client_opts_t;
 
 /*

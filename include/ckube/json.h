@@ -179,4 +179,25 @@ CKUBE_API int ck_json_write(const ck_json_t *v, ck_sbuf_t *out);
 /* Same, as a new string (free with free()); NULL for an absent node. */
 CKUBE_API char *ck_json_to_text(const ck_json_t *v);
 
+/*
+ * Deep equality: objects as sets of members (order does not matter; a repeated
+ * key counts once, its last value), arrays element by element, strings byte for
+ * byte, numbers by value (1, 1.0 and 1e0 are equal, as to the API server). Two
+ * absent (NULL) nodes are equal. Borrows both.
+ */
+CKUBE_API bool ck_json_equal(const ck_json_t *a, const ck_json_t *b);
+/*
+ * JSON merge patch (RFC 7386): appends to out the value target becomes when patch
+ * is merged into it: a member of an object patch set to null removes the member,
+ * any other member is merged recursively, and anything that is not an object
+ * (arrays included) replaces what was there whole. target NULL is absent. Output
+ * in the form of kept text; members keep target's order, new ones follow in the
+ * patch's order. Borrows all three. Returns 0, or -1 (nothing appended) when patch
+ * or out is NULL.
+ */
+CKUBE_API int ck_json_merge_patch(const ck_json_t *target, const ck_json_t *patch, ck_sbuf_t *out);
+/* true when merging patch into target (as ck_json_merge_patch) would leave it
+ * ck_json_equal to what it was: nothing to write. Borrows both; patch NULL is true. */
+CKUBE_API bool ck_json_merge_patch_noop(const ck_json_t *target, const ck_json_t *patch);
+
 #endif

@@ -40,6 +40,7 @@
 
 #include <ckube/export.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <ckube/base.h>
@@ -153,6 +154,67 @@ CKUBE_API int ck_log_v_enabled(int level);
  */
 CKUBE_API void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line,
                            const char *err, const char *msg, const ck_log_kv_t *kvs);
+
+/* --- Key trace: one object's journey through the machinery (docs/informers.md). --- */
+
+/*
+ * Sets the key whose journey is logged: "namespace/name", or "name" for a
+ * cluster-scoped object (the workqueue key; ck_obj_key). Borrows key (copied).
+ * NULL or "" turns tracing off (the default). Returns 0, or -1 with *err (new
+ * string) when key is not of that form: an empty part, a second '/', a space or
+ * control character. The manager's --trace-key calls it.
+ *
+ * While a key is set, the reflector, delta queue, store, handlers, workqueues and
+ * the manager's workers each write one line per step they take for that key (and
+ * for no other), whatever the verbosity:
+ *
+ *   I1207 04:10:00.000123    1234 reflector.c:590] "Trace" key="default/foo" step="watch-event" ...
+ *
+ * msg "Trace", then key=, step= and the step's own pairs (docs/informers.md lists
+ * the steps). Every object of that namespace and name is traced, whatever its kind
+ * (a Foo and the Deployment it owns of the same name both show, each line naming
+ * its resource). Off, a step of the library costs one relaxed atomic load (inline)
+ * and builds no key; CK_LOG_TRACE in a program adds a call (ck_log_trace_on).
+ * Any thread; a change is seen by the steps that start after it (the old key's
+ * memory is kept until exit, so a concurrent step never reads freed memory).
+ */
+CKUBE_API int ck_log_set_trace_key(const char *key, char **err);
+/* true while a key is traced: one relaxed atomic load, all that a step costs when off. */
+CKUBE_API bool ck_log_trace_on(void);
+/* Returns the traced key as a new string (free with free()), or NULL when off. */
+CKUBE_API char *ck_log_trace_key(void);
+/* true when key (borrowed; NULL never matches) is the traced key. Off: one relaxed load. */
+CKUBE_API bool ck_log_trace_match(const char *key);
+/* The same for a key's parts, without building the key: ns NULL or "" for a
+ * cluster-scoped object. Borrows both. */
+CKUBE_API bool ck_log_trace_match_parts(const char *ns, const char *name);
+/*
+ * Writes one trace line: "Trace" key=<the traced key> step=<step> then kvs
+ * (terminated as for ck_log_emit; may be NULL). Borrows everything. Does not check
+ * the key: call it after a match (the macros below do).
+ */
+CKUBE_API void ck_log_trace_emit(const char *file, int line, const char *step,
+                                 const ck_log_kv_t *kvs);
+
+/* A trace line for key (evaluated twice) when it is the traced key; off, neither key
+ * nor the pairs are evaluated. */
+#define CK_LOG_TRACE(key, step, ...)                                                               \
+	do {                                                                                       \
+		if (ck_log_trace_on() && ck_log_trace_match(key))                                  \
+			ck_log_trace_emit(                                                         \
+			    LOG_FILE_, __LINE__, (step),                                           \
+			    (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + \
+			        1);                                                                \
+	} while (0)
+/* The same for an object's key given as its parts (ns NULL or "" when cluster-scoped). */
+#define CK_LOG_TRACE_PARTS(ns, name, step, ...)                                                    \
+	do {                                                                                       \
+		if (ck_log_trace_on() && ck_log_trace_match_parts((ns), (name)))                   \
+			ck_log_trace_emit(                                                         \
+			    LOG_FILE_, __LINE__, (step),                                           \
+			    (const ck_log_kv_t[]){CK_LOG_KV_END_, ##__VA_ARGS__, CK_LOG_KV_END_} + \
+			        1);                                                                \
+	} while (0)
 
 /* Appends s quoted like Go's strconv.Quote (%q): the escaping the text format uses. */
 CKUBE_API void ck_log_quote(ck_sbuf_t *out, const char *s);

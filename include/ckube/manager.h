@@ -6,7 +6,8 @@
  *
  *   ck_manager_new   the standard flags (--kubeconfig, --master, --context,
  *                    --namespace, --workers, --resync-period, --kube-api-qps/-burst,
- *                    -v, --log-format, --version, --metrics-bind-address,
+ *                    -v, --log-format, --trace-key (one key's journey, see
+ *                    docs/informers.md), --version, --metrics-bind-address,
  *                    --metrics-secure, --metrics-cert-dir/-name/-key,
  *                    --metrics-review-qps/-burst, --health-probe-bind-address,
  * --graceful-shutdown-timeout,
@@ -45,6 +46,7 @@
 #include <ckube/flag.h>
 #include <ckube/metrics.h>
 #include <ckube/obj.h>
+#include <ckube/predicate.h>
 #include <ckube/record.h>
 #include <ckube/workqueue.h>
 
@@ -183,8 +185,38 @@ typedef void (*ck_map_fn)(void *ud, ck_controller_t *c, const ck_obj_t *obj);
 CKUBE_API ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t *t,
                                                        ck_map_fn map, void *ud);
 
-/* Queues the owner named by obj's controller ownerReference when its kind is kind
- * (borrowed). A ready-made map for ck_controller_watch_map (ud = the kind). */
+/*
+ * Watch options. predicates: an array of npredicates (borrowed, copied; the
+ * predicates themselves must outlive the manager) that every event must pass
+ * before it is queued or mapped (all of them: controller-runtime's
+ * builder.WithPredicates, or WithEventFilter given to every watch). See
+ * <ckube/predicate.h> for the ready-made ones. NULL options or none: all events.
+ */
+typedef struct ck_watch_opts {
+	const ck_predicate_t *const *predicates;
+	size_t npredicates;
+} ck_watch_opts_t;
+/* ck_controller_watch and ck_controller_watch_map with options (o may be NULL). */
+CKUBE_API ck_cache_informer_t *ck_controller_watch_opts(ck_controller_t *c, const ck_type_t *t,
+                                                        const ck_watch_opts_t *o);
+CKUBE_API ck_cache_informer_t *ck_controller_watch_map_opts(ck_controller_t *c, const ck_type_t *t,
+                                                            ck_map_fn map, void *ud,
+                                                            const ck_watch_opts_t *o);
+
+/*
+ * Queues the owner named by obj's controller ownerReference when that owner is of
+ * kind owner_type: same API group and kind (the version does not matter), as
+ * controller-runtime's Owns()/EnqueueRequestForOwner with OnlyControllerOwner.
+ * The owner's key is obj's namespace and the reference's name (an owner of a
+ * namespaced object is in its namespace or cluster-scoped: then the name alone).
+ * A ready-made map for ck_controller_watch_map: ud = the owner's descriptor, a
+ * `const ck_type_t *` (borrowed for the manager's life).
+ */
+CKUBE_API void ck_controller_enqueue_owner_type(void *owner_type, ck_controller_t *c,
+                                                const ck_obj_t *obj);
+/* Deprecated: matches the kind string only, so a Deployment of another API group
+ * (or an ownerReference to any group's kind of that name) is taken for the owner.
+ * Use ck_controller_enqueue_owner_type. ud = the kind (a C string). */
 CKUBE_API void ck_controller_enqueue_owner(void *kind, ck_controller_t *c, const ck_obj_t *obj);
 
 /*

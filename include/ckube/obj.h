@@ -4,9 +4,17 @@
  *
  * A ck_obj_t is built once by the decoder (decode.h) or by kobj_build_*, then never
  * changes, so any thread holding a reference may read it without locks. Every
- * string of one object lives in the same allocation as the struct. Metadata is
- * always kept (except managedFields, never); of spec/status only the dotted paths
- * listed in the kind's descriptor are kept, each as a ck_val_t.
+ * string of one object lives in the same allocation as the struct.
+ *
+ * What is kept. Of metadata, always: namespace, name, uid, resourceVersion,
+ * creationTimestamp, deletionTimestamp, generation, labels, ownerReferences and
+ * finalizers (a controller that owns a finalizer must see it and the deletion
+ * it holds back); annotations only when the kind's descriptor says so
+ * (keep_annotations); managedFields never; any other metadata member only when
+ * the descriptor lists it as a field ("metadata.generateName"). Of spec and
+ * status only the dotted paths listed in the descriptor are kept, each as a
+ * ck_val_t. An object without finalizers costs a NULL pointer and a zero count
+ * for them.
  */
 #ifndef CKUBE_KUBE_OBJ_H
 #define CKUBE_KUBE_OBJ_H
@@ -94,6 +102,11 @@ typedef struct ck_obj {
 	const ck_obj_kv_t *annotations; /* sorted by key; empty unless kept */
 	const ck_obj_owner_t *owners;
 	const ck_val_t *fields; /* fields[i] is type->fields[i] */
+	/* metadata.finalizers in the server's order (duplicates kept as sent); NULL
+	 * when there are none. Appended last so that the members above keep their
+	 * offsets for programs built against an older header. */
+	const char *const *finalizers;
+	size_t nfinalizers;
 } ck_obj_t;
 
 /* Returns obj with one more reference (obj may be NULL). Thread-safe. */
@@ -107,6 +120,27 @@ CKUBE_API const char *ck_obj_label(const ck_obj_t *obj, const char *key);
 CKUBE_API const char *ck_obj_annotation(const ck_obj_t *obj, const char *key);
 /* Returns the ownerReference with controller=true, borrowed, or NULL. */
 CKUBE_API const ck_obj_owner_t *ck_obj_controller_ref(const ck_obj_t *obj);
+/* true if obj's metadata.finalizers holds name (both borrowed; NULL: false). */
+CKUBE_API bool ck_obj_has_finalizer(const ck_obj_t *obj, const char *name);
+/*
+ * Owner references compared as the API machinery compares them
+ * (controller-runtime's controllerutil): by API group, kind and name; the
+ * version is not part of the identity (apps/v1beta1 and apps/v1 name the same
+ * object).
+ *
+ * ck_obj_controller_of: obj's controller ownerReference when its owner has API
+ * group group ("" for the core group; NULL is taken as "") and kind kind
+ * (borrowed), else NULL; the reference is borrowed from obj.
+ * ck_obj_is_controlled_by: true when obj's controller reference names owner: same
+ * group (of owner->type), kind and name, and the same uid unless one of the two
+ * uids is "" (an owner recreated under the same name is another object).
+ */
+CKUBE_API const ck_obj_owner_t *ck_obj_controller_of(const ck_obj_t *obj, const char *group,
+                                                     const char *kind);
+CKUBE_API bool ck_obj_is_controlled_by(const ck_obj_t *obj, const ck_obj_t *owner);
+/* true when apiVersion api_version ("apps/v1", "v1") is of API group group
+ * ("apps", ""); both borrowed, NULL is "". */
+CKUBE_API bool ck_api_version_has_group(const char *api_version, const char *group);
 /* Returns the kept field at index i (borrowed); CK_VAL_ABSENT if out of range. */
 CKUBE_API const ck_val_t *ck_obj_field(const ck_obj_t *obj, size_t i);
 /* Looks a kept field up by its path; returns the index or -1. */
@@ -154,6 +188,8 @@ CKUBE_API void ck_obj_builder_add_owner(ck_obj_builder_t *b);
 CKUBE_API void ck_obj_builder_set_owner(ck_obj_builder_t *b, const char *field, const char *v,
                                         size_t vl);
 CKUBE_API void ck_obj_builder_set_owner_bool(ck_obj_builder_t *b, const char *field, bool v);
+/* Appends one member of metadata.finalizers (copied; order kept). */
+CKUBE_API void ck_obj_builder_add_finalizer(ck_obj_builder_t *b, const char *s, size_t len);
 /* Sets kept field i; for CK_VAL_STRING/CK_VAL_JSON, s/len are copied. */
 CKUBE_API void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv,
                                         int64_t iv, double dv, const char *s, size_t len);

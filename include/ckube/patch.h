@@ -83,6 +83,25 @@ CKUBE_API int ck_patch_set_raw(ck_patch_t *p, const char *const *path, const cha
 /* A node of a parsed document (borrowed, copied), e.g. a kept field to send back. */
 CKUBE_API int ck_patch_set_json(ck_patch_t *p, const char *const *path, const ck_json_t *v);
 
+/*
+ * Lists built element by element (the one mechanism the typed bodies of
+ * applyconfig.h use for containers, ports, env, ...): appends to the array at
+ * path, creating it (and the objects on the way) when absent; appending to a
+ * path that holds anything but an array is an error. Elements keep the order
+ * they were appended in.
+ */
+/* Takes item (a builder of one element, e.g. from ck_patch_new(); freed here, also
+ * on error); its sticky error, if any, becomes p's. */
+CKUBE_API int ck_patch_append(ck_patch_t *p, const char *const *path, ck_patch_t *item);
+/* Borrows s (copied): a string element. */
+CKUBE_API int ck_patch_append_string(ck_patch_t *p, const char *const *path, const char *s);
+
+/* What ck_patch_new_object() was given (borrowed from p): the kind (NULL for a
+ * plain ck_patch_new() builder), the namespace and the name (NULL when not given). */
+CKUBE_API const ck_type_t *ck_patch_object_type(const ck_patch_t *p);
+CKUBE_API const char *ck_patch_object_ns(const ck_patch_t *p);
+CKUBE_API const char *ck_patch_object_name(const ck_patch_t *p);
+
 /* The first error (borrowed from p, valid until ck_patch_free), or NULL. */
 CKUBE_API const char *ck_patch_error(const ck_patch_t *p);
 /*
@@ -112,6 +131,18 @@ CKUBE_API int ck_client_merge_patch_sync(ck_client_t *c, const ck_type_t *t, con
  */
 CKUBE_API int ck_client_apply_sync(ck_client_t *c, const ck_patch_t *body,
                                    const char *field_manager, bool force, ck_result_t *res);
+/*
+ * The status subresource (.../status), where a kind that has one takes its status:
+ * the main resource ignores status there (a CRD with the subresource answers 200
+ * and drops it), and the status subresource ignores everything but status (and
+ * metadata it may not change). As ck_client_merge_patch_sync and
+ * ck_client_apply_sync otherwise; a kind without the subresource answers 404.
+ */
+CKUBE_API int ck_client_status_merge_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                                const char *name, const ck_patch_t *patch,
+                                                const ck_write_opts_t *o, ck_result_t *res);
+CKUBE_API int ck_client_status_apply_sync(ck_client_t *c, const ck_patch_t *body,
+                                          const char *field_manager, bool force, ck_result_t *res);
 /* POST body (from ck_patch_new_object()) to its kind and namespace; o may be NULL. */
 CKUBE_API int ck_client_create_body_sync(ck_client_t *c, const ck_patch_t *body,
                                          const ck_write_opts_t *o, ck_result_t *res);

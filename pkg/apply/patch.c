@@ -400,6 +400,115 @@ int ck_patch_set_raw(ck_patch_t *p, const char *const *path, const char *json, s
 	return rc;
 }
 
+/*
+ * Appends one element's JSON text (taken) to the array at path, creating it. The
+ * array is a leaf like any other, so appending rewrites its closing bracket: a
+ * list is built in the order its elements are appended.
+ */
+static int append_text(ck_patch_t *p, const char *const *path, char *text, size_t tlen,
+                       size_t depth)
+{
+	size_t n = path_len(path);
+	if (p->err == NULL && n == 0)
+		fail(p, "patch: empty path");
+	if (p->err != NULL || check_depth(p, path, n, depth + 1) < 0) {
+		free(text);
+		return -1;
+	}
+	pnode_t *o = parent_of(p, path, n);
+	if (o == NULL) {
+		free(text);
+		return -1;
+	}
+	pnode_t *k = find_kid(o, path[n - 1], strlen(path[n - 1]));
+	if (k == NULL) {
+		k = fresh_kid(o, path[n - 1], strlen(path[n - 1]));
+		k->text = ck_xstrdup("[]");
+		k->tlen = 2;
+		k->depth = 1;
+	} else if (k->obj || k->tlen < 2 || k->text[0] != '[') {
+		char *ps = path_str(path, n);
+		fail(p, "patch: cannot append to %s: it holds %s, not an array", ps,
+		     k->obj ? "an object" : k->text);
+		free(ps);
+		free(text);
+		return -1;
+	}
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_append(&b, k->text, k->tlen - 1);
+	if (k->tlen > 2)
+		ck_sbuf_putc(&b, ',');
+	ck_sbuf_append(&b, text, tlen);
+	ck_sbuf_putc(&b, ']');
+	free(text);
+	free(k->text);
+	k->tlen = b.len;
+	k->text = ck_sbuf_steal(&b);
+	if (depth + 1 > k->depth)
+		k->depth = depth + 1;
+	return 0;
+}
+
+/* The nesting of a built object: 1 for {}, deepest leaf's plus its level. */
+static size_t obj_depth(const pnode_t *o)
+{
+	size_t d = 0;
+	for (size_t i = 0; i < o->nkids; i++) {
+		size_t k = o->kids[i]->obj ? obj_depth(o->kids[i]) : o->kids[i]->depth;
+		if (k > d)
+			d = k;
+	}
+	return d + 1;
+}
+
+int ck_patch_append(ck_patch_t *p, const char *const *path, ck_patch_t *item)
+{
+	if (item == NULL)
+		return fail(p, "patch: NULL element to append");
+	if (p->err == NULL && item->err != NULL)
+		fail(p, "%s", item->err);
+	if (p->err != NULL) {
+		ck_patch_free(item);
+		return -1;
+	}
+	size_t depth = obj_depth(&item->root), len = 0;
+	char *text = ck_patch_build(item, &len, NULL);
+	ck_patch_free(item);
+	return append_text(p, path, text, len, depth);
+}
+
+int ck_patch_append_string(ck_patch_t *p, const char *const *path, const char *s)
+{
+	if (s == NULL)
+		return fail(p, "patch: NULL string to append");
+	if (p->err == NULL && !utf8_valid((const unsigned char *)s, strlen(s))) {
+		char *ps = path_str(path, path_len(path));
+		fail(p, "patch: %s: value is not valid UTF-8", ps);
+		free(ps);
+	}
+	if (p->err != NULL)
+		return -1;
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_put_json_str(&b, s);
+	size_t l = b.len;
+	return append_text(p, path, ck_sbuf_steal(&b), l, 0);
+}
+
+const ck_type_t *ck_patch_object_type(const ck_patch_t *p)
+{
+	return p->type;
+}
+
+const char *ck_patch_object_ns(const ck_patch_t *p)
+{
+	return p->ns;
+}
+
+const char *ck_patch_object_name(const ck_patch_t *p)
+{
+	return p->name;
+}
+
 ck_patch_t *ck_patch_new_object(const ck_type_t *t, const char *ns, const char *name)
 {
 	ck_patch_t *p = ck_patch_new();
@@ -503,21 +612,72 @@ static int object_body(const ck_patch_t *body, const char *what, bool need_name,
 	return 0;
 }
 
-int ck_client_apply_sync(ck_client_t *c, const ck_patch_t *body, const char *field_manager,
-                         bool force, ck_result_t *res)
+/* A PATCH of text to t/ns/name[/sub], as ck_client_patch_sync but for a subresource. */
+static int patch_sub(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                     const char *sub, ck_patch_type_t pt, const char *text,
+                     const ck_write_opts_t *o, ck_result_t *res)
+{
+	if (sub == NULL)
+		return ck_client_patch_sync(c, t, ns, name, pt, text, o, res);
+	char *q = ck_write_opts_query(o, pt == CK_PATCH_APPLY);
+	ck_req_spec_t spec = {.method = "PATCH",
+	                      .type = t,
+	                      .ns = ns,
+	                      .name = name,
+	                      .subresource = sub,
+	                      .query = q,
+	                      .content_type = ck_patch_content_type(pt),
+	                      .body = text,
+	                      .body_len = strlen(text),
+	                      .decode = CK_DEC_OBJECT};
+	int rc = ck_client_do_sync(c, &spec, res);
+	free(q);
+	return rc;
+}
+
+int ck_client_status_merge_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                      const char *name, const ck_patch_t *patch,
+                                      const ck_write_opts_t *o, ck_result_t *res)
+{
+	char *err = NULL;
+	char *body = ck_patch_build(patch, NULL, &err);
+	if (body == NULL) {
+		refuse(res, "status merge patch", err);
+		free(err);
+		return -1;
+	}
+	int rc = patch_sub(c, t, ns, name, "status", CK_PATCH_MERGE, body, o, res);
+	free(body);
+	return rc;
+}
+
+static int apply_to(ck_client_t *c, const ck_patch_t *body, const char *sub, const char *what,
+                    const char *field_manager, bool force, ck_result_t *res)
 {
 	if (field_manager == NULL || field_manager[0] == '\0')
 		return refuse(
-		    res, "server-side apply",
+		    res, what,
 		    "a field manager is required (the server rejects an apply without one)");
 	char *text = NULL;
-	if (object_body(body, "server-side apply", true, res, &text) < 0)
+	if (object_body(body, what, true, res, &text) < 0)
 		return -1;
 	ck_write_opts_t wo = {.field_manager = field_manager, .force = force};
-	int rc = ck_client_patch_sync(c, body->type, body->ns, body->name, CK_PATCH_APPLY, text,
-	                              &wo, res);
+	int rc =
+	    patch_sub(c, body->type, body->ns, body->name, sub, CK_PATCH_APPLY, text, &wo, res);
 	free(text);
 	return rc;
+}
+
+int ck_client_apply_sync(ck_client_t *c, const ck_patch_t *body, const char *field_manager,
+                         bool force, ck_result_t *res)
+{
+	return apply_to(c, body, NULL, "server-side apply", field_manager, force, res);
+}
+
+int ck_client_status_apply_sync(ck_client_t *c, const ck_patch_t *body, const char *field_manager,
+                                bool force, ck_result_t *res)
+{
+	return apply_to(c, body, "status", "status server-side apply", field_manager, force, res);
 }
 
 int ck_client_create_body_sync(ck_client_t *c, const ck_patch_t *body, const ck_write_opts_t *o,

@@ -172,6 +172,23 @@ void ck_sbuf_printf(ck_sbuf_t *b, const char *fmt, ...)
 	va_end(ap);
 }
 
+void ck_sbuf_put_base64(ck_sbuf_t *b, const void *data, size_t n)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		char q[4] = {tab[v >> 18 & 63], tab[v >> 12 & 63],
+		             i + 1 < n ? tab[v >> 6 & 63] : '=', i + 2 < n ? tab[v & 63] : '='};
+		ck_sbuf_append(b, q, 4);
+	}
+}
+
 void ck_sbuf_put_json_strn(ck_sbuf_t *b, const char *str, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -64,6 +64,7 @@ struct ck_cache_handler_reg {
 	bool catching_up;  /* snapshot or backlog still to deliver (late handler) */
 	bool snap_done;    /* got its snapshot (or had none to get) */
 	_Atomic bool synced;
+	unsigned id;          /* 1, 2, ... in order of registration: the trace's handler= */
 	ck_cache_objs_t snap; /* the store when it was added, sent as initial adds */
 	size_t snap_pos;
 	note_t *bl; /* notifications since, in order, sent after the snapshot */
@@ -104,8 +105,9 @@ struct ck_cache_informer {
 	void *watch_error_ud;
 
 	ck_cache_handler_reg_t *handlers, *handlers_tail;
-	size_t ncatching; /* handlers catching up */
-	uint64_t seq;     /* deltas begun; the store reflects all of them */
+	unsigned handlers_added; /* registrations so far: the next handler's id */
+	size_t ncatching;        /* handlers catching up */
+	uint64_t seq;            /* deltas begun; the store reflects all of them */
 	compound_t cur;
 	int dispatching;
 	int processing;
@@ -226,9 +228,24 @@ static void dispatch_end(ck_cache_informer_t *inf)
 		sweep(inf);
 }
 
+static const char *const note_names[] = {"add", "update", "delete"};
+
+/* The key trace's line for a notification about to be delivered to r. */
+static void trace_note(const ck_cache_handler_reg_t *r, int kind, bool flag, const ck_obj_t *old,
+                       const ck_obj_t *obj)
+{
+	CACHE_TRACE(obj, "handler-notified", CK_KV_STR("resource", r->inf->name),
+	            CK_KV_UINT("handler", r->id), CK_KV_STR("event", note_names[kind]),
+	            CK_KV_STR("rv", obj->rv),
+	            kind == NOTE_ADD      ? CK_KV_BOOL("initialList", flag)
+	            : kind == NOTE_DELETE ? CK_KV_BOOL("finalStateUnknown", flag)
+	                                  : CK_KV_BOOL("resync", strcmp(old->rv, obj->rv) == 0));
+}
+
 /* Calls r's callback for one notification (all borrowed). */
 static void deliver(ck_cache_handler_reg_t *r, int kind, bool flag, ck_obj_t *old, ck_obj_t *obj)
 {
+	trace_note(r, kind, flag, old, obj);
 	switch (kind) {
 	case NOTE_ADD:
 		if (r->h.on_add != NULL)
@@ -302,11 +319,18 @@ static void apply_one(ck_cache_informer_t *inf, cache_delta_t *d, bool initial)
 	uint64_t seq = ++inf->seq;
 	atomic_fetch_add_explicit(&inf->n_deltas, 1, memory_order_relaxed);
 	if (d->type == CACHE_DELTA_DELETED) {
-		ck_obj_unref(cache_store_delete_obj(inf->store, d->obj));
+		ck_obj_t *gone = cache_store_delete_obj(inf->store, d->obj);
+		CACHE_TRACE(d->obj, "store-updated", CK_KV_STR("resource", inf->name),
+		            CK_KV_STR("op", "delete"), CK_KV_STR("rv", d->obj->rv),
+		            CK_KV_BOOL("wasStored", gone != NULL));
+		ck_obj_unref(gone);
 		dispatch(inf, seq, NOTE_DELETE, false, NULL, d->obj);
 		return;
 	}
 	ck_obj_t *old = ck_cache_store_upsert(inf->store, d->obj);
+	CACHE_TRACE(d->obj, "store-updated", CK_KV_STR("resource", inf->name),
+	            CK_KV_STR("op", old != NULL ? "update" : "add"), CK_KV_STR("rv", d->obj->rv),
+	            CK_KV_STR("oldRV", old != NULL ? old->rv : ""));
 	if (old != NULL) {
 		dispatch(inf, seq, NOTE_UPDATE, false, old, d->obj);
 		ck_obj_unref(old);
@@ -368,6 +392,23 @@ static void begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool init
 	}
 }
 
+/* The key trace's line for a list (the first or a relist) swapped into the store: the
+ * traced key's object was listed (added or updated) or is gone (deleted: a tombstone
+ * follows). */
+static void trace_replaced(const ck_cache_informer_t *inf, const compound_t *c)
+{
+	for (size_t i = 0; i < c->gone.n; i++)
+		CACHE_TRACE(c->gone.items[i], "store-updated", CK_KV_STR("resource", inf->name),
+		            CK_KV_STR("op", "delete"), CK_KV_STR("rv", c->gone.items[i]->rv),
+		            CK_KV_STR("by", "list: not in it"));
+	for (size_t i = 0; i < c->n; i++)
+		CACHE_TRACE(c->news[i], "store-updated", CK_KV_STR("resource", inf->name),
+		            CK_KV_STR("op", c->olds[i] != NULL ? "update" : "add"),
+		            CK_KV_STR("rv", c->news[i]->rv),
+		            CK_KV_STR("oldRV", c->olds[i] != NULL ? c->olds[i]->rv : ""),
+		            CK_KV_STR("by", "list"));
+}
+
 /* Builds the relist's content, up to budget items; returns the budget left. */
 static size_t build_replace(ck_cache_informer_t *inf, size_t budget)
 {
@@ -381,6 +422,8 @@ static size_t build_replace(ck_cache_informer_t *inf, size_t budget)
 		 * content and must not get this relist's notifications. */
 		cache_store_replace_commit(c->repl, &c->gone);
 		c->repl = NULL;
+		if (log_trace_on())
+			trace_replaced(inf, c);
 		c->seq = ++inf->seq;
 		atomic_fetch_add_explicit(&inf->n_deltas, c->n + c->gone.n, memory_order_relaxed);
 	}
@@ -444,8 +487,11 @@ static void catch_up(ck_cache_informer_t *inf, size_t budget)
 		while (r->catching_up && !r->removed && !inf->stopped && b > 0) {
 			if (r->snap_pos < r->snap.n) {
 				b--;
-				if (r->h.on_add != NULL)
+				if (r->h.on_add != NULL) {
+					trace_note(r, NOTE_ADD, true, NULL,
+					           r->snap.items[r->snap_pos]);
 					r->h.on_add(r->ud, r->snap.items[r->snap_pos], true);
+				}
 				r->snap_pos++;
 				continue;
 			}
@@ -493,6 +539,30 @@ static bool pending_work(const ck_cache_informer_t *inf)
 
 static void note_last_sync_rv(ck_cache_informer_t *inf);
 
+/* The key trace's line for a delta queued or popped: its object, or the traced key's
+ * object in a relist's list (a SyncAll names no object). Only called while on. */
+static void trace_delta(const ck_cache_informer_t *inf, bool popped, const cache_delta_t *d,
+                        bool initial)
+{
+	if (d->type == CACHE_DELTA_SYNC_ALL)
+		return;
+	const char *step = popped ? "delta-popped" : "delta-queued";
+	const char *type = cache_delta_type_name((cache_delta_type_t)d->type);
+	bool all = d->type == CACHE_DELTA_REPLACED_ALL;
+	for (uint32_t i = 0; i < (all ? d->n : 1); i++) {
+		const ck_obj_t *o = all ? d->items[i] : d->obj;
+		if (popped)
+			CACHE_TRACE(o, step, CK_KV_STR("resource", inf->name),
+			            CK_KV_STR("type", type), CK_KV_STR("rv", o->rv),
+			            CK_KV_BOOL("initialList", initial),
+			            CK_KV_UINT("stillQueued", cache_dq_len(&inf->dq)));
+		else
+			CACHE_TRACE(o, step, CK_KV_STR("resource", inf->name),
+			            CK_KV_STR("type", type), CK_KV_STR("rv", o->rv),
+			            CK_KV_UINT("queued", cache_dq_len(&inf->dq)));
+	}
+}
+
 static void process(ck_cache_informer_t *inf, size_t budget)
 {
 	note_last_sync_rv(inf);
@@ -515,6 +585,8 @@ static void process(ck_cache_informer_t *inf, size_t budget)
 		if (!cache_dq_pop(&inf->dq, &d, &initial))
 			break;
 		budget--;
+		if (log_trace_on())
+			trace_delta(inf, true, &d, initial);
 		if (d.type == CACHE_DELTA_REPLACED_ALL || d.type == CACHE_DELTA_SYNC_ALL) {
 			begin_compound(inf, &d, initial);
 		} else {
@@ -620,6 +692,12 @@ static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
 	for (size_t i = 0; i < n; i++)
 		items[i] = transformed(inf, items[i]);
 	cache_dq_replace(&inf->dq, items, n);
+	/* items now belongs to the queue, alive until popped (none to read when n is 0). */
+	if (log_trace_on())
+		trace_delta(inf, false,
+		            &(cache_delta_t){
+		                .type = CACHE_DELTA_REPLACED_ALL, .n = (uint32_t)n, .items = items},
+		            false);
 	schedule(inf);
 	/* A streaming list ends inside a watch that goes on: resyncs may run now. */
 	rearm(inf);
@@ -629,11 +707,12 @@ static void sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
 {
 	ck_cache_informer_t *inf = ud;
 	obj = transformed(inf, obj);
-	cache_dq_add(&inf->dq,
-	             type == CK_WATCH_ADDED     ? CACHE_DELTA_ADDED
-	             : type == CK_WATCH_DELETED ? CACHE_DELTA_DELETED
-	                                        : CACHE_DELTA_UPDATED,
-	             obj);
+	cache_delta_type_t dt = type == CK_WATCH_ADDED     ? CACHE_DELTA_ADDED
+	                        : type == CK_WATCH_DELETED ? CACHE_DELTA_DELETED
+	                                                   : CACHE_DELTA_UPDATED;
+	cache_dq_add(&inf->dq, dt, obj);
+	if (log_trace_on())
+		trace_delta(inf, false, &(cache_delta_t){.type = (uint8_t)dt, .obj = obj}, false);
 	schedule(inf);
 }
 
@@ -809,6 +888,7 @@ ck_cache_handler_reg_t *ck_cache_informer_add_handler_resync(ck_cache_informer_t
 	r->inf = inf;
 	r->h = *h;
 	r->ud = ud;
+	r->id = ++inf->handlers_added;
 	if (resync_ms > 0 && resync_ms < 1000)
 		resync_ms = 1000; /* client-go's minimum: a faster resync is a busy loop */
 	/* client-go's determineResyncPeriod, with the informer's period as its check

@@ -14,7 +14,9 @@
 #ifndef CKUBE_CACHE_INTERNAL_H
 #define CKUBE_CACHE_INTERNAL_H
 
+#include "pkg/log/log_internal.h"
 #include <ckube/cache.h>
+#include <ckube/log.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,6 +69,10 @@ static inline bool cache_obj_has_ns(const ck_obj_t *o)
 {
 	return o->ns[0] != '\0' && o->type->namespaced;
 }
+/* A key-trace line (ck_log_set_trace_key) when o's key is the traced one; off, o is
+ * not even read. The steps are listed in docs/informers.md. */
+#define CACHE_TRACE(o, step, ...)                                                                  \
+	LOG_TRACE_PARTS(cache_obj_has_ns(o) ? (o)->ns : NULL, (o)->name, (step), ##__VA_ARGS__)
 /* Hash of the object's store key, equal to cache_key_hash() of ck_obj_key(). */
 uint64_t cache_obj_key_hash(const ck_obj_t *o);
 /* Hash of a key string of len bytes. */

@@ -383,6 +383,7 @@ static void on_item(void *ud, ck_obj_t *obj)
 		ck_obj_unref(obj);
 		return;
 	}
+	CACHE_TRACE(obj, "list-item", CK_KV_STR("resource", r->o.name), CK_KV_STR("rv", obj->rv));
 	push_item(r, obj);
 }
 
@@ -568,6 +569,9 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 	case CK_WATCH_DELETED:
 		if (obj == NULL)
 			return;
+		CACHE_TRACE(obj, "watch-event", CK_KV_STR("resource", r->o.name),
+		            CK_KV_STR("type", ck_watch_type_name(type)), CK_KV_STR("rv", obj->rv),
+		            CK_KV_BOOL("initialEvents", r->initial_phase));
 		if (r->initial_phase) {
 			initial_event(r, type, obj);
 			return;

@@ -111,22 +111,6 @@ bad:
 	return -1;
 }
 
-static void b64_encode(ck_sbuf_t *b, const unsigned char *p, size_t n)
-{
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		char q[4] = {tab[v >> 18 & 63], tab[v >> 12 & 63],
-		             i + 1 < n ? tab[v >> 6 & 63] : '=', i + 2 < n ? tab[v & 63] : '='};
-		ck_sbuf_append(b, q, 4);
-	}
-}
-
 /* RFC 1123 label, as Kubernetes requires of namespace names. */
 static bool dns_label_ok(const char *s)
 {
@@ -766,7 +750,7 @@ static int build_exec_info(ck_config_t *c, kubeconfig_entry_t *cluster, yaml_nod
 			ck_sbuf_puts(&b, ",\"insecure-skip-tls-verify\":true");
 		if (c->ca_pem) {
 			ck_sbuf_puts(&b, ",\"certificate-authority-data\":\"");
-			b64_encode(&b, (const unsigned char *)c->ca_pem, c->ca_len);
+			ck_sbuf_put_base64(&b, c->ca_pem, c->ca_len);
 			ck_sbuf_putc(&b, '"');
 		}
 		if (c->proxy_url) {

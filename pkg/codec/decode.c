@@ -49,7 +49,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-/* Contexts of structural frames. Arrays: C_ITEMS, C_OWNERS, C_CAUSES. */
+/* Contexts of structural frames. Arrays: C_ITEMS, C_OWNERS, C_FINALIZERS, C_CAUSES. */
 enum {
 	C_LIST,      /* a List's top-level map */
 	C_LIST_META, /* the List's metadata */
@@ -61,9 +61,10 @@ enum {
 	C_ANNOTS,
 	C_OWNERS,
 	C_OWNER,
-	C_NODE,    /* a map at an inner node of the field trie */
-	C_DETAILS, /* Status.details */
-	C_CAUSES,  /* Status.details.causes */
+	C_FINALIZERS, /* metadata.finalizers */
+	C_NODE,       /* a map at an inner node of the field trie */
+	C_DETAILS,    /* Status.details */
+	C_CAUSES,     /* Status.details.causes */
 	C_CAUSE,
 };
 
@@ -87,8 +88,9 @@ enum {
 	PK_OWNERS,
 	PK_OWNER_STR,  /* sub: index into owner_keys */
 	PK_OWNER_BOOL, /* sub: 0 controller, 1 blockOwnerDeletion */
-	PK_NODE,       /* node: trie node (or -1); st: Status field (or ST_NONE) */
-	PK_D_STR,      /* sub: 0 name, 1 kind, 2 group */
+	PK_FINALIZERS,
+	PK_NODE,  /* node: trie node (or -1); st: Status field (or ST_NONE) */
+	PK_D_STR, /* sub: 0 name, 1 kind, 2 group */
 	PK_D_RETRY,
 	PK_D_CAUSES,
 	PK_CAUSE_REASON,
@@ -160,6 +162,12 @@ struct ck_dec {
 	tnode_t *nodes;
 	size_t nnodes;
 	int32_t meta_node; /* trie node for "metadata", or -1 */
+	/* The kept field "metadata.finalizers" of a descriptor that lists it, or -1:
+	 * finalizers are always kept in ck_obj_t, and also written to that field as
+	 * JSON text (finbuf), as the descriptor asks. */
+	int32_t fin_field;
+	ck_sbuf_t finbuf;
+	size_t nfins;
 
 	frame_t *frames;
 	size_t nframes, capframes;
@@ -275,6 +283,8 @@ static void trie_build(ck_dec_t *d)
 			d->nodes[n].field = (int32_t)i;
 	}
 	d->meta_node = trie_child(d, 0, (const unsigned char *)"metadata", 8);
+	int32_t fin = trie_child(d, d->meta_node, (const unsigned char *)"finalizers", 10);
+	d->fin_field = fin >= 0 ? d->nodes[fin].field : -1;
 }
 
 static void push(ck_dec_t *d, uint8_t ctx, int32_t node)
@@ -293,7 +303,7 @@ static frame_t *top(ck_dec_t *d)
 
 static bool ctx_is_array(uint8_t c)
 {
-	return c == C_ITEMS || c == C_OWNERS || c == C_CAUSES;
+	return c == C_ITEMS || c == C_OWNERS || c == C_FINALIZERS || c == C_CAUSES;
 }
 
 /* An integer JSON number; false if it has a fraction/exponent or overflows. */
@@ -359,7 +369,7 @@ static inline void token_seen(ck_dec_t *d)
 
 static void object_begin(ck_dec_t *d)
 {
-	d->nlabels = d->nannots = d->nowners = 0;
+	d->nlabels = d->nannots = d->nowners = d->nfins = 0;
 	if (d->want_kobj)
 		ck_obj_builder_reset(d->b);
 	if (d->want_status) {
@@ -544,6 +554,21 @@ static void status_scalar(ck_dec_t *d, const sval_t *v)
 	}
 }
 
+/* One string of metadata.finalizers: into the object, and into the kept field's
+ * text when the descriptor also lists "metadata.finalizers". */
+static int add_finalizer(ck_dec_t *d, const sval_t *v)
+{
+	if (++d->nfins > 65535)
+		return fail(d, "too many finalizers");
+	ck_obj_builder_add_finalizer(d->b, (const char *)v->s, v->l);
+	if (d->fin_field >= 0) {
+		if (d->nfins > 1)
+			ck_sbuf_putc(&d->finbuf, ',');
+		ck_sbuf_put_json_strn(&d->finbuf, (const char *)v->s, v->l);
+	}
+	return 1;
+}
+
 static int on_scalar(ck_dec_t *d, const sval_t *v)
 {
 	if (d->nframes == 0) {
@@ -555,6 +580,8 @@ static int on_scalar(ck_dec_t *d, const sval_t *v)
 	if (ctx_is_array(f->ctx)) {
 		if (f->ctx == C_ITEMS && v->kind != V_NULL)
 			return fail(d, "list item is not a JSON object");
+		if (f->ctx == C_FINALIZERS && v->kind == V_STR)
+			return add_finalizer(d, v);
 		return 1;
 	}
 	int64_t n;
@@ -615,6 +642,10 @@ static int on_scalar(ck_dec_t *d, const sval_t *v)
 		if (v->kind == V_STR)
 			ck_obj_builder_set_owner(d->b, owner_keys[d->sub], (const char *)v->s,
 			                         v->l);
+		break;
+	case PK_FINALIZERS: /* null or a scalar where the list belongs */
+		if (d->fin_field >= 0)
+			set_kval(d, d->fin_field, v);
 		break;
 	case PK_OWNER_BOOL:
 		if (v->kind == V_BOOL)
@@ -722,6 +753,9 @@ static int on_open(ck_dec_t *d, bool map)
 		case C_CAUSES:
 			push(d, C_CAUSE, -1);
 			break;
+		default: /* an object among the finalizers: not one, skipped */
+			skip_begin(d);
+			break;
 		}
 		return 1;
 	}
@@ -771,6 +805,17 @@ static int on_open(ck_dec_t *d, bool map)
 			push(d, C_OWNERS, -1);
 		else
 			skip_begin(d);
+		break;
+	case PK_FINALIZERS:
+		if (map) {
+			skip_begin(d);
+			break;
+		}
+		push(d, C_FINALIZERS, -1);
+		if (d->fin_field >= 0) {
+			ck_sbuf_reset(&d->finbuf);
+			ck_sbuf_putc(&d->finbuf, '[');
+		}
 		break;
 	case PK_NODE:
 		if (d->pnode >= 0 && d->want_kobj) {
@@ -828,6 +873,13 @@ static int on_close(ck_dec_t *d)
 		break;
 	case C_LIST:
 		emit_list_meta(d);
+		break;
+	case C_FINALIZERS:
+		if (d->fin_field >= 0) {
+			ck_sbuf_putc(&d->finbuf, ']');
+			ck_obj_builder_set_field(d->b, (size_t)d->fin_field, CK_VAL_JSON, false, 0,
+			                         0, d->finbuf.data, d->finbuf.len);
+		}
 		break;
 	default:
 		break;
@@ -959,6 +1011,8 @@ static void key_meta(ck_dec_t *d, const unsigned char *k, size_t l)
 			d->pk = PK_ANNOTS;
 	} else if (KEYIS(k, l, "ownerReferences")) {
 		d->pk = PK_OWNERS;
+	} else if (KEYIS(k, l, "finalizers")) {
+		d->pk = PK_FINALIZERS;
 	} else if (KEYIS(k, l, "generation")) {
 		d->pk = PK_GEN;
 	} else {
@@ -1136,6 +1190,7 @@ void ck_dec_free(ck_dec_t *d)
 	free(d->nodes);
 	free(d->frames);
 	ck_sbuf_free(&d->capbuf);
+	ck_sbuf_free(&d->finbuf);
 	ck_sbuf_free(&d->key);
 	ck_sbuf_free(&d->lm_rv);
 	ck_sbuf_free(&d->lm_cont);

@@ -7,6 +7,7 @@
  * lock only covers the write. The settings are atomics so that reading them on every
  * call costs a plain load and a late change is not a data race.
  */
+#include "pkg/log/log_internal.h"
 #include <ckube/log.h>
 
 #include <errno.h>
@@ -457,4 +458,127 @@ void ck_log_emit(ck_log_severity_t sev, int v, const char *file, int line, const
 	ck_sbuf_free(&b);
 	if (sev == CK_LOG_SEV_FATAL)
 		_exit(255);
+}
+
+/* --- Key trace. --- */
+
+/*
+ * The traced key, split once into its parts so that objects match without
+ * building their key. Published through one atomic pointer: off is a NULL
+ * pointer, so the check every step makes is a relaxed load and a compare. A key
+ * replaced while a step may still read it cannot be freed safely without a
+ * reclamation scheme; it is set once or a few times per process, so the old ones
+ * are kept on a list (reachable: not a leak to LeakSanitizer).
+ */
+typedef struct log_trace_key {
+	char *key;        /* "ns/name" or "name" */
+	const char *ns;   /* into split: "" when cluster-scoped */
+	const char *name; /* into split */
+	char *split;      /* "ns\0name" */
+	struct log_trace_key *retired;
+} trace_key_t;
+
+/* Read inline by the other modules (log_internal.h). */
+struct log_trace_key *_Atomic log_trace_cur_;
+static trace_key_t *trace_retired; /* under trace_set_lock */
+static pthread_mutex_t trace_set_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int trace_key_check(const char *key, char **err)
+{
+	const char *slash = strchr(key, '/');
+	const char *why = NULL;
+	for (const char *p = key; *p != '\0' && why == NULL; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			why = "it contains a space or control character";
+	if (why == NULL && slash != NULL &&
+	    (slash == key || slash[1] == '\0' || strchr(slash + 1, '/') != NULL))
+		why = "want \"namespace/name\", or \"name\" for a cluster-scoped object";
+	if (why == NULL)
+		return 0;
+	ck_sbuf_t b = CK_SBUF_INIT;
+	ck_sbuf_puts(&b, "trace key ");
+	ck_log_quote(&b, key);
+	ck_sbuf_printf(&b, ": %s", why);
+	if (err != NULL)
+		*err = ck_sbuf_steal(&b);
+	else
+		ck_sbuf_free(&b);
+	return -1;
+}
+
+int ck_log_set_trace_key(const char *key, char **err)
+{
+	trace_key_t *t = NULL;
+	if (key != NULL && key[0] != '\0') {
+		if (trace_key_check(key, err) != 0)
+			return -1;
+		t = ck_xcalloc(1, sizeof(*t));
+		t->key = ck_xstrdup(key);
+		t->split = ck_xstrdup(key);
+		char *slash = strchr(t->split, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			t->ns = t->split;
+			t->name = slash + 1;
+		} else {
+			t->ns = "";
+			t->name = t->split;
+		}
+	}
+	pthread_mutex_lock(&trace_set_lock);
+	trace_key_t *old = atomic_exchange_explicit(&log_trace_cur_, t, memory_order_acq_rel);
+	if (old != NULL) {
+		old->retired = trace_retired;
+		trace_retired = old;
+	}
+	pthread_mutex_unlock(&trace_set_lock);
+	return 0;
+}
+
+char *ck_log_trace_key(void)
+{
+	const trace_key_t *t = atomic_load_explicit(&log_trace_cur_, memory_order_acquire);
+	return t != NULL ? ck_xstrdup(t->key) : NULL;
+}
+
+bool ck_log_trace_on(void)
+{
+	return log_trace_on();
+}
+
+/* The current key, or NULL: the relaxed load decides the common case (off). */
+static const trace_key_t *trace_get(void)
+{
+	if (atomic_load_explicit(&log_trace_cur_, memory_order_relaxed) == NULL)
+		return NULL;
+	return atomic_load_explicit(&log_trace_cur_, memory_order_acquire);
+}
+
+bool ck_log_trace_match(const char *key)
+{
+	const trace_key_t *t = trace_get();
+	return t != NULL && key != NULL && strcmp(t->key, key) == 0;
+}
+
+bool ck_log_trace_match_parts(const char *ns, const char *name)
+{
+	const trace_key_t *t = trace_get();
+	return t != NULL && name != NULL && strcmp(t->name, name) == 0 &&
+	       strcmp(t->ns, ns != NULL ? ns : "") == 0;
+}
+
+void ck_log_trace_emit(const char *file, int line, const char *step, const ck_log_kv_t *kvs)
+{
+	const trace_key_t *t = trace_get();
+	size_t n = 0;
+	while (kvs != NULL && kvs[n].type != CK_LOG_KV_NONE_)
+		n++;
+	/* key and step first, then the step's pairs and the terminator. */
+	ck_log_kv_t *all = ck_xcalloc(n + 3, sizeof(*all));
+	all[0] = CK_KV_STR("key", t != NULL ? t->key : "");
+	all[1] = CK_KV_STR("step", step);
+	if (n > 0)
+		memcpy(all + 2, kvs, n * sizeof(*all));
+	ck_log_emit(CK_LOG_SEV_INFO, 0, file, line, NULL, "Trace", all);
+	free(all);
 }

@@ -9,6 +9,7 @@
  */
 #include "pkg/manager/manager_internal.h"
 
+#include "pkg/log/log_internal.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
 
@@ -41,6 +42,12 @@ struct ck_controller {
 		void *ud;
 	} maps[MGR_MAX_INFORMERS];
 	size_t nmaps;
+	/* Watches behind predicates: the handler and its copy of the array. */
+	struct pred_reg {
+		ck_cache_predicate_handler_t ph;
+		const ck_predicate_t **preds;
+	} preds[MGR_MAX_INFORMERS];
+	size_t npreds;
 };
 
 /* ---- Queueing (any thread) ---- */
@@ -62,15 +69,30 @@ void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj)
 	free(k);
 }
 
+static void enqueue_ref(ck_controller_t *c, const ck_obj_t *obj, const ck_obj_owner_t *ref,
+                        const ck_type_t *owner_type)
+{
+	/* A cluster-scoped owner's key is its name, whatever obj's namespace. */
+	bool ns = obj->ns[0] != '\0' && (owner_type == NULL || owner_type->namespaced);
+	char *key = ns ? ck_xasprintf("%s/%s", obj->ns, ref->name) : ck_xstrdup(ref->name);
+	ck_wq_add(c->queue, key);
+	free(key);
+}
+
+void ck_controller_enqueue_owner_type(void *owner_type, ck_controller_t *c, const ck_obj_t *obj)
+{
+	const ck_type_t *t = owner_type;
+	const ck_obj_owner_t *ref = ck_obj_controller_of(obj, t->group, t->kind);
+	if (ref != NULL)
+		enqueue_ref(c, obj, ref, t);
+}
+
 void ck_controller_enqueue_owner(void *kind, ck_controller_t *c, const ck_obj_t *obj)
 {
 	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
-	if (ref == NULL || ref->kind == NULL || strcmp(ref->kind, (const char *)kind) != 0)
+	if (ref == NULL || strcmp(ref->kind, (const char *)kind) != 0)
 		return;
-	char *key = obj->ns && obj->ns[0] ? ck_xasprintf("%s/%s", obj->ns, ref->name)
-	                                  : ck_xstrdup(ref->name);
-	ck_wq_add(c->queue, key);
-	free(key);
+	enqueue_ref(c, obj, ref, NULL);
 }
 
 /* ---- Handlers (loop thread) ---- */
@@ -91,15 +113,40 @@ static void own_delete(void *ud, const char *key, ck_obj_t *obj, bool final_stat
 	ck_wq_add(c->queue, key);
 }
 
-ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t)
+/* Registers h with ud on inf, behind o's predicates when it has any. */
+static void add_handler(ck_controller_t *c, ck_cache_informer_t *inf, const ck_cache_handler_t *h,
+                        void *ud, const ck_watch_opts_t *o)
+{
+	if (o == NULL || o->npredicates == 0) {
+		ck_cache_informer_add_handler(inf, h, ud);
+		return;
+	}
+	if (c->npreds == MGR_MAX_INFORMERS)
+		ck_fatal("controller %s: more than %d watches with predicates", c->name,
+		         MGR_MAX_INFORMERS);
+	struct pred_reg *r = &c->preds[c->npreds++];
+	r->preds = ck_xcalloc(o->npredicates, sizeof(*r->preds));
+	memcpy(r->preds, o->predicates, o->npredicates * sizeof(*r->preds));
+	r->ph = (ck_cache_predicate_handler_t){
+	    .preds = r->preds, .npreds = o->npredicates, .handler = *h, .handler_ud = ud};
+	ck_cache_informer_add_handler(inf, ck_cache_predicate_handler(), &r->ph);
+}
+
+ck_cache_informer_t *ck_controller_watch_opts(ck_controller_t *c, const ck_type_t *t,
+                                              const ck_watch_opts_t *o)
 {
 	ck_cache_informer_t *inf = ck_manager_informer(c->m, t);
 	if (inf == NULL)
 		return NULL;
 	ck_cache_handler_t h = {
 	    .on_add = own_add, .on_update = own_update, .on_delete = own_delete};
-	ck_cache_informer_add_handler(inf, &h, c);
+	add_handler(c, inf, &h, c, o);
 	return inf;
+}
+
+ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t)
+{
+	return ck_controller_watch_opts(c, t, NULL);
 }
 
 static void map_add(void *ud, ck_obj_t *obj, bool initial)
@@ -124,6 +171,12 @@ static void map_delete(void *ud, const char *key, ck_obj_t *obj, bool final_stat
 ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t *t, ck_map_fn map,
                                              void *ud)
 {
+	return ck_controller_watch_map_opts(c, t, map, ud, NULL);
+}
+
+ck_cache_informer_t *ck_controller_watch_map_opts(ck_controller_t *c, const ck_type_t *t,
+                                                  ck_map_fn map, void *ud, const ck_watch_opts_t *o)
+{
 	ck_cache_informer_t *inf = ck_manager_informer(c->m, t);
 	if (inf == NULL)
 		return NULL;
@@ -133,11 +186,31 @@ ck_cache_informer_t *ck_controller_watch_map(ck_controller_t *c, const ck_type_t
 	*r = (struct map_reg){.c = c, .map = map, .ud = ud};
 	ck_cache_handler_t h = {
 	    .on_add = map_add, .on_update = map_update, .on_delete = map_delete};
-	ck_cache_informer_add_handler(inf, &h, r);
+	add_handler(c, inf, &h, r, o);
 	return inf;
 }
 
 /* ---- Workers ---- */
+
+/* The key trace's reconcile-end line: the result, how long it took, and the error
+ * when there is one. */
+static void trace_reconcile_end(const ck_controller_t *c, int r, uint64_t took_ns, const char *err)
+{
+	ck_log_kv_t kvs[] = {
+	    CK_KV_STR("controller", c->name),
+	    CK_KV_STR("result", r == 0                    ? "success"
+	                        : r == CK_RECONCILE_RETRY ? "requeue"
+	                        : r > 0                   ? "requeue_after"
+	                                                  : "error"),
+	    CK_KV_INT("requeueAfterMs", r > 0 ? r : 0),
+	    CK_KV_UINT("tookUs", took_ns / 1000),
+	    CK_KV_ERR(err),
+	    CK_LOG_KV_END_,
+	};
+	if (err == NULL)
+		kvs[4] = (ck_log_kv_t)CK_LOG_KV_END_;
+	ck_log_trace_emit(LOG_FILE_, __LINE__, "reconcile-end", kvs);
+}
 
 static void *worker_main(void *arg)
 {
@@ -151,9 +224,13 @@ static void *worker_main(void *arg)
 			break;
 		}
 		char *err = NULL;
+		LOG_TRACE(key, "reconcile-start", CK_KV_STR("controller", c->name));
 		uint64_t t0 = ck_clk_mono_ns(ck_clk_real());
 		int r = c->fn(c->ud, key, &err);
-		double secs = (double)(ck_clk_mono_ns(ck_clk_real()) - t0) / 1e9;
+		uint64_t took = ck_clk_mono_ns(ck_clk_real()) - t0;
+		double secs = (double)took / 1e9;
+		if (log_trace_on() && ck_log_trace_match(key))
+			trace_reconcile_end(c, r, took, err);
 		if (c->m_duration)
 			ck_metrics_histogram_observe(c->m_duration, secs);
 		if (r == 0) {
@@ -326,6 +403,8 @@ void mgr_controller_free(ck_controller_t *c)
 		for (int i = 0; c->started && i < c->nworkers; i++)
 			pthread_join(c->workers[i], NULL);
 	free(c->workers);
+	for (size_t i = 0; i < c->npreds; i++)
+		free(c->preds[i].preds);
 	pthread_mutex_destroy(&c->drain_mu);
 	pthread_cond_destroy(&c->drain_cv);
 	ck_wq_free(c->queue);

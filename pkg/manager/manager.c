@@ -584,6 +584,9 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	ck_flag_int(fs, "v", &o->verbosity, 0, 10,
 	            "Log verbosity (0 operator, 2 detail, 4 debug, 5 trace).");
 	ck_flag_string(fs, "log-format", &o->log_format, "Log format: text or json.");
+	ck_flag_string(fs, "trace-key", &o->trace_key,
+	               "Log every step of this one key's journey, reflector to reconcile "
+	               "(namespace/name, or name when cluster-scoped; docs/informers.md).");
 	ck_flag_bool(fs, "version", &o->version, "Print the version and exit.");
 	ck_flag_string(fs, "metrics-bind-address", &o->metrics_addr,
 	               "Address of the Prometheus /metrics endpoint; 0 disables. The default is "
@@ -674,6 +677,13 @@ static int setup_flags(ck_manager_t *d, char **err)
 		return EXIT_USAGE;
 	ck_log_set_format(lf);
 	ck_log_set_verbosity((int)o->verbosity);
+	if (ck_log_set_trace_key(o->trace_key, err) != 0) {
+		ck_err_wrap(err, "-trace-key");
+		return EXIT_USAGE;
+	}
+	if (o->trace_key[0] != '\0')
+		CK_LOG_INFO("Tracing one key through informers, queues and workers",
+		            CK_KV_STR("key", o->trace_key));
 	if (o->resync_ms < 0 || (o->resync_ms > 0 && o->resync_ms < 1000)) {
 		*err = ck_xstrdup("-resync-period: must be 0 (off) or at least 1s");
 		return EXIT_USAGE;
@@ -902,6 +912,7 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .qps = mo->qps != 0 ? mo->qps : 20,
 	    .burst = mo->burst > 0 ? mo->burst : 30,
 	    .log_format = "text",
+	    .trace_key = "",
 	    .metrics_addr = mo->metrics_addr ? mo->metrics_addr : metrics_secure_default,
 	    .metrics_secure = true,
 	    .metrics_cert_dir = "",

@@ -26,6 +26,7 @@ typedef struct mgr_options {
 	int64_t burst;
 	int64_t verbosity;
 	const char *log_format;
+	const char *trace_key; /* --trace-key: "" off */
 	bool version;
 	const char *metrics_addr;
 	bool metrics_secure;

@@ -6,7 +6,8 @@
  * object but the final block) and remembers offsets and lengths. finish() then
  * computes the exact size of one block laid out as
  *
- *     ck_obj_t | labels[] | annotations[] | owners[] | fields[] | strings...
+ *     ck_obj_t | labels[] | annotations[] | owners[] | fields[] | finalizers[] |
+ *     strings...
  *
  * copies everything in, and points the struct's members into the block. Absent
  * metadata strings point to a shared static "" instead of costing a byte each.
@@ -66,6 +67,8 @@ struct ck_obj_builder {
 	size_t nlabels, nannots, caplabels, capannots;
 	bowner_t *owners;
 	size_t nowners, capowners;
+	bstr_t *fins;
+	size_t nfins, capfins;
 	bfield_t *fields;
 	size_t seq;
 };
@@ -130,6 +133,45 @@ const ck_obj_owner_t *ck_obj_controller_ref(const ck_obj_t *obj)
 		if (obj->owners[i].controller)
 			return &obj->owners[i];
 	return NULL;
+}
+
+bool ck_obj_has_finalizer(const ck_obj_t *obj, const char *name)
+{
+	if (obj == NULL || name == NULL)
+		return false;
+	for (size_t i = 0; i < obj->nfinalizers; i++)
+		if (strcmp(obj->finalizers[i], name) == 0)
+			return true;
+	return false;
+}
+
+bool ck_api_version_has_group(const char *api_version, const char *group)
+{
+	const char *av = api_version ? api_version : "", *g = group ? group : "";
+	const char *slash = strchr(av, '/');
+	if (slash == NULL) /* "v1": the core group */
+		return g[0] == '\0';
+	return strlen(g) == (size_t)(slash - av) && memcmp(av, g, strlen(g)) == 0;
+}
+
+const ck_obj_owner_t *ck_obj_controller_of(const ck_obj_t *obj, const char *group, const char *kind)
+{
+	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
+	if (ref == NULL || kind == NULL || strcmp(ref->kind, kind) != 0 ||
+	    !ck_api_version_has_group(ref->api_version, group))
+		return NULL;
+	return ref;
+}
+
+bool ck_obj_is_controlled_by(const ck_obj_t *obj, const ck_obj_t *owner)
+{
+	if (owner == NULL)
+		return false;
+	const ck_obj_owner_t *ref =
+	    ck_obj_controller_of(obj, owner->type->group, owner->type->kind);
+	if (ref == NULL || strcmp(ref->name, owner->name) != 0)
+		return false;
+	return ref->uid[0] == '\0' || owner->uid[0] == '\0' || strcmp(ref->uid, owner->uid) == 0;
 }
 
 const ck_val_t *ck_obj_field(const ck_obj_t *obj, size_t i)
@@ -205,10 +247,10 @@ static size_t align8(size_t n)
 }
 
 /* The fixed part of an object's block, before its strings. */
-static size_t fixed_size(size_t nl, size_t na, size_t no, size_t nf)
+static size_t fixed_size(size_t nl, size_t na, size_t no, size_t nf, size_t nfin)
 {
 	return align8(sizeof(ck_obj_t)) + (nl + na) * sizeof(ck_obj_kv_t) +
-	       no * sizeof(ck_obj_owner_t) + nf * sizeof(ck_val_t);
+	       no * sizeof(ck_obj_owner_t) + nf * sizeof(ck_val_t) + nfin * sizeof(char *);
 }
 
 /* Adds one string's bytes unless it is the shared static "". */
@@ -225,7 +267,8 @@ size_t ck_obj_size(const ck_obj_t *obj)
 {
 	if (obj == NULL)
 		return 0;
-	size_t n = fixed_size(obj->nlabels, obj->nannotations, obj->nowners, obj->nfields);
+	size_t n = fixed_size(obj->nlabels, obj->nannotations, obj->nowners, obj->nfields,
+	                      obj->nfinalizers);
 	n += str_cost(obj->ns) + str_cost(obj->name) + str_cost(obj->uid) + str_cost(obj->rv) +
 	     str_cost(obj->creation_timestamp) + str_cost(obj->deletion_timestamp);
 	for (size_t i = 0; i < obj->nlabels; i++)
@@ -240,6 +283,8 @@ size_t ck_obj_size(const ck_obj_t *obj)
 	for (size_t i = 0; i < obj->nfields; i++)
 		if (obj->fields[i].type == CK_VAL_STRING || obj->fields[i].type == CK_VAL_JSON)
 			n += str_cost(obj->fields[i].u.s);
+	for (size_t i = 0; i < obj->nfinalizers; i++)
+		n += str_cost(obj->finalizers[i]);
 	return n;
 }
 
@@ -261,7 +306,7 @@ void ck_obj_builder_reset(ck_obj_builder_t *b)
 	for (size_t i = 0; i < M_COUNT; i++)
 		b->meta[i].off = NONE;
 	b->generation = 0;
-	b->nlabels = b->nannots = b->nowners = 0;
+	b->nlabels = b->nannots = b->nowners = b->nfins = 0;
 	b->seq = 0;
 	for (size_t i = 0; i < b->type->nfields; i++)
 		b->fields[i].type = CK_VAL_ABSENT;
@@ -289,6 +334,7 @@ void ck_obj_builder_free(ck_obj_builder_t *b)
 	free(b->labels);
 	free(b->annots);
 	free(b->owners);
+	free(b->fins);
 	free(b->fields);
 	free(b);
 }
@@ -389,6 +435,15 @@ void ck_obj_builder_set_owner_bool(ck_obj_builder_t *b, const char *field, bool 
 		o->block = v;
 }
 
+void ck_obj_builder_add_finalizer(ck_obj_builder_t *b, const char *s, size_t len)
+{
+	if (b->nfins == b->capfins) {
+		b->capfins = b->capfins ? b->capfins * 2 : 2;
+		b->fins = ck_xrealloc(b->fins, b->capfins * sizeof(*b->fins));
+	}
+	b->fins[b->nfins++] = arena_put(b, s ? s : "", s ? len : 0);
+}
+
 void ck_obj_builder_set_field(ck_obj_builder_t *b, size_t i, ck_val_type_t type, bool bv,
                               int64_t iv, double dv, const char *s, size_t len)
 {
@@ -458,7 +513,7 @@ ck_obj_t *ck_obj_builder_finish(ck_obj_builder_t *b)
 	const char *arena = ck_sbuf_cstr(&b->arena);
 	size_t nl = kv_normalize(b->labels, b->nlabels, arena);
 	size_t na = kv_normalize(b->annots, b->nannots, arena);
-	size_t no = b->nowners, nf = b->type->nfields;
+	size_t no = b->nowners, nf = b->type->nfields, nfin = b->nfins;
 
 	size_t strs = 0;
 	for (size_t i = 0; i < M_COUNT; i++)
@@ -472,8 +527,10 @@ ck_obj_t *ck_obj_builder_finish(ck_obj_builder_t *b)
 			strs += bcost(b->owners[i].s[j]);
 	for (size_t i = 0; i < nf; i++)
 		strs += bcost(b->fields[i].s);
+	for (size_t i = 0; i < nfin; i++)
+		strs += bcost(b->fins[i]);
 
-	size_t fixed = fixed_size(nl, na, no, nf);
+	size_t fixed = fixed_size(nl, na, no, nf, nfin);
 	char *block = ck_xmalloc(fixed + strs);
 	ck_obj_t *o = (ck_obj_t *)block;
 	memset(o, 0, sizeof(*o));
@@ -493,6 +550,8 @@ ck_obj_t *ck_obj_builder_finish(ck_obj_builder_t *b)
 	p += no * sizeof(ck_obj_owner_t);
 	ck_val_t *fields = (ck_val_t *)p;
 	p += nf * sizeof(ck_val_t);
+	const char **fins = (const char **)p;
+	p += nfin * sizeof(char *);
 
 	packer_t pk = {p, arena};
 	o->ns = pack(&pk, b->meta[M_NS]);
@@ -541,6 +600,10 @@ ck_obj_t *ck_obj_builder_finish(ck_obj_builder_t *b)
 			break;
 		}
 	}
+	for (size_t i = 0; i < nfin; i++)
+		fins[i] = pack(&pk, b->fins[i]);
+	o->finalizers = nfin ? fins : NULL;
+	o->nfinalizers = nfin;
 	o->labels = labels;
 	o->annotations = annots;
 	o->owners = owners;

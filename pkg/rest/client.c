@@ -136,6 +136,7 @@ ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_clie
 	c->max_retries =
 	    o.max_retries == 0 ? DEFAULT_MAX_RETRIES : (o.max_retries < 0 ? 0 : o.max_retries);
 	c->max_object_bytes = o.max_object_bytes ? o.max_object_bytes : CK_DEC_DEFAULT_MAX_OBJECT;
+	c->transport = o.transport;
 	ck_tb_init(&c->bucket, c->qps, c->burst, now_ns(c));
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->idle, NULL);
@@ -144,6 +145,10 @@ ck_client_t *ck_client_new(struct ev_loop *loop, ck_config_t *cfg, const ck_clie
 
 	if (parse_server(c, err) < 0)
 		goto fail;
+	if (c->transport != NULL && (c->transport->start == NULL || c->transport->stop == NULL)) {
+		ck_err_set(err, "client: transport hook without start or stop");
+		goto fail;
+	}
 
 	c->multi = curl_multi_init();
 	if (c->multi == NULL) {

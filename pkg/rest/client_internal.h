@@ -10,6 +10,7 @@
  *   client_request.c    a request's lifecycle: attempts, retries, Retry-After, limiter
  *   client_creds.c      credentials for an attempt, the exec plugin thread, 401s
  *   client_sync.c       worker threads handing requests to the loop and waiting
+ *   client_hook.c       the transport hook: attempts answered by ck_transport_t
  *   client_verbs.c      URLs and query strings, the verbs, list/watch helpers
  *   client_stats.c      request counts, latency histograms, connection figures
  */
@@ -131,6 +132,7 @@ struct ck_req {
 	ck_sbuf_t keep;
 	char *abort_err; /* why the write callback stopped the transfer */
 	uint64_t start_ns;
+	bool tp_active;    /* the attempt is with the transport hook (client_hook.c) */
 	bool conn_counted; /* its CURLINFO_NUM_CONNECTS (and its response head) is in c->conn */
 
 	ck_result_t res;
@@ -150,6 +152,7 @@ struct ck_client {
 	uint32_t stall_timeout_ms;
 	int max_retries;
 	size_t max_object_bytes;
+	const ck_transport_t *transport; /* NULL = curl (client_hook.c) */
 
 	char *base; /* server URL without trailing slash: request URLs, messages */
 	char *host;
@@ -234,6 +237,9 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc);
 
 /* client_transport.c: curl and libev. */
 
+/* Feeds len bytes of the current attempt's body (status in r->code); returns len,
+ * or less when the attempt must stop (r->abort_err says why, or r was cancelled). */
+size_t ck_client_i_feed(ck_req_t *r, const char *ptr, size_t len);
 /* Wipes (it holds the Authorization header) and frees an attempt's header list. */
 void ck_client_i_headers_free(struct curl_slist *h);
 /* Sets up easy handle e for r's next attempt with cred (which it clears). */
@@ -241,6 +247,19 @@ void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred);
 void ck_client_i_curl_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 int ck_client_i_multi_socket_cb(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp);
 int ck_client_i_multi_timer_cb(CURLM *m, long timeout_ms, void *userp);
+
+/* Frees the requests cancelled while curl or a transport hook was on the stack. */
+void ck_client_i_sweep_cancelled(ck_client_t *c);
+
+/* client_hook.c: the transport hook. */
+
+/* Hands r's next attempt (state FLIGHT) to c->transport; completes r on failure. */
+void ck_client_i_hook_start(ck_req_t *r);
+/* Ends the hooked attempt in flight (its deadline passed, or the request is being
+ * reset): the transport's stop() runs. No-op for a curl attempt. */
+void ck_client_i_hook_stop(ck_req_t *r);
+/* r's deadline passed while its hooked attempt was in flight. */
+void ck_client_i_hook_timeout(ck_req_t *r);
 
 /* client_creds.c: credentials. */
 

@@ -81,6 +81,7 @@ static void req_unlink(ck_client_t *c, ck_req_t *r)
 /* Drops the current attempt's easy handle and everything it produced. */
 void ck_client_i_req_attempt_reset(ck_req_t *r)
 {
+	ck_client_i_hook_stop(r);
 	if (r->easy != NULL) {
 		ck_client_i_conn_count(
 		    r); /* cancelled in flight: its connection was opened all the same */
@@ -192,6 +193,11 @@ static void req_start_attempt(ck_req_t *r)
 	ck_cred_t cred = {0};
 	if (!ck_client_i_attempt_creds(r, &cred))
 		return;
+	if (c->transport != NULL) {
+		ck_cred_clear(&cred); /* the hook is not the network: nothing to present */
+		ck_client_i_hook_start(r);
+		return;
+	}
 
 	CURL *e = curl_easy_init();
 	if (e == NULL) {
@@ -221,6 +227,11 @@ static void req_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	ck_req_t *r = (ck_req_t *)((char *)w - offsetof(ck_req_t, timer));
 	ck_client_t *c = r->c;
+	if (r->state == CK_REQ_FLIGHT) {
+		/* Only a hooked attempt arms it in flight: curl keeps its own deadline. */
+		ck_client_i_hook_timeout(r);
+		return;
+	}
 	if (r->state == CK_REQ_CRED) {
 		/* The plugin run goes on for whoever else needs it. */
 		ck_client_i_req_fail_deadline(r, "waiting for the exec credential plugin");
@@ -332,7 +343,7 @@ void ck_client_i_req_trace_retry(const ck_req_t *r, const char *why, double dela
 void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc)
 {
 	ck_client_t *c = r->c;
-	if (r->code == 0)
+	if (r->code == 0 && r->easy != NULL)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
 	double secs = (double)(now_ns(c) - r->start_ns) / 1e9;
 	bool transport = cc != CURLE_OK && r->abort_err == NULL;
@@ -340,9 +351,11 @@ void ck_client_i_req_attempt_done(ck_req_t *r, CURLcode cc)
 	                         transport ? 0 : (int)r->code, !r->is_watch, secs);
 	ck_client_i_conn_count(r);
 	req_trace(r, cc, secs);
-	curl_multi_remove_handle(c->multi, r->easy);
-	curl_easy_cleanup(r->easy);
-	r->easy = NULL;
+	if (r->easy != NULL) {
+		curl_multi_remove_handle(c->multi, r->easy);
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+	}
 
 	if (r->cancelled) {
 		ck_client_i_req_free(r);

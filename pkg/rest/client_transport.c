@@ -103,12 +103,20 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 static size_t on_write(char *ptr, size_t size, size_t n, void *ud)
 {
 	ck_req_t *r = ud;
-	ck_client_t *c = r->c;
-	size_t len = size * n;
 	if (r->cancelled)
 		return 0; /* aborts the transfer */
 	if (r->code == 0)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->code);
+	return ck_client_i_feed(r, ptr, size * n);
+}
+
+/* A chunk of the current attempt's body, whose status r->code is known: decoded
+ * (2xx) or collected, bounded (non-2xx). The curl write callback and a transport
+ * hook (client_hook.c) both feed through here, so a response is read one way
+ * whatever carried it. */
+size_t ck_client_i_feed(ck_req_t *r, const char *ptr, size_t len)
+{
+	ck_client_t *c = r->c;
 	r->body_bytes += len;
 	if (r->code < 200 || r->code >= 300) {
 		if (r->errbody.len < MAX_ERROR_BODY) {
@@ -271,13 +279,18 @@ void ck_client_i_easy_setup(ck_req_t *r, CURL *e, ck_cred_t *cred)
 }
 
 /* After curl ran: drop requests cancelled meanwhile, then handle finished transfers. */
-static void multi_process(ck_client_t *c)
+void ck_client_i_sweep_cancelled(ck_client_t *c)
 {
 	for (ck_req_t *r = c->reqs, *next; r != NULL; r = next) {
 		next = r->next;
 		if (r->cancelled && r->state == CK_REQ_FLIGHT)
 			ck_client_i_req_free(r);
 	}
+}
+
+static void multi_process(ck_client_t *c)
+{
+	ck_client_i_sweep_cancelled(c);
 	CURLMsg *msg;
 	int left;
 	while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {

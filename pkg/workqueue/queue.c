@@ -30,8 +30,10 @@
  * Metrics are updated under the queue's mutex (which already serialises writers)
  * with relaxed atomic stores, so they cost a plain store and can be read at any time.
  */
+#include "pkg/log/log_internal.h"
 #include "pkg/workqueue/wq_internal.h"
 #include <ckube/base.h>
+#include <ckube/log.h>
 #include <ckube/workqueue.h>
 
 #include <limits.h>
@@ -455,6 +457,38 @@ const char *ck_wq_name(const ck_wq_t *q)
 	return q->name;
 }
 
+/*
+ * A key-trace line for the traced key (docs/informers.md), written with q->mu held
+ * so that the lines of one key's add, get and done come in the order they happened
+ * across threads. Out of line: the hot paths only test a flag. depth: whether the
+ * line says how many keys are queued.
+ */
+static void __attribute__((noinline))
+trace_step(const char *step, const ck_wq_t *q, const char *outcome, bool depth, int line)
+{
+	ck_log_kv_t kvs[] = {CK_KV_STR("queue", q->name), CK_KV_STR("outcome", outcome),
+	                     CK_KV_UINT("depth", q->ring_len), CK_LOG_KV_END_};
+	if (outcome == NULL)
+		kvs[1] = kvs[2];
+	if (outcome == NULL || !depth)
+		kvs[2] = (ck_log_kv_t)CK_LOG_KV_END_;
+	ck_log_trace_emit(LOG_FILE_, line, step, kvs);
+}
+
+/* What an add did to the key, for the key trace (docs/informers.md). */
+static const char *add_outcome(unsigned flags_before, bool shutting_down)
+{
+	if (shutting_down)
+		return "ignored: shutting down";
+	if ((flags_before & F_DIRTY) && (flags_before & F_PROCESSING))
+		return "deduplicated: being processed, already due again at done";
+	if (flags_before & F_DIRTY)
+		return "deduplicated: already queued";
+	if (flags_before & F_PROCESSING)
+		return "marked dirty: being processed, queued again at done";
+	return "queued";
+}
+
 int ck_wq_add(ck_wq_t *q, const char *key)
 {
 	size_t len;
@@ -462,6 +496,8 @@ int ck_wq_add(ck_wq_t *q, const char *key)
 		return -1;
 	uint64_t h = ck_hash_bytes(key, len);
 	int result = 0;
+	bool trace = log_trace_on() && ck_log_trace_match(key);
+	unsigned before = 0;
 
 	pthread_mutex_lock(&q->mu);
 	if (q->shutting_down)
@@ -469,8 +505,14 @@ int ck_wq_add(ck_wq_t *q, const char *key)
 	uint64_t now = now_if_needed(q);
 	/* Keys that fell due before this one go first, as with client-go's waiting loop. */
 	promote_due(q, now);
-	result = add_locked(q, item_intern(q, key, len, h), now);
+	item_t *it = item_intern(q, key, len, h);
+	if (trace)
+		before = it->flags;
+	result = add_locked(q, it, now);
 out:
+	/* Under the lock: this line is written before any get of the key can log. */
+	if (trace)
+		trace_step("queue-add", q, add_outcome(before, q->shutting_down), true, __LINE__);
 	pthread_mutex_unlock(&q->mu);
 	return result;
 }
@@ -481,6 +523,8 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	if (key_check(key, &len) < 0)
 		return -1;
 	uint64_t h = ck_hash_bytes(key, len);
+	bool trace = log_trace_on() && ck_log_trace_match(key);
+	const char *outcome = "ignored: shutting down";
 
 	pthread_mutex_lock(&q->mu);
 	if (q->shutting_down)
@@ -490,6 +534,7 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	promote_due(q, now);
 	item_t *it = item_intern(q, key, len, h);
 	if (delay_ns <= 0) {
+		outcome = add_outcome(it->flags, false);
 		add_locked(q, it, now);
 		goto out;
 	}
@@ -498,11 +543,14 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	uint64_t old_first = q->heap_len > 0 ? q->heap[0]->ready_ns : UINT64_MAX;
 	if (it->heap_idx != NOT_IN_HEAP) {
 		/* Already waiting: the earlier ready time wins. */
+		outcome = "already waiting: the earlier time kept";
 		if (ready < it->ready_ns) {
+			outcome = "already waiting: this earlier time taken";
 			it->ready_ns = ready;
 			heap_up(q, it->heap_idx);
 		}
 	} else {
+		outcome = "waiting";
 		it->ready_ns = ready;
 		it->seq = q->seq++;
 		heap_push(q, it);
@@ -516,6 +564,10 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	}
 out:
 	pthread_mutex_unlock(&q->mu);
+	if (trace)
+		LOG_TRACE(key, "queue-add-after", CK_KV_STR("queue", q->name),
+		          CK_KV_INT("delayMs", delay_ns > 0 ? delay_ns / (int64_t)CK_NS_PER_MS : 0),
+		          CK_KV_STR("outcome", outcome));
 	return 0;
 }
 
@@ -525,14 +577,20 @@ int ck_wq_add_rate_limited(ck_wq_t *q, const char *key)
 	if (key_check(key, &len) < 0)
 		return -1;
 	uint64_t d = ck_wq_ratelimiter_when(q->limiter, key);
+	LOG_TRACE(key, "queue-rate-limited", CK_KV_STR("queue", q->name),
+	          CK_KV_UINT("delayMs", d / CK_NS_PER_MS),
+	          CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
 	return ck_wq_add_after(q, key, d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d);
 }
 
 void ck_wq_forget(ck_wq_t *q, const char *key)
 {
 	size_t len;
-	if (key_check(key, &len) == 0)
-		ck_wq_ratelimiter_forget(q->limiter, key);
+	if (key_check(key, &len) != 0)
+		return;
+	LOG_TRACE(key, "queue-forget", CK_KV_STR("queue", q->name),
+	          CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
+	ck_wq_ratelimiter_forget(q->limiter, key);
 }
 
 unsigned ck_wq_num_requeues(ck_wq_t *q, const char *key)
@@ -587,6 +645,8 @@ const char *ck_wq_get(ck_wq_t *q)
 		wake_getter(q);
 	else if (q->heap_len > 0 && !q->timer_waiter && q->idle_waiters > 0)
 		pthread_cond_signal(&q->idle_cond);
+	if (log_trace_on() && ck_log_trace_match(result))
+		trace_step("queue-get", q, NULL, true, __LINE__);
 out:
 	pthread_mutex_unlock(&q->mu);
 	return result;
@@ -598,6 +658,9 @@ void ck_wq_done(ck_wq_t *q, const char *key)
 	if (key_check(key, &len) < 0)
 		return;
 	uint64_t h = ck_hash_bytes(key, len);
+	/* Matched now: key may point into the item, which done may recycle. */
+	bool trace = log_trace_on() && ck_log_trace_match(key);
+	const char *outcome = "ignored: not being processed";
 
 	pthread_mutex_lock(&q->mu);
 	item_t *it = item_find(q, key, len, h);
@@ -618,13 +681,18 @@ void ck_wq_done(ck_wq_t *q, const char *key)
 	if (q->nprocessing == 0 && q->drain_waiters > 0)
 		pthread_cond_broadcast(&q->drain_cond);
 	if (it->flags & F_DIRTY) {
+		outcome = "queued again: added while processed";
 		ring_push(q, it);
 		wake_getter(q);
 	} else {
 		/* key may point into it: not used after this. */
+		outcome = "finished";
 		item_release(q, it);
 	}
 out:
+	/* The line names the traced key's own copy: key may have been freed above. */
+	if (trace)
+		trace_step("queue-done", q, outcome, false, __LINE__);
 	pthread_mutex_unlock(&q->mu);
 }
 

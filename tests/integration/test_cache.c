@@ -13,6 +13,7 @@
 #include <ckube/client.h>
 #include <ckube/log.h>
 #include <ckube/types.h>
+#include <ckube/workqueue.h>
 
 #include <check.h>
 #include <ev.h>
@@ -1185,6 +1186,112 @@ START_TEST(test_object_over_limit)
 }
 END_TEST
 
+/* ------------------------------------------------------------ key trace */
+
+static int trace_fd = -1;
+static ck_wq_t *trace_q;
+
+static void tq_add(void *ud, ck_obj_t *obj, bool initial)
+{
+	(void)ud;
+	(void)initial;
+	char *k = ck_obj_key_dup(obj);
+	ck_wq_add(trace_q, k);
+	free(k);
+}
+
+static void tq_update(void *ud, ck_obj_t *old, ck_obj_t *obj)
+{
+	(void)old;
+	tq_add(ud, obj, false);
+}
+
+static void *trace_main(void *arg)
+{
+	cit_t *t = arg;
+	char *why = NULL;
+	ck_assert_msg(ck_cache_factory_wait_synced(t->fac, 30000, &why) == 0, "sync: %s", why);
+	ck_cache_informer_t *inf = ck_cache_factory_informer(t->fac, &ck_type_deployment);
+	ck_assert_int_eq(do_retry(dep_create_fn, t, "d-other"), 0);
+	ck_assert_int_eq(do_retry(dep_create_fn, t, "d-traced"), 0);
+	for (int i = 0; i < 300 && !cache_has(inf, t->ns, "d-traced"); i++)
+		usleep(100000);
+	ck_assert(cache_has(inf, t->ns, "d-traced"));
+	/* A worker takes it: get, forget, done. */
+	const char *k;
+	while ((k = ck_wq_get(trace_q)) != NULL) {
+		bool traced = strstr(k, "/d-traced") != NULL;
+		ck_wq_forget(trace_q, k);
+		ck_wq_done(trace_q, k);
+		if (traced)
+			break;
+	}
+	ns_delete(t);
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+/* Against the real server: the traced Deployment's journey from its watch event to
+ * a worker, every step in order, and nothing of the other one. */
+START_TEST(test_key_trace_against_the_server)
+{
+	cit_t t;
+	cit_init(&t, false);
+	char path[] = "/tmp/cache-it-trace-XXXXXX";
+	trace_fd = mkstemp(path);
+	ck_assert_int_ge(trace_fd, 0);
+	unlink(path);
+	char *key = ck_xasprintf("%s/d-traced", t.ns);
+	ck_assert_int_eq(ck_log_set_trace_key(key, NULL), 0);
+	ck_log_set_fd(trace_fd);
+	trace_q = ck_wq_new(&(ck_wq_options_t){.name = "traced"});
+	cit_run(&t, create_ns_main);
+	ck_cache_informer_t *inf = ck_cache_factory_informer(t.fac, &ck_type_deployment);
+	ck_cache_informer_add_handler(inf, &(ck_cache_handler_t){tq_add, tq_update, NULL}, NULL);
+	ck_assert_int_eq(ck_cache_factory_start(t.fac, NULL), 0);
+	cit_run(&t, trace_main);
+	ck_log_set_fd(2);
+	ck_log_set_trace_key(NULL, NULL);
+
+	ck_sbuf_t b = CK_SBUF_INIT;
+	char chunk[4096];
+	ssize_t n;
+	for (off_t off = 0; (n = pread(trace_fd, chunk, sizeof(chunk), off)) > 0; off += n)
+		ck_sbuf_append(&b, chunk, (size_t)n);
+	close(trace_fd);
+	const char *log = ck_sbuf_cstr(&b);
+	ck_assert_ptr_null(strstr(log, "d-other"));
+	/* The first steps, in order; the Deployment controller's status writes may add
+	 * more watch events after them. */
+	const char *want[] = {
+	    "step=\"watch-event\" resource=\"deployments.apps\" type=\"ADDED\"",
+	    "step=\"delta-queued\" resource=\"deployments.apps\" type=\"Added\"",
+	    "step=\"delta-popped\" resource=\"deployments.apps\" type=\"Added\"",
+	    "step=\"store-updated\" resource=\"deployments.apps\" op=\"add\"",
+	    "step=\"handler-notified\" resource=\"deployments.apps\" handler=1 event=\"add\"",
+	    "step=\"queue-add\" queue=\"traced\" outcome=\"queued\"",
+	};
+	char *prefix = ck_xasprintf("\"Trace\" key=\"%s\" ", key);
+	const char *p = log;
+	for (size_t i = 0; i < CK_ARRAY_LEN(want); i++) {
+		p = strstr(p, prefix);
+		ck_assert_msg(p != NULL, "step %zu (%s) missing in:\n%s", i, want[i], log);
+		p += strlen(prefix);
+		ck_assert_msg(strncmp(p, want[i], strlen(want[i])) == 0,
+		              "step %zu: want %s in:\n%s", i, want[i], log);
+	}
+	ck_assert_msg(strstr(p, "step=\"queue-get\" queue=\"traced\"") != NULL, "%s", log);
+	ck_assert_msg(strstr(p, "step=\"queue-forget\" queue=\"traced\"") != NULL, "%s", log);
+	ck_assert_msg(strstr(p, "step=\"queue-done\" queue=\"traced\"") != NULL, "%s", log);
+	free(prefix);
+	free(key);
+	ck_sbuf_free(&b);
+	ck_wq_shutdown(trace_q);
+	ck_wq_free(trace_q);
+	cit_fini(&t);
+}
+END_TEST
+
 Suite *suite_cache(void)
 {
 	Suite *s = suite_create("cache");
@@ -1196,6 +1303,7 @@ Suite *suite_cache(void)
 	    {"rbac", test_forbidden_sync_reports_reason},
 	    {"streaming", test_streaming_list},
 	    {"tweak", test_factory_tweak_list_options},
+	    {"trace", test_key_trace_against_the_server},
 	    {"over_limit", test_object_over_limit},
 	    {"churn", test_churn_matches_kubectl},
 	    /* These two disturb the shared control plane (etcd compaction, API server

@@ -63,25 +63,6 @@ typedef struct it {
 	char error_msg[512];
 } it_t;
 
-/* base64 of data, by hand: base.h has no encoder. */
-static void put_b64(ck_sbuf_t *b, const char *data, size_t len)
-{
-	static const char tbl[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char *p = (const unsigned char *)data;
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned n = (unsigned)p[i] << 16;
-		if (i + 1 < len)
-			n |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < len)
-			n |= p[i + 2];
-		ck_sbuf_putc(b, tbl[(n >> 18) & 63]);
-		ck_sbuf_putc(b, tbl[(n >> 12) & 63]);
-		ck_sbuf_putc(b, i + 1 < len ? tbl[(n >> 6) & 63] : '=');
-		ck_sbuf_putc(b, i + 2 < len ? tbl[n & 63] : '=');
-	}
-}
-
 static ck_client_t *it_client_ctx(struct ev_loop *loop, const char *context, const char *token)
 {
 	const char *path = getenv("KUBECONFIG");
@@ -100,7 +81,7 @@ static ck_client_t *it_client_ctx(struct ev_loop *loop, const char *context, con
 		               "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
 		               "    server: %s\n    certificate-authority-data: ",
 		               v.server);
-		put_b64(&b, v.ca_pem, v.ca_len);
+		ck_sbuf_put_base64(&b, v.ca_pem, v.ca_len);
 		ck_sbuf_printf(&b,
 		               "\nusers:\n- name: u\n  user:\n    token: %s\ncontexts:\n- name: x\n"
 		               "  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
@@ -1122,7 +1103,7 @@ static void local_srv_load(local_srv_t *s)
 	ck_assert_msg(hp != NULL && strncmp(v.server, "https://", 8) == 0, "server %s", v.server);
 	snprintf(s->host_port, sizeof(s->host_port), "%s", hp + 3);
 	ck_assert_msg(v.ca_pem != NULL, "the local kubeconfig has no CA");
-	put_b64(&s->ca_b64, v.ca_pem, v.ca_len);
+	ck_sbuf_put_base64(&s->ca_b64, v.ca_pem, v.ca_len);
 	ck_cred_t cred = {0};
 	ck_assert_msg(ck_config_credentials(cfg, false, &cred, &err) == 0, "credentials: %s", err);
 	ck_assert_msg(cred.token != NULL, "context token has no token");

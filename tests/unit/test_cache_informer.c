@@ -7,6 +7,7 @@
 #include "test_cache_util.h"
 
 #include <ckube/log.h>
+#include <ckube/workqueue.h>
 
 #include <check.h>
 #include <ev.h>
@@ -1952,6 +1953,200 @@ START_TEST(test_long_random_churn)
 }
 END_TEST
 
+/* ------------------------------------------------------------ key trace */
+
+/* A handler that queues every key it is told about, as a controller's does. */
+static void tq_add(void *ud, ck_obj_t *obj, bool initial)
+{
+	(void)initial;
+	char *k = ck_obj_key_dup(obj);
+	ck_wq_add(ud, k);
+	free(k);
+}
+static void tq_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
+{
+	(void)old_obj;
+	tq_add(ud, new_obj, false);
+}
+static void tq_delete(void *ud, const char *key, ck_obj_t *obj, bool unknown)
+{
+	(void)obj;
+	(void)unknown;
+	ck_wq_add(ud, key);
+}
+static const ck_cache_handler_t tq_handler = {tq_add, tq_update, tq_delete};
+
+/* Reads what fd got since the last call (new string) and empties it. */
+static char *trace_take(int fd)
+{
+	ck_sbuf_t b = CK_SBUF_INIT;
+	char chunk[4096];
+	ssize_t n;
+	lseek(fd, 0, SEEK_SET);
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		ck_sbuf_append(&b, chunk, (size_t)n);
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	lseek(fd, 0, SEEK_SET);
+	ck_sbuf_putc(&b, '\0');
+	return ck_sbuf_steal(&b);
+}
+
+/* The steps of the "Trace" lines in log, space-separated (new string); every trace
+ * line must name key. */
+static char *trace_steps(const char *log, const char *key)
+{
+	ck_sbuf_t b = CK_SBUF_INIT;
+	char *want_key = ck_xasprintf("\"Trace\" key=\"%s\" step=\"", key);
+	for (const char *p = log; (p = strstr(p, "\"Trace\" ")) != NULL;) {
+		const char *eol = strchr(p, '\n');
+		ck_assert_msg(strncmp(p, want_key, strlen(want_key)) == 0,
+		              "trace of another key: %.*s", (int)(eol ? eol - p : 80), p);
+		p += strlen(want_key);
+		const char *q = strchr(p, '"');
+		ck_sbuf_printf(&b, "%s%.*s", b.len ? " " : "", (int)(q - p), p);
+		p = q;
+	}
+	free(want_key);
+	ck_sbuf_putc(&b, '\0');
+	return ck_sbuf_steal(&b);
+}
+
+/* The first trace line of step (new string), or NULL. */
+static char *trace_line(const char *log, const char *step, int nth)
+{
+	char *pat = ck_xasprintf("step=\"%s\"", step);
+	const char *p = log;
+	for (int i = 0; i <= nth && p != NULL; i++)
+		if ((p = strstr(p, pat)) != NULL && i < nth)
+			p++;
+	free(pat);
+	if (p == NULL)
+		return NULL;
+	const char *bol = p, *eol = strchr(p, '\n');
+	while (bol > log && bol[-1] != '\n')
+		bol--;
+	return ck_xasprintf("%.*s", (int)(eol - bol), bol);
+}
+
+#define ASSERT_TRACE_HAS(log, step, nth, text)                                                     \
+	do {                                                                                       \
+		char *l_ = trace_line((log), (step), (nth));                                       \
+		ck_assert_msg(l_ != NULL, "no trace line %s #%d", (step), (nth));                  \
+		ck_assert_msg(strstr(l_, (text)) != NULL, "%s #%d lacks %s: %s", (step), (nth),    \
+		              (text), l_);                                                         \
+		free(l_);                                                                          \
+	} while (0)
+
+START_TEST(test_key_trace_follows_one_key)
+{
+	char path[] = "/tmp/test_trace_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_log_set_fd(fd);
+	ck_assert_int_eq(ck_log_set_trace_key("ns/a", NULL), 0);
+
+	fx_t f;
+	fx_init(&f, NULL);
+	ck_wq_t *q = ck_wq_new(&(ck_wq_options_t){.name = "widgets", .clock = &f.clk.base});
+	ck_cache_informer_add_handler(f.inf, &tq_handler, q); /* handler 1 */
+	fx_start(&f);                                         /* handler 2: the recorder */
+
+	/* The initial list: a and b. */
+	ck_obj_t *items[] = {mkobj("ns", "a", "1"), mkobj("ns", "b", "2")};
+	respond_list(&f, items, 2, "10", NULL);
+	cache_informer_drain(f.inf);
+	char *log = trace_take(fd);
+	char *steps = trace_steps(log, "ns/a");
+	ck_assert_str_eq(steps, "list-item delta-queued delta-popped store-updated "
+	                        "handler-notified queue-add handler-notified");
+	ASSERT_TRACE_HAS(log, "list-item", 0, "resource=\"widgets.test.example.com\" rv=\"1\"");
+	ASSERT_TRACE_HAS(log, "delta-queued", 0, "type=\"ReplacedAll\" rv=\"1\"");
+	ASSERT_TRACE_HAS(log, "delta-popped", 0, "initialList=true");
+	ASSERT_TRACE_HAS(log, "store-updated", 0, "op=\"add\" rv=\"1\"");
+	ASSERT_TRACE_HAS(log, "handler-notified", 0, "handler=1 event=\"add\"");
+	ASSERT_TRACE_HAS(log, "handler-notified", 0, "initialList=true");
+	ASSERT_TRACE_HAS(log, "handler-notified", 1, "handler=2 event=\"add\"");
+	ASSERT_TRACE_HAS(log, "queue-add", 0, "queue=\"widgets\" outcome=\"queued\"");
+	free(steps);
+	free(log);
+
+	/* A watch event for each, then for a while its key is still queued. */
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "b", "11"));
+	ck_cache_fake_req_event(w, CK_WATCH_MODIFIED, mkobj("ns", "a", "12"));
+	cache_informer_drain(f.inf);
+	log = trace_take(fd);
+	steps = trace_steps(log, "ns/a");
+	ck_assert_str_eq(steps, "watch-event delta-queued delta-popped store-updated "
+	                        "handler-notified queue-add handler-notified");
+	ASSERT_TRACE_HAS(log, "watch-event", 0, "type=\"MODIFIED\" rv=\"12\"");
+	ASSERT_TRACE_HAS(log, "delta-queued", 0, "type=\"Updated\" rv=\"12\"");
+	ASSERT_TRACE_HAS(log, "delta-popped", 0, "initialList=false");
+	ASSERT_TRACE_HAS(log, "store-updated", 0, "op=\"update\" rv=\"12\" oldRV=\"1\"");
+	ASSERT_TRACE_HAS(log, "handler-notified", 0, "event=\"update\" rv=\"12\" resync=false");
+	ASSERT_TRACE_HAS(log, "queue-add", 0, "outcome=\"deduplicated: already queued\"");
+	free(steps);
+	free(log);
+
+	/* A worker: a (queued first) fails once and is retried after its backoff, b
+	 * (not traced) is done meanwhile, then a succeeds. */
+	const char *k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/a");
+	ck_wq_add_rate_limited(q, k);
+	ck_wq_done(q, k);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/b");
+	ck_wq_forget(q, k);
+	ck_wq_done(q, k);
+	ck_clk_fake_advance(&f.clk, 10 * CK_NS_PER_MS);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/a");
+	ck_wq_forget(q, k);
+	ck_wq_done(q, k);
+	log = trace_take(fd);
+	steps = trace_steps(log, "ns/a");
+	ck_assert_str_eq(steps, "queue-get queue-rate-limited queue-add-after queue-done "
+	                        "queue-get queue-forget queue-done");
+	ASSERT_TRACE_HAS(log, "queue-rate-limited", 0, "delayMs=5 failures=1");
+	ASSERT_TRACE_HAS(log, "queue-add-after", 0, "delayMs=5 outcome=\"waiting\"");
+	ASSERT_TRACE_HAS(log, "queue-done", 0, "outcome=\"finished\"");
+	ASSERT_TRACE_HAS(log, "queue-forget", 0, "failures=1");
+	free(steps);
+	free(log);
+
+	/* The watch expires; a is deleted meanwhile: the relist's tombstone. */
+	ck_cache_fake_req_error_event(w, 410, "Expired", "too old resource version: 12 (50)");
+	cache_informer_tick(f.inf);
+	advance_ms(&f, 1700);
+	ck_obj_t *relist[] = {mkobj("ns", "b", "11")};
+	respond_list(&f, relist, 1, "60", NULL);
+	cache_informer_drain(f.inf);
+	log = trace_take(fd);
+	steps = trace_steps(log, "ns/a");
+	ck_assert_str_eq(steps, "store-updated handler-notified queue-add handler-notified");
+	ASSERT_TRACE_HAS(log, "store-updated", 0, "op=\"delete\" rv=\"12\"");
+	ASSERT_TRACE_HAS(log, "store-updated", 0, "by=\"list: not in it\"");
+	ASSERT_TRACE_HAS(log, "handler-notified", 0, "event=\"delete\" rv=\"12\"");
+	ASSERT_TRACE_HAS(log, "handler-notified", 0, "finalStateUnknown=true");
+	free(steps);
+	free(log);
+
+	/* Off: nothing more, whatever happens to a. */
+	ck_log_set_trace_key(NULL, NULL);
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("ns", "a", "70"));
+	cache_informer_drain(f.inf);
+	log = trace_take(fd);
+	ck_assert_ptr_null(strstr(log, "\"Trace\""));
+	free(log);
+
+	ck_log_set_fd(2);
+	close(fd);
+	fx_free(&f);
+	ck_wq_free(q);
+}
+END_TEST
+
 Suite *suite_cache_informer(void)
 {
 	Suite *s = suite_create("cache_informer");
@@ -2004,6 +2199,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_processing_runs_on_the_loop);
 	tcase_add_test(th, test_readers_on_threads_while_the_loop_processes);
 	tcase_add_test(th, test_long_random_churn);
+	tcase_add_test(th, test_key_trace_follows_one_key);
 	suite_add_tcase(s, th);
 	return s;
 }

@@ -729,6 +729,9 @@ START_TEST(test_capture_and_scalars)
 	ck_assert(!ck_obj_field(o, 5)->u.b);
 	ck_assert_int_eq(ck_obj_field(o, 6)->type, CK_VAL_NULL);
 	ck_assert_str_eq(ck_obj_field(o, 7)->u.s, "[\"a/b\"]");
+	/* Listed as a field, finalizers are also kept in the object itself. */
+	ck_assert_uint_eq(o->nfinalizers, 1);
+	ck_assert_str_eq(o->finalizers[0], "a/b");
 	ck_assert_str_eq(ck_obj_field(o, 8)->u.s, "{\"y\":{}}");
 	ck_assert_int_eq(ck_obj_field(o, 99)->type, CK_VAL_ABSENT);
 	/* keep_annotations: sorted, the last of a repeated key wins. */
@@ -744,6 +747,43 @@ START_TEST(test_capture_and_scalars)
 	free(k);
 	ck_obj_unref(o);
 	check_all_splits(&t, CK_DEC_OBJECT, in, strlen(in), NULL);
+}
+END_TEST
+
+/* metadata.finalizers and deletionTimestamp are always kept, whatever the
+ * descriptor lists; what is not a string among the finalizers is skipped. */
+START_TEST(test_finalizers_kept)
+{
+	const char *in = "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ns\","
+	                 "\"deletionTimestamp\":\"2024-01-02T00:00:00Z\","
+	                 "\"finalizers\":[\"example.com/x\",{\"a\":[1]},[\"no\"],7,null,"
+	                 "\"kubernetes\\u0000\"],\"labels\":{\"a\":\"b\"}},"
+	                 "\"data\":{\"k\":\"v\"}}";
+	ck_obj_t *o = ck_dec_object(&ck_type_deployment, in, strlen(in), NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_uint_eq(o->nfinalizers, 2);
+	ck_assert_str_eq(o->finalizers[0], "example.com/x");
+	ck_assert_str_eq(o->finalizers[1], "kubernetes"); /* as far as C can read it */
+	ck_assert_str_eq(o->deletion_timestamp, "2024-01-02T00:00:00Z");
+	ck_assert_str_eq(ck_obj_label(o, "a"), "b");
+	ck_assert(ck_obj_has_finalizer(o, "example.com/x"));
+	ck_obj_unref(o);
+	check_all_splits(&ck_type_deployment, CK_DEC_OBJECT, in, strlen(in), NULL);
+
+	/* null, an object or a string where the list belongs: no finalizers. */
+	const char *odd[] = {"{\"metadata\":{\"name\":\"n\",\"finalizers\":null}}",
+	                     "{\"metadata\":{\"name\":\"n\",\"finalizers\":{\"x\":\"y\"}}}",
+	                     "{\"metadata\":{\"name\":\"n\",\"finalizers\":\"x\"}}",
+	                     "{\"metadata\":{\"name\":\"n\",\"finalizers\":[]}}"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(odd); i++) {
+		char *err = NULL;
+		o = ck_dec_object(&ck_type_deployment, odd[i], strlen(odd[i]), &err);
+		ck_assert_msg(o != NULL, "%s: %s", odd[i], err);
+		ck_assert_uint_eq(o->nfinalizers, 0);
+		ck_assert_ptr_null(o->finalizers);
+		ck_assert_str_eq(o->name, "n");
+		ck_obj_unref(o);
+	}
 }
 END_TEST
 
@@ -938,6 +978,7 @@ Suite *suite_decode(void)
 	tcase_add_test(tc, test_max_depth);
 	tcase_add_test(tc, test_max_bytes_outside_items);
 	tcase_add_test(tc, test_capture_and_scalars);
+	tcase_add_test(tc, test_finalizers_kept);
 	tcase_add_test(tc, test_event_and_lease);
 	tcase_add_test(tc, test_real_object);
 	tcase_add_test(tc, test_real_lists);

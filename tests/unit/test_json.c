@@ -381,6 +381,109 @@ START_TEST(test_parse_val)
 }
 END_TEST
 
+/* merge(target, patch) must give want (compared with ck_json_equal, and noop must
+ * say whether anything changed). */
+static void check_merge(const char *target, const char *patch, const char *want)
+{
+	ck_json_doc_t *t = target ? parse(target) : NULL, *p = parse(patch), *w = parse(want);
+	ck_sbuf_t out = {0};
+	ck_assert_int_eq(ck_json_merge_patch(ck_json_root(t), ck_json_root(p), &out), 0);
+	ck_json_doc_t *got = parse(ck_sbuf_cstr(&out));
+	ck_assert_msg(ck_json_equal(ck_json_root(got), ck_json_root(w)),
+	              "merge %s into %s: got %s, want %s", patch, target ? target : "(absent)",
+	              ck_sbuf_cstr(&out), want);
+	bool same = t != NULL && ck_json_equal(ck_json_root(t), ck_json_root(got));
+	ck_assert_msg(ck_json_merge_patch_noop(ck_json_root(t), ck_json_root(p)) == same,
+	              "noop(%s, %s) should be %d", target ? target : "(absent)", patch, same);
+	ck_sbuf_free(&out);
+	ck_json_doc_free(got);
+	ck_json_doc_free(t);
+	ck_json_doc_free(p);
+	ck_json_doc_free(w);
+}
+
+START_TEST(test_merge_patch)
+{
+	/* The cases of RFC 7386, appendix A, written out here. */
+	check_merge("{\"a\":\"b\"}", "{\"a\":\"c\"}", "{\"a\":\"c\"}");
+	check_merge("{\"a\":\"b\"}", "{\"b\":\"c\"}", "{\"a\":\"b\",\"b\":\"c\"}");
+	check_merge("{\"a\":\"b\"}", "{\"a\":null}", "{}");
+	check_merge("{\"a\":\"b\",\"b\":\"c\"}", "{\"a\":null}", "{\"b\":\"c\"}");
+	check_merge("{\"a\":[\"b\"]}", "{\"a\":\"c\"}", "{\"a\":\"c\"}");
+	check_merge("{\"a\":\"c\"}", "{\"a\":[\"b\"]}", "{\"a\":[\"b\"]}");
+	check_merge("{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}",
+	            "{\"a\":{\"b\":\"d\"}}");
+	check_merge("{\"a\":[{\"b\":\"c\"}]}", "{\"a\":[1]}", "{\"a\":[1]}");
+	check_merge("[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"c\",\"d\"]");
+	check_merge("{\"a\":\"b\"}", "[\"c\"]", "[\"c\"]");
+	check_merge("{\"a\":\"foo\"}", "null", "null");
+	check_merge("{\"a\":\"foo\"}", "\"bar\"", "\"bar\"");
+	check_merge("{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}");
+	check_merge("[1,2]", "{\"a\":\"b\",\"c\":null}", "{\"a\":\"b\"}");
+	check_merge("{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}");
+	check_merge(NULL, "{\"a\":{\"b\":null,\"c\":1}}", "{\"a\":{\"c\":1}}");
+	/* What create-or-update relies on: a list is replaced whole, so a port someone
+	 * else added goes; the fields the patch does not name stay. */
+	check_merge(
+	    "{\"spec\":{\"clusterIP\":\"10.0.0.1\",\"ports\":[{\"name\":\"http\",\"port\":80},"
+	    "{\"name\":\"http\",\"port\":8080}]}}",
+	    "{\"spec\":{\"ports\":[{\"name\":\"http\",\"port\":80}]}}",
+	    "{\"spec\":{\"clusterIP\":\"10.0.0.1\",\"ports\":[{\"name\":\"http\",\"port\":80}]}}");
+	/* Nothing changes: noop is true (check_merge verifies it). */
+	check_merge("{\"spec\":{\"replicas\":1,\"x\":[1,2]},\"m\":2}",
+	            "{\"spec\":{\"replicas\":1.0}}",
+	            "{\"spec\":{\"replicas\":1,\"x\":[1,2]},\"m\":2}");
+	check_merge("{\"a\":1}", "{\"b\":null}", "{\"a\":1}");
+	/* A repeated key: the last one counts, and the output holds it once. */
+	ck_json_doc_t *t = parse("{\"a\":1,\"a\":2}"), *p = parse("{\"b\":3}");
+	ck_sbuf_t out = {0};
+	ck_json_merge_patch(ck_json_root(t), ck_json_root(p), &out);
+	ck_assert_str_eq(ck_sbuf_cstr(&out), "{\"a\":2,\"b\":3}");
+	ck_assert_int_eq(ck_json_merge_patch(ck_json_root(t), NULL, &out), -1);
+	ck_sbuf_free(&out);
+	ck_json_doc_free(t);
+	ck_json_doc_free(p);
+}
+END_TEST
+
+START_TEST(test_equal)
+{
+	static const char *const same[][2] = {
+	    {"{\"a\":1,\"b\":[true,null,\"x\"]}", "{\"b\":[true,null,\"x\"],\"a\":1}"},
+	    {"1", "1.0"},
+	    {"100", "1e2"},
+	    {"{\"a\":1,\"a\":2}", "{\"a\":2}"},
+	    {"\"\\u00e9\"", "\"\xc3\xa9\""},
+	};
+	static const char *const differ[][2] = {
+	    {"{\"a\":1}", "{\"a\":1,\"b\":1}"},
+	    {"[1,2]", "[2,1]"},
+	    {"1", "\"1\""},
+	    {"null", "false"},
+	    {"{\"a\":null}", "{}"},
+	    {"\"a\\u0000b\"", "\"a\""},
+	    {"9007199254740993", "9007199254740992"},
+	};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		ck_json_doc_t *a = parse(same[i][0]), *b = parse(same[i][1]);
+		ck_assert_msg(ck_json_equal(ck_json_root(a), ck_json_root(b)), "%s == %s",
+		              same[i][0], same[i][1]);
+		ck_json_doc_free(a);
+		ck_json_doc_free(b);
+	}
+	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+		ck_json_doc_t *a = parse(differ[i][0]), *b = parse(differ[i][1]);
+		ck_assert_msg(!ck_json_equal(ck_json_root(a), ck_json_root(b)), "%s != %s",
+		              differ[i][0], differ[i][1]);
+		ck_assert_msg(!ck_json_equal(ck_json_root(b), ck_json_root(a)), "%s != %s",
+		              differ[i][1], differ[i][0]);
+		ck_json_doc_free(a);
+		ck_json_doc_free(b);
+	}
+	ck_assert(ck_json_equal(NULL, NULL));
+}
+END_TEST
+
 Suite *suite_json(void)
 {
 	Suite *s = suite_create("json");
@@ -392,6 +495,8 @@ Suite *suite_json(void)
 	tcase_add_test(tc, test_depth);
 	tcase_add_test(tc, test_configmap);
 	tcase_add_test(tc, test_parse_val);
+	tcase_add_test(tc, test_merge_patch);
+	tcase_add_test(tc, test_equal);
 	suite_add_tcase(s, tc);
 	return s;
 }

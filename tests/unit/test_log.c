@@ -42,6 +42,7 @@ static void teardown(void)
 	ck_log_set_utc(0);
 	ck_log_set_format(CK_LOG_FORMAT_TEXT);
 	ck_log_set_verbosity(0);
+	ck_log_set_trace_key(NULL, NULL);
 	close(out_fd);
 	out_fd = -1;
 }
@@ -431,6 +432,111 @@ START_TEST(no_interleaving)
 }
 END_TEST
 
+START_TEST(trace_key_parse_and_match)
+{
+	char *err = NULL;
+	ck_assert_ptr_null(ck_log_trace_key());
+	ck_assert(!ck_log_trace_on());
+	ck_assert(!ck_log_trace_match("default/foo"));
+	ck_assert(!ck_log_trace_match_parts("default", "foo"));
+
+	ck_assert_int_eq(ck_log_set_trace_key("default/foo", &err), 0);
+	ck_assert(ck_log_trace_on());
+	char *k = ck_log_trace_key();
+	ck_assert_str_eq(k, "default/foo");
+	free(k);
+	ck_assert(ck_log_trace_match("default/foo"));
+	ck_assert(!ck_log_trace_match("default/fo"));
+	ck_assert(!ck_log_trace_match("default/foo2"));
+	ck_assert(!ck_log_trace_match("foo"));
+	ck_assert(!ck_log_trace_match(NULL));
+	ck_assert(ck_log_trace_match_parts("default", "foo"));
+	ck_assert(!ck_log_trace_match_parts("other", "foo"));
+	ck_assert(!ck_log_trace_match_parts(NULL, "foo"));
+	ck_assert(!ck_log_trace_match_parts("default", NULL));
+
+	/* A cluster-scoped key: no namespace part. */
+	ck_assert_int_eq(ck_log_set_trace_key("node-1", &err), 0);
+	ck_assert(ck_log_trace_match("node-1"));
+	ck_assert(ck_log_trace_match_parts(NULL, "node-1"));
+	ck_assert(ck_log_trace_match_parts("", "node-1"));
+	ck_assert(!ck_log_trace_match_parts("default", "node-1"));
+
+	/* Bad keys are refused with the reason, and the key in force stays. */
+	const char *bad[] = {"/foo", "default/", "a/b/c", "default/ foo", "a\nb", "/"};
+	for (size_t i = 0; i < CK_ARRAY_LEN(bad); i++) {
+		err = NULL;
+		ck_assert_int_eq(ck_log_set_trace_key(bad[i], &err), -1);
+		ck_assert_ptr_nonnull(err);
+		ck_assert_msg(strncmp(err, "trace key \"", 11) == 0, "%s", err);
+		free(err);
+	}
+	err = NULL;
+	ck_assert_int_eq(ck_log_set_trace_key("a/b/c", &err), -1);
+	ck_assert_str_eq(err, "trace key \"a/b/c\": want \"namespace/name\", or \"name\" for a "
+	                      "cluster-scoped object");
+	free(err);
+	ck_assert(ck_log_trace_match("node-1"));
+
+	/* NULL and "" turn it off. */
+	ck_assert_int_eq(ck_log_set_trace_key("", NULL), 0);
+	ck_assert(!ck_log_trace_on());
+	ck_assert_ptr_null(ck_log_trace_key());
+	ck_assert(!ck_log_trace_match("node-1"));
+	ck_assert_int_eq(ck_log_set_trace_key("x/y", NULL), 0);
+	ck_assert_int_eq(ck_log_set_trace_key(NULL, NULL), 0);
+	ck_assert(!ck_log_trace_match("x/y"));
+}
+END_TEST
+
+START_TEST(trace_lines)
+{
+	/* Off: nothing written, the arguments not evaluated. */
+	evaluated = 0;
+	CK_LOG_TRACE("ns/a", "queue-add", CK_KV_INT("n", count_eval()));
+	CK_LOG_TRACE_PARTS("ns", "a", "watch-event", CK_KV_INT("n", count_eval()));
+	char *got = take_output();
+	ck_assert_str_eq(got, "");
+	free(got);
+	ck_assert_int_eq(evaluated, 0);
+
+	ck_assert_int_eq(ck_log_set_trace_key("ns/a", NULL), 0);
+	CK_LOG_TRACE("ns/b", "queue-add", CK_KV_INT("n", count_eval()));
+	CK_LOG_TRACE_PARTS("ns", "b", "watch-event", CK_KV_INT("n", count_eval()));
+	got = take_output();
+	ck_assert_str_eq(got, "");
+	free(got);
+	ck_assert_int_eq(evaluated, 0);
+
+	/* At verbosity 0, one line per step: key and step first. */
+	int l1 = __LINE__ + 1;
+	CK_LOG_TRACE("ns/a", "queue-add", CK_KV_STR("queue", "Foos"), CK_KV_BOOL("added", true));
+	int l2 = __LINE__ + 1;
+	CK_LOG_TRACE_PARTS("ns", "a", "watch-event", CK_KV_STR("type", "MODIFIED"));
+	ck_log_trace_emit("x.c", 7, "done", NULL);
+	got = take_output();
+	char *want = ck_xasprintf(
+	    "I1129 12:00:00.000123 %7d test_log.c:%d] \"Trace\" key=\"ns/a\" step=\"queue-add\" "
+	    "queue=\"Foos\" added=true\n"
+	    "I1129 12:00:00.000123 %7d test_log.c:%d] \"Trace\" key=\"ns/a\" "
+	    "step=\"watch-event\" type=\"MODIFIED\"\n"
+	    "I1129 12:00:00.000123 %7d x.c:7] \"Trace\" key=\"ns/a\" step=\"done\"\n",
+	    my_tid(), l1, my_tid(), l2, my_tid());
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+
+	/* JSON: the same pairs. */
+	ck_log_set_format(CK_LOG_FORMAT_JSON);
+	CK_LOG_TRACE("ns/a", "queue-get");
+	got = take_output();
+	ck_assert_ptr_nonnull(
+	    strstr(got, "\"msg\":\"Trace\",\"v\":0,\"key\":\"ns/a\",\"step\":\"queue-get\"}"));
+	free(got);
+	ck_log_set_trace_key(NULL, NULL);
+}
+END_TEST
+
 Suite *suite_log(void)
 {
 	Suite *s = suite_create("log");
@@ -446,6 +552,8 @@ Suite *suite_log(void)
 	tcase_add_test(tc, verbosity_gating);
 	tcase_add_test(tc, redaction);
 	tcase_add_test(tc, no_interleaving);
+	tcase_add_test(tc, trace_key_parse_and_match);
+	tcase_add_test(tc, trace_lines);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,10 +3,14 @@
  * before anything touches the network (the e2e tests run managers for real:
  * sample-controller and both examples).
  */
+#include "pkg/manager/manager_internal.h"
 #include <ckube/kinds.h>
+#include <ckube/log.h>
 #include <ckube/manager.h>
+#include <ckube/types.h>
 
 #include <check.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +151,78 @@ START_TEST(test_made_with_program_flags_and_parts)
 }
 END_TEST
 
+/* An object of t in ns with one controller ownerReference (apiVersion, kind, name). */
+static ck_obj_t *owned(const ck_type_t *t, const char *ns, const char *av, const char *kind,
+                       const char *name)
+{
+	ck_obj_builder_t *b = ck_obj_builder_new(t);
+	ck_obj_builder_set_meta(b, "namespace", ns, strlen(ns));
+	ck_obj_builder_set_meta(b, "name", "child", 5);
+	ck_obj_builder_add_owner(b);
+	ck_obj_builder_set_owner(b, "apiVersion", av, strlen(av));
+	ck_obj_builder_set_owner(b, "kind", kind, strlen(kind));
+	ck_obj_builder_set_owner(b, "name", name, strlen(name));
+	ck_obj_builder_set_owner_bool(b, "controller", true);
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_obj_builder_free(b);
+	return o;
+}
+
+/* The owner's group and kind decide, not its version nor the kind string alone;
+ * watches with predicates are registered (their filtering is test_predicate's). */
+START_TEST(test_enqueue_owner_type_and_watch_opts)
+{
+	ck_manager_opts_t mo = {.name = "mgr-test"};
+	int rc = 99;
+	char *argv[] = {
+	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	    NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	ck_controller_t *c = ck_manager_add_controller(m, "Deployments", NULL, NULL);
+	const ck_predicate_t *preds[] = {ck_predicate_generation_changed()};
+	ck_watch_opts_t wo = {.predicates = preds, .npredicates = 1};
+	ck_assert_ptr_nonnull(ck_controller_watch_opts(c, &ck_type_deployment, &wo));
+	ck_assert_ptr_nonnull(ck_controller_watch_map_opts(c, &ck_type_replicaset,
+	                                                   ck_controller_enqueue_owner_type,
+	                                                   (void *)&ck_type_deployment, &wo));
+	ck_wq_t *q = mgr_controller_queue(c);
+
+	ck_obj_t *objs[] = {
+	    owned(&ck_type_replicaset, "ns", "apps/v1", "Deployment", "d1"),       /* queued */
+	    owned(&ck_type_replicaset, "ns", "apps/v1beta2", "Deployment", "d2"),  /* queued */
+	    owned(&ck_type_replicaset, "ns", "example.com/v1", "Deployment", "x"), /* other group */
+	    owned(&ck_type_replicaset, "ns", "v1", "Deployment", "y"),             /* core group */
+	    owned(&ck_type_replicaset, "ns", "apps/v1", "StatefulSet", "z"),       /* other kind */
+	};
+	for (size_t i = 0; i < CK_ARRAY_LEN(objs); i++)
+		ck_controller_enqueue_owner_type((void *)&ck_type_deployment, c, objs[i]);
+	ck_assert_uint_eq(ck_wq_len(q), 2);
+	const char *k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/d1");
+	ck_wq_done(q, k);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/d2");
+	ck_wq_done(q, k);
+	/* The deprecated kind-only map takes the other group's Deployment too. */
+	ck_controller_enqueue_owner("Deployment", c, objs[2]);
+	ck_assert_uint_eq(ck_wq_len(q), 1);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/x");
+	ck_wq_done(q, k);
+	/* A cluster-scoped owner (a Node) of a namespaced object: its key is its name. */
+	ck_obj_t *pod = owned(&ck_type_pod, "ns", "v1", "Node", "n1");
+	ck_controller_enqueue_owner_type((void *)&ck_type_node, c, pod);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "n1");
+	ck_wq_done(q, k);
+	ck_obj_unref(pod);
+	for (size_t i = 0; i < CK_ARRAY_LEN(objs); i++)
+		ck_obj_unref(objs[i]);
+	ck_manager_free(m);
+}
+END_TEST
+
 /* A descriptor the factory refuses (same resource, other fields): NULL, a lister of
  * NULL is NULL, and run exits 1 before starting anything. */
 START_TEST(test_refused_informer_fails_run)
@@ -174,6 +250,118 @@ START_TEST(test_refused_informer_fails_run)
 }
 END_TEST
 
+/* --trace-key: a bad key is a usage error naming the flag; a good one is set. */
+START_TEST(test_trace_key_flag)
+{
+	char msg[512];
+	int rc = try_new_stderr((char *[]){"t", "--kubeconfig", KC, "--trace-key=a/b/c",
+	                                   "--metrics-bind-address=0",
+	                                   "--health-probe-bind-address=0", NULL},
+	                        msg, sizeof(msg));
+	ck_assert_int_eq(rc, 2);
+	ck_assert_msg(strstr(msg, "-trace-key: trace key \"a/b/c\": want \"namespace/name\"") !=
+	                  NULL,
+	              "%s", msg);
+	ck_assert_ptr_null(ck_log_trace_key());
+	ck_assert_int_eq(
+	    try_new((char *[]){"t", "--kubeconfig", KC, "--trace-key=ns1/x",
+	                       "--metrics-bind-address=0", "--health-probe-bind-address=0", NULL},
+	            NULL),
+	    -1);
+	char *k = ck_log_trace_key();
+	ck_assert_str_eq(k, "ns1/x");
+	free(k);
+	ck_log_set_trace_key(NULL, NULL);
+}
+END_TEST
+
+static atomic_int x_calls, y_calls;
+
+/* ns1/x fails once, then succeeds; ns1/y succeeds. */
+static int trace_reconcile(void *ud, const char *key, char **err)
+{
+	(void)ud;
+	if (strcmp(key, "ns1/y") == 0) {
+		atomic_fetch_add(&y_calls, 1);
+		return 0;
+	}
+	if (atomic_fetch_add(&x_calls, 1) == 0) {
+		*err = ck_xstrdup("first try fails");
+		return -1;
+	}
+	return 0;
+}
+
+/* The manager's workers trace the key's reconcile between its queue steps, and
+ * only that key's. */
+START_TEST(test_trace_key_through_the_workers)
+{
+	char path[] = "/tmp/mgr-test-trace-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_manager_opts_t mo = {.name = "mgr-test", .workers = 2};
+	int rc = 99;
+	char *argv[] = {"t",
+	                "--kubeconfig",
+	                KC,
+	                "--trace-key=ns1/x",
+	                "--metrics-bind-address=0",
+	                "--health-probe-bind-address=0",
+	                NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 6, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	ck_log_set_fd(fd);
+	ck_controller_t *c = ck_manager_add_controller(m, "Things", trace_reconcile, NULL);
+	ck_controller_enqueue(c, "ns1/y");
+	ck_controller_enqueue(c, "ns1/x");
+	char *err = NULL;
+	ck_assert_int_eq(mgr_controller_start(c, &err), 0);
+	for (int i = 0; i < 500 && (atomic_load(&x_calls) < 2 || atomic_load(&y_calls) < 1); i++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&x_calls), 2);
+	ck_assert_int_eq(atomic_load(&y_calls), 1);
+	ck_assert_int_eq(mgr_controller_stop(c, 5000), 0);
+	ck_log_set_fd(2);
+	ck_log_set_trace_key(NULL, NULL);
+
+	char log[16384];
+	ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	close(fd);
+	ck_assert_ptr_null(strstr(log, "ns1/y"));
+	/* The steps of ns1/x, in order. */
+	const char *want[] = {
+	    "step=\"queue-add\" queue=\"Things\" outcome=\"queued\"",
+	    "step=\"queue-get\" queue=\"Things\"",
+	    "step=\"reconcile-start\" controller=\"Things\"",
+	    "step=\"reconcile-end\" controller=\"Things\" result=\"error\" requeueAfterMs=0 "
+	    "tookUs=",
+	    "step=\"queue-rate-limited\" queue=\"Things\" delayMs=5 failures=1",
+	    "step=\"queue-add-after\" queue=\"Things\" delayMs=5 outcome=\"waiting\"",
+	    "step=\"queue-done\" queue=\"Things\" outcome=\"finished\"",
+	    "step=\"queue-get\" queue=\"Things\"",
+	    "step=\"reconcile-start\" controller=\"Things\"",
+	    "step=\"reconcile-end\" controller=\"Things\" result=\"success\"",
+	    "step=\"queue-forget\" queue=\"Things\" failures=1",
+	    "step=\"queue-done\" queue=\"Things\" outcome=\"finished\"",
+	};
+	const char *p = log;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *at = strstr(p, "\"Trace\" key=\"ns1/x\" ");
+		ck_assert_msg(at != NULL, "step %zu missing (%s) in:\n%s", i, want[i], log);
+		at += strlen("\"Trace\" key=\"ns1/x\" ");
+		ck_assert_msg(strncmp(at, want[i], strlen(want[i])) == 0,
+		              "step %zu: want %s in:\n%s", i, want[i], log);
+		p = at;
+	}
+	ck_assert_ptr_null(strstr(p, "\"Trace\""));
+	ck_assert_ptr_nonnull(strstr(log, "err=\"first try fails\""));
+	ck_manager_free(m);
+}
+END_TEST
+
 Suite *suite_manager(void)
 {
 	Suite *s = suite_create("manager");
@@ -181,7 +369,10 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_help_version_and_usage_errors);
 	tcase_add_test(tc, test_kube_api_qps_validated);
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
+	tcase_add_test(tc, test_enqueue_owner_type_and_watch_opts);
 	tcase_add_test(tc, test_refused_informer_fails_run);
+	tcase_add_test(tc, test_trace_key_flag);
+	tcase_add_test(tc, test_trace_key_through_the_workers);
 	suite_add_tcase(s, tc);
 	return s;
 }

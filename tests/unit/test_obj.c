@@ -132,6 +132,107 @@ START_TEST(test_builder)
 }
 END_TEST
 
+/* Finalizers: kept in order inside the block; none costs nothing but the struct's
+ * pointer and count (the bench's per-object figure). */
+START_TEST(test_finalizers)
+{
+	ck_obj_builder_t *b = ck_obj_builder_new(&core_thing);
+	ck_obj_t *none = ck_obj_builder_finish(b);
+	ck_assert_ptr_null(none->finalizers);
+	ck_assert_uint_eq(none->nfinalizers, 0);
+	ck_assert(!ck_obj_has_finalizer(none, "a"));
+	ck_assert_uint_eq(ck_obj_size(none), (sizeof(ck_obj_t) + 7) & ~(size_t)7);
+
+	set(b, "name", "n");
+	ck_obj_builder_add_finalizer(b, "example.com/b", 13);
+	ck_obj_builder_add_finalizer(b, "kubernetes", 10);
+	ck_obj_builder_add_finalizer(b, "", 0);
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_assert_uint_eq(o->nfinalizers, 3);
+	ck_assert_str_eq(o->finalizers[0], "example.com/b");
+	ck_assert_str_eq(o->finalizers[1], "kubernetes");
+	ck_assert_str_eq(o->finalizers[2], "");
+	ck_assert(ck_obj_has_finalizer(o, "kubernetes"));
+	ck_assert(!ck_obj_has_finalizer(o, "kube"));
+	ck_assert(!ck_obj_has_finalizer(NULL, "kubernetes"));
+	ck_assert(!ck_obj_has_finalizer(o, NULL));
+	const char *lo = (const char *)o, *hi = lo + ck_obj_size(o);
+	for (size_t i = 0; i < 2; i++)
+		ck_assert(o->finalizers[i] >= lo &&
+		          o->finalizers[i] + strlen(o->finalizers[i]) < hi);
+	ck_assert((const char *)o->finalizers >= lo && (const char *)(o->finalizers + 3) <= hi);
+	ck_assert_uint_eq(ck_obj_size(o), ck_obj_size(none) + 3 * sizeof(char *) + 2 + 14 + 11);
+	/* The builder is reset: the next object has none. */
+	ck_obj_t *e = ck_obj_builder_finish(b);
+	ck_assert_uint_eq(e->nfinalizers, 0);
+	ck_obj_unref(e);
+	ck_obj_unref(o);
+	ck_obj_unref(none);
+	ck_obj_builder_free(b);
+}
+END_TEST
+
+/* Controller references compared by group, kind and name (and uid when both have one). */
+START_TEST(test_controller_of)
+{
+	static const ck_type_t thing_v2 = {.group = "example.com",
+	                                   .version = "v2",
+	                                   .kind = "Thing",
+	                                   .resource = "things",
+	                                   .namespaced = true};
+	ck_obj_builder_t *b = ck_obj_builder_new(&core_thing);
+	set(b, "name", "child");
+	ck_obj_builder_add_owner(b); /* not the controller */
+	ck_obj_builder_set_owner(b, "apiVersion", "example.com/v1", 14);
+	ck_obj_builder_set_owner(b, "kind", "Other", 5);
+	ck_obj_builder_set_owner(b, "name", "o", 1);
+	ck_obj_builder_add_owner(b);
+	ck_obj_builder_set_owner(b, "apiVersion", "example.com/v1", 14);
+	ck_obj_builder_set_owner(b, "kind", "Thing", 5);
+	ck_obj_builder_set_owner(b, "name", "t", 1);
+	ck_obj_builder_set_owner(b, "uid", "u1", 2);
+	ck_obj_builder_set_owner_bool(b, "controller", true);
+	ck_obj_t *child = ck_obj_builder_finish(b);
+	ck_assert_ptr_eq(ck_obj_controller_of(child, "example.com", "Thing"), &child->owners[1]);
+	ck_assert_ptr_null(ck_obj_controller_of(child, "example.org", "Thing"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, "", "Thing"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, NULL, "Thing"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, "example.com", "Other"));
+	ck_assert_ptr_null(ck_obj_controller_of(child, "example.com", NULL));
+	ck_assert(ck_api_version_has_group("v1", ""));
+	ck_assert(ck_api_version_has_group("v1", NULL));
+	ck_assert(!ck_api_version_has_group("apps/v1", ""));
+	ck_assert(ck_api_version_has_group("apps/v1", "apps"));
+	ck_assert(!ck_api_version_has_group("apps/v1", "app"));
+	ck_assert(!ck_api_version_has_group("apps/v1", "apps/v1"));
+
+	ck_obj_builder_t *ob = ck_obj_builder_new(&thing_v2);
+	set(ob, "name", "t");
+	set(ob, "uid", "u1");
+	ck_obj_t *owner = ck_obj_builder_finish(ob); /* v2: the version does not matter */
+	ck_assert(ck_obj_is_controlled_by(child, owner));
+	set(ob, "name", "t");
+	set(ob, "uid", "u2");
+	ck_obj_t *recreated = ck_obj_builder_finish(ob);
+	ck_assert(!ck_obj_is_controlled_by(child, recreated));
+	set(ob, "name", "t");
+	ck_obj_t *nouid = ck_obj_builder_finish(ob);
+	ck_assert(ck_obj_is_controlled_by(child, nouid));
+	set(ob, "name", "o");
+	ck_obj_t *other = ck_obj_builder_finish(ob);
+	ck_assert(!ck_obj_is_controlled_by(child, other));
+	ck_assert(!ck_obj_is_controlled_by(child, NULL));
+	ck_assert(!ck_obj_is_controlled_by(owner, owner)); /* no controller at all */
+	ck_obj_unref(other);
+	ck_obj_unref(nouid);
+	ck_obj_unref(recreated);
+	ck_obj_unref(owner);
+	ck_obj_unref(child);
+	ck_obj_builder_free(ob);
+	ck_obj_builder_free(b);
+}
+END_TEST
+
 START_TEST(test_keys)
 {
 	ck_obj_builder_t *b = ck_obj_builder_new(&thing);
@@ -243,6 +344,8 @@ Suite *suite_obj(void)
 	TCase *tc = tcase_create("obj");
 	tcase_add_test(tc, test_builder);
 	tcase_add_test(tc, test_keys);
+	tcase_add_test(tc, test_finalizers);
+	tcase_add_test(tc, test_controller_of);
 	tcase_add_test(tc, test_many_labels);
 	tcase_add_test(tc, test_refcount_threads);
 	suite_add_tcase(s, tc);

@@ -282,6 +282,59 @@ START_TEST(test_set_json_from_doc)
 }
 END_TEST
 
+/* Lists built element by element: order kept, objects and strings, errors sticky. */
+START_TEST(test_append)
+{
+	ck_patch_t *p = ck_patch_new_object(&cm_type, "ns", "x");
+	ck_assert_str_eq(ck_patch_object_name(p), "x");
+	ck_assert_str_eq(ck_patch_object_ns(p), "ns");
+	ck_assert_ptr_eq(ck_patch_object_type(p), &cm_type);
+	ck_patch_t *c = ck_patch_new();
+	ck_patch_set_string(c, CK_PATH("name"), "a\"b");
+	ck_patch_append_string(c, CK_PATH("args"), "-v");
+	ck_patch_append_string(c, CK_PATH("args"), "2");
+	ck_assert_int_eq(ck_patch_append(p, CK_PATH("spec", "items"), c), 0);
+	ck_assert_int_eq(ck_patch_append(p, CK_PATH("spec", "items"), ck_patch_new()), 0);
+	ck_patch_set_int(p, CK_PATH("spec", "n"), 1);
+	assert_body(p, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+	               "\"x\",\"namespace\":\"ns\"},\"spec\":{\"items\":[{\"name\":\"a\\\"b\","
+	               "\"args\":[\"-v\",\"2\"]},{}],\"n\":1}}");
+	/* Setting the path again replaces the list whole; appending then goes on. */
+	ck_patch_set_raw(p, CK_PATH("spec", "items"), "[1]", 3);
+	ck_patch_append_string(p, CK_PATH("spec", "items"), "z");
+	char *body = ck_patch_build(p, NULL, NULL);
+	ck_assert_ptr_nonnull(strstr(body, "\"items\":[1,\"z\"]"));
+	free(body);
+	/* Appending to a non-array is an error naming the path. */
+	ck_assert_int_eq(ck_patch_append_string(p, CK_PATH("spec", "n"), "q"), -1);
+	ck_assert_str_eq(ck_patch_error(p),
+	                 "patch: cannot append to spec.n: it holds 1, not an array");
+	ck_patch_free(p);
+
+	p = ck_patch_new();
+	ck_patch_set_string(p, CK_PATH("o", "k"), "v");
+	ck_assert_int_eq(ck_patch_append_string(p, CK_PATH("o"), "q"), -1);
+	ck_assert_ptr_nonnull(strstr(ck_patch_error(p), "it holds an object"));
+	ck_patch_free(p);
+
+	/* An element's own error becomes the list's (and the element is freed). */
+	p = ck_patch_new();
+	c = ck_patch_new();
+	ck_patch_set_string(c, CK_PATH("bad"), "\xff");
+	ck_assert_int_eq(ck_patch_append(p, CK_PATH("l"), c), -1);
+	ck_assert_str_eq(ck_patch_error(p), "patch: bad: value is not valid UTF-8");
+	ck_assert_int_eq(ck_patch_append(p, CK_PATH("l"), ck_patch_new()), -1);
+	ck_assert_int_eq(ck_patch_append(p, CK_PATH("l"), NULL), -1);
+	ck_patch_free(p);
+	p = ck_patch_new();
+	ck_assert_int_eq(ck_patch_append_string(p, CK_PATH_TOP, "x"), -1);
+	ck_assert_str_eq(ck_patch_error(p), "patch: empty path");
+	ck_assert_ptr_null(ck_patch_object_type(p));
+	ck_assert_ptr_null(ck_patch_object_name(p));
+	ck_patch_free(p);
+}
+END_TEST
+
 START_TEST(test_client_refusals)
 {
 	/* Refused before anything is sent, so no client is needed. */
@@ -306,6 +359,13 @@ START_TEST(test_client_refusals)
 	ck_assert_int_eq(
 	    ck_client_merge_patch_sync(NULL, &cm_type, "default", "cfg", p, NULL, &res), -1);
 	ck_assert_str_eq(res.error, "merge patch: patch: empty path (not sent)");
+	ck_result_clear(&res);
+	ck_assert_int_eq(
+	    ck_client_status_merge_patch_sync(NULL, &cm_type, "default", "cfg", p, NULL, &res), -1);
+	ck_assert_str_eq(res.error, "status merge patch: patch: empty path (not sent)");
+	ck_result_clear(&res);
+	ck_assert_int_eq(ck_client_status_apply_sync(NULL, p, "mgr", false, &res), -1);
+	ck_assert_ptr_nonnull(strstr(res.error, "status server-side apply: the body was not made"));
 	ck_result_clear(&res);
 	ck_patch_free(p);
 
@@ -337,6 +397,7 @@ Suite *suite_patch(void)
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_set_json_from_doc);
 	tcase_add_test(tc, test_client_refusals);
+	tcase_add_test(tc, test_append);
 	suite_add_tcase(s, tc);
 	return s;
 }

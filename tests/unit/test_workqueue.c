@@ -1,5 +1,6 @@
 /* Unit tests for pkg/workqueue: queue rules, delays, rate limiters, metrics, threads. */
 #include <ckube/base.h>
+#include <ckube/log.h>
 #include <ckube/workqueue.h>
 
 #include <check.h>
@@ -1130,10 +1131,75 @@ START_TEST(test_unnamed_queue_reads_no_clock)
 }
 END_TEST
 
+/* The key trace names what each add, get and done did to the traced key, and
+ * nothing of any other key. */
+START_TEST(test_trace_outcomes)
+{
+	char path[] = "/tmp/test_wq_trace_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_log_set_fd(fd);
+	ck_assert_int_eq(ck_log_set_trace_key("ns/a", NULL), 0);
+	ck_wq_t *q = ck_wq_new(&(ck_wq_options_t){.name = "q"});
+	ck_wq_add(q, "ns/a");
+	ck_wq_add(q, "ns/b");
+	ck_wq_add(q, "ns/a");
+	const char *k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/a");
+	ck_wq_add(q, "ns/a");
+	ck_wq_add(q, "ns/a");
+	ck_wq_done(q, k);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/b");
+	ck_wq_done(q, k);
+	k = ck_wq_get(q);
+	ck_assert_str_eq(k, "ns/a");
+	ck_wq_done(q, k);
+	ck_wq_done(q, "ns/a");
+	ck_wq_shutdown(q);
+	ck_wq_add(q, "ns/a");
+	ck_log_set_trace_key(NULL, NULL);
+	ck_log_set_fd(2);
+
+	char log[8192];
+	ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	ck_assert_ptr_null(strstr(log, "ns/b"));
+	const char *want[] = {
+	    "step=\"queue-add\" queue=\"q\" outcome=\"queued\" depth=1",
+	    "step=\"queue-add\" queue=\"q\" outcome=\"deduplicated: already queued\" depth=2",
+	    "step=\"queue-get\" queue=\"q\" depth=1",
+	    "step=\"queue-add\" queue=\"q\" outcome=\"marked dirty: being processed, queued again "
+	    "at done\"",
+	    "step=\"queue-add\" queue=\"q\" outcome=\"deduplicated: being processed, already due "
+	    "again at done\"",
+	    "step=\"queue-done\" queue=\"q\" outcome=\"queued again: added while processed\"",
+	    "step=\"queue-get\" queue=\"q\" depth=0",
+	    "step=\"queue-done\" queue=\"q\" outcome=\"finished\"",
+	    "step=\"queue-done\" queue=\"q\" outcome=\"ignored: not being processed\"",
+	    "step=\"queue-add\" queue=\"q\" outcome=\"ignored: shutting down\"",
+	};
+	const char *p = log;
+	for (size_t i = 0; i < CK_ARRAY_LEN(want); i++) {
+		p = strstr(p, "\"Trace\" key=\"ns/a\" ");
+		ck_assert_msg(p != NULL, "line %zu (%s) missing in:\n%s", i, want[i], log);
+		p += strlen("\"Trace\" key=\"ns/a\" ");
+		ck_assert_msg(strncmp(p, want[i], strlen(want[i])) == 0,
+		              "line %zu: want %s in:\n%s", i, want[i], log);
+	}
+	ck_assert_ptr_null(strstr(p, "\"Trace\""));
+	ck_wq_free(q);
+}
+END_TEST
+
 Suite *suite_workqueue(void)
 {
 	Suite *s = suite_create("workqueue");
 	TCase *tc = tcase_create("queue");
+	tcase_add_test(tc, test_trace_outcomes);
 	tcase_add_test(tc, test_fifo);
 	tcase_add_test(tc, test_dedup_while_waiting);
 	tcase_add_test(tc, test_dirty_while_processing);
