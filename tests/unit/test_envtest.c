@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <ckube/base.h>
+#include <ckube/client.h>
 #include <ckube/config.h>
 #include <ckube/envtest.h>
 
@@ -535,6 +536,43 @@ START_TEST(assets)
 }
 END_TEST
 
+/* The client on a loop thread of its own: made there, used by blocking calls from
+ * this thread (a refused connection comes back as a transport error), then stopped
+ * and joined. Also under TSan (the hand-over of the client between the threads). */
+START_TEST(conn_thread)
+{
+	char *err = NULL;
+	/* A port nothing listens on: bound, then closed. */
+	uint16_t port = 0;
+	ck_assert_int_eq(ck_envtest_i_port(&port, "x", &err), 0);
+	char *kc = ck_xasprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+	                        "    server: https://127.0.0.1:%u\nusers:\n- name: u\n  user: {}\n"
+	                        "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+	                        "current-context: x\n",
+	                        (unsigned)port);
+	ck_config_t *cfg = ck_config_load_text(kc, strlen(kc), "test", NULL, &err);
+	ck_assert_msg(cfg != NULL, "%s", err);
+	ck_envtest_conn_t *k = ck_envtest_i_conn_new(cfg, &err);
+	ck_assert_msg(k != NULL, "%s", err);
+	static const ck_type_t t_ns = {
+	    .group = "", .version = "v1", .kind = "Namespace", .resource = "namespaces"};
+	for (int i = 0; i < 3; i++) {
+		ck_result_t r = {0};
+		ck_req_spec_t spec = {.method = "GET",
+		                      .type = &t_ns,
+		                      .path = "/readyz",
+		                      .no_decode = true,
+		                      .timeout_ms = 2000};
+		ck_assert_int_ne(ck_client_do_sync(ck_envtest_i_conn_client(k), &spec, &r), 0);
+		ck_assert_int_eq(r.http_code, 0);
+		ck_assert_ptr_nonnull(strstr(r.error, "/readyz"));
+		ck_result_clear(&r);
+	}
+	ck_envtest_i_conn_free(k);
+	free(kc);
+}
+END_TEST
+
 Suite *suite_envtest(void)
 {
 	Suite *s = suite_create("envtest");
@@ -551,6 +589,7 @@ Suite *suite_envtest(void)
 	tcase_add_test(tc, ports);
 	tcase_add_test(tc, pki_and_kubeconfig);
 	tcase_add_test(tc, assets);
+	tcase_add_test(tc, conn_thread);
 	suite_add_tcase(s, tc);
 	return s;
 }
