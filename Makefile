@@ -2,7 +2,8 @@
 #
 #   make            build lib/libckube.a and bin/sample-controller (warnings are errors)
 #   make test       everything CI runs: deps, build, unit tests (ASan+UBSan, TSan for
-#                   the threaded modules), e2e tests on a real local control plane
+#                   the threaded modules), envtest-test, e2e tests on a real local
+#                   control plane
 #   make run        local control plane (unless KUBECONFIG is set) + CRD + example Foo
 #                   + the controller in the foreground
 #   make libcheck   the installed library: symbols, headers, pkg-config builds, examples
@@ -10,6 +11,7 @@
 #   make fuzz       every libFuzzer target for FUZZ_LONG_SECONDS (600) each
 #   make unit       unit tests only;  make e2e  e2e tests only
 #   make examples-test   the examples' own unit tests (examples/*/*_test.c, ASan)
+#   make envtest-test   <ckube/envtest.h> and ckube-envtest on real servers, as nobody
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
 #   make bench      benchmarks (print figures)
@@ -63,9 +65,9 @@ ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
 GENERATE_PHONY := generate verify-generate
-.PHONY: FORCE all deps image install examples-test $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install examples-test envtest-test $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
-all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
+all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/ckube-envtest bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
 deps:
 	@bash hack/install-deps.sh
@@ -129,9 +131,12 @@ $(B)/ckube.pc $(B)/ckube-static.pc: VERSION Makefile
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]
 BINDIR     ?= $(PREFIX)/bin
-install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc bin/ckube-gen
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube $(DESTDIR)$(BINDIR)
-	install -m 755 bin/ckube-gen $(DESTDIR)$(BINDIR)/
+# ckube-envtest assets runs the installed share/ckube/build-k8s.sh (versions.env beside it).
+DATADIR    ?= $(PREFIX)/share
+install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-static.pc bin/ckube-gen bin/ckube-envtest
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/ckube $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/ckube
+	install -m 755 bin/ckube-gen bin/ckube-envtest $(DESTDIR)$(BINDIR)/
+	install -m 644 hack/build-k8s.sh hack/versions.env $(DESTDIR)$(DATADIR)/ckube/
 	install -m 644 include/ckube/*.h $(DESTDIR)$(INCLUDEDIR)/ckube/
 	install -m 644 lib/libckube.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 lib/libckube.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
@@ -141,6 +146,11 @@ install: lib/libckube.a lib/libckube.so.$(VERSION) $(B)/ckube.pc $(B)/ckube-stat
 
 # The daemon uses only the library's API: it links the archive, not the objects.
 bin/sample-controller: $(CMD_SRCS:%.c=$(B)/rel/%.o) lib/libckube.a
+	@mkdir -p bin
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
+
+# ckube-envtest, a test's etcd and kube-apiserver for shell scripts (installed too).
+bin/ckube-envtest: $(B)/rel/cmd/ckube-envtest/main.o lib/libckube.a
 	@mkdir -p bin
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(HARDEN_LDFLAGS) -o $@ $(filter %.o,$^) lib/libckube.a $(PKG_LIBS) -lm
 
@@ -213,6 +223,15 @@ $(B)/asan/integration-tests: $(INTEG_SRCS:%.c=$(B)/asan/%.o) $(B)/integ/main.o $
 integration: $(B)/asan/integration-tests
 	cd tests/integration && CK_DEFAULT_TIMEOUT=300 $(abspath $(B))/asan/integration-tests
 
+# envtest (<ckube/envtest.h>, ckube-envtest) against the real etcd and kube-apiserver,
+# as an unprivileged user (nobody, when run as root): start/stop, a Foo through a
+# client, bad input (missing binary, port in use, CRDs that fail), cleanup after a
+# kill -9; prints the cold and warm start times (tests/envtest/run.sh).
+$(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest
+	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test bash tests/envtest/run.sh
+
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: $(B)/suites.h
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: BASEFLAGS += -I$(B)
 
@@ -229,7 +248,7 @@ re2-diff: deps $(B)/asan/re2-diff
 	ASAN_OPTIONS=detect_leaks=1 bash tests/re2/run.sh $(abspath $(B))/asan/re2-diff
 
 # Threaded modules again under ThreadSanitizer.
-TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen fake
+TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen fake envtest
 unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests
@@ -304,6 +323,7 @@ test-steps:
 	$(TIMED) examples-test $(MAKE) examples-test
 	$(TIMED) re2-diff $(MAKE) re2-diff
 	$(TIMED) unit-tsan $(MAKE) unit-tsan
+	$(TIMED) envtest-test $(MAKE) envtest-test
 	$(TIMED) e2e $(MAKE) e2e CSC_TIMES=$(TIMES)
 
 # Every libFuzzer target (tests/fuzz/run_fuzz_*.sh) builds and runs for FUZZ_SECONDS

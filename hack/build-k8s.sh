@@ -9,6 +9,10 @@
 #
 # Output: $K8S_BIN_DIR (default ~/.cache/c-sample-controller/k8s-<version>/bin).
 # Prints the directory on its last line.
+#
+# Usage: build-k8s.sh [envtest]
+#   envtest: only etcd and kube-apiserver, what <ckube/envtest.h> runs (installed as
+#   share/ckube/build-k8s.sh, run by `ckube-envtest assets`; same cache directory).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=versions.env
@@ -17,6 +21,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cache_root="${CSC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/c-sample-controller}"
 out="${K8S_BIN_DIR:-$cache_root/k8s-$KUBE_VERSION/bin}"
 need=(kube-apiserver kube-controller-manager kube-scheduler kubelet kwok etcd kwok-stages.yaml)
+servers=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+envtest=0
+if [ "${1:-}" = envtest ]; then
+	envtest=1
+	need=(kube-apiserver etcd)
+	servers=(kube-apiserver)
+fi
 
 have_all=1
 for b in "${need[@]}"; do [ -e "$out/$b" ] || have_all=0; done
@@ -81,7 +92,7 @@ echo "build-k8s: resolving modules for Kubernetes $KUBE_VERSION (staging $stagin
 GOFLAGS=-mod=mod go mod tidy -e >&2 2>&1 || true
 # The version stamp makes `kube-apiserver --version` and /version answer truthfully.
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
-for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+for c in "${servers[@]}"; do
 	[ -x "$out/$c" ] && continue
 	echo "build-k8s: building $c" >&2
 	GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c" >&2
@@ -91,6 +102,10 @@ if [ ! -x "$out/etcd" ]; then
 	echo "build-k8s: building etcd" >&2
 	GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" ./etcd >&2
 	mv "$out/etcd.tmp" "$out/etcd"
+fi
+if [ "$envtest" = 1 ]; then
+	echo "$out"
+	exit 0
 fi
 echo "build-k8s: building kwok $KWOK_VERSION" >&2
 GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2

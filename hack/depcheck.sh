@@ -8,7 +8,7 @@
 #
 #   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
 #        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics, fake
-#        <- manager
+#        <- manager, envtest
 #
 # The places follow the real dependencies: flowcontrol (the token bucket) needs only
 # base; the workqueue needs base and flowcontrol, nothing of Kubernetes; apply sends
@@ -16,7 +16,9 @@
 # patches, and so do controllerutil's helpers (finalizers, owner references,
 # create-or-update, conditions, typed bodies); fake (the in-memory API server for
 # tests) serves a client through rest's transport hook and hands out cache's
-# informer factory. cmd/, examples/ and tests/ sit above all of it and are not checked.
+# informer factory; envtest, beside the manager, starts a test's real control plane
+# and talks to it through rest. cmd/, examples/ and tests/ sit above all of it and
+# are not checked.
 #
 # Usage: hack/depcheck.sh [file...]   (default: every .c and .h of pkg/ and include/ckube/)
 #        hack/depcheck.sh --self-test   it refuses a wrong include and passes a right
@@ -53,7 +55,7 @@ LAYERS=(
 	"gen controllerutil"
 	"cache record leaderelection"
 	"metrics fake"
-	"manager"
+	"manager envtest"
 )
 
 # Each public header -> the module that implements it. ckube.h, the umbrella header
@@ -67,7 +69,7 @@ declare -A HEADER=(
 	[client]=rest [patch]=apply [gen]=gen
 	[controllerutil]=controllerutil [conditions]=controllerutil [applyconfig]=controllerutil
 	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
-	[metrics]=metrics [manager]=manager [fake]=fake
+	[metrics]=metrics [manager]=manager [fake]=fake [envtest]=envtest
 	[ckube]=
 )
 

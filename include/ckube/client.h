@@ -173,6 +173,10 @@ typedef struct ck_req_spec {
 	 * controller's writes keep the limiter busy (client-go gets the same with a
 	 * separate client for the lock). Server-side limits (429) still apply. */
 	bool unthrottled;
+	/* A path of the server that no kind names ("/readyz", "/version"), or NULL: sent
+	 * instead of the path type, ns, name and subresource build (query still
+	 * appended). type is still required: it names the request in metrics. */
+	const char *path;
 } ck_req_spec_t;
 
 typedef struct ck_req ck_req_t;

@@ -4,21 +4,15 @@
  * controller-runtime does when no directory is given; certwatch.c reloads and
  * renews it.
  *
- * Design note. GnuTLS, because libmicrohttpd already links it for TLS: signing a
- * certificate here loads no library the process does not already have. ECDSA
- * P-256 rather than RSA 2048 because generating the key takes microseconds, not
- * tens of milliseconds, at every start.
+ * The certificate is made by the library's one certificate maker (pkg/base/x509.c:
+ * GnuTLS, ECDSA P-256), which envtest's certificates come from too.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "pkg/base/x509.h"
 #include "pkg/metrics/metrics_internal.h"
 
 /* Whether s can be a DNS SAN: letters, digits, '-' and '.', 1..253 bytes. */
@@ -34,85 +28,21 @@ static int dns_name_ok(const char *s)
 	return 1;
 }
 
-/* Sets *err to "what: <gnutls message>" and returns -1. */
-static int tls_fail(char **err, const char *what, int rc)
-{
-	return ck_err_set(err, "%s: %s", what, gnutls_strerror(rc));
-}
-
 int ck_metrics_i_self_signed(const char *host, char **cert_pem, char **key_pem, char **err)
 {
-	int result = -1, rc;
-	gnutls_x509_privkey_t key = NULL;
-	gnutls_x509_crt_t crt = NULL;
-	gnutls_datum_t cd = {NULL, 0}, kd = {NULL, 0};
-	unsigned char serial[16];
-	unsigned char v4[4], v6[16];
-	time_t now = time(NULL);
-	const char *cn = dns_name_ok(host) ? host : "localhost";
-
-	*cert_pem = *key_pem = NULL;
-	if ((rc = gnutls_x509_privkey_init(&key)) < 0 ||
-	    (rc = gnutls_x509_privkey_generate(
-	         key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0)) < 0) {
-		tls_fail(err, "generating the metrics server's key", rc);
-		goto out;
-	}
-	/* A random positive serial, as RFC 5280 asks (the top bit clear). */
-	if ((rc = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial))) < 0) {
-		tls_fail(err, "generating a serial number", rc);
-		goto out;
-	}
-	serial[0] &= 0x7f;
-	inet_pton(AF_INET, "127.0.0.1", v4);
-	inet_pton(AF_INET6, "::1", v6);
-	if ((rc = gnutls_x509_crt_init(&crt)) < 0 ||
-	    (rc = gnutls_x509_crt_set_version(crt, 3)) < 0 ||
-	    (rc = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial))) < 0 ||
-	    /* A minute of slack for a scraper whose clock runs a little behind. */
-	    (rc = gnutls_x509_crt_set_activation_time(crt, now - 60)) < 0 ||
-	    (rc = gnutls_x509_crt_set_expiration_time(crt, now + CK_METRICS_I_SELF_SIGNED_DAYS *
-	                                                             24 * 3600)) < 0 ||
-	    (rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn,
-	                                        (unsigned)strlen(cn))) < 0 ||
-	    (rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, "localhost", 9,
-	                                               GNUTLS_FSAN_APPEND)) < 0 ||
-	    (rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_IPADDRESS, v4, 4,
-	                                               GNUTLS_FSAN_APPEND)) < 0 ||
-	    (rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_IPADDRESS, v6, 16,
-	                                               GNUTLS_FSAN_APPEND)) < 0 ||
-	    (dns_name_ok(host) && strcmp(host, "localhost") != 0 &&
-	     (rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, host,
-	                                                (unsigned)strlen(host),
-	                                                GNUTLS_FSAN_APPEND)) < 0) ||
-	    (rc = gnutls_x509_crt_set_key(crt, key)) < 0 ||
-	    (rc = gnutls_x509_crt_set_basic_constraints(crt, 0, -1)) < 0 ||
-	    (rc = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
-	    (rc = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0 ||
-	    (rc = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0)) < 0) {
-		tls_fail(err, "making the metrics server's self-signed certificate", rc);
-		goto out;
-	}
-	if ((rc = gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &cd)) < 0 ||
-	    (rc = gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &kd)) < 0) {
-		tls_fail(err, "encoding the metrics server's certificate", rc);
-		goto out;
-	}
-	*cert_pem = ck_xstrndup((const char *)cd.data, cd.size);
-	*key_pem = ck_xstrndup((const char *)kd.data, kd.size);
-	result = 0;
-out:
-	if (kd.data != NULL) {
-		/* The key in clear: wipe GnuTLS' copy before it goes back to the heap. */
-		ck_secure_zero(kd.data, kd.size);
-		gnutls_free(kd.data);
-	}
-	gnutls_free(cd.data);
-	if (crt != NULL)
-		gnutls_x509_crt_deinit(crt);
-	if (key != NULL)
-		gnutls_x509_privkey_deinit(key);
-	return result;
+	bool extra = dns_name_ok(host) && strcmp(host, "localhost") != 0;
+	const char *dns[] = {"localhost", extra ? host : NULL};
+	const char *ips[] = {"127.0.0.1", "::1"};
+	ck_x509_spec_t s = {.cn = dns_name_ok(host) ? host : "localhost",
+	                    .dns = dns,
+	                    .ndns = extra ? 2 : 1,
+	                    .ips = ips,
+	                    .nips = 2,
+	                    .server = true,
+	                    .days = CK_METRICS_I_SELF_SIGNED_DAYS};
+	if (ck_x509_make(&s, cert_pem, key_pem, err) != 0)
+		return ck_err_wrap(err, "making the metrics server's self-signed certificate");
+	return 0;
 }
 
 /* A certificate or key file: the library's bounded reader (a regular file of at

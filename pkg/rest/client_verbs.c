@@ -37,30 +37,39 @@ static void put_param(ck_sbuf_t *b, const char *key, const char *value)
 	put_escaped(b, value);
 }
 
+/* The path type, ns, name and subresource name, after the base URL. */
+static void put_type_path(ck_sbuf_t *b, const ck_req_spec_t *spec)
+{
+	const ck_type_t *t = spec->type;
+	if (t->group == NULL || t->group[0] == '\0')
+		ck_sbuf_printf(b, "/api/%s", t->version);
+	else
+		ck_sbuf_printf(b, "/apis/%s/%s", t->group, t->version);
+	if (t->namespaced && spec->ns != NULL && spec->ns[0] != '\0') {
+		ck_sbuf_puts(b, "/namespaces/");
+		put_escaped(b, spec->ns);
+	}
+	ck_sbuf_putc(b, '/');
+	ck_sbuf_puts(b, t->resource);
+	if (spec->name != NULL) {
+		ck_sbuf_putc(b, '/');
+		put_escaped(b, spec->name);
+	}
+	if (spec->subresource != NULL && spec->subresource[0] != '\0') {
+		ck_sbuf_putc(b, '/');
+		ck_sbuf_puts(b, spec->subresource);
+	}
+}
+
 /* Returns a new URL for spec, free with free(). */
 char *ck_client_i_build_url(const ck_client_t *c, const ck_req_spec_t *spec)
 {
-	const ck_type_t *t = spec->type;
 	ck_sbuf_t b = CK_SBUF_INIT;
 	ck_sbuf_puts(&b, c->base);
-	if (t->group == NULL || t->group[0] == '\0')
-		ck_sbuf_printf(&b, "/api/%s", t->version);
+	if (spec->path != NULL)
+		ck_sbuf_puts(&b, spec->path);
 	else
-		ck_sbuf_printf(&b, "/apis/%s/%s", t->group, t->version);
-	if (t->namespaced && spec->ns != NULL && spec->ns[0] != '\0') {
-		ck_sbuf_puts(&b, "/namespaces/");
-		put_escaped(&b, spec->ns);
-	}
-	ck_sbuf_putc(&b, '/');
-	ck_sbuf_puts(&b, t->resource);
-	if (spec->name != NULL) {
-		ck_sbuf_putc(&b, '/');
-		put_escaped(&b, spec->name);
-	}
-	if (spec->subresource != NULL && spec->subresource[0] != '\0') {
-		ck_sbuf_putc(&b, '/');
-		ck_sbuf_puts(&b, spec->subresource);
-	}
+		put_type_path(&b, spec);
 	if (spec->query != NULL && spec->query[0] != '\0') {
 		ck_sbuf_putc(&b, '?');
 		ck_sbuf_puts(&b, spec->query);

@@ -39,6 +39,36 @@ int ck_client_update_sync(ck_client_t *c, const ck_type_t *t, const char *ns, co
 {
 	__builtin_trap();
 }
+int ck_client_do_sync(ck_client_t *c, const ck_req_spec_t *spec, ck_result_t *res)
+{
+	__builtin_trap();
+}
+char *ck_write_opts_query(const ck_write_opts_t *o, bool apply)
+{
+	__builtin_trap();
+}
+const char *ck_patch_content_type(ck_patch_type_t pt)
+{
+	__builtin_trap();
+}
+
+/* Merge patch (json_merge.c) on any document: equal to itself, and idempotent:
+ * merging p into r = merge(p, p) changes nothing (RFC 7386 merges are). */
+static void check_merge(const ck_json_t *root)
+{
+	if (!ck_json_equal(root, root))
+		__builtin_trap();
+	ck_sbuf_t out = {0};
+	if (ck_json_merge_patch(root, root, &out) != 0)
+		__builtin_trap();
+	ck_json_doc_t *m = ck_json_parse(out.data, out.len, NULL);
+	if (m == NULL || !ck_json_merge_patch_noop(ck_json_root(m), root)) {
+		fprintf(stderr, "merge is not idempotent:\n%s\n", ck_sbuf_cstr(&out));
+		__builtin_trap();
+	}
+	ck_json_doc_free(m);
+	ck_sbuf_free(&out);
+}
 
 /* Returns false if some object below v repeats a key (the builder merges those). */
 static bool walk(const ck_json_t *v, int depth)
@@ -98,6 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	const ck_json_t *root = ck_json_root(doc);
 	bool unique = walk(root, 1);
+	check_merge(root);
 	char *t1 = ck_json_to_text(root);
 	ck_json_doc_t *again = ck_json_parse(t1, strlen(t1), &err);
 	if (again == NULL) {

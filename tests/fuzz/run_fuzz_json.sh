@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 . tests/fuzz/lib.sh
 mkdir -p "$B/corpus_json"
 # shellcheck disable=SC2046
-fuzz_build fuzz_json $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_json.c pkg/base/base.c pkg/meta/obj.c pkg/codec/json.c pkg/codec/syntax.c pkg/apply/patch.c pkg/kinds/types.c pkg/kinds/kinds.c -lyajl
+fuzz_build fuzz_json $(pkg-config --cflags yajl 2>/dev/null) tests/fuzz/fuzz_json.c pkg/base/base.c pkg/meta/obj.c pkg/codec/json.c pkg/codec/json_merge.c pkg/codec/syntax.c pkg/apply/patch.c pkg/kinds/types.c pkg/kinds/kinds.c -lyajl
 i=0
 for f in tests/fixtures/json/*.json; do
 	cp "$f" "$B/corpus_json/seed-$i"

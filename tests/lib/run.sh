@@ -17,6 +17,10 @@
 #   example-tests  each examples/<name>/<name>_test.c builds the same way with
 #               `pkg-config check` and the example's sources but main.c, and passes
 #   doc-quote   docs/informers.md quotes examples/informer-walkthrough/main.c verbatim
+#   envtest     tests/envtest/envtest_test.c, built from the installed tree only, starts
+#               etcd and kube-apiserver with <ckube/envtest.h> as an unprivileged user
+#               (nobody when root), creates a Foo, stops, leaves nothing; the installed
+#               ckube-envtest start/stop the same way
 # Prints "N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -67,7 +71,7 @@ t_symbols() {
 # binding, the stack protector and fortified libc calls are present in each.
 t_hardening() {
 	local f prog ok=0 dyn syms
-	for f in "$so" bin/sample-controller bin/ckube-gen; do
+	for f in "$so" bin/sample-controller bin/ckube-gen bin/ckube-envtest; do
 		[ -f "$f" ] || { echo "missing $f (make all)"; return 1; }
 		prog=$(readelf -lW "$f")
 		dyn=$(readelf -dW "$f")
@@ -87,7 +91,12 @@ t_version() {
 	local h
 	h=$(awk '/#define CKUBE_VERSION_(MAJOR|MINOR|PATCH) / { printf "%s%s", sep, $3; sep = "." }' include/ckube/version.h)
 	[ "$h" = "$VERSION" ] || { echo "version.h says $h, VERSION says $VERSION"; return 1; }
-	grep -q "#define CKUBE_VERSION_STRING \"$VERSION\"" include/ckube/version.h
+	grep -q "#define CKUBE_VERSION_STRING \"$VERSION\"" include/ckube/version.h || return 1
+	# envtest looks for the binaries of the version the project pins.
+	local kv
+	kv=$(sed -n 's/^KUBE_VERSION=//p' hack/versions.env)
+	grep -q "#define CK_ENVTEST_KUBE_VERSION \"$kv\"" include/ckube/envtest.h ||
+		{ echo "envtest.h's CK_ENVTEST_KUBE_VERSION is not $kv (hack/versions.env)"; return 1; }
 }
 
 t_install() {
@@ -95,7 +104,8 @@ t_install() {
 	local f
 	for f in usr/lib/libckube.a "usr/lib/libckube.so.$VERSION" "usr/lib/libckube.so.$MAJOR" usr/lib/libckube.so \
 		usr/include/ckube/ckube.h usr/include/ckube/manager.h usr/include/ckube/gen.h \
-		usr/lib/pkgconfig/ckube.pc usr/lib/pkgconfig/ckube-static.pc usr/bin/ckube-gen; do
+		usr/lib/pkgconfig/ckube.pc usr/lib/pkgconfig/ckube-static.pc usr/bin/ckube-gen \
+		usr/include/ckube/envtest.h usr/bin/ckube-envtest usr/share/ckube/build-k8s.sh usr/share/ckube/versions.env; do
 		[ -e "$tmp/root/$f" ] || { echo "missing $f"; return 1; }
 	done
 	[ "$(readlink "$tmp/root/usr/lib/libckube.so.$MAJOR")" = "libckube.so.$VERSION" ]
@@ -213,6 +223,27 @@ t_doc_quote() {
 		{ echo "docs/informers.md quotes examples/informer-walkthrough/main.c, but not as it is (diff above): copy the file between the markers"; return 1; }
 }
 
+# A user's envtest-based test, from the installed files only (libev, which the test
+# drives itself, is named as a user names it), run as an unprivileged user.
+t_envtest() {
+	build_dyn "$tmp/envtest-test" tests/envtest/envtest_test.c -lev || return 1
+	. tests/envtest/user.sh
+	envtest_user_setup "$tmp/envtest" || return 1
+	chmod 755 "$tmp"
+	local parent="$tmp/envtest/envs"
+	mkdir "$parent"
+	[ "$envtest_user" = nobody ] && chown nobody:nogroup "$parent"
+	LD_LIBRARY_PATH="$tmp/root/usr/lib" as_user "$tmp/envtest-test" basic "$parent" deploy/crd.yaml || return 1
+	# The installed command: start prints the export line, stop leaves nothing.
+	local out
+	out=$(as_user env CKUBE_ENVTEST_STATE_DIR="$parent" "$tmp/root/usr/bin/ckube-envtest" start deploy/crd.yaml) || return 1
+	[[ "$out" == "export KUBECONFIG=$parent/"* ]] || { echo "start printed: $out"; return 1; }
+	as_user env CKUBE_ENVTEST_STATE_DIR="$parent" "$tmp/root/usr/bin/ckube-envtest" stop || return 1
+	[ -z "$(find "$parent" -mindepth 1)" ] || { echo "left in $parent: $(ls "$parent")"; return 1; }
+	! pgrep -f "$parent/" >/dev/null || { echo "still running: $(pgrep -af "$parent/")"; return 1; }
+	echo "envtest as $envtest_user from the installed tree: $(grep -o 'start_ms [0-9]*' "$tmp/envtest.log" 2>/dev/null)"
+}
+
 echo "== libckube as installed"
 run symbols t_symbols
 run hardening t_hardening
@@ -224,5 +255,6 @@ run static t_static
 run examples t_examples
 run example-tests t_example_tests
 run doc-quote t_doc_quote
+run envtest t_envtest
 echo "lib: $passed passed, $failed failed"
 [ "$failed" = 0 ]

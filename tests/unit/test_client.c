@@ -323,9 +323,9 @@ START_TEST(test_paths_and_queries)
 {
 	fx_t f;
 	fx_init(&f, NULL);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		fs_push_simple(f.fs, 200, NULL, "{\"kind\":\"X\",\"metadata\":{\"name\":\"a\"}}");
-	call_t c[4] = {{0}};
+	call_t c[5] = {{0}};
 	run_get(&f, &t_ns, "ignored", "kube-system", &c[0]); /* cluster-scoped: no ns */
 	run_get(&f, &t_pod, "a b", "p/1", &c[1]);            /* escaped path segments */
 	run_get(&f, &t_pod, NULL, NULL, &c[2]);              /* all namespaces */
@@ -337,6 +337,17 @@ START_TEST(test_paths_and_queries)
 	ck_req_spec_t spec = {
 	    .method = "GET", .type = &t_pod, .ns = "ns1", .query = q, .decode = CK_DEC_OBJECT};
 	run_call(&f, &spec, &c[3]);
+	/* A path no kind names (envtest's /readyz): it replaces the type's path, the
+	 * query still follows. */
+	ck_req_spec_t raw = {.method = "GET",
+	                     .type = &t_pod,
+	                     .ns = "ns1",
+	                     .name = "p",
+	                     .path = "/readyz",
+	                     .query = "verbose",
+	                     .no_decode = true,
+	                     .keep_body = true};
+	run_call(&f, &raw, &c[4]);
 	free(q);
 	ck_assert_str_eq(fs_request(f.fs, 0)->target, "/api/v1/namespaces/kube-system");
 	ck_assert_str_eq(fs_request(f.fs, 1)->target, "/api/v1/namespaces/a%20b/pods/p%2F1");
@@ -345,7 +356,9 @@ START_TEST(test_paths_and_queries)
 	    fs_request(f.fs, 3)->target,
 	    "/api/v1/namespaces/ns1/pods?labelSelector=app%3Dnginx%2Ctier%20in%20%28a%2Cb%29"
 	    "&resourceVersion=123&resourceVersionMatch=NotOlderThan&limit=500");
-	for (int i = 0; i < 4; i++)
+	ck_assert_str_eq(fs_request(f.fs, 4)->target, "/readyz?verbose");
+	ck_assert_int_eq(c[4].res.http_code, 200);
+	for (int i = 0; i < 5; i++)
 		call_clear(&c[i]);
 	fx_done(&f);
 }
