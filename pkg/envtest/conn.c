@@ -6,6 +6,7 @@
  */
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <ckube/base.h>
@@ -58,7 +59,14 @@ ck_envtest_conn_t *ck_envtest_i_conn_new(ck_config_t *cfg, char **err)
 	pthread_cond_init(&k->cv, NULL);
 	ev_async_init(&k->stop, on_stop);
 	ev_async_start(k->loop, &k->stop);
+	/* The thread takes no signal (it inherits the mask it is made with): a
+	 * program's SIGTERM is for its own handling, such as a manager's sigtimedwait
+	 * (manager.h), whereas this thread would die of it and the process with it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&k->thread, NULL, conn_main, k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		/* ck_client_new never ran to take it. */
 		ck_config_free(cfg);

@@ -568,6 +568,18 @@ START_TEST(conn_thread)
 		ck_assert_ptr_nonnull(strstr(r.error, "/readyz"));
 		ck_result_clear(&r);
 	}
+	/* A SIGTERM to the process, taken by a thread that waits for it as a manager
+	 * does, never by the client's thread (whose default action would end the
+	 * process: the test would then die of the signal). */
+	signal(SIGTERM, SIG_DFL); /* not the handler check's runner may have installed */
+	sigset_t term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
+	kill(getpid(), SIGTERM);
+	struct timespec wait = {5, 0};
+	ck_assert_int_eq(sigtimedwait(&term, NULL, &wait), SIGTERM);
+	pthread_sigmask(SIG_UNBLOCK, &term, NULL);
 	ck_envtest_i_conn_free(k);
 	free(kc);
 }
