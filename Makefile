@@ -10,7 +10,7 @@
 #   make fuzz-smoke every libFuzzer target for FUZZ_SECONDS (30) each (make test: 5)
 #   make fuzz       every libFuzzer target for FUZZ_LONG_SECONDS (600) each
 #   make unit       unit tests only;  make e2e  e2e tests only
-#   make examples-test   the examples' own unit tests (examples/*/*_test.c, ASan)
+#   make examples-test   the examples' own unit tests (examples/<name>/<name>_test.c, ASan)
 #   make envtest-test   <ckube/envtest.h> and ckube-envtest on real servers, as nobody
 #   make soak       minutes of churn on daemons under valgrind and TSan (not in test)
 #   make chaos      CHAOS_SECONDS (1200) of faults on two daemons, CHAOS_FOOS (5000); one table
@@ -229,8 +229,10 @@ integration: $(B)/asan/integration-tests
 # kill -9; prints the cold and warm start times (tests/envtest/run.sh).
 $(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest
-	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test bash tests/envtest/run.sh
+envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest $(EXAMPLE_ENVTESTS:%=$(B)/asan/examples-envtest/%)
+	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test \
+		EXAMPLE_ENVTESTS="$(foreach e,$(EXAMPLE_ENVTESTS),$(e)=$(abspath $(B))/asan/examples-envtest/$(e))" \
+		bash tests/envtest/run.sh
 
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: $(B)/suites.h
 $(B)/asan/tests/unit/main.o $(B)/tsan/tests/unit/main.o: BASEFLAGS += -I$(B)
@@ -263,7 +265,7 @@ EXAMPLES_CRD := $(patsubst examples/%/crd.yaml,%,$(wildcard examples/*/crd.yaml)
 example_objs = $(patsubst %.c,$(B)/asan/%.o,$(filter-out %_test.c,$(wildcard examples/$(1)/*.c)))
 $(B)/gen/examples/%/stamp: examples/%/crd.yaml bin/ckube-gen
 	rm -rf $(dir $@) && bin/ckube-gen -o $(dir $@) $< && touch $@
-$(foreach e,$(EXAMPLES_CRD),$(foreach o,$(call example_objs,$(e)) $(B)/asan/examples/$(e)/$(e)_test.o,\
+$(foreach e,$(EXAMPLES_CRD),$(foreach o,$(call example_objs,$(e)) $(patsubst %.c,$(B)/asan/%.o,$(wildcard examples/$(e)/*_test.c)),\
 	$(eval $(o): $(B)/gen/examples/$(e)/stamp)$(eval $(o): BASEFLAGS += -I$(B)/gen/examples/$(e))))
 $(foreach e,$(EXAMPLES),$(eval $(B)/asan/bin/$(e): $(call example_objs,$(e))))
 $(B)/asan/bin/%: $(ASAN_OBJS)
@@ -275,10 +277,20 @@ $(B)/asan/bin/%: $(ASAN_OBJS)
 # a check program of its own (main included) linked with the example's sources but
 # main.c, run under ASan+UBSan from the example's directory. tests/lib/run.sh builds
 # and runs them again against the installed library only.
-EXAMPLE_TESTS := $(patsubst examples/%/,%,$(dir $(wildcard examples/*/*_test.c)))
+EXAMPLE_TESTS := $(foreach d,$(patsubst %/,%,$(wildcard examples/*/)),\
+	$(if $(wildcard $(d)/$(notdir $(d))_test.c),$(notdir $(d))))
 $(foreach e,$(EXAMPLE_TESTS),$(eval $(B)/asan/examples-test/$(e): $(B)/asan/examples/$(e)/$(e)_test.o \
 	$(filter-out %/main.o,$(call example_objs,$(e)))))
 $(B)/asan/examples-test/%: $(ASAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
+		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) $(CHECK_LIBS) -lm
+# An example's envtest-based test, examples/<name>/envtest_test.c, built the same
+# way; make envtest-test runs it (tests/envtest/run.sh), as an unprivileged user.
+EXAMPLE_ENVTESTS := $(patsubst examples/%/envtest_test.c,%,$(wildcard examples/*/envtest_test.c))
+$(foreach e,$(EXAMPLE_ENVTESTS),$(eval $(B)/asan/examples-envtest/$(e): $(B)/asan/examples/$(e)/envtest_test.o \
+	$(filter-out %/main.o,$(call example_objs,$(e)))))
+$(B)/asan/examples-envtest/%: $(ASAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
 		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) $(CHECK_LIBS) -lm

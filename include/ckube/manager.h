@@ -238,5 +238,13 @@ CKUBE_API void ck_controller_enqueue_owner(void *kind, ck_controller_t *c, const
  * thread (the one that called ck_manager_new).
  */
 CKUBE_API int ck_manager_run(ck_manager_t *m);
+/*
+ * Asks a running manager to shut down, as SIGTERM does (it is one, sent to the
+ * process: the manager blocks SIGINT/SIGTERM in every thread and waits for them):
+ * ck_manager_run then drains and returns. What controller-runtime's tests do by
+ * cancelling the manager's context. Borrows m. Any thread but the one inside
+ * ck_manager_run; only while it runs.
+ */
+CKUBE_API void ck_manager_stop(ck_manager_t *m);
 
 #endif

@@ -12,6 +12,8 @@
 #   crash          the test process killed with SIGKILL mid-run: its servers die with
 #                  it, and the next start removes its directory; a directory whose owner
 #                  died while its servers still run: the next start stops them
+#   examples       each examples/<name>/envtest_test.c (EXAMPLE_ENVTESTS: name=program
+#                  pairs, from the Makefile), run in the example's directory
 #   command        ckube-envtest start prints `export KUBECONFIG=...` and returns with
 #                  the servers running; stop stops them and removes the files; its
 #                  errors exit 1 with one line and leave nothing behind
@@ -253,6 +255,12 @@ t_cli_assets() {
 	[ "$rc" = 2 ] || { echo "an unknown command exited $rc, want 2"; return 1; }
 }
 [ -z "${CKUBE_ENVTEST_ASSETS:-}" ] && check "command: assets, usage" t_cli_assets
+# ---- the examples' envtest-based tests (examples/<name>/envtest_test.c: a
+# controller on a manager against envtest), from the example's directory.
+for pair in ${EXAMPLE_ENVTESTS:-}; do
+	case_run "example ${pair%%=*}" sh -c 'cd "$1" && exec "$2"' sh "examples/${pair%%=*}" "${pair#*=}"
+done
+
 t_all_gone() { nothing_left; }
 check "nothing left in $parent" t_all_gone
 

@@ -10,6 +10,7 @@
 #include <ckube/types.h>
 
 #include <check.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +244,30 @@ START_TEST(test_reconcile_failed)
 }
 END_TEST
 
+static void *stop_soon(void *m)
+{
+	usleep(100000);
+	ck_manager_stop(m);
+	return NULL;
+}
+
+/* A manager stopped from one of the program's threads shuts down cleanly. */
+START_TEST(test_stop)
+{
+	ck_manager_opts_t mo = {.name = "mgr-test"};
+	int rc = 99;
+	char *argv[] = {
+	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	    NULL};
+	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	pthread_t t;
+	pthread_create(&t, NULL, stop_soon, m);
+	ck_assert_int_eq(ck_manager_run(m), 0); /* frees m */
+	pthread_join(t, NULL);
+}
+END_TEST
+
 START_TEST(test_refused_informer_fails_run)
 {
 	static const char *const other_fields[] = {"data"};
@@ -390,6 +415,7 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_enqueue_owner_type_and_watch_opts);
 	tcase_add_test(tc, test_refused_informer_fails_run);
 	tcase_add_test(tc, test_reconcile_failed);
+	tcase_add_test(tc, test_stop);
 	tcase_add_test(tc, test_trace_key_flag);
 	tcase_add_test(tc, test_trace_key_through_the_workers);
 	suite_add_tcase(s, tc);
