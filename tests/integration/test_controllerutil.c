@@ -9,7 +9,8 @@
  *                forced server-side apply of our one port, and create-or-update
  *                repairs it to exactly one port
  *   defaulted    create-or-update of a Deployment: the second call sends no
- *                write (the resourceVersion stays and the client counted no PUT)
+ *                write (the resourceVersion stays and the client counted no PUT;
+ *                nor a PATCH from create-or-patch)
  *                although the server filled the container with defaults
  *                (imagePullPolicy, terminationMessagePath, resources, ...); a
  *                changed image is written
@@ -284,17 +285,24 @@ static ck_patch_t *desired_deployment(const char *ns, const char *image)
 	return d;
 }
 
-static void count_put(void *ud, const char *method, int code, uint64_t count)
+struct count {
+	const char *method;
+	uint64_t n;
+};
+
+static void count_method(void *ud, const char *method, int code, uint64_t count)
 {
-	if (strcmp(method, "PUT") == 0)
-		*(uint64_t *)ud += count;
+	struct count *c = ud;
+	if (strcmp(method, c->method) == 0)
+		c->n += count;
 }
 
-static uint64_t puts_sent(it_t *t)
+/* Requests of that method the client sent so far. */
+static uint64_t sent(it_t *t, const char *method)
 {
-	uint64_t n = 0;
-	ck_client_stats_foreach(t->c, count_put, &n);
-	return n;
+	struct count c = {method, 0};
+	ck_client_stats_foreach(t->c, count_method, &c);
+	return c.n;
 }
 
 static void *defaulted_main(void *arg)
@@ -317,13 +325,19 @@ static void *defaulted_main(void *arg)
 	char *rv1 = rv_of(d);
 	ck_json_doc_free(d);
 
-	uint64_t puts = puts_sent(t);
+	uint64_t puts = sent(t, "PUT"), patches = sent(t, "PATCH");
 	rc = ck_create_or_update_sync(t->c, want, NULL, &op, &r);
 	ck_assert_msg(rc == 0, "again: %s", r.error);
 	ck_assert_msg(op == CK_OP_UNCHANGED, "second create-or-update: %s, want unchanged",
 	              ck_op_result_name(op));
 	ck_result_clear(&r);
-	ck_assert_uint_eq(puts_sent(t), puts); /* no PUT sent */
+	ck_assert_uint_eq(sent(t, "PUT"), puts); /* no PUT sent */
+	/* The same for create-or-patch: no PATCH. */
+	rc = ck_create_or_patch_sync(t->c, want, NULL, true, &op, &r);
+	ck_assert_msg(rc == 0 && op == CK_OP_UNCHANGED, "create-or-patch: %s %s", r.error,
+	              ck_op_result_name(op));
+	ck_result_clear(&r);
+	ck_assert_uint_eq(sent(t, "PATCH"), patches);
 	d = get_raw(t, &ck_type_deployment, "web");
 	char *rv2 = rv_of(d);
 	ck_json_doc_free(d);
@@ -342,7 +356,7 @@ static void *defaulted_main(void *arg)
 	ck_assert_msg(rc == 0 && op == CK_OP_UPDATED, "new image: %s %s", r.error,
 	              ck_op_result_name(op));
 	ck_result_clear(&r);
-	ck_assert_uint_eq(puts_sent(t), puts + 1 + (uint64_t)tries);
+	ck_assert_uint_eq(sent(t, "PUT"), puts + 1 + (uint64_t)tries);
 	d = get_raw(t, &ck_type_deployment, "web");
 	const ck_json_t *c0 =
 	    ck_json_get(ck_json_root(d), CK_PATH("spec", "template", "spec", "containers", "0"));
