@@ -63,11 +63,15 @@ static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 	enqueue_foo(ud, new_obj);
 }
 
-/* The owning Foo of a Deployment, through its controller ownerReference. */
+/*
+ * The owning Foo of a Deployment, through its controller ownerReference. Upstream
+ * matches the kind's name alone; the reference must name our kind, API group and
+ * kind (any version): a "Foo" of another group is not ours, whatever its name.
+ */
 static void handle_object(controller_t *c, const ck_obj_t *obj)
 {
-	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
-	if (ref == NULL || strcmp(ref->kind, FOO_KIND) != 0)
+	const ck_obj_owner_t *ref = ck_obj_controller_of(obj, FOO_GROUP, FOO_KIND);
+	if (ref == NULL)
 		return;
 	ck_obj_t *foo = ck_cache_lister_get(c->foo_lister, obj->ns, ref->name);
 	if (foo == NULL) {
