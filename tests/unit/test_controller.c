@@ -443,15 +443,22 @@ START_TEST(test_not_controlled_by_us)
 	    "",
 	    ",\"ownerReferences\":[{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\","
 	    "\"kind\":\"Foo\",\"name\":\"test\",\"uid\":\"another-foo\",\"controller\":true}]",
+	    /* Our Foo's uid (%s) under another kind: forged, not ours either. */
+	    ",\"ownerReferences\":[{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\","
+	    "\"kind\":\"Bar\",\"name\":\"test\",\"uid\":\"%s\",\"controller\":true}]",
 	};
 	for (size_t k = 0; k < sizeof(owners) / sizeof(owners[0]); k++) {
 		fx_t f;
 		fx_fake(&f);
 		add_foo(&f, "test", 1);
+		ck_obj_t *foo = fx_get(&f, &foo_type, "test");
+		char *o = ck_xasprintf(owners[k], foo->uid);
+		ck_obj_unref(foo);
 		char *d = ck_xasprintf(
 		    "{\"metadata\":{\"name\":\"test-deployment\",\"namespace\":\"default\"%s},"
 		    "\"spec\":{\"replicas\":3}}",
-		    owners[k]);
+		    o);
+		free(o);
 		fx_add(&f, &ck_type_deployment, d);
 		free(d);
 		fx_start(&f);
