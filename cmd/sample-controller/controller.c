@@ -65,8 +65,8 @@ static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 
 /*
  * The owning Foo of a Deployment, through its controller ownerReference. Upstream
- * matches the kind's name alone; the reference must name our kind, API group and
- * kind (any version): a "Foo" of another group is not ours, whatever its name.
+ * matches the kind's name alone; we match API group and kind (any version), as
+ * controller-runtime's Owns() does: a "Foo" of another group is not ours.
  */
 static void handle_object(controller_t *c, const ck_obj_t *obj)
 {

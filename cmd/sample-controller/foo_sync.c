@@ -92,8 +92,9 @@ ck_patch_t *foo_new_deployment(const ck_obj_t *foo, char **err)
 		ck_err_set(err, "spec.replicas: %lld is not an int32", (long long)replicas);
 		return NULL;
 	}
-	/* Members in the order upstream's newDeployment serializes them. The list of
-	 * owner references is the Foo's alone, as upstream sets it (existing NULL). */
+	/* Set in the order of the hand-written body this replaced, so that the bytes
+	 * sent did not change (test_new_deployment_bytes). The owner references are
+	 * the Foo's alone, as upstream's newDeployment sets them (existing NULL). */
 	ck_patch_t *d = ck_ac_deployment(foo->ns, dname ? dname : "");
 	ck_ac_label(d, "app", "nginx");
 	ck_ac_label(d, "controller", foo->name);

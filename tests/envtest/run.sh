@@ -12,6 +12,9 @@
 #   crash          the test process killed with SIGKILL mid-run: its servers die with
 #                  it, and the next start removes its directory; a directory whose owner
 #                  died while its servers still run: the next start stops them
+#   sample-controller  the daemon on a ckube-envtest kubeconfig: a Foo's Deployment,
+#                  status and event, a scale, a deleted Deployment recreated, the Foo
+#                  deleted; a clean exit on SIGTERM (tests/envtest/sample_controller.sh)
 #   command        ckube-envtest start prints `export KUBECONFIG=...` and returns with
 #                  the servers running; stop stops them and removes the files; its
 #                  errors exit 1 with one line and leave nothing behind
@@ -253,6 +256,9 @@ t_cli_assets() {
 	[ "$rc" = 2 ] || { echo "an unknown command exited $rc, want 2"; return 1; }
 }
 [ -z "${CKUBE_ENVTEST_ASSETS:-}" ] && check "command: assets, usage" t_cli_assets
+# ---- a controller on it: sample-controller (tests/envtest/sample_controller.sh).
+. "$root/tests/envtest/sample_controller.sh"
+check "sample-controller: Foo -> Deployment, scale, recreate, delete" t_sample_controller
 t_all_gone() { nothing_left; }
 check "nothing left in $parent" t_all_gone
 
