@@ -485,6 +485,42 @@ START_TEST(test_not_controlled_by_us)
 }
 END_TEST
 
+/* A Foo being deleted (a finalizer holds it) or gone: nothing is written (the
+ * garbage collector deletes its Deployment, through the ownerReference). */
+START_TEST(test_deleted_foo_left_alone)
+{
+	fx_t f;
+	fx_fake(&f);
+	fx_add(&f, &foo_type,
+	       "{\"metadata\":{\"name\":\"test\",\"namespace\":\"default\",\"finalizers\":"
+	       "[\"example.com/hold\"]},\"spec\":{\"deploymentName\":\"test-deployment\","
+	       "\"replicas\":1}}");
+	fx_start(&f);
+	char *err = NULL;
+	ck_assert_int_eq(ck_fake_delete(f.fake, &foo_type, "default", "test", &err), 0);
+	ck_assert_msg(ck_fake_env_settle(f.env, FX_TIMEOUT_MS, &err) == 0, "settle: %s", err);
+	ck_obj_t *foo = fx_get(&f, &foo_type, "test");
+	ck_assert_ptr_nonnull(foo->deletion_timestamp);
+	ck_obj_unref(foo);
+	ck_fake_clear_actions(f.fake);
+
+	ck_assert_int_eq(fx_sync(&f, "test", NULL), 0);
+	ck_assert_writes(&f, "");
+	ck_assert_uint_eq(ck_fake_len(f.fake, &ck_type_deployment, NULL), 0);
+
+	/* The finalizer removed, the Foo goes; its key still syncs, to nothing. */
+	fx_put(&f, &foo_type,
+	       "{\"metadata\":{\"name\":\"test\",\"namespace\":\"default\"},\"spec\":{"
+	       "\"deploymentName\":\"test-deployment\",\"replicas\":1}}");
+	ck_assert_ptr_null(ck_fake_get(f.fake, &foo_type, "default", "test"));
+	ck_fake_clear_actions(f.fake);
+	ck_assert_int_eq(fx_sync(&f, "test", NULL), 0);
+	ck_assert_writes(&f, "");
+	ck_assert_uint_eq(fx_events(&f), 0);
+	fx_done(&f);
+}
+END_TEST
+
 /* ---- the handlers: a Deployment change queues the Foo that controls it ---- */
 
 /* The keys queued since fx_start, joined by ","; a new string. */
@@ -711,6 +747,7 @@ Suite *suite_controller(void)
 	tcase_add_test(tc, test_do_nothing);
 	tcase_add_test(tc, test_update_deployment);
 	tcase_add_test(tc, test_not_controlled_by_us);
+	tcase_add_test(tc, test_deleted_foo_left_alone);
 	tcase_add_test(tc, test_deployment_queues_its_foo);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("unfixable");
