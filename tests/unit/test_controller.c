@@ -75,7 +75,8 @@ static void fx_new_controller(void *ud)
 	ck_assert_msg(f->ctl != NULL, "controller_new: %s", err ? err : "?");
 }
 
-/* The fake, holding nothing yet, and its clock (2026-11-18T...Z, fixed). */
+/* The fake, holding nothing yet, and its clock, fixed at 2026-11-18T11:06:40Z (the
+ * lastTransitionTime every test expects). */
 static void fx_fake(fx_t *f)
 {
 	memset(f, 0, sizeof(*f));
