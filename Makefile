@@ -226,11 +226,13 @@ integration: $(B)/asan/integration-tests
 # envtest (<ckube/envtest.h>, ckube-envtest) against the real etcd and kube-apiserver,
 # as an unprivileged user (nobody, when run as root): start/stop, a Foo through a
 # client, bad input (missing binary, port in use, CRDs that fail), cleanup after a
-# kill -9; prints the cold and warm start times (tests/envtest/run.sh).
+# kill -9, sample-controller (the ASan build) on it; prints the cold and warm start
+# times (tests/envtest/run.sh).
 $(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest $(EXAMPLE_ENVTESTS:%=$(B)/asan/examples-envtest/%)
-	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test \
+envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest $(B)/asan/sample-controller \
+		$(EXAMPLE_ENVTESTS:%=$(B)/asan/examples-envtest/%)
+	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
 		EXAMPLE_ENVTESTS="$(foreach e,$(EXAMPLE_ENVTESTS),$(e)=$(abspath $(B))/asan/examples-envtest/$(e))" \
 		bash tests/envtest/run.sh
 
@@ -250,7 +252,7 @@ re2-diff: deps $(B)/asan/re2-diff
 	ASAN_OPTIONS=detect_leaks=1 bash tests/re2/run.sh $(abspath $(B))/asan/re2-diff
 
 # Threaded modules again under ThreadSanitizer.
-TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen fake envtest
+TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen fake envtest controller
 unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests

@@ -63,11 +63,15 @@ static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 	enqueue_foo(ud, new_obj);
 }
 
-/* The owning Foo of a Deployment, through its controller ownerReference. */
+/*
+ * The owning Foo of a Deployment, through its controller ownerReference. Upstream
+ * matches the kind's name alone; we match API group and kind (any version), as
+ * controller-runtime's Owns() does: a "Foo" of another group is not ours.
+ */
 static void handle_object(controller_t *c, const ck_obj_t *obj)
 {
-	const ck_obj_owner_t *ref = ck_obj_controller_ref(obj);
-	if (ref == NULL || strcmp(ref->kind, FOO_KIND) != 0)
+	const ck_obj_owner_t *ref = ck_obj_controller_of(obj, FOO_GROUP, FOO_KIND);
+	if (ref == NULL)
 		return;
 	ck_obj_t *foo = ck_cache_lister_get(c->foo_lister, obj->ns, ref->name);
 	if (foo == NULL) {
@@ -175,7 +179,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	char *ns = NULL, *name = NULL, *why = NULL;
 	ck_obj_t *foo = NULL, *dep = NULL;
 	ck_result_t res = {0};
-	ck_sbuf_t body = CK_SBUF_INIT;
+	ck_patch_t *body = NULL; /* the Deployment sent */
 	int result = SYNC_ERROR;
 	bool wrote = false;
 
@@ -219,9 +223,9 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	ck_write_opts_t wo = {.field_manager = c->field_manager};
 	dep = ck_cache_lister_get(c->dep_lister, ns, dname);
 	if (dep == NULL) {
-		foo_new_deployment_json(foo, &body);
-		if (ck_client_create_sync(c->client, &ck_type_deployment, ns, ck_sbuf_cstr(&body),
-		                          &wo, &res) != 0) {
+		if ((body = foo_new_deployment(foo, err)) == NULL)
+			goto out;
+		if (ck_client_create_body_sync(c->client, body, &wo, &res) != 0) {
 			if (ck_result_is_invalid(&res)) {
 				/* The same Foo builds the same Deployment: refused again. */
 				result = unfixable(c, foo, "DeploymentInvalid",
@@ -239,7 +243,8 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		dep = res.obj;
 		res.obj = NULL;
 		ck_result_clear(&res);
-		ck_sbuf_reset(&body);
+		ck_patch_free(body);
+		body = NULL;
 		if (dep == NULL) {
 			ck_err_set(err, "create deployment %s/%s: no object in the answer", ns,
 			           dname);
@@ -247,8 +252,11 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		}
 	}
 
-	const ck_obj_owner_t *owner = ck_obj_controller_ref(dep);
-	if (owner == NULL || strcmp(owner->uid, foo->uid) != 0) {
+	/* Ours when its controller reference names this Foo: group, kind, name and uid
+	 * (upstream's IsControlledBy compares the uid alone, which the API server makes
+	 * unique: they differ only for a reference forged with our uid under another
+	 * kind or name, which is not ours either). */
+	if (!ck_obj_is_controlled_by(dep, foo)) {
 		char msg[600];
 		snprintf(msg, sizeof(msg),
 		         "Resource \"%s\" already exists and is not managed by Foo", dname);
@@ -270,9 +278,9 @@ static int do_sync(controller_t *c, const char *key, char **err)
 	if (has_want && (!has_have || have != want)) {
 		CK_LOG_V(2, "Updating deployment replicas", CK_KV_OBJ("foo", ns, name),
 		         CK_KV_INT("want", want), CK_KV_INT("have", have));
-		foo_new_deployment_json(foo, &body);
-		if (ck_client_update_sync(c->client, &ck_type_deployment, ns, dname,
-		                          ck_sbuf_cstr(&body), &wo, &res) != 0) {
+		if ((body = foo_new_deployment(foo, err)) == NULL)
+			goto out;
+		if (ck_client_update_body_sync(c->client, body, &wo, &res) != 0) {
 			if (ck_result_is_invalid(&res)) {
 				/* The same Foo builds the same Deployment: refused again. */
 				result = unfixable(c, foo, "DeploymentInvalid",
@@ -311,7 +319,7 @@ static int do_sync(controller_t *c, const char *key, char **err)
 		                "Foo synced successfully");
 out:
 	ck_result_clear(&res);
-	ck_sbuf_free(&body);
+	ck_patch_free(body);
 	ck_obj_unref(dep);
 	ck_obj_unref(foo);
 	free(why);

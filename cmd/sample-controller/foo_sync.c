@@ -4,6 +4,8 @@
  */
 #include "cmd/sample-controller/foo_sync.h"
 
+#include <ckube/applyconfig.h>
+#include <ckube/controllerutil.h>
 #include <ckube/json.h>
 
 #include <stdio.h>
@@ -81,35 +83,36 @@ int foo_validate_name(const ck_obj_t *foo, char **err)
 	                  n, FOO_NAME_MAX);
 }
 
-void foo_new_deployment_json(const ck_obj_t *foo, ck_sbuf_t *out)
+ck_patch_t *foo_new_deployment(const ck_obj_t *foo, char **err)
 {
 	const char *dname = foo_spec_deployment_name(foo);
 	int64_t replicas = 0;
 	bool has_replicas = foo_spec_replicas(foo, &replicas);
-
-	ck_sbuf_puts(out,
-	             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":");
-	ck_sbuf_put_json_str(out, dname ? dname : "");
-	ck_sbuf_puts(out, ",\"namespace\":");
-	ck_sbuf_put_json_str(out, foo->ns);
-	ck_sbuf_puts(out, ",\"labels\":{\"app\":\"nginx\",\"controller\":");
-	ck_sbuf_put_json_str(out, foo->name);
-	ck_sbuf_puts(out, "},\"ownerReferences\":[{\"apiVersion\":\"" FOO_API_VERSION
-	                  "\",\"kind\":\"" FOO_KIND "\",\"name\":");
-	ck_sbuf_put_json_str(out, foo->name);
-	ck_sbuf_puts(out, ",\"uid\":");
-	ck_sbuf_put_json_str(out, foo->uid);
-	ck_sbuf_puts(out, ",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{");
+	if (has_replicas && (replicas < 0 || replicas > INT32_MAX)) {
+		ck_err_set(err, "spec.replicas: %lld is not an int32", (long long)replicas);
+		return NULL;
+	}
+	/* Set in the order of the hand-written body this replaced, so that the bytes
+	 * sent did not change (test_new_deployment_bytes). The owner references are
+	 * the Foo's alone, as upstream's newDeployment sets them (existing NULL). */
+	ck_patch_t *d = ck_ac_deployment(foo->ns, dname ? dname : "");
+	ck_ac_label(d, "app", "nginx");
+	ck_ac_label(d, "controller", foo->name);
+	if (ck_patch_set_controller_reference(d, foo, NULL, err) != 0)
+		goto fail;
 	if (has_replicas)
-		ck_sbuf_printf(out, "\"replicas\":%lld,", (long long)replicas);
-	ck_sbuf_puts(out, "\"selector\":{\"matchLabels\":{\"app\":\"nginx\",\"controller\":");
-	ck_sbuf_put_json_str(out, foo->name);
-	ck_sbuf_puts(
-	    out, "}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\"controller\":");
-	ck_sbuf_put_json_str(out, foo->name);
-	ck_sbuf_puts(
-	    out,
-	    "}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:latest\"}]}}}}");
+		ck_ac_deployment_replicas(d, (int32_t)replicas);
+	ck_ac_deployment_selector(d, "app", "nginx");
+	ck_ac_deployment_selector(d, "controller", foo->name);
+	ck_ac_deployment_template_label(d, "app", "nginx");
+	ck_ac_deployment_template_label(d, "controller", foo->name);
+	ck_ac_deployment_container(d, ck_ac_container("nginx", "nginx:latest"));
+	if (ck_patch_error(d) == NULL)
+		return d;
+	ck_err_set(err, "deployment of foo %s/%s: %s", foo->ns, foo->name, ck_patch_error(d));
+fail:
+	ck_patch_free(d);
+	return NULL;
 }
 
 bool foo_status_equal(const ck_obj_t *foo, const foo_desired_status_t *st)

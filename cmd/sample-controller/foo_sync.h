@@ -11,6 +11,7 @@
 
 #include <ckube/base.h>
 #include <ckube/obj.h>
+#include <ckube/patch.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,12 +52,15 @@ bool foo_condition_get(const ck_obj_t *foo, const char *type, foo_condition_t *o
 int foo_validate_name(const ck_obj_t *foo, char **err);
 
 /*
- * Appends the Deployment this Foo asks for (upstream's newDeployment): name
- * spec.deploymentName in the Foo's namespace, labels and selector
- * {app: nginx, controller: <foo name>}, one nginx:latest container, replicas
- * from spec (omitted when unset), controller ownerReference to the Foo.
+ * The Deployment this Foo asks for (upstream's newDeployment), as a body for
+ * ck_client_create_body_sync / ck_client_update_body_sync: name
+ * spec.deploymentName in the Foo's namespace, labels and selector {app: nginx,
+ * controller: <foo name>}, one nginx:latest container, replicas from spec
+ * (omitted when unset), controller ownerReference to the Foo (its only one).
+ * Borrows foo (as read from the server: it needs its uid). Returns a new builder,
+ * free with ck_patch_free(), or NULL with a new message in *err.
  */
-void foo_new_deployment_json(const ck_obj_t *foo, ck_sbuf_t *out);
+ck_patch_t *foo_new_deployment(const ck_obj_t *foo, char **err);
 
 /* The status to write, compared with the current one to skip no-op writes. */
 typedef struct foo_desired_status {

@@ -12,6 +12,9 @@
 #   crash          the test process killed with SIGKILL mid-run: its servers die with
 #                  it, and the next start removes its directory; a directory whose owner
 #                  died while its servers still run: the next start stops them
+#   sample-controller  the daemon on a ckube-envtest kubeconfig: a Foo's Deployment,
+#                  status and event, a scale, a deleted Deployment recreated, the Foo
+#                  deleted; a clean exit on SIGTERM (tests/envtest/sample_controller.sh)
 #   examples       each examples/<name>/envtest_test.c (EXAMPLE_ENVTESTS: name=program
 #                  pairs, from the Makefile), run in the example's directory
 #   command        ckube-envtest start prints `export KUBECONFIG=...` and returns with
@@ -255,6 +258,9 @@ t_cli_assets() {
 	[ "$rc" = 2 ] || { echo "an unknown command exited $rc, want 2"; return 1; }
 }
 [ -z "${CKUBE_ENVTEST_ASSETS:-}" ] && check "command: assets, usage" t_cli_assets
+# ---- a controller on it: sample-controller (tests/envtest/sample_controller.sh).
+. "$root/tests/envtest/sample_controller.sh"
+check "sample-controller: Foo -> Deployment, scale, recreate, delete" t_sample_controller
 # ---- the examples' envtest-based tests (examples/<name>/envtest_test.c: a
 # controller on a manager against envtest), from the example's directory.
 for pair in ${EXAMPLE_ENVTESTS:-}; do

@@ -118,14 +118,25 @@ START_TEST(test_validation)
 }
 END_TEST
 
+/* foo_new_deployment's body as sent (a new string). */
+static char *dep_text(const ck_obj_t *f)
+{
+	char *err = NULL;
+	ck_patch_t *p = foo_new_deployment(f, &err);
+	ck_assert_msg(p != NULL, "foo_new_deployment: %s", err ? err : "?");
+	char *text = ck_patch_build(p, NULL, &err);
+	ck_assert_msg(text != NULL, "build: %s", err ? err : "?");
+	ck_patch_free(p);
+	return text;
+}
+
 START_TEST(test_new_deployment_json)
 {
 	ck_obj_t *f = foo_from(FOO);
-	ck_sbuf_t b = CK_SBUF_INIT;
-	foo_new_deployment_json(f, &b);
+	char *text = dep_text(f);
 	char ebuf[256];
-	yajl_val root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
-	ck_assert_msg(root != NULL, "invalid JSON: %s: %s", ebuf, ck_sbuf_cstr(&b));
+	yajl_val root = yajl_tree_parse(text, ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "invalid JSON: %s: %s", ebuf, text);
 	const char *name[] = {"metadata", "name", NULL}, *ns[] = {"metadata", "namespace", NULL},
 	           *lc[] = {"metadata", "labels", "controller", NULL},
 	           *la[] = {"metadata", "labels", "app", NULL},
@@ -158,19 +169,98 @@ START_TEST(test_new_deployment_json)
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], img), "nginx:latest");
 	ck_assert_str_eq(str_at(YAJL_GET_ARRAY(cs)->values[0], cn), "nginx");
 	yajl_tree_free(root);
-	ck_sbuf_free(&b);
+	free(text);
 	ck_obj_unref(f);
 
 	/* Without spec.replicas the field is omitted (the API server defaults it). */
 	f = foo_from("{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\"},"
 	             "\"spec\":{\"deploymentName\":\"d\\\"q\"}}");
-	foo_new_deployment_json(f, &b);
-	root = yajl_tree_parse(ck_sbuf_cstr(&b), ebuf, sizeof(ebuf));
-	ck_assert_msg(root != NULL, "escaping broke the JSON: %s", ck_sbuf_cstr(&b));
+	text = dep_text(f);
+	root = yajl_tree_parse(text, ebuf, sizeof(ebuf));
+	ck_assert_msg(root != NULL, "escaping broke the JSON: %s", text);
 	ck_assert_ptr_null(yajl_tree_get(root, rep, yajl_t_number));
 	ck_assert_str_eq(str_at(root, name), "d\"q");
 	yajl_tree_free(root);
-	ck_sbuf_free(&b);
+	free(text);
+	ck_obj_unref(f);
+}
+END_TEST
+
+/*
+ * The bytes sent are those the hand-written JSON of earlier versions sent (the
+ * members in upstream's order, the same escaping), so the move to the typed body
+ * changed no request: names with characters to escape, non-ASCII, no replicas.
+ */
+#define FOO_BYTES_1                                                                                \
+	"{\"metadata\":{\"name\":\"a.b-c\",\"namespace\":\"ns-1\",\"uid\":"                        \
+	"\"6f1c2a3e-0b4d-4c5e-9f60-718293a4b5c6\"},\"spec\":{\"deploymentName\":\"web\","          \
+	"\"replicas\":10}}"
+#define FOO_BYTES_2                                                                                \
+	"{\"metadata\":{\"name\":\"q\\\"b\\\\s\\u0001\\t\\u00e9/"                                  \
+	"\\u2713\\ud83d\\ude00\",\"namespace\":"                                                   \
+	"\"n\\u007f<\\/script>\",\"uid\":\"u\\\"\\u2028\"},\"spec\":{\"deploymentName\":"          \
+	"\"d\\\"\\u00e9\\n\",\"replicas\":1}}"
+#define FOO_BYTES_3                                                                                \
+	"{\"metadata\":{\"name\":\"f\",\"namespace\":\"n\",\"uid\":\"u\"},\"spec\":{"              \
+	"\"deploymentName\":\"d\"}}"
+START_TEST(test_new_deployment_bytes)
+{
+	static const struct {
+		const char *foo, *want;
+	} cases[] = {
+	    {FOO_BYTES_1,
+	     "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\""
+	     "web\",\"namespace\":\"ns-1\",\"labels\":{\"app\":\"nginx\",\"controller\":\""
+	     "a.b-c\"},\"ownerReferences\":[{\"apiVersion\":\"samplecontroller.k8s.io/v1al"
+	     "pha1\",\"kind\":\"Foo\",\"name\":\"a.b-c\",\"uid\":\"6f1c2a3e-0b4d-4c5e-9f60"
+	     "-718293a4b5c6\",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":"
+	     "{\"replicas\":10,\"selector\":{\"matchLabels\":{\"app\":\"nginx\",\"controll"
+	     "er\":\"a.b-c\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"nginx\",\""
+	     "controller\":\"a.b-c\"}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\"ima"
+	     "ge\":\"nginx:latest\"}]}}}}"},
+	    {FOO_BYTES_2,
+	     "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\""
+	     "d\\\"\303\251\\n\",\"namespace\":\"n\177</script>\",\"labels\":{\"app\":\"ng"
+	     "inx\",\"controller\":\"q\\\"b\\\\s\\u0001\\t\303\251/\342\234\223\360\237\230"
+	     "\200\"},\"ownerReferences\":[{\"apiVersion\":\"samplecontroller.k8s.io/v1alp"
+	     "ha1\",\"kind\":\"Foo\",\"name\":\"q\\\"b\\\\s\\u0001\\t\303\251/\342\234\223"
+	     "\360\237\230\200\",\"uid\":\"u\\\"\342\200\250\",\"controller\":true,\"block"
+	     "OwnerDeletion\":true}]},\"spec\":{\"replicas\":1,\"selector\":{\"matchLabels"
+	     "\":{\"app\":\"nginx\",\"controller\":\"q\\\"b\\\\s\\u0001\\t\303\251/\342\234"
+	     "\223\360\237\230\200\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"n"
+	     "ginx\",\"controller\":\"q\\\"b\\\\s\\u0001\\t\303\251/\342\234\223\360\237\230"
+	     "\200\"}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\"image\":\"nginx:lat"
+	     "est\"}]}}}}"},
+	    {FOO_BYTES_3,
+	     "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\""
+	     "d\",\"namespace\":\"n\",\"labels\":{\"app\":\"nginx\",\"controller\":\"f\"},"
+	     "\"ownerReferences\":[{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\""
+	     "kind\":\"Foo\",\"name\":\"f\",\"uid\":\"u\",\"controller\":true,\"blockOwner"
+	     "Deletion\":true}]},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"nginx\""
+	     ",\"controller\":\"f\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"ng"
+	     "inx\",\"controller\":\"f\"}},\"spec\":{\"containers\":[{\"name\":\"nginx\",\""
+	     "image\":\"nginx:latest\"}]}}}}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_obj_t *f = foo_from(cases[i].foo);
+		char *text = dep_text(f);
+		ck_assert_msg(strcmp(text, cases[i].want) == 0, "%zu:\n%s\nwant:\n%s", i, text,
+		              cases[i].want);
+		free(text);
+		ck_obj_unref(f);
+	}
+	/* Bad input: a Foo without a uid (not read from the server) has no owner. */
+	ck_obj_t *f = foo_from(FOO_BYTES_3);
+	char *json = ck_xasprintf("%s", FOO_BYTES_3);
+	ck_obj_unref(f);
+	char *at = strstr(json, ",\"uid\":\"u\"");
+	memmove(at, at + 10, strlen(at + 10) + 1);
+	f = foo_from(json);
+	char *err = NULL;
+	ck_assert_ptr_null(foo_new_deployment(f, &err));
+	ck_assert_msg(err && strstr(err, "owner Foo \"f\" has no uid"), "%s", err);
+	free(err);
+	free(json);
 	ck_obj_unref(f);
 }
 END_TEST
@@ -439,6 +529,7 @@ Suite *suite_foo(void)
 	tcase_add_test(tc, test_accessors_and_status_equal);
 	tcase_add_test(tc, test_validation);
 	tcase_add_test(tc, test_new_deployment_json);
+	tcase_add_test(tc, test_new_deployment_bytes);
 	tcase_add_test(tc, test_status_update_json);
 	tcase_add_test(tc, test_long_deployment_name_status_round_trips);
 	tcase_add_test(tc, test_long_message_cut_at_utf8_boundary);
