@@ -84,7 +84,7 @@ webapp_ready() { # webapp_ready NS NAME REPLICAS: Ready=True for this generation
 svc_ports() { jp "$1" svc/"$2" '{range .spec.ports[*]}{.name}:{.port}:{.targetPort} {end}'; }
 
 t_example_webapp_crd() {
-	local ns uid rv port puts runs
+	local ns uid rv port puts runs o
 	kubectl apply -f "$E2E_ROOT/examples/webapp/crd.yaml" >/dev/null
 	kubectl wait --for=condition=Established --timeout=60s crd/webapps.example.ckube.io >/dev/null
 	ns=$(new_ns ex-webapp)
