@@ -17,7 +17,7 @@
 #   example-tests  each examples/<name>/<name>_test.c (on the fake) and envtest_test.c
 #               (on envtest, as an unprivileged user) builds the same way with
 #               `pkg-config check` and the example's sources but main.c, and passes
-#   doc-quote   docs/informers.md quotes examples/informer-walkthrough/main.c verbatim
+#   doc-quote   every file docs/*.md quotes (<!-- quote PATH -->) is quoted verbatim
 #   envtest     tests/envtest/envtest_test.c, built from the installed tree only, starts
 #               etcd and kube-apiserver with <ckube/envtest.h> as an unprivileged user
 #               (nobody when root), creates a Foo, stops, leaves nothing; the installed
@@ -229,11 +229,21 @@ t_example_tests() {
 # docs/informers.md quotes examples/informer-walkthrough/main.c whole, between its
 # quote markers: the walk-through's program is the one built above, never a stale copy.
 t_doc_quote() {
-	awk '/^<!-- end quote -->$/ { on = 0 } on { print } /^<!-- quote examples\/informer-walkthrough\/main.c -->$/ { on = 1 }' \
-		docs/informers.md | sed '1d;$d' >"$tmp/quoted.c"
-	[ -s "$tmp/quoted.c" ] || { echo "docs/informers.md: no quote of examples/informer-walkthrough/main.c"; return 1; }
-	diff -u examples/informer-walkthrough/main.c "$tmp/quoted.c" ||
-		{ echo "docs/informers.md quotes examples/informer-walkthrough/main.c, but not as it is (diff above): copy the file between the markers"; return 1; }
+	# Every "<!-- quote PATH -->" block of docs/*.md: the fenced code between it and
+	# "<!-- end quote -->" is PATH as it is.
+	local doc path n=0
+	for doc in docs/*.md; do
+		for path in $(sed -n 's/^<!-- quote \(.*\) -->$/\1/p' "$doc"); do
+			awk -v m="<!-- quote $path -->" '/^<!-- end quote -->$/ { on = 0 } on { print } $0 == m { on = 1 }' \
+				"$doc" | sed '1d;$d' >"$tmp/quoted"
+			[ -s "$tmp/quoted" ] || { echo "$doc: an empty quote of $path"; return 1; }
+			diff -u "$path" "$tmp/quoted" ||
+				{ echo "$doc quotes $path, but not as it is (diff above): copy the file between the markers"; return 1; }
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -ge 3 ] || { echo "expected the quotes of docs/informers.md and docs/testing.md, found $n"; return 1; }
+	echo "$n quotes of examples in docs/ are the files as they are"
 }
 
 # A user's envtest-based test, from the installed files only (libev, which the test
