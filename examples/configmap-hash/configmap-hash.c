@@ -87,8 +87,8 @@ int configmap_hash_reconcile(void *ud, const char *key, char **err)
 	ck_patch_t *p = ck_patch_new();
 	ck_patch_set_string(p, CK_PATH("metadata", "annotations", CONFIGMAP_HASH_ANN), want);
 	ck_result_t res = {0};
-	if (ck_client_merge_patch_sync(ctl->client, &ck_type_configmap, ns, name, p,
-	                               NULL, &res) != 0) {
+	if (ck_client_merge_patch_sync(ctl->client, &ck_type_configmap, ns, name, p, NULL, &res) !=
+	    0) {
 		*err = ck_xstrdup(res.error);
 		rc = -1;
 	} else {
@@ -135,7 +135,8 @@ void configmap_hash_configmap_type(ck_type_t *t)
 void configmap_hash_setup(configmap_hash_t *h, ck_manager_t *m)
 {
 	configmap_hash_configmap_type(&h->configmap_type);
-	ck_controller_t *c = ck_manager_add_controller(m, "ConfigMaps", configmap_hash_reconcile, h);
+	ck_controller_t *c =
+	    ck_manager_add_controller(m, "ConfigMaps", configmap_hash_reconcile, h);
 	h->client = ck_manager_client(m);
 	h->recorder = ck_manager_recorder(m);
 	h->configmaps = ck_cache_informer_lister(

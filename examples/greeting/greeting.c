@@ -39,8 +39,7 @@ int greeting_reconcile(void *ud, const char *key, char **err)
 	if (greeting_validate_spec(g, &why) != 0) {
 		/* The CRD refuses such a Greeting; one written under another CRD is
 		 * reported, not retried until it changes. */
-		ck_record_event(c->recorder, g, CK_RECORD_WARNING, "InvalidSpec", "%s",
-		                why);
+		ck_record_event(c->recorder, g, CK_RECORD_WARNING, "InvalidSpec", "%s", why);
 		free(why);
 		goto out;
 	}
@@ -56,8 +55,8 @@ int greeting_reconcile(void *ud, const char *key, char **err)
 		p = ck_ac_configmap(ns, cm_name);
 		if (ck_patch_set_controller_reference(p, g, cm, &why) == CK_OWNER_EALREADY_OWNED) {
 			/* Not ours to take: reported, not retried until something changes. */
-			ck_record_event(c->recorder, g, CK_RECORD_WARNING,
-			                "AlreadyOwned", "%s", why);
+			ck_record_event(c->recorder, g, CK_RECORD_WARNING, "AlreadyOwned", "%s",
+			                why);
 			free(why);
 			goto out;
 		}
@@ -67,8 +66,7 @@ int greeting_reconcile(void *ud, const char *key, char **err)
 			goto out;
 		}
 		ck_ac_configmap_data(p, "message", want);
-		if (ck_client_apply_sync(c->client, p, FIELD_MANAGER, true, &res) !=
-		    0) {
+		if (ck_client_apply_sync(c->client, p, FIELD_MANAGER, true, &res) != 0) {
 			*err = ck_xasprintf("apply ConfigMap %s/%s: %s", ns, cm_name, res.error);
 			rc = -1;
 			goto out;
@@ -85,8 +83,8 @@ int greeting_reconcile(void *ud, const char *key, char **err)
 		p = ck_patch_new();
 		greeting_status_to_patch(&st, p);
 		/* The status subresource: the main resource would drop status. */
-		if (ck_client_status_merge_patch_sync(c->client, &greeting_type, ns,
-		                                      name, p, NULL, &res) != 0) {
+		if (ck_client_status_merge_patch_sync(c->client, &greeting_type, ns, name, p, NULL,
+		                                      &res) != 0) {
 			*err = ck_xasprintf("status of Greeting %s: %s", key, res.error);
 			rc = -1;
 		}

@@ -109,7 +109,8 @@ START_TEST(test_configmap_and_status)
 	/* Controlled by the Greeting: its group, kind, name and uid. */
 	char *uid = stored(&greeting_type, "ada", CK_PATH("metadata", "uid"));
 	ck_json_doc_t *d = ck_fake_get(f, &ck_type_configmap, "default", "ada-greeting");
-	const ck_json_t *refs = ck_json_get(ck_json_root(d), CK_PATH("metadata", "ownerReferences"));
+	const ck_json_t *refs =
+	    ck_json_get(ck_json_root(d), CK_PATH("metadata", "ownerReferences"));
 	ck_assert_uint_eq(ck_json_len(refs), 1);
 	ck_assert_str_eq(ck_json_str(ck_json_get(refs, CK_PATH("0", "apiVersion"))),
 	                 "example.ckube.io/v1alpha1");
@@ -117,8 +118,9 @@ START_TEST(test_configmap_and_status)
 	ck_assert_str_eq(ck_json_str(ck_json_get(refs, CK_PATH("0", "name"))), "ada");
 	ck_assert_str_eq(ck_json_str(ck_json_get(refs, CK_PATH("0", "uid"))), uid);
 	bool controller = false;
-	ck_assert_int_eq(ck_json_get_bool(ck_json_get(refs, CK_PATH("0", "controller")), &controller),
-	                 CK_JSON_OK);
+	ck_assert_int_eq(
+	    ck_json_get_bool(ck_json_get(refs, CK_PATH("0", "controller")), &controller),
+	    CK_JSON_OK);
 	ck_assert(controller);
 	ck_json_doc_free(d);
 	free(uid);
