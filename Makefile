@@ -230,8 +230,7 @@ integration: $(B)/asan/integration-tests
 # times (tests/envtest/run.sh).
 $(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest $(B)/asan/sample-controller \
-		$(EXAMPLE_ENVTESTS:%=$(B)/asan/examples-envtest/%)
+envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest $(B)/asan/sample-controller
 	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
 		EXAMPLE_ENVTESTS="$(foreach e,$(EXAMPLE_ENVTESTS),$(e)=$(abspath $(B))/asan/examples-envtest/$(e))" \
 		bash tests/envtest/run.sh
@@ -290,6 +289,8 @@ $(B)/asan/examples-test/%: $(ASAN_OBJS)
 # An example's envtest-based test, examples/<name>/envtest_test.c, built the same
 # way; make envtest-test runs it (tests/envtest/run.sh), as an unprivileged user.
 EXAMPLE_ENVTESTS := $(patsubst examples/%/envtest_test.c,%,$(wildcard examples/*/envtest_test.c))
+# (Prerequisites are expanded where the rule is read: this list is known only here.)
+envtest-test: $(EXAMPLE_ENVTESTS:%=$(B)/asan/examples-envtest/%)
 $(foreach e,$(EXAMPLE_ENVTESTS),$(eval $(B)/asan/examples-envtest/$(e): $(B)/asan/examples/$(e)/envtest_test.o \
 	$(filter-out %/main.o,$(call example_objs,$(e)))))
 $(B)/asan/examples-envtest/%: $(ASAN_OBJS)
