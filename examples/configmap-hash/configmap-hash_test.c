@@ -10,6 +10,7 @@
 #include <ckube/fake.h>
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +66,7 @@ static char *hash_of(const char *name)
 	ck_json_doc_t *d = ck_fake_get(f, &ck_type_configmap, "default", name);
 	const char *s = ck_json_str(
 	    ck_json_get(ck_json_root(d), CK_PATH("metadata", "annotations", CONFIGMAP_HASH_ANN)));
-	char *r = strdup(s ? s : "");
+	char *r = ck_xstrdup(s ? s : "");
 	ck_json_doc_free(d);
 	return r;
 }

@@ -62,7 +62,7 @@ static char *stored(const ck_type_t *t, const char *name, const char *const *pat
 {
 	ck_json_doc_t *d = ck_fake_get(f, t, "default", name);
 	const char *s = ck_json_str(ck_json_get(ck_json_root(d), path));
-	char *r = strdup(s ? s : "");
+	char *r = ck_xstrdup(s ? s : "");
 	ck_json_doc_free(d);
 	return r;
 }
