@@ -159,6 +159,24 @@ static bool watch_pending(ck_fake_t *f, fconn_t *c, ck_sbuf_t *out)
 	return false;
 }
 
+/* Writes the event lines in b (taken: freed) to c, one event per chunk as the
+ * server flushes them, and ends c after them when end. Returns false when c went
+ * away meanwhile. */
+static bool watch_send(fconn_t *c, ck_sbuf_t *b, bool end)
+{
+	bool ok = true;
+	for (size_t off = 0; ok && off < b->len;) {
+		const char *nl = memchr(b->data + off, '\n', b->len - off);
+		size_t n = (size_t)(nl - (b->data + off)) + 1;
+		ok = conn_write(c, b->data + off, n);
+		off += n;
+	}
+	ck_sbuf_free(b);
+	if (ok && end)
+		conn_end(c);
+	return ok;
+}
+
 /* Writes what c is owed; ends it when needed. */
 static void watch_flush(ck_fake_t *f, fconn_t *c)
 {
@@ -166,17 +184,7 @@ static void watch_flush(ck_fake_t *f, fconn_t *c)
 	pthread_mutex_lock(&f->mu);
 	bool end = watch_pending(f, c, &b);
 	pthread_mutex_unlock(&f->mu);
-	/* One event per chunk, as the server flushes them. */
-	bool ok = true;
-	for (size_t off = 0; ok && off < b.len;) {
-		const char *nl = memchr(b.data + off, '\n', b.len - off);
-		size_t n = (size_t)(nl - (b.data + off)) + 1;
-		ok = conn_write(c, b.data + off, n);
-		off += n;
-	}
-	ck_sbuf_free(&b);
-	if (ok && end)
-		conn_end(c);
+	watch_send(c, &b, end);
 }
 
 static void async_cb(struct ev_loop *loop, ev_async *w, int revents)
@@ -273,16 +281,7 @@ static bool watch_begin(ck_fake_t *f, fconn_t *c)
 	c->streaming = true;
 	ck_transport_head(c->a, 200, -1);
 	f->flushing++;
-	bool ok = true;
-	for (size_t off = 0; ok && off < b.len;) {
-		const char *nl = memchr(b.data + off, '\n', b.len - off);
-		size_t n = (size_t)(nl - (b.data + off)) + 1;
-		ok = conn_write(c, b.data + off, n);
-		off += n;
-	}
-	ck_sbuf_free(&b);
-	if (ok && end)
-		conn_end(c);
+	bool ok = watch_send(c, &b, end);
 	if (ok && !end && !c->dead && q->timeout_s > 0) {
 		ev_timer_init(&c->timer, watch_timeout_cb, (double)q->timeout_s, 0.);
 		ev_timer_start(f->loop, &c->timer);
