@@ -63,9 +63,8 @@ CKUBE_API ck_shard_selector_t *ck_shard_selector_parse(const char *s, char **err
  * Borrows r (n ranges, n >= 1); returns a new selector over field, or NULL with
  * *err (no range, or a range whose start is not below its end).
  */
-CKUBE_API ck_shard_selector_t *ck_shard_selector_new(ck_shard_field_t field,
-                                                     const ck_shard_range_t *r, size_t n,
-                                                     char **err);
+CKUBE_API ck_shard_selector_t *
+ck_shard_selector_new(ck_shard_field_t field, const ck_shard_range_t *r, size_t n, char **err);
 /* Borrows s; returns a new selector equal to it (NULL for NULL), free with _free. */
 CKUBE_API ck_shard_selector_t *ck_shard_selector_dup(const ck_shard_selector_t *s);
 /* NULL is a no-op. */
@@ -75,8 +74,7 @@ CKUBE_API void ck_shard_selector_free(ck_shard_selector_t *s);
 CKUBE_API const char *ck_shard_selector_string(const ck_shard_selector_t *s);
 CKUBE_API ck_shard_field_t ck_shard_selector_field(const ck_shard_selector_t *s);
 /* The ranges (borrowed, *n of them, in the order given). */
-CKUBE_API const ck_shard_range_t *ck_shard_selector_ranges(const ck_shard_selector_t *s,
-                                                           size_t *n);
+CKUBE_API const ck_shard_range_t *ck_shard_selector_ranges(const ck_shard_selector_t *s, size_t *n);
 
 /* True when hash h falls in one of s's ranges. */
 CKUBE_API bool ck_shard_selector_match_hash(const ck_shard_selector_t *s, uint64_t h);

@@ -90,7 +90,8 @@ ck_shard_selector_t *ck_shard_selector_new(ck_shard_field_t field, const ck_shar
 			ck_err_set(err,
 			           "shard selector: range %zu: start 0x%016llx must be less than "
 			           "end 0x%016llx",
-			           i + 1, (unsigned long long)r[i].start, (unsigned long long)r[i].end);
+			           i + 1, (unsigned long long)r[i].start,
+			           (unsigned long long)r[i].end);
 			return NULL;
 		}
 	}
@@ -124,7 +125,8 @@ static int fail_at(parser_t *ps, const char *at, const char *what)
 	if (len > 40)
 		len = 40;
 	if (*at == '\0')
-		return ck_err_set(ps->err, "shard selector: range %zu (column %zu): %s, found the end",
+		return ck_err_set(ps->err,
+		                  "shard selector: range %zu (column %zu): %s, found the end",
 		                  ps->range, column(ps, at), what);
 	return ck_err_set(ps->err, "shard selector: range %zu (column %zu): %s, found \"%.*s\"",
 	                  ps->range, column(ps, at), what, (int)(len ? len : 1), at);
@@ -155,8 +157,9 @@ static int parse_field(parser_t *ps, ck_shard_field_t *f)
 	for (;;) {
 		skip_ws(ps);
 		if (!ident_char(*ps->p, true)) {
-			fail_at(ps, at, "expected a field path (object.metadata.namespace or "
-			                "object.metadata.uid)");
+			fail_at(ps, at,
+			        "expected a field path (object.metadata.namespace or "
+			        "object.metadata.uid)");
 			goto out;
 		}
 		const char *id = ps->p;
@@ -203,8 +206,8 @@ static int parse_bound(parser_t *ps, const char *name, uint64_t *v, bool *max)
 	char q = *ps->p;
 	if (q != '\'' && q != '"')
 		return fail_at(ps, at,
-		               name[0] == 's' ? "the start must be a quoted string ('0x...')" :
-		                                "the end must be a quoted string ('0x...')");
+		               name[0] == 's' ? "the start must be a quoted string ('0x...')"
+		                              : "the end must be a quoted string ('0x...')");
 	const char *lit = ++ps->p;
 	const char *close = strchr(lit, q);
 	if (!close)
@@ -231,11 +234,12 @@ static int parse_bound(parser_t *ps, const char *name, uint64_t *v, bool *max)
 			*v = (*v << 4) | (uint64_t)d;
 	}
 	if (!ok)
-		return ck_err_set(ps->err,
-		                  "shard selector: range %zu (column %zu): %s '%.*s' must be 0x and "
-		                  "16 lowercase hex digits (or 0x10000000000000000 for the end), "
-		                  "e.g. '0x8000000000000000'",
-		                  ps->range, column(ps, at), name, (int)(len > 40 ? 40 : len), lit);
+		return ck_err_set(
+		    ps->err,
+		    "shard selector: range %zu (column %zu): %s '%.*s' must be 0x and "
+		    "16 lowercase hex digits (or 0x10000000000000000 for the end), "
+		    "e.g. '0x8000000000000000'",
+		    ps->range, column(ps, at), name, (int)(len > 40 ? 40 : len), lit);
 	return 0;
 }
 
@@ -291,10 +295,11 @@ ck_shard_selector_t *ck_shard_selector_parse(const char *s, char **err)
 		if (parse_range(&ps, &f, &r[n]) < 0)
 			goto out;
 		if (n > 0 && f != field) {
-			ck_err_set(err,
-			           "shard selector: range %zu (column %zu): all ranges must use the "
-			           "same field, got %s and %s",
-			           ps.range, column(&ps, at), field_path[field], field_path[f]);
+			ck_err_set(
+			    err,
+			    "shard selector: range %zu (column %zu): all ranges must use the "
+			    "same field, got %s and %s",
+			    ps.range, column(&ps, at), field_path[field], field_path[f]);
 			goto out;
 		}
 		field = f;
