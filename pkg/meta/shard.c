@@ -289,7 +289,7 @@ ck_shard_selector_t *ck_shard_selector_parse(const char *s, char **err)
 		goto out;
 	}
 	for (;;) {
-		ck_shard_field_t f;
+		ck_shard_field_t f = CK_SHARD_NAMESPACE;
 		r = ck_xrealloc(r, (n + 1) * sizeof(*r));
 		const char *at = ps.p;
 		if (parse_range(&ps, &f, &r[n]) < 0)
