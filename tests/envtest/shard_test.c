@@ -85,13 +85,15 @@ static void populate(ck_client_t *c, const char *tag)
 {
 	char b[512];
 	for (int i = 0; i < NNS; i++) {
-		snprintf(b, sizeof(b), "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
-		                       "\"metadata\":{\"name\":\"%s\"}}",
+		snprintf(b, sizeof(b),
+		         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+		         "\"metadata\":{\"name\":\"%s\"}}",
 		         nsname[i]);
 		create(c, &ck_type_namespace, NULL, b);
 		for (int k = 0; k < 2; k++) {
-			snprintf(b, sizeof(b), "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
-			                       "\"metadata\":{\"name\":\"%s-%d\"}}",
+			snprintf(b, sizeof(b),
+			         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+			         "\"metadata\":{\"name\":\"%s-%d\"}}",
 			         tag, k);
 			create(c, &ck_type_configmap, nsname[i], b);
 		}
@@ -106,8 +108,8 @@ static void populate(ck_client_t *c, const char *tag)
 
 /* A list (all namespaces) with the selector s (NULL = none); -1 with the result
  * kept in *r on failure. */
-static int list(ck_client_t *c, const ck_type_t *t, const char *sel, ck_obj_t ***items,
-                size_t *n, ck_result_t *r)
+static int list(ck_client_t *c, const ck_type_t *t, const char *sel, ck_obj_t ***items, size_t *n,
+                ck_result_t *r)
 {
 	ck_list_opts_t o = {.limit = 500, .shard_selector = sel};
 	*items = NULL;
@@ -152,17 +154,14 @@ static size_t agree(run_t *u, const ck_type_t *t, ck_obj_t **all, size_t nall,
 		      "%s %s/%s (%s %016llx): the client says %s, the server %s", t->resource,
 		      all[i]->ns, all[i]->name,
 		      ck_shard_selector_field(s) == CK_SHARD_UID ? "uid hash" : "namespace hash",
-		      (unsigned long long)ck_shard_hash(ck_shard_selector_field(s) == CK_SHARD_UID
-		                                            ? all[i]->uid
-		                                            : all[i]->ns,
-		                                        strlen(ck_shard_selector_field(s) ==
-		                                                       CK_SHARD_UID
-		                                                   ? all[i]->uid
-		                                                   : all[i]->ns)),
+		      (unsigned long long)ck_shard_hash(
+		          ck_shard_selector_field(s) == CK_SHARD_UID ? all[i]->uid : all[i]->ns,
+		          strlen(ck_shard_selector_field(s) == CK_SHARD_UID ? all[i]->uid
+		                                                            : all[i]->ns)),
 		      in ? "in" : "out", in ? "left it out" : "listed it");
 	}
-	CHECK(ngot == want, "%s with %s: the server listed %zu, the client split %zu",
-	      t->resource, wire, ngot, want);
+	CHECK(ngot == want, "%s with %s: the server listed %zu, the client split %zu", t->resource,
+	      wire, ngot, want);
 	free_items(got, ngot);
 	return ngot;
 }
@@ -249,6 +248,30 @@ static void malformed(run_t *u)
 		if (rc == 0)
 			free_items(got, n);
 		ck_result_clear(&r);
+		if (u->gate) {
+			/* A watch, and a streaming list, are refused the same way. */
+			ck_list_opts_t o = {.shard_selector = bad[i],
+			                    .send_initial_events = i == 0,
+			                    .resource_version_match =
+			                        i == 0 ? "NotOlderThan" : NULL,
+			                    .allow_watch_bookmarks = true};
+			char *q = ck_list_opts_query(&o, true);
+			ck_req_spec_t spec = {.method = "GET",
+			                      .type = &ck_type_configmap,
+			                      .query = q,
+			                      .decode = CK_DEC_WATCH,
+			                      .is_watch = true,
+			                      .timeout_ms = 10000};
+			rc = ck_client_do_sync(u->c, &spec, &r);
+			CHECK(rc != 0 && r.error && strstr(r.error, "invalid shard selector: "),
+			      "watch%s with %s: want the server's refusal, got %d %s",
+			      i == 0 ? " (sendInitialEvents)" : "", bad[i], r.http_code,
+			      r.error ? r.error : "");
+			printf("%d for a watch%s with it\n", r.http_code,
+			       i == 0 ? " (sendInitialEvents)" : "");
+			ck_result_clear(&r);
+			free(q);
+		}
 		free(err);
 	}
 }
@@ -306,14 +329,14 @@ static void informer_check(run_t *u)
 	/* New objects in every namespace: the watch brings those inside the selector. */
 	char b[256];
 	for (int i = 0; i < NNS; i++) {
-		snprintf(b, sizeof(b), "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
-		                       "\"metadata\":{\"name\":\"late\"}}");
+		snprintf(b, sizeof(b),
+		         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+		         "\"metadata\":{\"name\":\"late\"}}");
 		create(u->c, &ck_type_configmap, nsname[i], b);
 	}
 	bool same = false;
 	t0 = now_ms();
-	while (!(same = store_is_subset(u, u->inf_sel, &nstore, &nwant)) &&
-	       now_ms() - t0 < 20000)
+	while (!(same = store_is_subset(u, u->inf_sel, &nstore, &nwant)) && now_ms() - t0 < 20000)
 		usleep(100000);
 	CHECK(same, "after the watch the store (%zu) is not the selector's part (%zu)", nstore,
 	      nwant);
@@ -354,7 +377,8 @@ static void *body(void *arg)
 		list(u->c, &ck_type_configmap, NULL, &all, &nall, &r);
 		ck_result_clear(&r);
 		char *err = NULL;
-		ck_shard_selector_t *s = ck_shard_selector_new(CK_SHARD_NAMESPACE, &equal4[3], 1, &err);
+		ck_shard_selector_t *s =
+		    ck_shard_selector_new(CK_SHARD_NAMESPACE, &equal4[3], 1, &err);
 		list(u->c, &ck_type_configmap, ck_shard_selector_string(s), &got, &ngot, &r);
 		ck_result_clear(&r);
 		printf("gate off: a list with a selector gave %zu of %zu configmaps\n", ngot, nall);
