@@ -171,8 +171,8 @@ START_TEST(test_malformed)
 	refused("shardRange(object.metadata.uid, " R0 ")", "expected ',' after the start");
 	refused("shardRange(object.metadata.uid, " R0 ", " R8 ", " R8 ")",
 	        "shardRange takes exactly 3 arguments");
-	refused("shardRange(object.metadata.uid, " R0 ", " R8 ") && shardRange(object.metadata.uid, " R8
-	        ", '0x10000000000000000')",
+	refused("shardRange(object.metadata.uid, " R0 ", " R8
+	        ") && shardRange(object.metadata.uid, " R8 ", '0x10000000000000000')",
 	        "range 1 (column 77): expected || or the end after a range, found \"&&");
 	refused("shardRange(object.metadata.uid, " R0 ", " R8 ") || "
 	        "shardRange(object.metadata.namespace, " R8 ", '0x10000000000000000')",
@@ -182,8 +182,7 @@ START_TEST(test_malformed)
 	refused("shardRange(object.metadata.uid, '0x0000000000000000, " R8 ")",
 	        "start '0x0000000000000000, ' must be 0x");
 	char *err = NULL;
-	ck_assert_ptr_null(
-	    ck_shard_selector_new(CK_SHARD_UID, &(ck_shard_range_t){5, 5}, 1, &err));
+	ck_assert_ptr_null(ck_shard_selector_new(CK_SHARD_UID, &(ck_shard_range_t){5, 5}, 1, &err));
 	ck_assert_ptr_nonnull(strstr(err, "range 1: start 0x0000000000000005 must be less"));
 	free(err);
 	err = NULL;
