@@ -230,8 +230,11 @@ integration: $(B)/asan/integration-tests
 # times (tests/envtest/run.sh).
 $(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: deps $(B)/asan/envtest-test bin/ckube-envtest $(B)/asan/sample-controller
-	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
+# The shard selectors against the server with and without ShardedListAndWatch.
+$(B)/asan/shard-test: $(B)/asan/tests/envtest/shard_test.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+envtest-test: deps $(B)/asan/envtest-test $(B)/asan/shard-test bin/ckube-envtest $(B)/asan/sample-controller
+	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SHARD_TEST=$(abspath $(B))/asan/shard-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
 		EXAMPLE_ENVTESTS="$(foreach e,$(EXAMPLE_ENVTESTS),$(e)=$(abspath $(B))/asan/examples-envtest/$(e))" \
 		bash tests/envtest/run.sh
 

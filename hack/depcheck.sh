@@ -63,7 +63,7 @@ LAYERS=(
 declare -A HEADER=(
 	[export]=base [version]=base [base]=base
 	[log]=log [flag]=flag [flowcontrol]=flowcontrol
-	[obj]=meta [status]=meta [workqueue]=workqueue
+	[obj]=meta [status]=meta [shard]=meta [workqueue]=workqueue
 	[decode]=codec [json]=codec
 	[kinds]=kinds [types]=kinds [config]=clientcmd
 	[client]=rest [patch]=apply [gen]=gen

@@ -6,9 +6,21 @@
 # Writes .local/kubeconfig (contexts "token" and "cert"), .local/env (ports,
 # paths, tokens for tests), PIDs under .local/pids, logs under .local/logs.
 # Running it again while the cluster is up does nothing. hack/local-down.sh stops it.
+#
+# CSC_FEATURE_GATES="Name=true,..." adds kube-apiserver feature gates (e.g.
+# ShardedListAndWatch=true for KEP-5866's sharded list and watch); recorded in
+# .local/env as FEATURE_GATES. Unset (the default cluster) adds none. A running
+# cluster started with other gates is restarted with these.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$CSC_ROOT/hack/versions.env"
+
+FEATURE_GATES="${CSC_FEATURE_GATES:-}"
+if [ -n "$FEATURE_GATES" ] &&
+	! [[ "$FEATURE_GATES" =~ ^[A-Za-z0-9]+=(true|false)(,[A-Za-z0-9]+=(true|false))*$ ]]; then
+	echo "local-up: CSC_FEATURE_GATES=\"$FEATURE_GATES\" is not Name=true|false[,Name=true|false...]" >&2
+	exit 2
+fi
 
 KCFG="$LOCAL_DIR/kubeconfig"
 
@@ -18,7 +30,8 @@ all_alive() {
 		pid_alive "$c" || return 1
 	done
 }
-if [ -f "$LOCAL_DIR/env" ] && all_alive; then
+running_gates() { sed -n 's/^FEATURE_GATES=//p' "$LOCAL_DIR/env"; }
+if [ -f "$LOCAL_DIR/env" ] && all_alive && [ "$(running_gates)" = "$FEATURE_GATES" ]; then
 	if KUBECONFIG="$KCFG" kubectl get --raw /readyz >/dev/null 2>&1; then
 		log "local-up: already running (KUBECONFIG=$KCFG)"
 		exit 0
@@ -153,7 +166,7 @@ exec "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:$ETCD_PORT \\
   --service-account-issuer https://kubernetes.default.svc.cluster.local \\
   --service-cluster-ip-range 10.0.0.0/24 --endpoint-reconciler-type none \\
   --allow-privileged=true \\
-  --profiling=false --v 1
+  ${FEATURE_GATES:+--feature-gates "$FEATURE_GATES" }--profiling=false --v 1
 SH
 cat >"$CMD_DIR/kube-controller-manager.sh" <<SH
 exec "$BIN/kube-controller-manager" --kubeconfig "$LOCAL_DIR/kcm.kubeconfig" \\
@@ -191,6 +204,8 @@ CA_FILE=$PKI/ca.crt
 LIMITED_TOKEN=$LIMITED_TOKEN
 # Node authorizer and kubelet client certificate: hack/node-up.sh can join a kubelet.
 NODE_SUPPORT=1
+# kube-apiserver's extra --feature-gates (CSC_FEATURE_GATES); empty = the defaults.
+FEATURE_GATES=$FEATURE_GATES
 ENV
 # The admin token lives only in the kubeconfig (600); tests read it from there.
 

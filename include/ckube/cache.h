@@ -35,6 +35,7 @@
 #include <ckube/client.h>
 #include <ckube/decode.h>
 #include <ckube/obj.h>
+#include <ckube/shard.h>
 #include <ckube/status.h>
 
 #include <stdbool.h>
@@ -311,6 +312,17 @@ typedef struct ck_cache_informer_opts {
 	 * changed. 0 = off. Costs one list of the collection per period.
 	 */
 	uint64_t consistency_check_ms;
+	/*
+	 * KEP-5866 sharding (<ckube/shard.h>; borrowed, copied): only the objects whose
+	 * namespace or uid hashes into the selector's ranges. It is sent on every list
+	 * and watch (streaming list included) as shardSelector, and applied again here
+	 * to every listed object and watch event, so the store is the same whether or
+	 * not the server honours it (a server without the ShardedListAndWatch gate
+	 * ignores the parameter). An object never leaves the selected set by changing:
+	 * namespace and uid are immutable. Which side filtered: ck_cache_stats_t's
+	 * shard_mode, logged once. NULL = no sharding.
+	 */
+	const ck_shard_selector_t *shard_selector;
 } ck_cache_informer_opts_t;
 
 /*
@@ -416,6 +428,25 @@ CKUBE_API const char *ck_cache_informer_name(const ck_cache_informer_t *inf);
 CKUBE_API char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t *inf);
 
 /* Figures for metrics. Any thread. */
+/*
+ * Who applies an informer's shard selector. The API server echoes the selector in
+ * a built-in resource's list (metadata.shardInfo) but not in a custom resource's
+ * (v1.37), and not at all in a streaming list, so the informer judges by what
+ * arrives instead, the same way for every resource: any object outside the
+ * selector that reaches it means the server did not filter (CLIENT); a first
+ * list or streaming list that brought none means it did (SERVER). A server that
+ * later stops filtering (restarted without the gate) turns it to CLIENT.
+ */
+typedef enum ck_cache_shard_mode {
+	CK_CACHE_SHARD_NONE = 0,    /* no shard selector */
+	CK_CACHE_SHARD_UNKNOWN = 1, /* before the first list completed */
+	CK_CACHE_SHARD_SERVER = 2,  /* the server filters; the client check found nothing */
+	CK_CACHE_SHARD_CLIENT = 3,  /* the server sent everything; the client filters */
+} ck_cache_shard_mode_t;
+
+/* "none", "unknown", "server-side", "client-side". */
+CKUBE_API const char *ck_cache_shard_mode_name(ck_cache_shard_mode_t m);
+
 typedef struct ck_cache_stats {
 	uint64_t objects;           /* in the store */
 	uint64_t lists;             /* lists started (all pages of one list count once) */
@@ -432,6 +463,9 @@ typedef struct ck_cache_stats {
 	uint64_t consistency_skipped;   /* rounds skipped: compacted, never quiet, list failed */
 	uint64_t consistency_divergent; /* comparisons that found a difference */
 	uint64_t consistency_last_diff; /* objects that differed in the last comparison */
+	/* Sharding (opts.shard_selector): who filters, and what the client dropped. */
+	ck_cache_shard_mode_t shard_mode;
+	uint64_t shard_dropped; /* listed objects and watch events outside the selector */
 } ck_cache_stats_t;
 CKUBE_API void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out);
 
@@ -508,6 +542,8 @@ typedef struct ck_cache_factory_opts {
 	 */
 	void (*tweak_list_opts)(void *ud, ck_list_opts_t *o);
 	void *tweak_ud;
+	/* Every informer's shard selector (ck_cache_informer_opts_t; borrowed, copied). */
+	const ck_shard_selector_t *shard_selector;
 } ck_cache_factory_opts_t;
 
 /*

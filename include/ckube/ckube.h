@@ -33,6 +33,7 @@
 #include <ckube/metrics.h>
 #include <ckube/predicate.h>
 #include <ckube/record.h>
+#include <ckube/shard.h>
 #include <ckube/workqueue.h>
 
 #endif

@@ -218,6 +218,10 @@ typedef struct ck_list_opts {
 	bool allow_watch_bookmarks;
 	int64_t timeout_seconds; /* 0 = unset */
 	bool send_initial_events;
+	/* KEP-5866 shardSelector (<ckube/shard.h>'s wire form), or NULL. Last so that
+	 * the members above keep their offsets for programs built against an older
+	 * header. A server without the ShardedListAndWatch gate ignores it. */
+	const char *shard_selector;
 } ck_list_opts_t;
 
 /*

@@ -41,6 +41,7 @@ struct cache_check {
 	struct ev_loop *loop;
 	ck_cache_lw_t *lw; /* borrowed: the informer's */
 	char *name, *label_selector, *field_selector;
+	ck_shard_selector_t *shard;
 	double period_s;
 	ev_timer timer;
 	int tries;
@@ -143,6 +144,11 @@ static void on_item(void *ud, ck_obj_t *obj)
 	cache_check_t *c = ud;
 	if (obj == NULL)
 		return;
+	/* The store holds the selector's objects only, whoever filtered them. */
+	if (c->shard != NULL && !ck_shard_selector_match(c->shard, obj)) {
+		ck_obj_unref(obj);
+		return;
+	}
 	if (c->ngot == c->capgot) {
 		c->capgot = c->capgot ? c->capgot * 2 : 256;
 		c->got = ck_xrealloc(c->got, c->capgot * sizeof(*c->got));
@@ -171,6 +177,7 @@ static void request_page(cache_check_t *c)
 	ck_list_opts_t o = {
 	    .label_selector = c->label_selector,
 	    .field_selector = c->field_selector,
+	    .shard_selector = c->shard ? ck_shard_selector_string(c->shard) : NULL,
 	    .limit = PAGE_SIZE,
 	};
 	char *cont = c->cont;
@@ -312,7 +319,7 @@ static char *dup_or_null(const char *s)
 
 cache_check_t *cache_check_new(ck_cache_informer_t *inf, struct ev_loop *loop, ck_cache_lw_t *lw,
                                const char *label_selector, const char *field_selector,
-                               uint64_t period_ms)
+                               const ck_shard_selector_t *shard, uint64_t period_ms)
 {
 	cache_check_t *c = ck_xcalloc(1, sizeof(*c));
 	c->inf = inf;
@@ -321,6 +328,7 @@ cache_check_t *cache_check_new(ck_cache_informer_t *inf, struct ev_loop *loop, c
 	c->name = ck_xstrdup(ck_cache_informer_name(inf));
 	c->label_selector = dup_or_null(label_selector);
 	c->field_selector = dup_or_null(field_selector);
+	c->shard = ck_shard_selector_dup(shard);
 	c->period_s = (double)period_ms / 1000.0;
 	ev_timer_init(&c->timer, timer_cb, 0.0, 0.0);
 	c->timer.data = c;
@@ -365,6 +373,7 @@ void cache_check_free(cache_check_t *c)
 	free(c->name);
 	free(c->label_selector);
 	free(c->field_selector);
+	ck_shard_selector_free(c->shard);
 	free(c);
 }
 

@@ -110,6 +110,7 @@ ck_cache_factory_t *ck_cache_factory_new(struct ev_loop *loop, ck_client_t *c,
 	f->o.ns = dup_or_null(f->o.ns);
 	f->o.label_selector = dup_or_null(f->o.label_selector);
 	f->o.field_selector = dup_or_null(f->o.field_selector);
+	f->o.shard_selector = ck_shard_selector_dup(f->o.shard_selector);
 	pthread_mutex_init(&f->mu, NULL);
 	return f;
 }
@@ -125,6 +126,7 @@ void ck_cache_factory_free(ck_cache_factory_t *f)
 	free((char *)f->o.ns);
 	free((char *)f->o.label_selector);
 	free((char *)f->o.field_selector);
+	ck_shard_selector_free((ck_shard_selector_t *)f->o.shard_selector);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 }
@@ -220,6 +222,7 @@ ck_cache_informer_t *ck_cache_factory_informer_err(ck_cache_factory_t *f, const 
 	    .consistency_check_ms = f->o.consistency_check_ms,
 	    .transform = f->o.transform,
 	    .transform_ud = f->o.transform_ud,
+	    .shard_selector = f->o.shard_selector,
 	};
 	inf = ck_cache_informer_new(f->loop, t, lw, &io);
 	f->infs = ck_xrealloc(f->infs, (f->n + 1) * sizeof(*f->infs));

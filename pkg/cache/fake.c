@@ -43,6 +43,7 @@ static void opts_copy(ck_list_opts_t *d, const ck_list_opts_t *s)
 	d->resource_version = dup_opt(s->resource_version);
 	d->resource_version_match = dup_opt(s->resource_version_match);
 	d->continue_token = dup_opt(s->continue_token);
+	d->shard_selector = dup_opt(s->shard_selector);
 }
 
 static void opts_free(ck_list_opts_t *o)
@@ -52,6 +53,7 @@ static void opts_free(ck_list_opts_t *o)
 	free((char *)o->resource_version);
 	free((char *)o->resource_version_match);
 	free((char *)o->continue_token);
+	free((char *)o->shard_selector);
 }
 
 static void fake_unref(ck_cache_fake_lw_t *f)

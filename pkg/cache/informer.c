@@ -781,11 +781,13 @@ ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t
 	    .watch_timeout_min_s = o->watch_timeout_min_s,
 	    .watch_timeout_max_s = o->watch_timeout_max_s,
 	    .stall_margin_ns = (uint64_t)o->stall_margin_ms * CK_NS_PER_MS,
+	    .shard = o->shard_selector,
 	};
 	inf->refl = cache_reflector_new(lw, inf->clk, &ro, &sink, inf);
 	if (o->consistency_check_ms > 0)
-		inf->consistency = cache_check_new(inf, loop, lw, o->label_selector,
-		                                   o->field_selector, o->consistency_check_ms);
+		inf->consistency =
+		    cache_check_new(inf, loop, lw, o->label_selector, o->field_selector,
+		                    o->shard_selector, o->consistency_check_ms);
 	ev_timer_init(&inf->timer, timer_cb, 0.0, 0.0);
 	inf->timer.data = inf;
 	ev_check_init(&inf->check, check_cb);
@@ -1071,6 +1073,8 @@ void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out)
 	out->consistency_skipped = cs.skipped;
 	out->consistency_divergent = cs.divergent_checks;
 	out->consistency_last_diff = cs.last_divergent;
+	out->shard_mode = rs.shard_mode;
+	out->shard_dropped = rs.shard_dropped;
 }
 
 cache_check_t *cache_informer_check(ck_cache_informer_t *inf)

@@ -257,6 +257,7 @@ typedef struct cache_reflector_opts {
 	uint64_t backoff_initial_ns, backoff_max_ns, backoff_reset_ns;
 	int64_t watch_timeout_min_s, watch_timeout_max_s;
 	uint64_t stall_margin_ns;
+	const ck_shard_selector_t *shard; /* copied; NULL = no sharding */
 } cache_reflector_opts_t;
 
 typedef struct cache_reflector_stats {
@@ -269,6 +270,8 @@ typedef struct cache_reflector_stats {
 	uint64_t errors;         /* failed attempts */
 	uint64_t events;         /* watch events received (bookmarks included) */
 	int64_t last_event_wall_ns;
+	ck_cache_shard_mode_t shard_mode;
+	uint64_t shard_dropped;
 } cache_reflector_stats_t;
 
 /* Borrows lw, clk, sink (must outlive it); copies opts. */
@@ -320,10 +323,11 @@ typedef struct cache_check_stats {
 /* Sorts both arrays by key (borrowed) and counts the differences into *out. */
 void cache_check_compare(cache_check_kv_t *cached, size_t nc, cache_check_kv_t *server, size_t ns,
                          cache_check_diff_t *out);
-/* Borrows inf, loop, lw (must outlive it); copies the selectors. Not started. */
+/* Borrows inf, loop, lw (must outlive it); copies the selectors (shard may be
+ * NULL: the server's objects outside it are not expected in the store). Not started. */
 cache_check_t *cache_check_new(ck_cache_informer_t *inf, struct ev_loop *loop, ck_cache_lw_t *lw,
                                const char *label_selector, const char *field_selector,
-                               uint64_t period_ms);
+                               const ck_shard_selector_t *shard, uint64_t period_ms);
 /* Arms the first round one period from now. Loop thread. */
 void cache_check_start(cache_check_t *c);
 /* Starts a round now if nothing is queued (tests). Returns true if it started. */

@@ -113,8 +113,10 @@ struct cache_reflector {
 	char *last_err;
 
 	_Atomic uint64_t n_lists, n_lists_done, n_relists, n_watches, n_watch_restarts, n_stalls,
-	    n_errors, n_events;
+	    n_errors, n_events, n_shard_dropped;
 	_Atomic int64_t last_event_wall_ns;
+	_Atomic int shard_mode;      /* ck_cache_shard_mode_t */
+	uint64_t list_shard_dropped; /* n_shard_dropped when the current list began */
 };
 
 static void start_list(cache_reflector_t *r);
@@ -303,6 +305,44 @@ static void base_opts(const cache_reflector_t *r, ck_list_opts_t *o)
 	memset(o, 0, sizeof(*o));
 	o->label_selector = r->o.label_selector;
 	o->field_selector = r->o.field_selector;
+	o->shard_selector = r->o.shard ? ck_shard_selector_string(r->o.shard) : NULL;
+}
+
+/* ---------------------------------------------------------------- shards */
+
+static void set_shard_mode(cache_reflector_t *r, ck_cache_shard_mode_t m, const char *why)
+{
+	if (atomic_exchange(&r->shard_mode, (int)m) == (int)m)
+		return;
+	CK_LOG_INFO("Shard selector applied", CK_KV_STR("resource", r->o.name),
+	            CK_KV_STR("mode", ck_cache_shard_mode_name(m)), CK_KV_STR("why", why),
+	            CK_KV_STR("shardSelector", ck_shard_selector_string(r->o.shard)));
+}
+
+/*
+ * The client-side half of sharding: false (and obj counted) when obj is outside
+ * the selector -- the server sent it, so it did not filter. Filtering twice is
+ * harmless; namespace and uid are immutable, so an object that matched once
+ * always does and no delete is ever needed for one that "left".
+ */
+static bool shard_keep(cache_reflector_t *r, const ck_obj_t *obj)
+{
+	if (r->o.shard == NULL || ck_shard_selector_match(r->o.shard, obj))
+		return true;
+	atomic_fetch_add(&r->n_shard_dropped, 1);
+	set_shard_mode(r, CK_CACHE_SHARD_CLIENT, "the server sent an object outside the selector");
+	return false;
+}
+
+/* A complete list or streaming list: nothing outside the selector means the
+ * server filtered. */
+static void shard_list_done(cache_reflector_t *r)
+{
+	if (r->o.shard == NULL)
+		return;
+	if (atomic_load(&r->n_shard_dropped) == r->list_shard_dropped)
+		set_shard_mode(r, CK_CACHE_SHARD_SERVER,
+		               "the list held no object outside the selector");
 }
 
 /* ---------------------------------------------------------------- list */
@@ -368,6 +408,7 @@ static void start_list(cache_reflector_t *r)
 	if (r->listed_once)
 		atomic_fetch_add(&r->n_relists, 1);
 	r->listed_once = true;
+	r->list_shard_dropped = atomic_load(&r->n_shard_dropped);
 	if (r->use_stream && !r->fallback_list) {
 		r->fell_back = false;
 		start_watch(r, true);
@@ -384,6 +425,10 @@ static void on_item(void *ud, ck_obj_t *obj)
 		return;
 	}
 	CACHE_TRACE(obj, "list-item", CK_KV_STR("resource", r->o.name), CK_KV_STR("rv", obj->rv));
+	if (!shard_keep(r, obj)) {
+		ck_obj_unref(obj);
+		return;
+	}
 	push_item(r, obj);
 }
 
@@ -413,6 +458,7 @@ static void list_complete(cache_reflector_t *r, const char *rv)
 	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
 	CK_LOG_V(3, "Listed", CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", rv),
 	         CK_KV_UINT("objects", n));
+	shard_list_done(r);
 	recovered(r);
 	r->sink.replace(r->ud, items, n, r->last_rv);
 }
@@ -485,6 +531,7 @@ static void start_watch(cache_reflector_t *r, bool initial)
 	o.timeout_seconds = r->watch_timeout_s;
 	if (initial) {
 		drop_items(r);
+		r->list_shard_dropped = atomic_load(&r->n_shard_dropped);
 		o.send_initial_events = true;
 		o.resource_version_match = "NotOlderThan";
 		o.resource_version = r->rv_unavailable ? "" : r->last_rv;
@@ -572,12 +619,16 @@ static void on_event(void *ud, ck_watch_type_t type, ck_obj_t *obj, const ck_sta
 		CACHE_TRACE(obj, "watch-event", CK_KV_STR("resource", r->o.name),
 		            CK_KV_STR("type", ck_watch_type_name(type)), CK_KV_STR("rv", obj->rv),
 		            CK_KV_BOOL("initialEvents", r->initial_phase));
+		if (!r->initial_phase && obj->rv[0] != '\0')
+			set_str(&r->last_rv, obj->rv); /* a dropped event still moves the rv on */
+		if (!shard_keep(r, obj)) {
+			ck_obj_unref(obj);
+			return;
+		}
 		if (r->initial_phase) {
 			initial_event(r, type, obj);
 			return;
 		}
-		if (obj->rv[0] != '\0')
-			set_str(&r->last_rv, obj->rv);
 		r->sink.event(r->ud, type, obj);
 		return;
 	case CK_WATCH_BOOKMARK:
@@ -782,6 +833,9 @@ cache_reflector_t *cache_reflector_new(ck_cache_lw_t *lw, const ck_clk_t *clk,
 	r->o.name = ck_xstrdup(o->name ? o->name : "objects");
 	r->o.label_selector = dup_or_null(o->label_selector);
 	r->o.field_selector = dup_or_null(o->field_selector);
+	r->o.shard = ck_shard_selector_dup(o->shard);
+	atomic_store(&r->shard_mode,
+	             (int)(o->shard ? CK_CACHE_SHARD_UNKNOWN : CK_CACHE_SHARD_NONE));
 	if (r->o.page_size == 0)
 		r->o.page_size = 500;
 	if (r->o.backoff_initial_ns == 0)
@@ -838,6 +892,7 @@ void cache_reflector_free(cache_reflector_t *r)
 	free((char *)r->o.name);
 	free((char *)r->o.label_selector);
 	free((char *)r->o.field_selector);
+	ck_shard_selector_free((ck_shard_selector_t *)r->o.shard);
 	free(r);
 }
 
@@ -905,6 +960,23 @@ void cache_reflector_stats(const cache_reflector_t *r, cache_reflector_stats_t *
 	out->errors = atomic_load(&m->n_errors);
 	out->events = atomic_load(&m->n_events);
 	out->last_event_wall_ns = atomic_load(&m->last_event_wall_ns);
+	out->shard_mode = (ck_cache_shard_mode_t)atomic_load(&m->shard_mode);
+	out->shard_dropped = atomic_load(&m->n_shard_dropped);
+}
+
+const char *ck_cache_shard_mode_name(ck_cache_shard_mode_t m)
+{
+	switch (m) {
+	case CK_CACHE_SHARD_NONE:
+		return "none";
+	case CK_CACHE_SHARD_UNKNOWN:
+		return "unknown";
+	case CK_CACHE_SHARD_SERVER:
+		return "server-side";
+	case CK_CACHE_SHARD_CLIENT:
+		return "client-side";
+	}
+	return "unknown";
 }
 
 const char *cache_reflector_last_rv(const cache_reflector_t *r)

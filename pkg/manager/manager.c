@@ -240,6 +240,13 @@ static void collect_informers(void *ud, ck_sbuf_t *out)
 	    {"informer_consistency_divergent_objects",
 	     "Objects missing, extra or stale in the cache at the last consistency check.",
 	     CK_METRICS_GAUGE},
+	    {"informer_shard_mode",
+	     "Who applies the shard selector: 0 none, 1 not known yet, 2 the API server "
+	     "(server-side), 3 this client (client-side: the server sent everything).",
+	     CK_METRICS_GAUGE},
+	    {"informer_shard_dropped_total",
+	     "Listed objects and watch events outside the shard selector, dropped here.",
+	     CK_METRICS_COUNTER},
 	};
 	for (size_t f = 0; f < CK_ARRAY_LEN(fam); f++) {
 		ck_metrics_write_header(out, fam[f].name, fam[f].help, fam[f].type);
@@ -283,6 +290,12 @@ static void collect_informers(void *ud, ck_sbuf_t *out)
 				break;
 			case 11:
 				v = (double)st[i].consistency_last_diff;
+				break;
+			case 12:
+				v = (double)st[i].shard_mode;
+				break;
+			case 13:
+				v = (double)st[i].shard_dropped;
 				break;
 			}
 			ck_metrics_label_t l[] = {{"resource", ck_cache_informer_name(infs[i])}};

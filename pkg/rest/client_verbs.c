@@ -86,6 +86,8 @@ char *ck_list_opts_query(const ck_list_opts_t *o, bool watch)
 		bool cont = !watch && o->continue_token != NULL && o->continue_token[0] != '\0';
 		if (o->label_selector != NULL && o->label_selector[0] != '\0')
 			put_param(&b, "labelSelector", o->label_selector);
+		if (o->shard_selector && o->shard_selector[0])
+			put_param(&b, "shardSelector", o->shard_selector);
 		if (o->field_selector != NULL && o->field_selector[0] != '\0')
 			put_param(&b, "fieldSelector", o->field_selector);
 		/* "" means "most recent", which is what leaving it out means too. */

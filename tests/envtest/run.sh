@@ -17,6 +17,8 @@
 #                  deleted; a clean exit on SIGTERM (tests/envtest/sample_controller.sh)
 #   examples       each examples/<name>/envtest_test.c (EXAMPLE_ENVTESTS: name=program
 #                  pairs, from the Makefile), run in the example's directory
+#   shard          KEP-5866 shard selectors on a server with ShardedListAndWatch on
+#                  and off (tests/envtest/shard_test.c, $SHARD_TEST)
 #   command        ckube-envtest start prints `export KUBECONFIG=...` and returns with
 #                  the servers running; stop stops them and removes the files; its
 #                  errors exit 1 with one line and leave nothing behind
@@ -269,6 +271,16 @@ done
 
 t_all_gone() { nothing_left; }
 check "nothing left in $parent" t_all_gone
+
+# ---- shard selectors (KEP-5866): the hash and ranges agree with the server's, with
+# ShardedListAndWatch on; the informers give the same subset with it off
+# (tests/envtest/shard_test.c). Its figures are printed.
+if [ -n "${SHARD_TEST:-}" ]; then
+	for gate in on off; do
+		case_run "shard selectors, gate $gate" "$SHARD_TEST" "$gate" "$parent" deploy/crd.yaml
+		grep -E '^(configmaps|foos|gate|informer|[0-9]+ for)' "$work/out" | sed 's/^/        /'
+	done
+fi
 
 echo "envtest: start (deploy/crd.yaml, until the CRD is served): ${times[*]}; stop: ${stops[*]}"
 echo "envtest: $passed passed, $failed failed"

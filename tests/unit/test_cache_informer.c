@@ -197,6 +197,100 @@ START_TEST(test_selectors_reach_list_and_watch)
 }
 END_TEST
 
+/* A selector holding namespace "in" only. */
+static ck_shard_selector_t *only_ns_in(void)
+{
+	uint64_t h = ck_shard_hash("in", 2);
+	return ck_shard_selector_new(CK_SHARD_NAMESPACE, &(ck_shard_range_t){h, h + 1}, 1, NULL);
+}
+
+/* A server that ignores shardSelector: the informer filters on its side. */
+START_TEST(test_shard_selector_client_side)
+{
+	ck_shard_selector_t *sel = only_ns_in();
+	ck_cache_informer_opts_t o = {.shard_selector = sel,
+	                              .streaming_list = CK_CACHE_STREAMING_OFF};
+	fx_t f;
+	fx_init(&f, &o);
+	ck_shard_selector_free(sel); /* copied */
+	fx_start(&f);
+	const char *wire = ck_cache_fake_req_opts(last_list(&f))->shard_selector;
+	ck_assert_ptr_nonnull(wire);
+	ck_assert_str_eq(wire, "shardRange(object.metadata.namespace, '0x08b73807b55c4bbe', "
+	                       "'0x08b73807b55c4bbf')");
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_UNKNOWN);
+	ck_obj_t *items[] = {mkobj("in", "a", "1"), mkobj("out", "b", "2"), mkobj("in", "c", "3")};
+	respond_list(&f, items, 3, "10", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert_str_eq(rec_text(&f.rec), "add in/a 1 initial\nadd in/c 3 initial\n");
+	ck_assert_str_eq(ck_cache_fake_req_opts(last_watch(&f))->shard_selector, wire);
+	/* Watch events outside are dropped, but the resourceVersion moves on. */
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("out", "d", "11"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_ADDED, mkobj("in", "e", "12"));
+	ck_cache_fake_req_event(last_watch(&f), CK_WATCH_MODIFIED, mkobj("out", "b", "13"));
+	cache_informer_drain(f.inf);
+	ck_assert_str_eq(rec_text(&f.rec), "add in/a 1 initial\nadd in/c 3 initial\nadd in/e 12\n");
+	ck_assert_str_eq(cache_reflector_last_rv(cache_informer_reflector(f.inf)), "13");
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_CLIENT);
+	ck_assert_uint_eq(st.shard_dropped, 3);
+	ck_assert_uint_eq(st.objects, 3);
+	fx_free(&f);
+}
+END_TEST
+
+/* A server that filters: nothing outside arrives, the mode says server-side; a
+ * streaming list carries the selector too; a later stray object turns it client-side. */
+START_TEST(test_shard_selector_server_side)
+{
+	ck_shard_selector_t *sel = only_ns_in();
+	ck_cache_informer_opts_t o = {.shard_selector = sel,
+	                              .streaming_list = CK_CACHE_STREAMING_ON};
+	fx_t f;
+	fx_init(&f, &o);
+	ck_shard_selector_free(sel);
+	fx_start(&f);
+	ck_cache_fake_req_t *w = last_watch(&f);
+	ck_assert(ck_cache_fake_req_opts(w)->send_initial_events);
+	ck_assert_ptr_nonnull(ck_cache_fake_req_opts(w)->shard_selector);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("in", "a", "5"));
+	ck_cache_fake_req_event(w, CK_WATCH_BOOKMARK, mkbookmark("7", true));
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_SERVER);
+	ck_assert_str_eq(ck_cache_shard_mode_name(st.shard_mode), "server-side");
+	ck_assert_uint_eq(st.shard_dropped, 0);
+	ck_cache_fake_req_event(w, CK_WATCH_ADDED, mkobj("out", "x", "8"));
+	cache_informer_drain(f.inf);
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_CLIENT);
+	ck_assert_uint_eq(st.shard_dropped, 1);
+	ck_assert_str_eq(rec_text(&f.rec), "add in/a 5 initial\n");
+	fx_free(&f);
+}
+END_TEST
+
+/* Without a selector nothing is sent and the mode is none. */
+START_TEST(test_shard_selector_none)
+{
+	fx_t f;
+	fx_init(&f, NULL);
+	fx_start(&f);
+	ck_cache_fake_req_t *r = ck_cache_fake_lw_last(f.fake, true);
+	if (r == NULL)
+		r = last_list(&f);
+	ck_assert_ptr_null(ck_cache_fake_req_opts(r)->shard_selector);
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_NONE);
+	fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_expired_continue_falls_back_to_full_list)
 {
 	fx_t f;
@@ -2153,6 +2247,9 @@ Suite *suite_cache_informer(void)
 	TCase *tc = tcase_create("reflector");
 	tcase_add_test(tc, test_initial_list_paged_then_watch);
 	tcase_add_test(tc, test_selectors_reach_list_and_watch);
+	tcase_add_test(tc, test_shard_selector_client_side);
+	tcase_add_test(tc, test_shard_selector_server_side);
+	tcase_add_test(tc, test_shard_selector_none);
 	tcase_add_test(tc, test_expired_continue_falls_back_to_full_list);
 	tcase_add_test(tc, test_list_gone_and_too_large_relist_from_empty_rv);
 	tcase_add_test(tc, test_relist_pages_only_where_the_server_pages);
