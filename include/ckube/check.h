@@ -56,14 +56,14 @@ static inline int ck_check_run(const char *name, double timeout_s, void (*setup)
 
 /* The program's main(): runs the tests (START_TEST names, at least one) of a suite
  * named name_, with check's default timeout. */
-#define CK_CHECK_MAIN(name_, setup_, teardown_, ...)                                       \
+#define CK_CHECK_MAIN(name_, setup_, teardown_, ...)                                               \
 	CK_CHECK_MAIN_TIMEOUT(name_, 0, setup_, teardown_, __VA_ARGS__)
 
 /* The same with each test's timeout, timeout_s_ seconds (check's CK_TIMEOUT_MULTIPLIER
  * still applies). */
-#define CK_CHECK_MAIN_TIMEOUT(name_, timeout_s_, setup_, teardown_, ...)                    \
-	int main(void)                                                                         \
-	{                                                                                      \
+#define CK_CHECK_MAIN_TIMEOUT(name_, timeout_s_, setup_, teardown_, ...)                           \
+	int main(void)                                                                             \
+	{                                                                                          \
 		const TTest *const ck_check_tests_[] = {__VA_ARGS__};                              \
 		return ck_check_run(name_, timeout_s_, setup_, teardown_, ck_check_tests_,         \
 		                    sizeof(ck_check_tests_) / sizeof(ck_check_tests_[0]));         \
