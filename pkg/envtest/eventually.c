@@ -58,16 +58,17 @@ static bool get_holds(void *ud, char **why)
 	return ok;
 }
 
-int ck_envtest_get_eventually(ck_client_t *c, const ck_type_t *t, const char *ns,
-                              const char *name, bool (*pred)(void *ud, const ck_obj_t *obj),
-                              void *ud, uint32_t timeout_ms, char **err)
+int ck_envtest_get_eventually(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
+                              bool (*pred)(void *ud, const ck_obj_t *obj), void *ud,
+                              uint32_t timeout_ms, char **err)
 {
 	get_until_t g = {.c = c, .t = t, .ns = ns, .name = name, .pred = pred, .ud = ud};
 	char *why = NULL;
 	if (ck_envtest_eventually(timeout_ms, get_holds, &g, &why) == 0)
 		return 0;
 	bool scoped = ns != NULL && ns[0] != '\0';
-	*err = ck_xasprintf("%s %s%s%s: %s", t->kind, scoped ? ns : "", scoped ? "/" : "", name, why);
+	*err =
+	    ck_xasprintf("%s %s%s%s: %s", t->kind, scoped ? ns : "", scoped ? "/" : "", name, why);
 	free(why);
 	return -1;
 }
