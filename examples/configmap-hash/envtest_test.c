@@ -13,15 +13,14 @@
 
 static configmap_hash_t h;
 
-/* FNV-1a 64 of {"a":"1","b":"2"}, computed apart. */
-static bool hashed(void *ud, const ck_obj_t *cm)
+static bool hashed(void *want, const ck_obj_t *cm)
 {
 	const char *v = ck_obj_annotation(cm, CONFIGMAP_HASH_ANN);
-	return v != NULL && strcmp(v, "fnv64a:ba7ba27f8aa4322d") == 0;
+	return v != NULL && strcmp(v, want) == 0;
 }
 
 /* Beside the manager: a labelled ConfigMap with data {"a":"1","b":"2"}, then its
- * hash annotation within 30 s. */
+ * hash annotation within 30 s (FNV-1a 64 computed apart). */
 static int create_and_wait(void *env, char **err)
 {
 	ck_client_t *c = ck_envtest_client(env);
@@ -37,7 +36,7 @@ static int create_and_wait(void *env, char **err)
 	ck_patch_free(cm);
 	return rc != 0 ? rc
 	               : ck_envtest_get_eventually(c, &h.configmap_type, "default", "conf", hashed,
-	                                           NULL, 30000, err);
+	                                           "fnv64a:ba7ba27f8aa4322d", 30000, err);
 }
 
 START_TEST(test_envtest)

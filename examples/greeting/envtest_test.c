@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool says_hello_to_ada(void *ud, const ck_obj_t *g)
+static bool says(void *want, const ck_obj_t *g)
 {
 	const char *msg = greeting_status_message(g);
-	return msg != NULL && strcmp(msg, "Hello, Ada!") == 0;
+	return msg != NULL && strcmp(msg, want) == 0;
 }
 
 /* Beside the manager: a Greeting for Ada, then its status saying "Hello, Ada!" and
@@ -31,8 +31,8 @@ static int create_and_wait(void *env, char **err)
 	ck_result_clear(&res);
 	ck_patch_free(g);
 	if (rc == 0)
-		rc = ck_envtest_get_eventually(c, &greeting_type, "default", "ada",
-		                               says_hello_to_ada, NULL, 30000, err);
+		rc = ck_envtest_get_eventually(c, &greeting_type, "default", "ada", says,
+		                               "Hello, Ada!", 30000, err);
 	return rc != 0 ? rc
 	               : ck_envtest_get_eventually(c, &ck_type_configmap, "default", "ada-greeting",
 	                                           NULL, NULL, 30000, err);
