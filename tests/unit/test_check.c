@@ -45,6 +45,13 @@ START_TEST(inner_slow)
 }
 END_TEST
 
+/* The inner runs fork, as a user's test runs by default, also when this runner does
+ * not (CK_FORK=no, as make unit-tsan runs): the fixture and timeout depend on it. */
+static void fork_inner(void)
+{
+	setenv("CK_FORK", "yes", 1);
+}
+
 static size_t teardowns(void)
 {
 	FILE *f = fopen(trace, "r");
@@ -98,6 +105,7 @@ Suite *suite_check(void)
 	Suite *s = suite_create("check");
 	TCase *tc = tcase_create("runner");
 	tcase_set_timeout(tc, 30);
+	tcase_add_checked_fixture(tc, fork_inner, NULL);
 	tcase_add_test(tc, runner_exit_code_and_fixture);
 	tcase_add_test(tc, runner_timeout);
 	tcase_add_test(tc, runner_honours_ck_run_case);
