@@ -223,7 +223,7 @@ CKUBE_API int ck_envtest_stop_dir(const char *dir, char **err);
  * Polls cond(ud, &why) until it returns true: returns 0. After timeout_ms returns
  * -1 with *err "not within <timeout_ms> ms: <why>", why being the reason the last
  * call gave (a new string cond may set; each is freed here) or "the condition was
- * false". Borrows cond and ud.
+ * false". Borrows cond and ud; *err is a new string (free() it).
  */
 CKUBE_API int ck_envtest_eventually(uint32_t timeout_ms, bool (*cond)(void *ud, char **why),
                                     void *ud, char **err);
@@ -233,8 +233,9 @@ CKUBE_API int ck_envtest_eventually(uint32_t timeout_ms, bool (*cond)(void *ud, 
  * it exists and pred(ud, obj) is true (pred NULL: until it exists): returns 0.
  * After timeout_ms returns -1 with *err "<Kind> <ns>/<name>: not within <timeout_ms>
  * ms: " and the last GET's error, or "the predicate was false". Borrows every
- * argument; obj is borrowed for the call only. c is a client whose loop runs on
- * another thread (ck_envtest_client's, or a manager's).
+ * argument; obj is borrowed for the call only; *err is a new string (free() it).
+ * c is a client whose loop runs on another thread (ck_envtest_client's, or a
+ * manager's).
  */
 CKUBE_API int ck_envtest_get_eventually(ck_client_t *c, const ck_type_t *t, const char *ns,
                                         const char *name,
