@@ -58,8 +58,10 @@ LAYERS=(
 	"manager envtest"
 )
 
-# Each public header -> the module that implements it. ckube.h, the umbrella header
-# for programs, belongs to no module: nothing in the library may include it.
+# Each public header -> the module that implements it. Two belong to no module, and
+# nothing in the library may include them: ckube.h, the umbrella header for programs,
+# and check.h, the runner of users' unit tests (header-only, over the check package,
+# which libckube does not link).
 declare -A HEADER=(
 	[export]=base [version]=base [base]=base
 	[log]=log [flag]=flag [flowcontrol]=flowcontrol
@@ -70,7 +72,7 @@ declare -A HEADER=(
 	[controllerutil]=controllerutil [conditions]=controllerutil [applyconfig]=controllerutil
 	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
 	[metrics]=metrics [manager]=manager [fake]=fake [envtest]=envtest
-	[ckube]=
+	[ckube]= [check]=
 )
 
 declare -A LEVEL=()
@@ -119,6 +121,12 @@ for f in "$@"; do
 	if [ "$f" = include/ckube/ckube.h ]; then
 		continue # the umbrella includes everything, by design
 	fi
+	if [ "$f" = include/ckube/check.h ]; then
+		# Users' test support: it includes <check.h> and no header of the library.
+		grep -q '^[ \t]*#[ \t]*include[ \t]*[<"]\(ckube\|pkg\)/' "$f" &&
+			complain "$f: includes a library header; it is test support over check only"
+		continue
+	fi
 	src=$(module_of_file "$f")
 	if [ -z "$src" ]; then
 		complain "$f: public header not mapped to a module (add it to HEADER in hack/depcheck.sh)"
@@ -136,6 +144,10 @@ for f in "$@"; do
 				continue
 			fi
 			dst=${HEADER[$h]}
+			if [ "$h" = check ]; then
+				complain "$f:$line: includes <$target>, test support that needs the check package, which libckube does not link"
+				continue
+			fi
 			if [ -z "$dst" ]; then
 				complain "$f:$line: includes <$target>, the umbrella header for programs; include the module's own header"
 				continue

@@ -7,9 +7,9 @@
  */
 #include "configmap-hash.h"
 
+#include <ckube/check.h>
 #include <ckube/fake.h>
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,19 +152,5 @@ START_TEST(test_no_write_when_right)
 }
 END_TEST
 
-int main(void)
-{
-	TCase *tc = tcase_create("reconcile");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_labelled_gets_the_hash);
-	tcase_add_test(tc, test_secret_change_recomputes);
-	tcase_add_test(tc, test_unlabelled_untouched);
-	tcase_add_test(tc, test_no_write_when_right);
-	Suite *s = suite_create("configmap-hash");
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
-}
+CK_CHECK_MAIN("configmap-hash", setup, teardown, test_labelled_gets_the_hash,
+              test_secret_change_recomputes, test_unlabelled_untouched, test_no_write_when_right)

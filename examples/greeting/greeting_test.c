@@ -6,9 +6,9 @@
  */
 #include "greeting.h"
 
+#include <ckube/check.h>
 #include <ckube/fake.h>
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,20 +200,6 @@ START_TEST(test_invalid_spec_reported)
 }
 END_TEST
 
-int main(void)
-{
-	TCase *tc = tcase_create("reconcile");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_configmap_and_status);
-	tcase_add_test(tc, test_world_when_no_name);
-	tcase_add_test(tc, test_nothing_written_twice_and_drift_repaired);
-	tcase_add_test(tc, test_already_owned_left_alone);
-	tcase_add_test(tc, test_invalid_spec_reported);
-	Suite *s = suite_create("greeting");
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
-}
+CK_CHECK_MAIN("greeting", setup, teardown, test_configmap_and_status, test_world_when_no_name,
+              test_nothing_written_twice_and_drift_repaired, test_already_owned_left_alone,
+              test_invalid_spec_reported)

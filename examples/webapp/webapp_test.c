@@ -5,9 +5,9 @@
  */
 #include "webapp.h"
 
+#include <ckube/check.h>
 #include <ckube/fake.h>
 
-#include <check.h>
 #include <stdlib.h>
 
 static ck_fake_t *f;
@@ -113,18 +113,5 @@ START_TEST(test_deletion_releases_the_finalizer)
 }
 END_TEST
 
-int main(void)
-{
-	TCase *tc = tcase_create("reconcile");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_reconcile_creates);
-	tcase_add_test(tc, test_nothing_written_twice_and_drift_repaired);
-	tcase_add_test(tc, test_deletion_releases_the_finalizer);
-	Suite *s = suite_create("webapp");
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
-}
+CK_CHECK_MAIN("webapp", setup, teardown, test_reconcile_creates,
+              test_nothing_written_twice_and_drift_repaired, test_deletion_releases_the_finalizer)

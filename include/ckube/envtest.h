@@ -113,6 +113,7 @@
 
 #include <ckube/client.h>
 #include <ckube/config.h>
+#include <ckube/obj.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -209,6 +210,37 @@ CKUBE_API void ck_envtest_release(ck_envtest_t *e);
  * removed).
  */
 CKUBE_API int ck_envtest_stop_dir(const char *dir, char **err);
+
+/*
+ * Waiting for a controller's effect, as controller-runtime's tests do with gomega's
+ * Eventually: the condition is tried at once, then every 100 ms (the API server
+ * answers a GET in about a millisecond; a controller's reconcile takes a few), until
+ * it holds or timeout_ms has passed since the call. Blocking; any thread (a
+ * ck_manager_run_with body, typically).
+ */
+
+/*
+ * Polls cond(ud, &why) until it returns true: returns 0. After timeout_ms returns
+ * -1 with *err "not within <timeout_ms> ms: <why>", why being the reason the last
+ * call gave (a new string cond may set; each is freed here) or "the condition was
+ * false". Borrows cond and ud; *err is a new string (free() it).
+ */
+CKUBE_API int ck_envtest_eventually(uint32_t timeout_ms, bool (*cond)(void *ud, char **why),
+                                    void *ud, char **err);
+
+/*
+ * GETs t's object ns/name (ns NULL or "" for a cluster-scoped one) through c until
+ * it exists and pred(ud, obj) is true (pred NULL: until it exists): returns 0.
+ * After timeout_ms returns -1 with *err "<Kind> <ns>/<name>: not within <timeout_ms>
+ * ms: " and the last GET's error, or "the predicate was false". Borrows every
+ * argument; obj is borrowed for the call only; *err is a new string (free() it).
+ * c is a client whose loop runs on another thread (ck_envtest_client's, or a
+ * manager's).
+ */
+CKUBE_API int ck_envtest_get_eventually(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                        const char *name,
+                                        bool (*pred)(void *ud, const ck_obj_t *obj), void *ud,
+                                        uint32_t timeout_ms, char **err);
 
 /*
  * Where the binaries are: the first of opts' order above that has both. Borrows

@@ -247,4 +247,21 @@ CKUBE_API int ck_manager_run(ck_manager_t *m);
  */
 CKUBE_API void ck_manager_stop(ck_manager_t *m);
 
+/*
+ * Runs m as ck_manager_run does while body(ud, &err) runs on a thread of its own,
+ * and stops m (ck_manager_stop) when body returns: a test's "start the manager in
+ * the background, act on the cluster and wait for the result, cancel", in one call.
+ * Takes m (as ck_manager_run); borrows body and ud. Returns m's exit code, after
+ * both have ended. body returns 0, or nonzero with its reason in *err (a new
+ * message); that reason reaches *body_err (free() it), or "the test body failed
+ * (returned N)" when it left none; *body_err stays NULL when body returned 0.
+ * When m ends first (a failed start), body is not interrupted: it should give up
+ * on a timeout (ck_envtest_eventually). body runs with SIGINT/SIGTERM blocked, as
+ * every thread of a manager; it should report failures through *err rather than
+ * with check's assertions, which are meant for the test's own thread. Main thread
+ * (the one that called ck_manager_new).
+ */
+CKUBE_API int ck_manager_run_with(ck_manager_t *m, int (*body)(void *ud, char **err), void *ud,
+                                  char **body_err);
+
 #endif

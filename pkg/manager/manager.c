@@ -402,6 +402,66 @@ void ck_manager_stop(ck_manager_t *m)
 	kill(getpid(), SIGTERM);
 }
 
+/* ck_manager_run_with's body and what its thread reports back. */
+typedef struct run_with {
+	int (*body)(void *ud, char **err);
+	void *ud;
+	int rc;
+	char *err;
+	pthread_mutex_t mu;
+	bool run_done; /* ck_manager_run returned: nobody waits for a stop any more */
+	bool stopped;  /* the body's end sent the stop */
+} run_with_t;
+
+static void *run_with_main(void *arg)
+{
+	run_with_t *w = arg;
+	w->rc = w->body(w->ud, &w->err);
+	pthread_mutex_lock(&w->mu);
+	if (!w->run_done) {
+		ck_manager_stop(NULL); /* m itself may be freed by now: the stop needs none of it */
+		w->stopped = true;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int ck_manager_run_with(ck_manager_t *m, int (*body)(void *ud, char **err), void *ud,
+                        char **body_err)
+{
+	run_with_t w = {.body = body, .ud = ud};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_t t;
+	int rc = 1;
+	if (pthread_create(&t, NULL, run_with_main, &w) != 0) {
+		CK_LOG_ERROR("cannot start the thread of the test body", "Cannot start");
+		ck_manager_free(m);
+		*body_err = ck_xstrdup("the test body did not run: cannot start its thread");
+		goto out;
+	}
+	rc = ck_manager_run(m);
+	pthread_mutex_lock(&w.mu);
+	w.run_done = true;
+	pthread_mutex_unlock(&w.mu);
+	pthread_join(t, NULL);
+	/* The manager ended on its own just before the body's stop: that SIGTERM is still
+	 * pending (blocked in every thread) and would stop the next manager at once. */
+	sigset_t pending, term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	if (w.stopped && sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+		sigtimedwait(&term, NULL, &(struct timespec){0});
+	if (w.rc != 0)
+		*body_err = w.err != NULL
+		                ? w.err
+		                : ck_xasprintf("the test body failed (returned %d)", w.rc);
+	else
+		free(w.err);
+out:
+	pthread_mutex_destroy(&w.mu);
+	return rc;
+}
+
 static void le_new_leader(void *ud, const char *identity)
 {
 	ck_manager_t *d = ud;
@@ -520,9 +580,7 @@ static void *control_main(void *arg)
 	if (atomic_load(&d->lost_lease))
 		d->exit_code = 1;
 	CK_LOG_INFO("Shutting down; a second signal exits immediately", CK_KV_INT("signal", sig));
-	pthread_t second;
-	if (pthread_create(&second, NULL, second_signal_main, d) == 0)
-		pthread_detach(second);
+	d->second_started = pthread_create(&d->second, NULL, second_signal_main, d) == 0;
 	/* Stop taking work; let running reconciles finish within the grace period. */
 	bool drained = stop_runnables(d, d->opt.shutdown_grace_ms) == 0;
 	if (!drained) {
@@ -1044,6 +1102,11 @@ int ck_manager_run(ck_manager_t *d)
 	}
 	ev_run(d->loop, 0);
 	pthread_join(d->control, NULL);
+	if (d->second_started) {
+		/* Its sigwait is a cancellation point. */
+		pthread_cancel(d->second);
+		pthread_join(d->second, NULL);
+	}
 	int result = d->exit_code;
 	CK_LOG_INFO("Stopped", CK_KV_INT("exit_code", result));
 	if (d->recorder != NULL) {

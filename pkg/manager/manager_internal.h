@@ -75,6 +75,10 @@ struct ck_manager {
 	atomic_bool started;
 	int exit_code;
 	pthread_t control;
+	/* Waits for a second signal during the shutdown; ended by ck_manager_run, so that
+	 * it never outlives the manager (and takes the next manager's stop for its own). */
+	pthread_t second;
+	bool second_started;
 	ck_flagset_t *flags;
 	char *setup_err; /* the first refused informer: ck_manager_run fails with it */
 };

@@ -10,6 +10,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #include <ckube/client.h>
 #include <ckube/config.h>
 #include <ckube/envtest.h>
+#include <ckube/fake.h>
+#include <ckube/kinds.h>
 
 #include "pkg/envtest/envtest_internal.h"
 
@@ -585,6 +588,106 @@ START_TEST(conn_thread)
 }
 END_TEST
 
+/* A condition true at its third call, saying why not before. */
+static bool third_time(void *ud, char **why)
+{
+	int *calls = ud;
+	if (++*calls >= 3)
+		return true;
+	*why = ck_xasprintf("call %d", *calls);
+	return false;
+}
+
+static bool never(void *ud, char **why)
+{
+	int *calls = ud;
+	++*calls;
+	if (*calls % 2 == 0)
+		*why = ck_xasprintf("call %d", *calls); /* odd calls say nothing: freed or not */
+	return false;
+}
+
+START_TEST(eventually)
+{
+	char *err = NULL;
+	int calls = 0;
+	uint64_t t0 = ck_envtest_i_now_ms();
+	ck_assert_int_eq(ck_envtest_eventually(5000, third_time, &calls, &err), 0);
+	ck_assert_int_eq(calls, 3);
+	ck_assert_ptr_null(err);
+	ck_assert_uint_ge(ck_envtest_i_now_ms() - t0, 200); /* polled, 100 ms apart */
+	calls = 1;
+	ck_assert_int_eq(ck_envtest_eventually(250, never, &calls, &err), -1);
+	ck_assert_int_ge(calls, 3);
+	char want[64];
+	if (calls % 2 == 0)
+		snprintf(want, sizeof(want), "not within 250 ms: call %d", calls);
+	else
+		snprintf(want, sizeof(want), "not within 250 ms: the condition was false");
+	ck_assert_str_eq(err, want);
+	free(err);
+	err = NULL;
+	/* Timeout 0: one try. */
+	calls = 0;
+	ck_assert_int_eq(ck_envtest_eventually(0, third_time, &calls, &err), -1);
+	ck_assert_int_eq(calls, 1);
+	ck_assert_str_eq(err, "not within 0 ms: call 1");
+	free(err);
+}
+END_TEST
+
+static bool labelled(void *ud, const ck_obj_t *obj)
+{
+	const char *v = ck_obj_label(obj, "app");
+	return v != NULL && strcmp(v, ud) == 0;
+}
+
+static void *add_later(void *f)
+{
+	usleep(250000);
+	ck_fake_add(
+	    f, &ck_type_configmap,
+	    "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"labels\":{\"app\":\"web\"}}}",
+	    NULL);
+	return NULL;
+}
+
+/* On the in-memory API server: until it exists, until the predicate holds, the
+ * error naming the object and the last reason. */
+START_TEST(get_eventually)
+{
+	char *err = NULL;
+	ck_fake_t *f = ck_fake_new(NULL);
+	ck_fake_env_t *env = ck_fake_env_new(f, NULL, &err);
+	ck_assert_msg(env != NULL, "%s", err);
+	ck_client_t *c = ck_fake_env_client(env);
+	pthread_t t;
+	pthread_create(&t, NULL, add_later, f);
+	ck_assert_msg(ck_envtest_get_eventually(c, &ck_type_configmap, "ns", "c", NULL, NULL, 5000,
+	                                        &err) == 0,
+	              "%s", err);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(ck_envtest_get_eventually(c, &ck_type_configmap, "ns", "c", labelled,
+	                                           "web", 1000, &err),
+	                 0);
+	ck_assert_int_eq(
+	    ck_envtest_get_eventually(c, &ck_type_configmap, "ns", "c", labelled, "db", 200, &err),
+	    -1);
+	ck_assert_str_eq(err, "ConfigMap ns/c: not within 200 ms: the predicate was false");
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(
+	    ck_envtest_get_eventually(c, &ck_type_namespace, NULL, "gone", NULL, NULL, 200, &err),
+	    -1);
+	ck_assert_msg(strncmp(err, "Namespace gone: not within 200 ms: ", 35) == 0 &&
+	                  strstr(err, "404") != NULL,
+	              "%s", err);
+	free(err);
+	ck_fake_env_free(env);
+	ck_fake_free(f);
+}
+END_TEST
+
 Suite *suite_envtest(void)
 {
 	Suite *s = suite_create("envtest");
@@ -602,6 +705,8 @@ Suite *suite_envtest(void)
 	tcase_add_test(tc, pki_and_kubeconfig);
 	tcase_add_test(tc, assets);
 	tcase_add_test(tc, conn_thread);
+	tcase_add_test(tc, eventually);
+	tcase_add_test(tc, get_eventually);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,71 @@ START_TEST(test_stop)
 }
 END_TEST
 
+static int body_ok(void *ud, char **err)
+{
+	usleep(100000);
+	return 0;
+}
+
+static int body_fails(void *ud, char **err)
+{
+	if (ud != NULL)
+		*err = ck_xstrdup(ud);
+	return 2;
+}
+
+static ck_manager_t *new_manager(void)
+{
+	int rc = 99;
+	char *argv[] = {
+	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	    NULL};
+	ck_manager_t *m = ck_manager_new(&(ck_manager_opts_t){.name = "mgr-test"}, 5, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+/* ck_manager_run_with: the body's return stops the manager (without the stop this
+ * test would hang until check's timeout); its failure comes back with its reason. */
+START_TEST(test_run_with)
+{
+	char *err = NULL;
+	ck_assert_int_eq(ck_manager_run_with(new_manager(), body_ok, NULL, &err), 0);
+	ck_assert_ptr_null(err);
+	ck_assert_int_eq(ck_manager_run_with(new_manager(), body_fails, "no Deployment", &err), 0);
+	ck_assert_str_eq(err, "no Deployment");
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(ck_manager_run_with(new_manager(), body_fails, NULL, &err), 0);
+	ck_assert_str_eq(err, "the test body failed (returned 2)");
+	free(err);
+}
+END_TEST
+
+/* A manager that ends on its own (here: a refused informer) waits for the body,
+ * and no stop is left pending for the next manager. */
+START_TEST(test_run_with_manager_ends_first)
+{
+	static const char *const other_fields[] = {"data"};
+	static const ck_type_t secrets_data_only = {.group = "",
+	                                            .version = "v1",
+	                                            .kind = "Secret",
+	                                            .resource = "secrets",
+	                                            .namespaced = true,
+	                                            .fields = other_fields,
+	                                            .nfields = 1};
+	ck_manager_t *m = new_manager();
+	ck_manager_informer(m, &ck_type_secret);
+	ck_manager_informer(m, &secrets_data_only);
+	char *err = NULL;
+	ck_assert_int_eq(ck_manager_run_with(m, body_ok, NULL, &err), 1);
+	ck_assert_ptr_null(err);
+	sigset_t pending;
+	ck_assert_int_eq(sigpending(&pending), 0);
+	ck_assert(!sigismember(&pending, SIGTERM));
+}
+END_TEST
+
 START_TEST(test_refused_informer_fails_run)
 {
 	static const char *const other_fields[] = {"data"};
@@ -416,6 +482,8 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_refused_informer_fails_run);
 	tcase_add_test(tc, test_reconcile_failed);
 	tcase_add_test(tc, test_stop);
+	tcase_add_test(tc, test_run_with);
+	tcase_add_test(tc, test_run_with_manager_ends_first);
 	tcase_add_test(tc, test_trace_key_flag);
 	tcase_add_test(tc, test_trace_key_through_the_workers);
 	suite_add_tcase(s, tc);
