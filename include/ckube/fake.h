@@ -65,7 +65,10 @@
  *     mountPath), every other list replaced whole;
  *   DELETE: an object with finalizers gets deletionTimestamp and
  *     deletionGracePeriodSeconds 0 and stays (MODIFIED) until an update or patch
- *     removes its last finalizer, then goes (DELETED); preconditions on uid and
+ *     removes its last finalizer, then goes (DELETED); while it is being deleted,
+ *     a write that adds a finalizer is refused with the server's 422 (Invalid,
+ *     metadata.finalizers: "Forbidden: no new finalizers can be added if the
+ *     object is being deleted, found new finalizers []string{...}"); preconditions on uid and
  *     resourceVersion (409 Conflict, worded as the server's registry words it);
  *     with opts.gc, deleting an owner deletes the objects whose ownerReferences
  *     name its uid, at once (propagationPolicy Background, the default) or not
@@ -76,8 +79,7 @@
  * (415), dryRun (400), propagationPolicy Foreground (400), resourceVersionMatch=Exact on a
  * resourceVersion other than the current one (400), and any other path than a resource URL (404).
  *
- * Not modelled, silently (documented simplifications): the refusal of a new
- * finalizer on an object being deleted, managedFields and conflicts
+ * Not modelled, silently (documented simplifications): managedFields and conflicts
  * between field managers (force is accepted and ignored; a field a manager stops
  * applying is not removed), defaulting, validation beyond the name, admission,
  * namespaces' existence and termination, the graceful deletion of pods, continue

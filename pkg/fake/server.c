@@ -596,6 +596,50 @@ static void delete_obj(ck_fake_t *f, fres_t *r, fobj_t *o, bool gc, fans_t *a)
 	free(now);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether new (being written over old, an object being deleted) adds finalizers
+ * old did not have: the server refuses that (ValidateObjectMetaUpdate), naming
+ * them sorted, as Go's %#v prints a set's list; so does this, answering into a. */
+static bool new_finalizers(fans_t *a, const fres_t *r, const char *name, const ck_json_t *oroot,
+                           const ck_json_t *nroot)
+{
+	const ck_json_t *of = ck_json_get(oroot, CK_PATH("metadata", "finalizers"));
+	const ck_json_t *nf = ck_json_get(nroot, CK_PATH("metadata", "finalizers"));
+	size_t n = 0;
+	const char **extra = ck_xcalloc(ck_json_len(nf) + 1, sizeof(*extra));
+	for (size_t i = 0; i < ck_json_len(nf); i++) {
+		const ck_json_t *v = ck_json_at(nf, i);
+		bool known = ck_json_str(v) == NULL;
+		for (size_t j = 0; j < ck_json_len(of) && !known; j++)
+			known = ck_json_equal(v, ck_json_at(of, j));
+		for (size_t j = 0; j < n && !known; j++)
+			known = strcmp(ck_json_str(v), extra[j]) == 0; /* a set: named once */
+		if (!known)
+			extra[n++] = ck_json_str(v);
+	}
+	if (n > 0) {
+		qsort(extra, n, sizeof(*extra), cmp_str);
+		ck_sbuf_t why = CK_SBUF_INIT;
+		ck_sbuf_puts(&why,
+		             "Forbidden: no new finalizers can be added if the object is being "
+		             "deleted, found new finalizers []string{");
+		for (size_t i = 0; i < n; i++) {
+			ck_sbuf_puts(&why, i ? ", " : "");
+			ck_sbuf_put_json_str(&why, extra[i]);
+		}
+		ck_sbuf_putc(&why, '}');
+		invalid(a, r->group, r->kind[0] ? r->kind : r->resource, name,
+		        "metadata.finalizers", "FieldValueForbidden", ck_sbuf_cstr(&why));
+		ck_sbuf_free(&why);
+	}
+	free(extra);
+	return n > 0;
+}
+
 /*
  * Stores body as the new state of old (which exists): what an UPDATE, a PATCH and
  * an apply all end in. sub is "status" or NULL.
@@ -634,6 +678,8 @@ static void write_object(ck_fake_t *f, fres_t *r, fobj_t *old, const ck_json_t *
 		answer_text(a, 200, old->json);
 		goto out;
 	}
+	if (deleted != NULL && new_finalizers(a, r, old->name, oroot, nroot))
+		goto out;
 	if (deleted != NULL && !has_finalizers(nroot)) {
 		remove_obj(f, r, old, nroot, true, a);
 		goto out;

@@ -237,6 +237,21 @@ START_TEST(test_same_answers)
 	BOTH("delete again", NULL, ck_client_delete_sync(c, &t_cm, ns, "applied", NULL, &r));
 	ck_assert_int_eq(last_fake.code, 404);
 
+	/* Held by a finalizer: no new one may be added while it is being deleted. */
+	BOTH("create held", NULL,
+	     ck_client_create_sync(c, &t_cm, ns,
+	                           "{\"metadata\":{\"name\":\"held\",\"finalizers\":[\"it/a\"]}}",
+	                           NULL, &r));
+	BOTH("delete held", NULL, ck_client_delete_sync(c, &t_cm, ns, "held", NULL, &r));
+	BOTH("add a finalizer while deleted", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "held", CK_PATCH_MERGE,
+	                          "{\"metadata\":{\"finalizers\":[\"it/a\",\"it/z\",\"it/b\"]}}",
+	                          NULL, &r));
+	ck_assert_int_eq(last_fake.code, 422);
+	BOTH("release held", NULL,
+	     ck_client_patch_sync(c, &t_cm, ns, "held", CK_PATCH_MERGE,
+	                          "{\"metadata\":{\"finalizers\":null}}", NULL, &r));
+
 	/* A selecting watch: an object leaving the selector is DELETED, one entering it
 	 * ADDED, a change outside it nothing. */
 	BOTH("labelled", NULL,

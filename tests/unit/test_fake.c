@@ -422,6 +422,17 @@ START_TEST(test_delete_finalizers)
 	ck_assert_ptr_nonnull(r.obj->deletion_timestamp);
 	ck_result_clear(&r);
 
+	/* No finalizer may be added while it is being deleted: the server's 422. */
+	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_MERGE,
+	                          "{\"metadata\":{\"finalizers\":[\"example.com/cleanup\","
+	                          "\"z/late\",\"a/late\",\"z/late\"]}}",
+	                          NULL, &r);
+	assert_status(&r, 422, "Invalid",
+	              "Widget.example.com \"w\" is invalid: metadata.finalizers: Forbidden: no "
+	              "new finalizers can be added if the object is being deleted, found new "
+	              "finalizers []string{\"a/late\", \"z/late\"}");
+	ck_result_clear(&r);
+
 	/* The controller removes its finalizer: the object goes. */
 	rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_MERGE,
 	                          "{\"metadata\":{\"finalizers\":null}}", NULL, &r);
