@@ -7,7 +7,7 @@
 # its own module; modules of one layer may not include each other):
 #
 #   base <- log, flag, flowcontrol <- meta, workqueue <- codec <- kinds, clientcmd
-#        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics, fake
+#        <- rest <- apply <- gen, controllerutil <- cache, record, leaderelection <- metrics, fake, sharding
 #        <- manager, envtest
 #
 # The places follow the real dependencies: flowcontrol (the token bucket) needs only
@@ -16,7 +16,8 @@
 # patches, and so do controllerutil's helpers (finalizers, owner references,
 # create-or-update, conditions, typed bodies); fake (the in-memory API server for
 # tests) serves a client through rest's transport hook and hands out cache's
-# informer factory; envtest, beside the manager, starts a test's real control plane
+# informer factory; sharding splits buckets among replicas on Leases held
+# through leader election's own core (pkg/leaderelection/le_internal.h); envtest, beside the manager, starts a test's real control plane
 # and talks to it through rest. cmd/, examples/ and tests/ sit above all of it and
 # are not checked.
 #
@@ -54,7 +55,7 @@ LAYERS=(
 	"apply"
 	"gen controllerutil"
 	"cache record leaderelection"
-	"metrics fake"
+	"metrics fake sharding"
 	"manager envtest"
 )
 
@@ -71,7 +72,7 @@ declare -A HEADER=(
 	[client]=rest [patch]=apply [gen]=gen
 	[controllerutil]=controllerutil [conditions]=controllerutil [applyconfig]=controllerutil
 	[cache]=cache [cache_fake]=cache [predicate]=cache [record]=record [leaderelection]=leaderelection
-	[metrics]=metrics [manager]=manager [fake]=fake [envtest]=envtest
+	[metrics]=metrics [sharding]=sharding [manager]=manager [fake]=fake [envtest]=envtest
 	[ckube]= [check]=
 )
 

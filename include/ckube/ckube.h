@@ -34,6 +34,7 @@
 #include <ckube/predicate.h>
 #include <ckube/record.h>
 #include <ckube/shard.h>
+#include <ckube/sharding.h>
 #include <ckube/workqueue.h>
 
 #endif

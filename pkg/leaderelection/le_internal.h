@@ -13,6 +13,7 @@
 
 #include <ckube/base.h>
 #include <ckube/leaderelection.h>
+#include <ckube/obj.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -72,6 +73,8 @@ struct le_lock {
  * coordination.k8s.io/v1 Lease ns/name, free with lock->ops->free().
  */
 le_lock_t *le_lock_lease_new(struct ck_client *c, const char *ns, const char *name);
+/* Borrows obj (a decoded ck_type_lease); replaces *out's content with its spec. */
+void le_record_from_lease(const ck_obj_t *obj, le_record_t *out);
 
 /* The elector's state and decisions; single-threaded (the elector's thread). */
 typedef struct le_core {
@@ -96,6 +99,10 @@ void le_core_init(le_core_t *c, const char *identity, uint64_t lease_ns, const c
                   le_lock_t *lock);
 void le_core_free(le_core_t *c);
 
+/* Borrows rec. Takes rec as observed at local time mono unless it equals the
+ * record already observed (only a change restarts validity): lets a caller that
+ * saw the record elsewhere (a LIST) seed the core without a GET of its own. */
+void le_core_observe_at(le_core_t *c, const le_record_t *rec, uint64_t mono);
 /* Whether the observed record names us as the holder (client-go's IsLeader). */
 bool le_core_is_leader(const le_core_t *c);
 /* Whether the observed record is still valid at local time now. */

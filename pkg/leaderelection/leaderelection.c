@@ -134,6 +134,15 @@ static void observe(le_core_t *c, const le_record_t *rec)
 	c->observed_mono = ck_clk_mono_ns(c->clock);
 }
 
+void le_core_observe_at(le_core_t *c, const le_record_t *rec, uint64_t mono)
+{
+	if (c->have_observed && le_record_equal(&c->observed, rec))
+		return;
+	le_record_copy(&c->observed, rec);
+	c->have_observed = true;
+	c->observed_mono = mono;
+}
+
 /* Our write of rec, sent at local time sent, succeeded. */
 static void observe_write(le_core_t *c, const le_record_t *rec, uint64_t sent)
 {

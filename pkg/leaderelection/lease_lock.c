@@ -38,13 +38,8 @@ static int lock_fail(const ck_result_t *res, const char *what, char **err)
 	return rc;
 }
 
-/* Reads the Lease's spec into *out and remembers its resourceVersion. */
-static void lock_take(lease_lock_t *l, const ck_obj_t *obj, le_record_t *out)
+void le_record_from_lease(const ck_obj_t *obj, le_record_t *out)
 {
-	free(l->rv);
-	l->rv = ck_xstrdup(obj->rv);
-	if (out == NULL)
-		return;
 	int32_t v;
 	const char *s;
 	le_record_clear(out);
@@ -64,6 +59,15 @@ static void lock_take(lease_lock_t *l, const ck_obj_t *obj, le_record_t *out)
 	}
 	if (ck_lease_transitions(obj, &v))
 		out->transitions = v;
+}
+
+/* Reads the Lease's spec into *out and remembers its resourceVersion. */
+static void lock_take(lease_lock_t *l, const ck_obj_t *obj, le_record_t *out)
+{
+	free(l->rv);
+	l->rv = ck_xstrdup(obj->rv);
+	if (out != NULL)
+		le_record_from_lease(obj, out);
 }
 
 /* "spec":{...}; absent times as null (a merge patch then removes them). */
