@@ -233,8 +233,11 @@ $(B)/asan/envtest-test: $(B)/asan/tests/envtest/envtest_test.o $(ASAN_OBJS)
 # The shard selectors against the server with and without ShardedListAndWatch.
 $(B)/asan/shard-test: $(B)/asan/tests/envtest/shard_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: deps $(B)/asan/envtest-test $(B)/asan/shard-test bin/ckube-envtest $(B)/asan/sample-controller
-	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SHARD_TEST=$(abspath $(B))/asan/shard-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
+# Replicas splitting buckets on Leases (<ckube/sharding.h>): join, stop, kill.
+$(B)/asan/sharding-test: $(B)/asan/tests/envtest/sharding_test.o $(ASAN_OBJS)
+	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+envtest-test: deps $(B)/asan/envtest-test $(B)/asan/shard-test $(B)/asan/sharding-test bin/ckube-envtest $(B)/asan/sample-controller
+	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SHARD_TEST=$(abspath $(B))/asan/shard-test SHARDING_TEST=$(abspath $(B))/asan/sharding-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
 		EXAMPLE_ENVTESTS="$(foreach e,$(EXAMPLE_ENVTESTS),$(e)=$(abspath $(B))/asan/examples-envtest/$(e))" \
 		bash tests/envtest/run.sh
 
@@ -254,7 +257,7 @@ re2-diff: deps $(B)/asan/re2-diff
 	ASAN_OPTIONS=detect_leaks=1 bash tests/re2/run.sh $(abspath $(B))/asan/re2-diff
 
 # Threaded modules again under ThreadSanitizer.
-TSAN_SUITES ?= workqueue record log metrics leaderelection client cache_store cache_informer cache_fifo gen fake envtest controller
+TSAN_SUITES ?= workqueue record log metrics leaderelection sharding client cache_store cache_informer cache_fifo gen fake envtest controller
 unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests

@@ -89,8 +89,8 @@ typedef struct ck_sharding_config {
 	 * Lease's name it is lowercased and every character but [a-z0-9.-] becomes
 	 * '-'; the Lease's holderIdentity keeps it as given. */
 	const char *identity;
-	uint32_t buckets;         /* 0 = CK_SHARDING_DEFAULT_BUCKETS */
-	ck_shard_field_t field;   /* what the buckets hash: namespace (default) or uid */
+	uint32_t buckets;           /* 0 = CK_SHARDING_DEFAULT_BUCKETS */
+	ck_shard_field_t field;     /* what the buckets hash: namespace (default) or uid */
 	uint32_t lease_duration_ms; /* 0 = leader election's defaults, same rules */
 	uint32_t renew_deadline_ms;
 	uint32_t retry_period_ms;

@@ -203,7 +203,8 @@ static char *name_part(const char *identity)
 		char ch = *q;
 		if (ch >= 'A' && ch <= 'Z')
 			ch = (char)(ch - 'A' + 'a');
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-'))
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+		      ch == '-'))
 			ch = '-';
 		*q = ch;
 	}
@@ -320,7 +321,7 @@ static void give_up(ck_sharding_t *s, uint32_t i, bool release, const char *why)
 		else
 			sh_logf(s, CK_LE_LOG_ERROR, "bucket %u (%s): %s", i, why, err);
 	} else {
-		sh_logf(s, CK_LE_LOG_WARNING, "lost bucket %u: %s", i, why);
+		sh_logf(s, CK_LE_LOG_WARNING, "gave bucket %u up without releasing it: %s", i, why);
 	}
 	free(err);
 }
@@ -395,7 +396,8 @@ static int observe_leases(ck_sharding_t *s, char **err)
 			const char *num = name + blen;
 			errno = 0;
 			unsigned long i = strtoul(num, &end, 10);
-			if (num[0] < '0' || num[0] > '9' || *end != '\0' || errno != 0 || i >= s->nb)
+			if (num[0] < '0' || num[0] > '9' || *end != '\0' || errno != 0 ||
+			    i >= s->nb)
 				continue; /* another bucket count's leftovers: not ours */
 			le_record_from_lease(items[k], &rec);
 			/* Our own writes are observed by the core itself. */
@@ -472,8 +474,7 @@ static void round_once(ck_sharding_t *s)
 	uint32_t held = 0, fair, rank, n;
 
 	/* 1. Our member Lease: lost or not, keep trying (it only counts us in). */
-	if (!le_core_try_acquire_or_renew(&s->mcore, now_ns(s) + s->renew_ns, &err) &&
-	    err != NULL)
+	if (!le_core_try_acquire_or_renew(&s->mcore, now_ns(s) + s->renew_ns, &err) && err != NULL)
 		sh_logf(s, CK_LE_LOG_WARNING, "member lease %s: %s", s->mlock->desc, err);
 	free(err);
 	err = NULL;
@@ -558,7 +559,8 @@ static void *sh_run(void *arg)
 
 	/* Stop: every bucket handed over (drained, then released), then the member. */
 	for (uint32_t i = 0; i < s->nb; i++)
-		give_up(s, i, s->cfg.release_on_stop, "stopping");
+		give_up(s, i, s->cfg.release_on_stop,
+		        s->cfg.release_on_stop ? "stopping" : "stopping, left to expire");
 	if (s->cfg.release_on_stop &&
 	    le_core_release(&s->mcore, now_ns(s) + s->renew_ns, &err) != 0)
 		sh_logf(s, CK_LE_LOG_ERROR, "%s", err);

@@ -19,6 +19,8 @@
 #                  pairs, from the Makefile), run in the example's directory
 #   shard          KEP-5866 shard selectors on a server with ShardedListAndWatch on
 #                  and off (tests/envtest/shard_test.c, $SHARD_TEST)
+#   sharding       three replicas splitting buckets on Leases: join, stop, kill
+#                  (tests/envtest/sharding_test.c, $SHARDING_TEST)
 #   command        ckube-envtest start prints `export KUBECONFIG=...` and returns with
 #                  the servers running; stop stops them and removes the files; its
 #                  errors exit 1 with one line and leave nothing behind
@@ -280,6 +282,14 @@ if [ -n "${SHARD_TEST:-}" ]; then
 		case_run "shard selectors, gate $gate" "$SHARD_TEST" "$gate" "$parent" deploy/crd.yaml
 		grep -E '^(configmaps|foos|gate|informer|[0-9]+ for)' "$work/out" | sed 's/^/        /'
 	done
+fi
+
+# ---- sharding (<ckube/sharding.h>): three replicas split 16 buckets on Leases;
+# join, stop (handover) and kill (expiry), with their times printed
+# (tests/envtest/sharding_test.c).
+if [ -n "${SHARDING_TEST:-}" ]; then
+	case_run "sharding: 3 replicas, join/stop/kill" "$SHARDING_TEST" "$parent"
+	grep -E '^(join|stop|kill|rejoin|overlap)' "$work/out" | sed 's/^/        /'
 fi
 
 echo "envtest: start (deploy/crd.yaml, until the CRD is served): ${times[*]}; stop: ${stops[*]}"

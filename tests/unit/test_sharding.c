@@ -57,7 +57,8 @@ static void on_acquire(void *ud, uint32_t b, ck_shard_range_t r)
 	pthread_mutex_lock(&m->o->mu);
 	if (m->o->holders[b] != 0) {
 		m->o->overlaps++;
-		fprintf(stderr, "sharding oracle: %s acquired bucket %u while %d others work on it\n",
+		fprintf(stderr,
+		        "sharding oracle: %s acquired bucket %u while %d others work on it\n",
 		        m->id, b, m->o->holders[b]);
 	}
 	m->o->holders[b]++;
@@ -166,8 +167,8 @@ static uint64_t wait_converged(world_t *w, uint32_t n, uint64_t limit_ms)
 {
 	uint64_t t0 = mono_ms();
 	while (!converged(w, n)) {
-		ck_assert_msg(mono_ms() - t0 < limit_ms, "not converged on %u members in %llu ms", n,
-		              (unsigned long long)limit_ms);
+		ck_assert_msg(mono_ms() - t0 < limit_ms, "not converged on %u members in %llu ms",
+		              n, (unsigned long long)limit_ms);
 		usleep(10 * 1000);
 	}
 	return mono_ms() - t0;
@@ -280,8 +281,8 @@ START_TEST(test_one_member_owns_all)
 	/* Released on stop: every Lease free. */
 	ck_json_doc_t *doc =
 	    ck_fake_get(w.fake, &ck_type_lease, "kube-system", "foo-controller-bucket-3");
-	ck_assert_str_eq(ck_json_str(ck_json_get(ck_json_root(doc), CK_PATH("spec", "holderIdentity"))),
-	                 "");
+	ck_assert_str_eq(
+	    ck_json_str(ck_json_get(ck_json_root(doc), CK_PATH("spec", "holderIdentity"))), "");
 	ck_json_doc_free(doc);
 	world_free(&w);
 }
