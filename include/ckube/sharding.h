@@ -33,13 +33,22 @@
  * of the bucket have finished and its cache is dropped, and only THEN releases the
  * Lease (holderIdentity "", leaseDurationSeconds 1, as leader election's release).
  * A new owner calls on_acquire only after its write of the Lease succeeded. On
- * stop, every bucket is handed over this way at once (released, not left to
- * expire), then the member Lease.
+ * stop, no bucket is owned any more at once; each is then drained and released
+ * (not left to expire), the Leases still to drain kept renewed meanwhile; then the
+ * member Lease. A rebalance likewise renews the rest between two drains.
+ *
+ * Membership decides balance only, never safety: a newcomer cannot tell a crashed
+ * replica's member Lease from a live one before it saw it unchanged for a lease
+ * duration, so joining within a lease duration of a crash balances one lease
+ * duration later.
  *
  * Safety: a key is never reconciled by two replicas at once, under leader
  * election's assumptions:
- *   (1) lease duration > renew deadline, and on_release returns within
- *       lease duration - renew deadline (the drain must fit in that margin);
+ *   (1) lease duration > renew deadline; on_release of a bucket handed over
+ *       returns within the renew deadline (the Lease, still held while it
+ *       drains, was renewed just before); on_release of a bucket LOST (not renewed
+ *       within the renew deadline) returns within lease duration - renew
+ *       deadline, the margin before another replica may take it;
  *   (2) clocks run at the same rate (skew of absolute time does not matter, only
  *       drift over one lease duration, which must stay below that margin);
  *   (3) a replica stops using a bucket it could not renew within the renew

@@ -460,26 +460,13 @@ static uint32_t my_rank(const ck_sharding_t *s)
 	return 0;
 }
 
-/* Our share: B / n, one more for the first B % n ranks. The shares add up to B
- * exactly, so once every member holds its own, no bucket is free and no member is
- * empty (ceil(B / n) for all would allow 4/4/4/4/0 of 16 on 5). */
-static uint32_t fair_share(uint32_t nb, uint32_t n, uint32_t rank)
+/* Renews every bucket we hold (owned, or being drained), gives up those we can no
+ * longer claim, and returns how many we still hold. Run every round and between
+ * two drains, so that a slow on_release never lets the other Leases lapse. */
+static uint32_t renew_held(ck_sharding_t *s)
 {
-	return nb / n + (rank < nb % n ? 1 : 0);
-}
-
-static void round_once(ck_sharding_t *s)
-{
+	uint32_t held = 0;
 	char *err = NULL;
-	uint32_t held = 0, fair, rank, n;
-
-	/* 1. Our member Lease: lost or not, keep trying (it only counts us in). */
-	if (!le_core_try_acquire_or_renew(&s->mcore, now_ns(s) + s->renew_ns, &err) && err != NULL)
-		sh_logf(s, CK_LE_LOG_WARNING, "member lease %s: %s", s->mlock->desc, err);
-	free(err);
-	err = NULL;
-
-	/* 2. Renew what we hold; give up what we can no longer claim. */
 	for (uint32_t i = 0; i < s->nb; i++) {
 		bucket_t *b = &s->b[i];
 		if (!b->held)
@@ -501,6 +488,30 @@ static void round_once(ck_sharding_t *s)
 		free(err);
 		err = NULL;
 	}
+	return held;
+}
+
+/* Our share: B / n, one more for the first B % n ranks. The shares add up to B
+ * exactly, so once every member holds its own, no bucket is free and no member is
+ * empty (ceil(B / n) for all would allow 4/4/4/4/0 of 16 on 5). */
+static uint32_t fair_share(uint32_t nb, uint32_t n, uint32_t rank)
+{
+	return nb / n + (rank < nb % n ? 1 : 0);
+}
+
+static void round_once(ck_sharding_t *s)
+{
+	char *err = NULL;
+	uint32_t held = 0, fair, rank, n;
+
+	/* 1. Our member Lease: lost or not, keep trying (it only counts us in). */
+	if (!le_core_try_acquire_or_renew(&s->mcore, now_ns(s) + s->renew_ns, &err) && err != NULL)
+		sh_logf(s, CK_LE_LOG_WARNING, "member lease %s: %s", s->mlock->desc, err);
+	free(err);
+	err = NULL;
+
+	/* 2. Renew what we hold; give up what we can no longer claim. */
+	held = renew_held(s);
 
 	/* 3. Who is alive, and our share. */
 	if (observe_leases(s, &err) != 0) {
@@ -520,7 +531,7 @@ static void round_once(ck_sharding_t *s)
 			if (!s->b[k].held || home != (pass == 1))
 				continue;
 			give_up(s, k, true, "rebalance");
-			held--;
+			held = renew_held(s);
 		}
 	}
 
@@ -557,10 +568,19 @@ static void *sh_run(void *arg)
 		round_once(s);
 	} while (!sh_wait(s, le_jitter(s->retry_ns, ck_rand_unit() * 0.2)));
 
-	/* Stop: every bucket handed over (drained, then released), then the member. */
+	/* Stop: no bucket is owned from here on (workers skip every key at once);
+	 * each is then drained and released, the others kept renewed meanwhile so
+	 * none lapses while drained; then the member. */
 	for (uint32_t i = 0; i < s->nb; i++)
+		atomic_store(&s->b[i].owned, false);
+	for (uint32_t i = 0; i < s->nb; i++) {
+		if (!s->b[i].held)
+			continue;
 		give_up(s, i, s->cfg.release_on_stop,
 		        s->cfg.release_on_stop ? "stopping" : "stopping, left to expire");
+		if (s->cfg.release_on_stop)
+			renew_held(s);
+	}
 	if (s->cfg.release_on_stop &&
 	    le_core_release(&s->mcore, now_ns(s) + s->renew_ns, &err) != 0)
 		sh_logf(s, CK_LE_LOG_ERROR, "%s", err);

@@ -34,7 +34,7 @@ typedef struct oracle {
 	int holders[NB];
 	int overlaps;
 	int acquires, releases;
-	uint32_t drain_ms;
+	_Atomic uint32_t drain_ms;
 } oracle_t;
 
 typedef struct member {
@@ -70,7 +70,7 @@ static void on_release(void *ud, uint32_t b)
 {
 	member_t *m = ud;
 	/* In-flight reconciles finishing: the new owner must not start meanwhile. */
-	usleep(m->o->drain_ms * 1000);
+	usleep(atomic_load(&m->o->drain_ms) * 1000);
 	pthread_mutex_lock(&m->o->mu);
 	m->o->holders[b]--;
 	m->o->releases++;
@@ -89,7 +89,7 @@ static void world_init(world_t *w)
 	char *err = NULL;
 	memset(w, 0, sizeof(*w));
 	pthread_mutex_init(&w->o.mu, NULL);
-	w->o.drain_ms = 50;
+	atomic_init(&w->o.drain_ms, 50);
 	w->fake = ck_fake_new(NULL);
 	ck_fake_register(w->fake, &ck_type_lease);
 	w->env = ck_fake_env_new(w->fake, NULL, &err);
@@ -378,6 +378,30 @@ START_TEST(test_rebalance_on_join)
 }
 END_TEST
 
+START_TEST(test_slow_drain_keeps_leases)
+{
+	world_t w;
+	world_init(&w);
+	join(&w, 0, true);
+	join(&w, 1, true);
+	wait_converged(&w, 2, 10000);
+
+	/* Draining 8 buckets for 400 ms each outlasts a lease (2 s): the Leases still
+	 * to drain must be renewed meanwhile, or replica-b takes them over while
+	 * replica-a still works on them. */
+	atomic_store(&w.o.drain_ms, 400);
+	uint64_t t0 = mono_ms();
+	leave(&w, 0);
+	printf("sharding: stop with 8 slow drains took %llu ms (lease %u ms)\n",
+	       (unsigned long long)(mono_ms() - t0), LEASE_MS);
+	ck_assert_uint_gt(mono_ms() - t0, LEASE_MS);
+	atomic_store(&w.o.drain_ms, 0);
+	wait_converged(&w, 1, 10000);
+	ck_assert_int_eq(overlaps(&w), 0);
+	world_free(&w);
+}
+END_TEST
+
 Suite *suite_sharding(void)
 {
 	Suite *s = suite_create("sharding");
@@ -391,6 +415,7 @@ Suite *suite_sharding(void)
 	tcase_add_test(tc, test_three_converge_then_stop_hands_over);
 	tcase_add_test(tc, test_crash_taken_after_expiry);
 	tcase_add_test(tc, test_rebalance_on_join);
+	tcase_add_test(tc, test_slow_drain_keeps_leases);
 	suite_add_tcase(s, tc);
 	return s;
 }
