@@ -302,6 +302,28 @@ START_TEST(test_three_converge_then_stop_hands_over)
 	for (int i = 0; i < 3; i++) {
 		ck_assert_uint_ge(ck_sharding_owned_count(w.m[i].s), 5);
 		ck_assert_uint_le(ck_sharding_owned_count(w.m[i].s), 6);
+		/* The selector of the owned buckets (adjacent ones merged) matches
+		 * exactly the hashes owned, at every bucket edge and in between. */
+		ck_shard_selector_t *sel = ck_sharding_selector(w.m[i].s);
+		ck_assert_ptr_nonnull(sel);
+		size_t nr;
+		ck_assert_uint_le(ck_shard_selector_ranges(sel, &nr) != NULL ? nr : 99, 6);
+		for (uint32_t b = 0; b < NB; b++) {
+			uint64_t h0 = (uint64_t)b << 60;
+			uint64_t hs[3] = {h0, h0 + (1ull << 59), h0 + ((1ull << 60) - 1)};
+			for (int k = 0; k < 3; k++)
+				ck_assert_int_eq(ck_shard_selector_match_hash(sel, hs[k]),
+				                 ck_sharding_owns_hash(w.m[i].s, hs[k]));
+		}
+		ck_shard_selector_free(sel);
+	}
+	/* A key's namespace picks its bucket: exactly one member owns it. */
+	const char *keys[] = {"team-a/foo", "team-b/foo", "app-1/x", "app-30/y", "node-1"};
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		int owners = 0;
+		for (int i = 0; i < 3; i++)
+			owners += ck_sharding_owns_key(w.m[i].s, keys[k]);
+		ck_assert_msg(owners == 1, "%s owned by %d members", keys[k], owners);
 	}
 
 	/* A stop hands over: the others take the buckets long before the Leases
