@@ -621,7 +621,7 @@ static void *second_signal_main(void *arg)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	int sig = 0;
-	if (sigwait(&set, &sig) == 0) {
+	if (sigwait(&set, &sig) == 0 && !atomic_load(&d->second_quit)) {
 		char msg[160];
 		int n = snprintf(msg, sizeof(msg), "%s: second signal, exiting\n", d->mo.name);
 		ssize_t w = write(2, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
@@ -1103,8 +1103,12 @@ int ck_manager_run(ck_manager_t *d)
 	ev_run(d->loop, 0);
 	pthread_join(d->control, NULL);
 	if (d->second_started) {
-		/* Its sigwait is a cancellation point. */
-		pthread_cancel(d->second);
+		/* Wake its sigwait with a signal sent to it alone, marked as ours. Not
+		 * pthread_cancel: glibc's cancellation unwinds through libgcc_s, which a
+		 * minimal image lacks ("libgcc_s.so.1 must be installed for pthread_cancel
+		 * to work", then SIGSEGV: exit 139 on the real node). */
+		atomic_store(&d->second_quit, true);
+		pthread_kill(d->second, SIGTERM);
 		pthread_join(d->second, NULL);
 	}
 	int result = d->exit_code;

@@ -79,6 +79,7 @@ struct ck_manager {
 	 * it never outlives the manager (and takes the next manager's stop for its own). */
 	pthread_t second;
 	bool second_started;
+	atomic_bool second_quit; /* ck_manager_run is returning: the SIGTERM it sends is its own */
 	ck_flagset_t *flags;
 	char *setup_err; /* the first refused informer: ck_manager_run fails with it */
 };

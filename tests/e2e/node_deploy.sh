@@ -52,6 +52,8 @@ leader_pod() {
 	[ -n "$h" ] && echo "${h%_*}"
 }
 has_leader() { [ -n "$(leader_pod)" ]; }
+# The Lease holder is one of the pods not being deleted.
+new_pod_leads() { local p; p=$(leader_pod) && sc_pods | grep -qx "$p"; }
 
 # The host PID of a pod's controller container, from containerd.
 container_pid() { # container_pid POD
@@ -387,8 +389,12 @@ t_node5_rolling_update() {
 	kubectl -n "$SC_NS" set image deploy/sample-controller "controller=${tag#docker.io/library/}" >/dev/null
 	kubectl -n "$SC_NS" rollout status deploy/sample-controller --timeout=240s >/dev/null ||
 		{ kill "$LEASE_PID"; wait "$LEASE_PID" 2>/dev/null; stop_follow; fail "rollout did not finish"; }
-	until_ok 60 has_leader || true
-	sleep 2
+	# The Lease may hop from old pod to old pod before it reaches a new one: the
+	# leader, stopped first, releases it; the old standby, still running, takes it;
+	# it releases in turn when the rollout stops it. rollout status does not wait for
+	# that (terminating pods no longer count in status.replicas), so wait for a new
+	# pod to lead (a fixed wait once caught the old standby still leading).
+	until_ok 90 new_pod_leads || true
 	kill "$LEASE_PID" 2>/dev/null || true
 	wait "$LEASE_PID" 2>/dev/null || true
 	stop_follow

@@ -62,6 +62,10 @@ t_symbols() {
 	nm -g --defined-only lib/libckube.a | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/ar.txt"
 	bad=$(grep -v '^ck_' "$tmp/ar.txt" || true)
 	[ -z "$bad" ] || { echo "global in libckube.a without the ck_ prefix:"; echo "$bad"; return 1; }
+	# No thread cancellation: glibc unwinds a cancelled thread through libgcc_s, which
+	# the release image does not carry; the daemon died of it (exit 139) on the node.
+	! nm -D --undefined-only "$so" | grep -qw pthread_cancel ||
+		{ echo "libckube calls pthread_cancel, which needs libgcc_s at run time"; return 1; }
 	local dyn
 	dyn=$(readelf -d "$so")
 	grep -q "SONAME.*\[libckube.so.$MAJOR\]" <<<"$dyn" || { echo "soname is not libckube.so.$MAJOR"; return 1; }
