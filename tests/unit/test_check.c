@@ -3,6 +3,7 @@
  * tests of its own (in the forked process check gives each of these tests) and
  * checks its exit code, the fixture, the timeout and CK_RUN_CASE.
  */
+#include <ckube/base.h>
 #include <ckube/check.h>
 
 #include <stdio.h>
@@ -46,10 +47,27 @@ START_TEST(inner_slow)
 END_TEST
 
 /* The inner runs fork, as a user's test runs by default, also when this runner does
- * not (CK_FORK=no, as make unit-tsan runs): the fixture and timeout depend on it. */
+ * not (CK_FORK=no, as make unit-tsan runs): the fixture and timeout depend on it.
+ * And they print nothing: their failures are on purpose, and in make test's log
+ * they read as real ones. The outer runner's own verbosity is put back after. */
+static char *outer_verbosity;
+
 static void fork_inner(void)
 {
 	setenv("CK_FORK", "yes", 1);
+	const char *v = getenv("CK_VERBOSITY");
+	outer_verbosity = v ? ck_xstrdup(v) : NULL;
+	setenv("CK_VERBOSITY", "silent", 1);
+}
+
+static void restore_verbosity(void)
+{
+	if (outer_verbosity != NULL)
+		setenv("CK_VERBOSITY", outer_verbosity, 1);
+	else
+		unsetenv("CK_VERBOSITY");
+	free(outer_verbosity);
+	outer_verbosity = NULL;
 }
 
 static size_t teardowns(void)
@@ -105,7 +123,7 @@ Suite *suite_check(void)
 	Suite *s = suite_create("check");
 	TCase *tc = tcase_create("runner");
 	tcase_set_timeout(tc, 30);
-	tcase_add_checked_fixture(tc, fork_inner, NULL);
+	tcase_add_checked_fixture(tc, fork_inner, restore_verbosity);
 	tcase_add_test(tc, runner_exit_code_and_fixture);
 	tcase_add_test(tc, runner_timeout);
 	tcase_add_test(tc, runner_honours_ck_run_case);
