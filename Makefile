@@ -288,10 +288,15 @@ EXAMPLE_TESTS := $(foreach d,$(patsubst %/,%,$(wildcard examples/*/)),\
 	$(if $(wildcard $(d)/$(notdir $(d))_test.c),$(notdir $(d))))
 $(foreach e,$(EXAMPLE_TESTS),$(eval $(B)/asan/examples-test/$(e): $(B)/asan/examples/$(e)/$(e)_test.o \
 	$(filter-out %/main.o,$(call example_objs,$(e)))))
-$(B)/asan/examples-test/%: $(ASAN_OBJS)
+# One link for both kinds of example test: its objects, the library's, the example's
+# generated kind and check.
+define link_example_test
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
 		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) $(CHECK_LIBS) -lm
+endef
+$(B)/asan/examples-test/%: $(ASAN_OBJS)
+	$(link_example_test)
 # An example's envtest-based test, examples/<name>/envtest_test.c, built the same
 # way; make envtest-test runs it (tests/envtest/run.sh), as an unprivileged user.
 EXAMPLE_ENVTESTS := $(patsubst examples/%/envtest_test.c,%,$(wildcard examples/*/envtest_test.c))
@@ -300,9 +305,7 @@ envtest-test: $(EXAMPLE_ENVTESTS:%=$(B)/asan/examples-envtest/%)
 $(foreach e,$(EXAMPLE_ENVTESTS),$(eval $(B)/asan/examples-envtest/$(e): $(B)/asan/examples/$(e)/envtest_test.o \
 	$(filter-out %/main.o,$(call example_objs,$(e)))))
 $(B)/asan/examples-envtest/%: $(ASAN_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) $(PKG_CFLAGS) -I$(B)/gen/examples/$* -o $@ $^ \
-		$(wildcard $(B)/gen/examples/$*/*/*.c) $(PKG_LIBS) $(CHECK_LIBS) -lm
+	$(link_example_test)
 examples-test: deps $(EXAMPLE_TESTS:%=$(B)/asan/examples-test/%)
 	@for e in $(EXAMPLE_TESTS); do \
 		(cd examples/$$e && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
