@@ -44,11 +44,11 @@ START_TEST(test_envtest)
 	char *err = NULL;
 	ck_envtest_t *env = ck_envtest_start(NULL, &err);
 	ck_assert_msg(env != NULL, "%s", err);
-	char *argv[] = {"configmap-hash", "--kubeconfig", (char *)ck_envtest_kubeconfig(env),
-	                "--metrics-bind-address=0", "--health-probe-bind-address=0"};
+	char *argv[] = {"configmap-hash", "--kubeconfig", (char *)ck_envtest_kubeconfig(env)};
 	int rc;
-	ck_manager_t *m =
-	    ck_manager_new(&(ck_manager_opts_t){.name = "configmap-hash"}, 5, argv, &rc);
+	ck_manager_t *m = ck_manager_new(
+	    &(ck_manager_opts_t){.name = "configmap-hash", .metrics_addr = "0", .probe_addr = "0"},
+	    3, argv, &rc);
 	ck_assert_msg(m != NULL, "manager: exit %d", rc);
 	configmap_hash_setup(&h, m);
 	ck_assert_int_eq(ck_manager_run_with(m, create_and_wait, env, &err), 0);

@@ -45,10 +45,11 @@ START_TEST(test_envtest)
 	ck_envtest_t *env =
 	    ck_envtest_start(&(ck_envtest_opts_t){.crd_paths = crds, .ncrd_paths = 1}, &err);
 	ck_assert_msg(env != NULL, "%s", err);
-	char *argv[] = {"greeting", "--kubeconfig", (char *)ck_envtest_kubeconfig(env),
-	                "--metrics-bind-address=0", "--health-probe-bind-address=0"};
+	char *argv[] = {"greeting", "--kubeconfig", (char *)ck_envtest_kubeconfig(env)};
 	int rc;
-	ck_manager_t *m = ck_manager_new(&(ck_manager_opts_t){.name = "greeting"}, 5, argv, &rc);
+	ck_manager_t *m = ck_manager_new(
+	    &(ck_manager_opts_t){.name = "greeting", .metrics_addr = "0", .probe_addr = "0"}, 3,
+	    argv, &rc);
 	ck_assert_msg(m != NULL, "manager: exit %d", rc);
 	static greeting_ctrl_t g;
 	greeting_setup(&g, m);

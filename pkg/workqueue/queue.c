@@ -563,11 +563,16 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 			pthread_cond_signal(&q->idle_cond);
 	}
 out:
-	pthread_mutex_unlock(&q->mu);
+	/* Under the lock, as ck_wq_add's: a zero delay queues the key at once, and a
+	 * worker's get must not log before this line. */
 	if (trace)
-		LOG_TRACE(key, "queue-add-after", CK_KV_STR("queue", q->name),
-		          CK_KV_INT("delayMs", delay_ns > 0 ? delay_ns / (int64_t)CK_NS_PER_MS : 0),
-		          CK_KV_STR("outcome", outcome));
+		ck_log_trace_emit(
+		    LOG_FILE_, __LINE__, "queue-add-after",
+		    (const ck_log_kv_t[]){
+		        CK_KV_STR("queue", q->name),
+		        CK_KV_INT("delayMs", delay_ns > 0 ? delay_ns / (int64_t)CK_NS_PER_MS : 0),
+		        CK_KV_STR("outcome", outcome), CK_LOG_KV_END_});
+	pthread_mutex_unlock(&q->mu);
 	return 0;
 }
 

@@ -41,6 +41,18 @@ static int try_new(char **argv, ck_manager_opts_t *mo)
 	return -1;
 }
 
+/* A manager from a minimal command line (no listeners); fails the test if refused. */
+static ck_manager_t *new_manager(void)
+{
+	int rc = 99;
+	char *argv[] = {
+	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	    NULL};
+	ck_manager_t *m = ck_manager_new(&(ck_manager_opts_t){.name = "mgr-test"}, 5, argv, &rc);
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
 START_TEST(test_help_version_and_usage_errors)
 {
 	ck_assert_int_eq(try_new((char *[]){"t", "--help", NULL}, NULL), 0);
@@ -174,13 +186,7 @@ static ck_obj_t *owned(const ck_type_t *t, const char *ns, const char *av, const
  * watches with predicates are registered (their filtering is test_predicate's). */
 START_TEST(test_enqueue_owner_type_and_watch_opts)
 {
-	ck_manager_opts_t mo = {.name = "mgr-test"};
-	int rc = 99;
-	char *argv[] = {
-	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	    NULL};
-	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
-	ck_assert_ptr_nonnull(m);
+	ck_manager_t *m = new_manager();
 	ck_controller_t *c = ck_manager_add_controller(m, "Deployments", NULL, NULL);
 	const ck_predicate_t *preds[] = {ck_predicate_generation_changed()};
 	ck_watch_opts_t wo = {.predicates = preds, .npredicates = 1};
@@ -255,13 +261,7 @@ static void *stop_soon(void *m)
 /* A manager stopped from one of the program's threads shuts down cleanly. */
 START_TEST(test_stop)
 {
-	ck_manager_opts_t mo = {.name = "mgr-test"};
-	int rc = 99;
-	char *argv[] = {
-	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	    NULL};
-	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
-	ck_assert_ptr_nonnull(m);
+	ck_manager_t *m = new_manager();
 	pthread_t t;
 	pthread_create(&t, NULL, stop_soon, m);
 	ck_assert_int_eq(ck_manager_run(m), 0); /* frees m */
@@ -280,17 +280,6 @@ static int body_fails(void *ud, char **err)
 	if (ud != NULL)
 		*err = ck_xstrdup(ud);
 	return 2;
-}
-
-static ck_manager_t *new_manager(void)
-{
-	int rc = 99;
-	char *argv[] = {
-	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	    NULL};
-	ck_manager_t *m = ck_manager_new(&(ck_manager_opts_t){.name = "mgr-test"}, 5, argv, &rc);
-	ck_assert_ptr_nonnull(m);
-	return m;
 }
 
 /* ck_manager_run_with: the body's return stops the manager (without the stop this
@@ -344,13 +333,7 @@ START_TEST(test_refused_informer_fails_run)
 	                                            .namespaced = true,
 	                                            .fields = other_fields,
 	                                            .nfields = 1};
-	ck_manager_opts_t mo = {.name = "mgr-test"};
-	int rc = 99;
-	char *argv[] = {
-	    "t", "--kubeconfig", KC, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-	    NULL};
-	ck_manager_t *m = ck_manager_new(&mo, 5, argv, &rc);
-	ck_assert_ptr_nonnull(m);
+	ck_manager_t *m = new_manager();
 	ck_assert_ptr_nonnull(ck_manager_informer(m, &ck_type_secret));
 	ck_cache_informer_t *inf = ck_manager_informer(m, &secrets_data_only);
 	ck_assert_ptr_null(inf);
