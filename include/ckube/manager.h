@@ -254,7 +254,8 @@ CKUBE_API void ck_manager_stop(ck_manager_t *m);
  * Takes m (as ck_manager_run); borrows body and ud. Returns m's exit code, after
  * both have ended. body returns 0, or nonzero with its reason in *err (a new
  * message); that reason reaches *body_err (free() it), or "the test body failed
- * (returned N)" when it left none; *body_err stays NULL when body returned 0.
+ * (returned N)" when it left none; *body_err is set to NULL first, and stays NULL
+ * when body returned 0.
  * When m ends first (a failed start), body is not interrupted: it should give up
  * on a timeout (ck_envtest_eventually). body runs with SIGINT/SIGTERM blocked, as
  * every thread of a manager; it should report failures through *err rather than

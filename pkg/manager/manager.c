@@ -432,11 +432,13 @@ int ck_manager_run_with(ck_manager_t *m, int (*body)(void *ud, char **err), void
 	run_with_t w = {.body = body, .ud = ud};
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_t t;
-	int rc = 1;
-	if (pthread_create(&t, NULL, run_with_main, &w) != 0) {
-		CK_LOG_ERROR("cannot start the thread of the test body", "Cannot start");
+	int rc = 1, err;
+	*body_err = NULL;
+	if ((err = pthread_create(&t, NULL, run_with_main, &w)) != 0) {
+		CK_LOG_ERROR(strerror(err), "Cannot start the thread of the test body");
 		ck_manager_free(m);
-		*body_err = ck_xstrdup("the test body did not run: cannot start its thread");
+		*body_err = ck_xasprintf("the test body did not run: cannot start its thread: %s",
+		                         strerror(err));
 		goto out;
 	}
 	rc = ck_manager_run(m);
