@@ -30,11 +30,9 @@ static int check_array(const ck_json_t *conds, char **err)
 	                  ck_json_type_name(t));
 }
 
-bool ck_conditions_find(const ck_json_t *conditions, const char *type, ck_condition_t *out)
+/* Reads element c into out; the strings are borrowed from c. */
+static void read_cond(const ck_json_t *c, ck_condition_t *out)
 {
-	const ck_json_t *c = find(conditions, type);
-	if (c == NULL)
-		return false;
 	memset(out, 0, sizeof(*out));
 	out->type = ck_json_str(ck_json_get(c, CK_PATH("type")));
 	out->status = ck_json_str(ck_json_get(c, CK_PATH("status")));
@@ -44,6 +42,14 @@ bool ck_conditions_find(const ck_json_t *conditions, const char *type, ck_condit
 	int64_t g = 0;
 	if (ck_json_get_int64(ck_json_get(c, CK_PATH("observedGeneration")), &g) == CK_JSON_OK)
 		out->observed_generation = g;
+}
+
+bool ck_conditions_find(const ck_json_t *conditions, const char *type, ck_condition_t *out)
+{
+	const ck_json_t *c = find(conditions, type);
+	if (c == NULL)
+		return false;
+	read_cond(c, out);
 	return true;
 }
 
@@ -131,16 +137,17 @@ int ck_conditions_set(const ck_json_t *conditions, const ck_condition_t *cond, c
 		                  cond->type, cond->status ? cond->status : "(null)");
 	if (check_array(conditions, err) < 0)
 		return -1;
-	ck_condition_t cur;
-	bool found = ck_conditions_find(conditions, cond->type, &cur);
-	bool transition = !found || !str_eq(cur.status, cond->status);
+	const ck_json_t *old = find(conditions, cond->type);
+	ck_condition_t cur = {0};
+	if (old != NULL)
+		read_cond(old, &cur);
+	bool transition = old == NULL || !str_eq(cur.status, cond->status);
 	bool differ = transition || !str_eq(cur.reason, cond->reason) ||
 	              !str_eq(cur.message, cond->message) ||
 	              cur.observed_generation != cond->observed_generation ||
 	              cur.last_transition_time == NULL;
 	if (changed != NULL)
 		*changed = differ;
-	const ck_json_t *old = find(conditions, cond->type);
 	ck_sbuf_putc(out, '[');
 	size_t n = 0;
 	for (size_t i = 0; i < ck_json_len(conditions); i++) {

@@ -12,7 +12,9 @@
 #include <ckube/client.h>
 #include <ckube/types.h>
 
+#include "it.h"
 #include <arpa/inet.h>
+
 #include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -110,30 +112,10 @@ static void it_fini(it_t *t)
 	ev_loop_destroy(t->loop);
 }
 
-typedef struct until {
-	ev_timer tick;
-	atomic_int *flag;
-} until_t;
-
-static void until_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	until_t *u = (until_t *)w;
-	if (atomic_load(u->flag))
-		ev_break(loop, EVBREAK_ONE);
-}
-
 /* Runs fn(t) on a worker thread while this thread runs the loop. */
 static void it_run(it_t *t, void *(*fn)(void *))
 {
-	pthread_t th;
-	atomic_store(&t->done, 0);
-	pthread_create(&th, NULL, fn, t);
-	until_t u = {.flag = &t->done};
-	ev_timer_init(&u.tick, until_cb, 0.01, 0.01);
-	ev_timer_start(t->loop, &u.tick);
-	ev_run(t->loop, 0);
-	ev_timer_stop(t->loop, &u.tick);
-	pthread_join(th, NULL);
+	it_loop_until(t->loop, &t->done, fn, t);
 }
 
 /* Worker side: waits up to 60 s for *v >= min. */

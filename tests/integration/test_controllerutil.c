@@ -39,6 +39,8 @@
 #include <ckube/patch.h>
 #include <ckube/types.h>
 
+#include "it.h"
+
 #include <check.h>
 #include <ev.h>
 #include <pthread.h>
@@ -90,30 +92,24 @@ static void it_fini(it_t *t)
 	ev_loop_destroy(t->loop);
 }
 
-typedef struct until {
-	ev_timer tick;
-	atomic_int *flag;
-} until_t;
-
-static void until_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	until_t *u = (until_t *)w;
-	if (atomic_load(u->flag))
-		ev_break(loop, EVBREAK_ONE);
-}
-
 /* Runs fn(t) on a worker thread while this thread runs the loop. */
 static void it_run(it_t *t, void *(*fn)(void *))
 {
-	pthread_t th;
-	atomic_store(&t->done, 0);
-	pthread_create(&th, NULL, fn, t);
-	until_t u = {.flag = &t->done};
-	ev_timer_init(&u.tick, until_cb, 0.01, 0.01);
-	ev_timer_start(t->loop, &u.tick);
-	ev_run(t->loop, 0);
-	ev_timer_stop(t->loop, &u.tick);
-	pthread_join(th, NULL);
+	it_loop_until(t->loop, &t->done, fn, t);
+}
+
+/* Runs fn on a fresh it_t when deploy/crd.yaml (the Foo CRD fn applies) is
+ * there; says so and passes when it is not. */
+static void it_run_crd(const char *test, void *(*fn)(void *))
+{
+	if (access("../../deploy/crd.yaml", R_OK) != 0) {
+		fprintf(stderr, "%s: deploy/crd.yaml missing, skipped\n", test);
+		return;
+	}
+	it_t t;
+	it_init(&t);
+	it_run(&t, fn);
+	it_fini(&t);
 }
 
 static void ns_create(it_t *t)
@@ -523,14 +519,7 @@ static void *status_main(void *arg)
 
 START_TEST(test_status_subresource)
 {
-	if (access("../../deploy/crd.yaml", R_OK) != 0) {
-		fprintf(stderr, "test_status_subresource: deploy/crd.yaml missing, skipped\n");
-		return;
-	}
-	it_t t;
-	it_init(&t);
-	it_run(&t, status_main);
-	it_fini(&t);
+	it_run_crd("test_status_subresource", status_main);
 }
 END_TEST
 
@@ -661,14 +650,7 @@ static void *owner_main(void *arg)
 
 START_TEST(test_owner_references)
 {
-	if (access("../../deploy/crd.yaml", R_OK) != 0) {
-		fprintf(stderr, "test_owner_references: deploy/crd.yaml missing, skipped\n");
-		return;
-	}
-	it_t t;
-	it_init(&t);
-	it_run(&t, owner_main);
-	it_fini(&t);
+	it_run_crd("test_owner_references", owner_main);
 }
 END_TEST
 
