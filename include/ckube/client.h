@@ -307,6 +307,10 @@ CKUBE_API int ck_client_update_status_sync(ck_client_t *c, const ck_type_t *t, c
 CKUBE_API int ck_client_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
                                    const char *name, ck_patch_type_t pt, const char *body,
                                    const ck_write_opts_t *o, ck_result_t *res);
+/* The same to the status subresource (.../status): the status alone changes. */
+CKUBE_API int ck_client_patch_status_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                          const char *name, ck_patch_type_t pt, const char *body,
+                                          const ck_write_opts_t *o, ck_result_t *res);
 /* o may be NULL (server defaults). The answer is not decoded (res->obj stays NULL). */
 CKUBE_API int ck_client_delete_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
                                     const char *name, const ck_delete_opts_t *o, ck_result_t *res);

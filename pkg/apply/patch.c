@@ -612,27 +612,13 @@ static int object_body(const ck_patch_t *body, const char *what, bool need_name,
 	return 0;
 }
 
-/* A PATCH of text to t/ns/name[/sub], as ck_client_patch_sync but for a subresource. */
+/* A PATCH of text to t/ns/name, or to its status subresource when sub is "status". */
 static int patch_sub(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
                      const char *sub, ck_patch_type_t pt, const char *text,
                      const ck_write_opts_t *o, ck_result_t *res)
 {
-	if (sub == NULL)
-		return ck_client_patch_sync(c, t, ns, name, pt, text, o, res);
-	char *q = ck_write_opts_query(o, pt == CK_PATCH_APPLY);
-	ck_req_spec_t spec = {.method = "PATCH",
-	                      .type = t,
-	                      .ns = ns,
-	                      .name = name,
-	                      .subresource = sub,
-	                      .query = q,
-	                      .content_type = ck_patch_content_type(pt),
-	                      .body = text,
-	                      .body_len = strlen(text),
-	                      .decode = CK_DEC_OBJECT};
-	int rc = ck_client_do_sync(c, &spec, res);
-	free(q);
-	return rc;
+	return sub == NULL ? ck_client_patch_sync(c, t, ns, name, pt, text, o, res)
+	                   : ck_client_patch_status_sync(c, t, ns, name, pt, text, o, res);
 }
 
 int ck_client_status_merge_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns,

@@ -265,6 +265,14 @@ int ck_client_patch_sync(ck_client_t *c, const ck_type_t *t, const char *ns, con
 	                  pt == CK_PATCH_APPLY, body, o, res);
 }
 
+int ck_client_patch_status_sync(ck_client_t *c, const ck_type_t *t, const char *ns,
+                                const char *name, ck_patch_type_t pt, const char *body,
+                                const ck_write_opts_t *o, ck_result_t *res)
+{
+	return write_sync(c, "PATCH", t, ns, name, "status", ck_patch_content_type(pt),
+	                  pt == CK_PATCH_APPLY, body, o, res);
+}
+
 int ck_client_delete_sync(ck_client_t *c, const ck_type_t *t, const char *ns, const char *name,
                           const ck_delete_opts_t *o, ck_result_t *res)
 {
