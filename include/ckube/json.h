@@ -200,9 +200,6 @@ CKUBE_API bool ck_json_equal(const ck_json_t *a, const ck_json_t *b);
  * or out is NULL.
  */
 CKUBE_API int ck_json_merge_patch(const ck_json_t *target, const ck_json_t *patch, ck_sbuf_t *out);
-/* true when merging patch into target (as ck_json_merge_patch) would leave it
- * ck_json_equal to what it was: nothing to write. Borrows both; patch NULL is true. */
-CKUBE_API bool ck_json_merge_patch_noop(const ck_json_t *target, const ck_json_t *patch);
 /*
  * Containment: true when whole already holds everything part says, where the
  * members whole has and part does not name are someone else's (the server's
@@ -211,8 +208,8 @@ CKUBE_API bool ck_json_merge_patch_noop(const ck_json_t *target, const ck_json_t
  * an array contains part's array when it has the same length and each element
  * contains part's element at the same index; any other value contains an equal
  * one (as ck_json_equal). So {"a":[{"b":1,"c":2}],"d":3} contains {"a":[{"b":1}]}
- * but not {"a":[{"b":1},{"b":2}]} nor {"a":[{"b":2}]}. Unlike
- * ck_json_merge_patch_noop, a list element with more members than part's (a
+ * but not {"a":[{"b":1},{"b":2}]} nor {"a":[{"b":2}]}. Unlike "merging part
+ * into whole changes nothing", a list element with more members than part's (a
  * container the server filled with imagePullPolicy, resources, ...) is
  * contained: what create-or-update needs to say "unchanged". Borrows both; part
  * NULL (absent) is contained only in an absent whole.

@@ -159,26 +159,6 @@ static void merge_into(const ck_json_t *target, const ck_json_t *patch, ck_sbuf_
 	ck_sbuf_putc(out, '}');
 }
 
-bool ck_json_merge_patch_noop(const ck_json_t *target, const ck_json_t *patch)
-{
-	if (patch == NULL)
-		return true;
-	if (ck_json_type(patch) != CK_JSON_OBJECT)
-		return ck_json_equal(target, patch);
-	if (ck_json_type(target) != CK_JSON_OBJECT)
-		return false; /* the result is an object, the target is not one */
-	for (size_t i = 0; i < ck_json_len(patch); i++) {
-		if (!member_counts(patch, i))
-			continue;
-		size_t klen;
-		const char *key = ck_json_key(patch, i, &klen);
-		const ck_json_t *pv = ck_json_at(patch, i), *tv = ck_json_member(target, key, klen);
-		if (ck_json_is_null(pv) ? tv != NULL : !ck_json_merge_patch_noop(tv, pv))
-			return false;
-	}
-	return true;
-}
-
 bool ck_json_contains(const ck_json_t *whole, const ck_json_t *part)
 {
 	switch (ck_json_type(part)) {
