@@ -76,6 +76,10 @@ CKUBE_API ck_shard_field_t ck_shard_selector_field(const ck_shard_selector_t *s)
 /* The ranges (borrowed, *n of them, in the order given). */
 CKUBE_API const ck_shard_range_t *ck_shard_selector_ranges(const ck_shard_selector_t *s, size_t *n);
 
+/* The hash the API server shards obj by on field: FNV-1a 64 of its namespace ("" when
+ * cluster-scoped) or uid. Borrows obj. */
+CKUBE_API uint64_t ck_shard_obj_hash(ck_shard_field_t field, const ck_obj_t *obj);
+
 /* True when hash h falls in one of s's ranges. */
 CKUBE_API bool ck_shard_selector_match_hash(const ck_shard_selector_t *s, uint64_t h);
 /* True when obj's namespace or uid (s's field) hashes into one of s's ranges: the

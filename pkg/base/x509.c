@@ -49,8 +49,10 @@ int ck_x509_key(char **key_pem, char **err)
 	return 0;
 }
 
-/* The subject alternative names of s; GnuTLS' error or 0. */
-static int set_sans(gnutls_x509_crt_t crt, const ck_x509_spec_t *s, const char **step)
+/* The subject alternative names of s; GnuTLS' error or 0. An address that is
+ * neither IPv4 nor IPv6 is left in *bad_ip, so that the error names it. */
+static int set_sans(gnutls_x509_crt_t crt, const ck_x509_spec_t *s, const char **step,
+                    const char **bad_ip)
 {
 	int rc = 0;
 	*step = "subject alternative names";
@@ -63,8 +65,10 @@ static int set_sans(gnutls_x509_crt_t crt, const ck_x509_spec_t *s, const char *
 		unsigned n = 4;
 		if (inet_pton(AF_INET, s->ips[i], a) != 1) {
 			n = 16;
-			if (inet_pton(AF_INET6, s->ips[i], a) != 1)
+			if (inet_pton(AF_INET6, s->ips[i], a) != 1) {
+				*bad_ip = s->ips[i];
 				return GNUTLS_E_INVALID_REQUEST;
+			}
 		}
 		rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_IPADDRESS, a, n,
 		                                          GNUTLS_FSAN_APPEND);
@@ -75,7 +79,7 @@ static int set_sans(gnutls_x509_crt_t crt, const ck_x509_spec_t *s, const char *
 int ck_x509_make(const ck_x509_spec_t *s, char **cert_pem, char **key_pem, char **err)
 {
 	int result = -1, rc;
-	const char *step = "generating the key";
+	const char *step = "generating the key", *bad_ip = NULL;
 	gnutls_x509_privkey_t key = NULL, ikey = NULL;
 	gnutls_x509_crt_t crt = NULL, icrt = NULL;
 	gnutls_datum_t cd = {NULL, 0};
@@ -118,7 +122,7 @@ int ck_x509_make(const ck_x509_spec_t *s, char **cert_pem, char **key_pem, char 
 	                                         (unsigned)strlen(s->org))) < 0) ||
 	    (rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, s->cn,
 	                                        (unsigned)strlen(s->cn))) < 0 ||
-	    (rc = set_sans(crt, s, &step)) < 0 ||
+	    (rc = set_sans(crt, s, &step, &bad_ip)) < 0 ||
 	    (step = "filling in the certificate", (rc = gnutls_x509_crt_set_key(crt, key)) < 0) ||
 	    (rc = gnutls_x509_crt_set_basic_constraints(crt, s->ca ? 1 : 0, -1)) < 0 ||
 	    (rc = gnutls_x509_crt_set_key_usage(crt, usage)) < 0 ||
@@ -138,7 +142,10 @@ int ck_x509_make(const ck_x509_spec_t *s, char **cert_pem, char **key_pem, char 
 	*cert_pem = ck_xstrndup((const char *)cd.data, cd.size);
 	result = 0;
 fail:
-	if (result != 0)
+	if (result != 0 && bad_ip != NULL)
+		ck_err_set(err, "certificate %s: %s: '%s' is not an IPv4 or IPv6 address", s->cn,
+		           step, bad_ip);
+	else if (result != 0)
 		ck_err_set(err, "certificate %s: %s: %s", s->cn, step, gnutls_strerror(rc));
 	gnutls_free(cd.data);
 	if (crt != NULL)

@@ -33,7 +33,8 @@ typedef struct ck_x509_spec {
 /*
  * Makes a new key and a certificate for it as s says. Borrows s. Returns 0 with new
  * PEM strings in *cert_pem and *key_pem (free the key with ck_secret_free), or -1
- * with *err ("<cn>: <step>: <GnuTLS message>").
+ * with *err ("<cn>: <step>: <GnuTLS message>", or naming an address in s->ips that
+ * is neither IPv4 nor IPv6).
  */
 int ck_x509_make(const ck_x509_spec_t *s, char **cert_pem, char **key_pem, char **err);
 

@@ -359,8 +359,13 @@ bool ck_shard_selector_match_hash(const ck_shard_selector_t *s, uint64_t h)
 	return false;
 }
 
+uint64_t ck_shard_obj_hash(ck_shard_field_t field, const ck_obj_t *obj)
+{
+	const char *v = field == CK_SHARD_UID ? obj->uid : obj->ns;
+	return ck_shard_hash(v, strlen(v));
+}
+
 bool ck_shard_selector_match(const ck_shard_selector_t *s, const ck_obj_t *obj)
 {
-	const char *v = s->field == CK_SHARD_UID ? obj->uid : obj->ns;
-	return ck_shard_selector_match_hash(s, ck_shard_hash(v, strlen(v)));
+	return ck_shard_selector_match_hash(s, ck_shard_obj_hash(s->field, obj));
 }

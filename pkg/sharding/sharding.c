@@ -142,8 +142,7 @@ bool ck_sharding_owns_obj(const ck_sharding_t *s, const ck_obj_t *obj)
 {
 	if (s == NULL || obj == NULL)
 		return false;
-	const char *f = s->cfg.field == CK_SHARD_UID ? obj->uid : obj->ns;
-	return ck_sharding_owns_hash(s, ck_shard_hash(f, strlen(f)));
+	return ck_sharding_owns_hash(s, ck_shard_obj_hash(s->cfg.field, obj));
 }
 
 bool ck_sharding_owns_key(const ck_sharding_t *s, const char *key)

@@ -48,17 +48,7 @@ static const ck_type_t t_foo = {.group = "samplecontroller.k8s.io",
                                 .fields = foo_fields,
                                 .nfields = 2};
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__);                               \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 /* Whether pid runs (a zombie waiting for its parent to reap it does not). */
 static int alive(int pid)

@@ -39,16 +39,7 @@ static const ck_type_t t_foo = {.group = "samplecontroller.k8s.io",
                                 .resource = "foos",
                                 .namespaced = true};
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 #define NNS 40
 static char nsname[NNS][16];

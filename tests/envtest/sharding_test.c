@@ -35,16 +35,7 @@
 #define NREP     4
 #define LEASE_MS 3000u
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                \
-			printf(__VA_ARGS__);                                                       \
-			printf("\n");                                                              \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 static pthread_mutex_t omu = PTHREAD_MUTEX_INITIALIZER;
 static int holders[NB], overlaps;

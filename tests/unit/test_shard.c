@@ -98,6 +98,19 @@ START_TEST(test_range_edges)
 }
 END_TEST
 
+/* The field picks the bytes hashed; a cluster-scoped object's namespace is "". */
+START_TEST(test_obj_hash)
+{
+	ck_obj_t *o = obj("team-a", "u1"), *c = obj("", "u2");
+	ck_assert_uint_eq(ck_shard_obj_hash(CK_SHARD_NAMESPACE, o), 0xde90a3717d1252d6ULL);
+	ck_assert_uint_eq(ck_shard_obj_hash(CK_SHARD_UID, o), h("u1"));
+	ck_assert_uint_eq(ck_shard_obj_hash(CK_SHARD_NAMESPACE, c), 0xcbf29ce484222325ULL);
+	ck_assert_uint_eq(ck_shard_obj_hash(CK_SHARD_UID, c), h("u2"));
+	ck_obj_unref(o);
+	ck_obj_unref(c);
+}
+END_TEST
+
 START_TEST(test_parse_format)
 {
 	char *err = NULL;
@@ -198,6 +211,7 @@ Suite *suite_shard(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_fnv_vectors);
 	tcase_add_test(tc, test_range_edges);
+	tcase_add_test(tc, test_obj_hash);
 	tcase_add_test(tc, test_parse_format);
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include <ckube/client.h>
 #include <ckube/fake.h>
 #include <ckube/json.h>
+#include <ckube/kinds.h>
 #include <ckube/sharding.h>
 #include <ckube/types.h>
 
@@ -317,12 +318,23 @@ START_TEST(test_three_converge_then_stop_hands_over)
 		}
 		ck_shard_selector_free(sel);
 	}
-	/* A key's namespace picks its bucket: exactly one member owns it. */
+	/* A key's namespace picks its bucket: exactly one member owns it, and the
+	 * same one owns the object (its namespace; "" when cluster-scoped). */
 	const char *keys[] = {"team-a/foo", "team-b/foo", "app-1/x", "app-30/y", "node-1"};
+	const char *nss[] = {"team-a", "team-b", "app-1", "app-30", ""};
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		int owners = 0;
-		for (int i = 0; i < 3; i++)
+		ck_obj_builder_t *ob = ck_obj_builder_new(&ck_type_configmap);
+		ck_obj_builder_set_meta(ob, "namespace", nss[k], strlen(nss[k]));
+		ck_obj_builder_set_meta(ob, "name", "x", 1);
+		ck_obj_t *o = ck_obj_builder_finish(ob);
+		ck_obj_builder_free(ob);
+		for (int i = 0; i < 3; i++) {
 			owners += ck_sharding_owns_key(w.m[i].s, keys[k]);
+			ck_assert_int_eq(ck_sharding_owns_obj(w.m[i].s, o),
+			                 ck_sharding_owns_key(w.m[i].s, keys[k]));
+		}
+		ck_obj_unref(o);
 		ck_assert_msg(owners == 1, "%s owned by %d members", keys[k], owners);
 	}
 
