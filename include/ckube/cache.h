@@ -433,8 +433,9 @@ CKUBE_API char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t
  * a built-in resource's list (metadata.shardInfo) but not in a custom resource's
  * (v1.37), and not at all in a streaming list, so the informer judges by what
  * arrives instead, the same way for every resource: any object outside the
- * selector that reaches it means the server did not filter (CLIENT); a first
- * list or streaming list that brought none means it did (SERVER). A server that
+ * selector that reaches it means the server did not filter (CLIENT); a list or
+ * streaming list that brought objects, none of them outside, means it did
+ * (SERVER); an empty one proves nothing and changes nothing. A server that
  * later stops filtering (restarted without the gate) turns it to CLIENT.
  */
 typedef enum ck_cache_shard_mode {

@@ -336,13 +336,15 @@ static bool shard_keep(cache_reflector_t *r, const ck_obj_t *obj)
 
 /* A complete list or streaming list: nothing outside the selector means the
  * server filtered. */
-static void shard_list_done(cache_reflector_t *r)
+static void shard_list_done(cache_reflector_t *r, size_t kept)
 {
 	if (r->o.shard == NULL)
 		return;
-	if (atomic_load(&r->n_shard_dropped) == r->list_shard_dropped)
+	/* An empty list proves nothing: a server that ignores the selector would have
+	 * sent the same nothing. */
+	if (kept > 0 && atomic_load(&r->n_shard_dropped) == r->list_shard_dropped)
 		set_shard_mode(r, CK_CACHE_SHARD_SERVER,
-		               "the list held no object outside the selector");
+		               "the list held objects, none outside the selector");
 }
 
 /* ---------------------------------------------------------------- list */
@@ -458,7 +460,7 @@ static void list_complete(cache_reflector_t *r, const char *rv)
 	atomic_store(&r->last_event_wall_ns, ck_clk_wall_ns(r->clk));
 	CK_LOG_V(3, "Listed", CK_KV_STR("resource", r->o.name), CK_KV_STR("resourceVersion", rv),
 	         CK_KV_UINT("objects", n));
-	shard_list_done(r);
+	shard_list_done(r, n);
 	recovered(r);
 	r->sink.replace(r->ud, items, n, r->last_rv);
 }

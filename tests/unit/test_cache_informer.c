@@ -274,6 +274,27 @@ START_TEST(test_shard_selector_server_side)
 }
 END_TEST
 
+/* An empty list says nothing about the server: the mode stays unknown until objects
+ * arrive (it once turned server-side on an empty list). */
+START_TEST(test_shard_selector_empty_list)
+{
+	ck_shard_selector_t *sel = only_ns_in();
+	ck_cache_informer_opts_t o = {.shard_selector = sel,
+	                              .streaming_list = CK_CACHE_STREAMING_OFF};
+	fx_t f;
+	fx_init(&f, &o);
+	ck_shard_selector_free(sel);
+	fx_start(&f);
+	respond_list(&f, NULL, 0, "10", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_str_eq(ck_cache_shard_mode_name(st.shard_mode), "unknown");
+	fx_free(&f);
+}
+END_TEST
+
 /* Without a selector nothing is sent and the mode is none. */
 START_TEST(test_shard_selector_none)
 {
@@ -2250,6 +2271,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(tc, test_shard_selector_client_side);
 	tcase_add_test(tc, test_shard_selector_server_side);
 	tcase_add_test(tc, test_shard_selector_none);
+	tcase_add_test(tc, test_shard_selector_empty_list);
 	tcase_add_test(tc, test_expired_continue_falls_back_to_full_list);
 	tcase_add_test(tc, test_list_gone_and_too_large_relist_from_empty_rv);
 	tcase_add_test(tc, test_relist_pages_only_where_the_server_pages);
