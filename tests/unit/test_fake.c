@@ -4,11 +4,13 @@
  */
 #include "api/samplecontroller/v1alpha1/foo.h"
 
+#include <ckube/config.h>
 #include <ckube/fake.h>
 #include <ckube/patch.h>
 #include <ckube/record.h>
 
 #include <check.h>
+#include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1125,6 +1127,107 @@ START_TEST(test_reactor_latency_and_subresource)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- the hook itself */
+
+/* A transport of the test's own, for the two endings the fake never sends: a
+ * connection reset (mode 0: the first attempt, then a complete answer) and a body
+ * before any status (mode 1). */
+typedef struct {
+	ev_timer t; /* first: the callback casts back */
+	ck_transport_attempt_t *a;
+	int starts, mode;
+	ck_client_t *c;
+	char *err;
+} hook_tp_t;
+
+static void hook_answer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	hook_tp_t *h = (hook_tp_t *)w;
+	ck_transport_attempt_t *a = h->a;
+	if (h->mode == 1) {
+		ck_assert_int_eq(ck_transport_body(a, "{}", 2), -1);
+		return;
+	}
+	if (h->starts == 1) {
+		ck_transport_end(a, "connection reset by the test");
+		return;
+	}
+	static const char cm[] = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+	                         "\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\"}}";
+	ck_transport_head(a, 200, -1);
+	if (ck_transport_body(a, cm, sizeof(cm) - 1) == 0)
+		ck_transport_end(a, NULL);
+}
+
+static int hook_start(void *ud, ck_transport_attempt_t *a, const ck_transport_req_t *req,
+                      char **err)
+{
+	hook_tp_t *h = ud;
+	h->a = a;
+	h->starts++;
+	ev_timer_start(ck_fake_env_loop(env), &h->t);
+	return 0;
+}
+
+static void hook_stop(void *ud, ck_transport_attempt_t *a)
+{
+	hook_tp_t *h = ud;
+	ev_timer_stop(ck_fake_env_loop(env), &h->t);
+	h->a = NULL;
+}
+
+static hook_tp_t hook;
+static const ck_transport_t hook_tp = {hook_start, hook_stop, &hook};
+
+static void hook_client_new(void *ud)
+{
+	static const char kc[] =
+	    "apiVersion: v1\nkind: Config\n"
+	    "clusters:\n- name: t\n  cluster:\n    server: http://hook.invalid\n"
+	    "users:\n- name: t\n  user: {}\n"
+	    "contexts:\n- name: t\n  context:\n    cluster: t\n    user: t\n"
+	    "current-context: t\n";
+	ck_config_t *cfg = ck_config_load_text(kc, sizeof(kc) - 1, "(hook)", NULL, &hook.err);
+	if (cfg != NULL)
+		hook.c =
+		    ck_client_new(ck_fake_env_loop(env), cfg,
+		                  &(ck_client_opts_t){.qps = -1, .transport = &hook_tp}, &hook.err);
+}
+
+static void hook_client_free(void *ud)
+{
+	ck_client_free(hook.c);
+}
+
+static void hook_get(int mode, ck_result_t *r)
+{
+	hook = (hook_tp_t){.mode = mode};
+	ev_timer_init(&hook.t, hook_answer, 0., 0.);
+	ck_fake_env_run(env, hook_client_new, NULL);
+	ck_assert_msg(hook.c != NULL, "%s", hook.err ? hook.err : "");
+	ck_client_get_sync(hook.c, &cm_type, "ns", "x", r);
+	ck_fake_env_run(env, hook_client_free, NULL);
+}
+
+START_TEST(test_hook_reset_and_early_body)
+{
+	/* A reset GET that delivered nothing is retried, as curl's would be. */
+	ck_result_t r = {0};
+	hook_get(0, &r);
+	ck_assert_msg(r.error == NULL, "%s", r.error);
+	ck_assert_int_eq(hook.starts, 2);
+	ck_assert_str_eq(r.obj->name, "x");
+	ck_result_clear(&r);
+
+	/* A body before its status fails the request, naming why. */
+	hook_get(1, &r);
+	ck_assert_int_eq(hook.starts, 1);
+	ck_assert_msg(r.error && strstr(r.error, "a body before its status"), "%s",
+	              r.error ? r.error : "(no error)");
+	ck_result_clear(&r);
+}
+END_TEST
+
 START_TEST(test_bad_paths)
 {
 	/* A request the fake cannot place: 404 that says so. */
@@ -1183,6 +1286,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);
 	tcase_add_test(tc, test_reactor_latency_and_subresource);
+	tcase_add_test(tc, test_hook_reset_and_early_body);
 	tcase_add_test(tc, test_bad_paths);
 	suite_add_tcase(s, tc);
 	TCase *tg = tcase_create("gc");
