@@ -4,11 +4,13 @@
  */
 #include "api/samplecontroller/v1alpha1/foo.h"
 
+#include <ckube/config.h>
 #include <ckube/fake.h>
 #include <ckube/patch.h>
 #include <ckube/record.h>
 
 #include <check.h>
+#include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,14 @@ static char *stored(const ck_type_t *t, const char *ns, const char *name, const 
 	      : NULL;
 	ck_json_doc_free(d);
 	return s;
+}
+
+/* Stores json as ck_fake_add does; a refusal fails the test with its reason. */
+static void add(const ck_type_t *t, const char *json)
+{
+	char *err = NULL;
+	int rc = ck_fake_add(fake, t, json, &err);
+	ck_assert_msg(rc == 0, "ck_fake_add: %s", err ? err : "(no reason)");
 }
 
 static void assert_status(const ck_result_t *r, int code, const char *reason, const char *msg)
@@ -181,12 +191,8 @@ END_TEST
 
 START_TEST(test_update_conflict_generation)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
-	                             "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},"
-	                             "\"spec\":{\"size\":1},\"status\":{\"ready\":false}}",
-	                             &err),
-	                 0);
+	add(&widget_type, "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},"
+	                  "\"spec\":{\"size\":1},\"status\":{\"ready\":false}}");
 	ck_result_t r = {0};
 	/* A stale resourceVersion: 409 Conflict, worded as the server. */
 	int rc = ck_client_update_sync(
@@ -257,9 +263,7 @@ START_TEST(test_update_conflict_generation)
 	                           "{\"metadata\":{\"name\":\"nope\"}}", NULL, &r);
 	assert_status(&r, 404, "NotFound", "widgets.example.com \"nope\" not found");
 	ck_result_clear(&r);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}");
 	rc = ck_client_update_status_sync(cl, &cm_type, "ns", "c",
 	                                  "{\"metadata\":{\"name\":\"c\"}}", NULL, &r);
 	ck_assert_int_eq(rc, -1);
@@ -278,12 +282,8 @@ END_TEST
 
 START_TEST(test_patch_merge_and_unmodelled)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
-	                             "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},"
-	                             "\"spec\":{\"a\":1,\"b\":2}}",
-	                             &err),
-	                 0);
+	add(&widget_type, "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"},"
+	                  "\"spec\":{\"a\":1,\"b\":2}}");
 	ck_result_t r = {0};
 	int rc = ck_client_patch_sync(cl, &widget_type, "ns", "w", CK_PATCH_MERGE,
 	                              "{\"spec\":{\"b\":null,\"c\":3}}", NULL, &r);
@@ -399,12 +399,8 @@ END_TEST
 
 START_TEST(test_delete_finalizers)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
-	                             "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\","
-	                             "\"finalizers\":[\"example.com/cleanup\"]},\"spec\":{}}",
-	                             &err),
-	                 0);
+	add(&widget_type, "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\","
+	                  "\"finalizers\":[\"example.com/cleanup\"]},\"spec\":{}}");
 	ck_result_t r = {0};
 	int rc = ck_client_delete_sync(cl, &widget_type, "ns", "w", NULL, &r);
 	ck_assert_msg(rc == 0, "%s", r.error ? r.error : "");
@@ -449,10 +445,7 @@ END_TEST
 
 START_TEST(test_delete_preconditions)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"}}");
 	ck_result_t r = {0};
 	int rc = ck_client_delete_sync(
 	    cl, &cm_type, "ns", "c",
@@ -486,10 +479,7 @@ static void setup_gc(void)
 
 START_TEST(test_owner_gc)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
-	                             "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&widget_type, "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"}}");
 	ck_json_doc_t *d = ck_fake_get(fake, &widget_type, "ns", "w");
 	const char *uid = ck_json_str(ck_json_get(ck_json_root(d), CK_PATH("metadata", "uid")));
 	char *dep = ck_xasprintf(
@@ -498,12 +488,9 @@ START_TEST(test_owner_gc)
 	    "\"uid\":\"%s\",\"controller\":true}]}}",
 	    uid);
 	ck_json_doc_free(d);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type, dep, &err), 0);
+	add(&cm_type, dep);
 	free(dep);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"free\",\"namespace\":\"ns\"}}",
-	                             &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"free\",\"namespace\":\"ns\"}}");
 	ck_result_t r = {0};
 	/* Foreground is refused (not modelled); Orphan keeps the dependents. */
 	ck_assert_int_eq(
@@ -514,9 +501,7 @@ START_TEST(test_owner_gc)
 	    -1);
 	assert_status(&r, 400, "BadRequest", "propagationPolicy Foreground is not modelled");
 	ck_result_clear(&r);
-	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
-	                             "{\"metadata\":{\"name\":\"w2\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&widget_type, "{\"metadata\":{\"name\":\"w2\",\"namespace\":\"ns\"}}");
 	d = ck_fake_get(fake, &widget_type, "ns", "w2");
 	uid = ck_json_str(ck_json_get(ck_json_root(d), CK_PATH("metadata", "uid")));
 	dep = ck_xasprintf(
@@ -525,7 +510,7 @@ START_TEST(test_owner_gc)
 	    "\"uid\":\"%s\"}]}}",
 	    uid);
 	ck_json_doc_free(d);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type, dep, &err), 0);
+	add(&cm_type, dep);
 	free(dep);
 	ck_assert_int_eq(ck_client_delete_sync(cl, &widget_type, "ns", "w2",
 	                                       &(ck_delete_opts_t){.propagation_policy = "Orphan",
@@ -550,7 +535,6 @@ END_TEST
 
 START_TEST(test_list_selectors_pages)
 {
-	char *err = NULL;
 	const char *objs[] = {
 	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"n1\",\"labels\":{\"app\":\"x\",\"tier\":"
 	    "\"web\"}}}",
@@ -559,7 +543,7 @@ START_TEST(test_list_selectors_pages)
 	    "{\"metadata\":{\"name\":\"d\",\"namespace\":\"n2\"}}",
 	};
 	for (size_t i = 0; i < 4; i++)
-		ck_assert_msg(ck_fake_add(fake, &cm_type, objs[i], &err) == 0, "%s", err);
+		add(&cm_type, objs[i]);
 	struct {
 		const char *ns, *label, *field;
 		const char *want;
@@ -665,22 +649,15 @@ static int watch(const ck_list_opts_t *o, events_t *e, ck_result_t *r)
 START_TEST(test_watch_from_rv_and_bookmarks)
 {
 	char *err = NULL;
-	ck_assert_int_eq(
-	    ck_fake_add(
-	        fake, &cm_type,
-	        "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"labels\":{\"l\":\"1\"}}}",
-	        &err),
-	    0);
+	add(&cm_type,
+	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"labels\":{\"l\":\"1\"}}}");
 	ck_assert_msg(
 	    ck_fake_put(fake, &cm_type,
 	                "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{}}",
 	                &err) == 0,
 	    "%s", err);
 	ck_assert_int_eq(ck_fake_delete(fake, &cm_type, "ns", "a", &err), 0);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"b\",\"namespace\":\"other\"}}",
-	                             &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"other\"}}");
 	events_t e = {0};
 	ck_result_t r = {0};
 	/* From 0: an ADDED per object of ns now (none: a went, b is other's). */
@@ -736,12 +713,8 @@ END_TEST
 /* The watch's view of a deletion held by a finalizer. */
 START_TEST(test_finalizer_events)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"f\",\"namespace\":\"ns\","
-	                             "\"finalizers\":[\"x/y\"]}}",
-	                             &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"f\",\"namespace\":\"ns\","
+	              "\"finalizers\":[\"x/y\"]}}");
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_delete_sync(cl, &cm_type, "ns", "f", NULL, &r), 0);
 	ck_result_clear(&r);
@@ -768,12 +741,11 @@ static void setup_short_history(void)
 
 START_TEST(test_watch_too_old)
 {
-	char *err = NULL;
 	for (int i = 0; i < 4; i++) {
 		char body[128];
 		snprintf(body, sizeof(body),
 		         "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
-		ck_assert_int_eq(ck_fake_add(fake, &cm_type, body, &err), 0);
+		add(&cm_type, body);
 	}
 	events_t e = {0};
 	ck_result_t r = {0};
@@ -828,9 +800,7 @@ static void read_counts(void *ud)
 START_TEST(test_informer_fed_by_fake)
 {
 	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}");
 	ck_cache_informer_t *inf = ck_fake_env_informer(env, &cm_type, &err);
 	ck_assert_msg(inf != NULL, "%s", err ? err : "");
 	counts_t c[2] = {{0}};
@@ -842,9 +812,7 @@ START_TEST(test_informer_fed_by_fake)
 	ck_obj_unref(o);
 
 	/* Changes from the test's thread and through the client. */
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"}}");
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_patch_sync(cl, &cm_type, "ns", "a", CK_PATCH_MERGE,
 	                                      "{\"data\":{\"k\":\"v\"}}", NULL, &r),
@@ -890,12 +858,11 @@ static void listing_free(void *ud)
 
 START_TEST(test_informer_list_then_watch)
 {
-	char *err = NULL;
 	for (int i = 0; i < 3; i++) {
 		char body[128];
 		snprintf(body, sizeof(body),
 		         "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
-		ck_assert_int_eq(ck_fake_add(fake, &cm_type, body, &err), 0);
+		add(&cm_type, body);
 	}
 	listing_t l = {.env = env};
 	ck_fake_env_run(env, listing_new, &l);
@@ -903,9 +870,7 @@ START_TEST(test_informer_list_then_watch)
 	ck_assert_msg(ck_cache_informer_wait_synced(l.inf, 5000, &reason) == 0, "%s", reason);
 	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(l.inf)), 3);
 	ck_assert_uint_ge(ck_fake_count(fake, "list", "configmaps"), 1);
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}");
 	ck_obj_t *o = NULL;
 	for (int i = 0; i < 5000 && o == NULL; i++) {
 		o = ck_cache_lister_get(ck_cache_informer_lister(l.inf), "ns", "d");
@@ -985,12 +950,11 @@ static void cw_read(void *ud)
 
 START_TEST(test_cancel_inside_callback)
 {
-	char *err = NULL;
 	for (int i = 0; i < 3; i++) {
 		char body[128];
 		snprintf(body, sizeof(body),
 		         "{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"ns\"}}", i);
-		ck_assert_int_eq(ck_fake_add(fake, &cm_type, body, &err), 0);
+		add(&cm_type, body);
 	}
 	cancel_watch_t cw[2] = {{0}};
 	ck_fake_env_run(env, cw_start, &cw[0]);
@@ -1002,9 +966,7 @@ START_TEST(test_cancel_inside_callback)
 			break;
 		nanosleep(&(struct timespec){0, 2000000}, NULL);
 	}
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}");
 	nanosleep(&(struct timespec){0, 20000000}, NULL);
 	ck_fake_env_run(env, cw_read, cw);
 	ck_assert_int_eq(cw[1].events, 1);
@@ -1018,9 +980,7 @@ END_TEST
 START_TEST(test_recorder_on_fake)
 {
 	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}");
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_get_sync(cl, &cm_type, "ns", "a", &r), 0);
 	ck_record_t *rec = ck_record_new(cl, &(ck_record_opts_t){.component = "test"}, &err);
@@ -1048,9 +1008,7 @@ static void slow_events(void *ud, const ck_fake_action_t *act, ck_fake_answer_t 
 START_TEST(test_env_recorder)
 {
 	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}");
 	ck_result_t r = {0};
 	ck_assert_int_eq(ck_client_get_sync(cl, &cm_type, "ns", "a", &r), 0);
 	ck_record_t *rec = ck_fake_env_recorder(env, &err);
@@ -1086,10 +1044,7 @@ static void fail_no_retry_after(void *ud, const ck_fake_action_t *act, ck_fake_a
 
 START_TEST(test_reactor_500_retry)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &cm_type,
-	                             "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&cm_type, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"}}");
 	int n = 0;
 	ck_fake_prepend_reactor(fake, "get", "configmaps", fail_once, &n);
 	ck_result_t r = {0};
@@ -1137,10 +1092,7 @@ static int64_t ms_now(void)
 
 START_TEST(test_reactor_latency_and_subresource)
 {
-	char *err = NULL;
-	ck_assert_int_eq(ck_fake_add(fake, &widget_type,
-	                             "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"}}", &err),
-	                 0);
+	add(&widget_type, "{\"metadata\":{\"name\":\"w\",\"namespace\":\"ns\"}}");
 	ck_fake_prepend_reactor(fake, "get", NULL, slow, NULL);
 	ck_result_t r = {0};
 	int64_t t0 = ms_now();
@@ -1172,6 +1124,107 @@ START_TEST(test_reactor_latency_and_subresource)
 	ck_result_clear(&r);
 	ck_assert_uint_eq(ck_fake_count(fake, "update", "widgets"), 2);
 	ck_assert_uint_eq(ck_fake_count(fake, "update", "widgets/status"), 1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the hook itself */
+
+/* A transport of the test's own, for the two endings the fake never sends: a
+ * connection reset (mode 0: the first attempt, then a complete answer) and a body
+ * before any status (mode 1). */
+typedef struct {
+	ev_timer t; /* first: the callback casts back */
+	ck_transport_attempt_t *a;
+	int starts, mode;
+	ck_client_t *c;
+	char *err;
+} hook_tp_t;
+
+static void hook_answer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	hook_tp_t *h = (hook_tp_t *)w;
+	ck_transport_attempt_t *a = h->a;
+	if (h->mode == 1) {
+		ck_assert_int_eq(ck_transport_body(a, "{}", 2), -1);
+		return;
+	}
+	if (h->starts == 1) {
+		ck_transport_end(a, "connection reset by the test");
+		return;
+	}
+	static const char cm[] = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+	                         "\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\"}}";
+	ck_transport_head(a, 200, -1);
+	if (ck_transport_body(a, cm, sizeof(cm) - 1) == 0)
+		ck_transport_end(a, NULL);
+}
+
+static int hook_start(void *ud, ck_transport_attempt_t *a, const ck_transport_req_t *req,
+                      char **err)
+{
+	hook_tp_t *h = ud;
+	h->a = a;
+	h->starts++;
+	ev_timer_start(ck_fake_env_loop(env), &h->t);
+	return 0;
+}
+
+static void hook_stop(void *ud, ck_transport_attempt_t *a)
+{
+	hook_tp_t *h = ud;
+	ev_timer_stop(ck_fake_env_loop(env), &h->t);
+	h->a = NULL;
+}
+
+static hook_tp_t hook;
+static const ck_transport_t hook_tp = {hook_start, hook_stop, &hook};
+
+static void hook_client_new(void *ud)
+{
+	static const char kc[] =
+	    "apiVersion: v1\nkind: Config\n"
+	    "clusters:\n- name: t\n  cluster:\n    server: http://hook.invalid\n"
+	    "users:\n- name: t\n  user: {}\n"
+	    "contexts:\n- name: t\n  context:\n    cluster: t\n    user: t\n"
+	    "current-context: t\n";
+	ck_config_t *cfg = ck_config_load_text(kc, sizeof(kc) - 1, "(hook)", NULL, &hook.err);
+	if (cfg != NULL)
+		hook.c =
+		    ck_client_new(ck_fake_env_loop(env), cfg,
+		                  &(ck_client_opts_t){.qps = -1, .transport = &hook_tp}, &hook.err);
+}
+
+static void hook_client_free(void *ud)
+{
+	ck_client_free(hook.c);
+}
+
+static void hook_get(int mode, ck_result_t *r)
+{
+	hook = (hook_tp_t){.mode = mode};
+	ev_timer_init(&hook.t, hook_answer, 0., 0.);
+	ck_fake_env_run(env, hook_client_new, NULL);
+	ck_assert_msg(hook.c != NULL, "%s", hook.err ? hook.err : "");
+	ck_client_get_sync(hook.c, &cm_type, "ns", "x", r);
+	ck_fake_env_run(env, hook_client_free, NULL);
+}
+
+START_TEST(test_hook_reset_and_early_body)
+{
+	/* A reset GET that delivered nothing is retried, as curl's would be. */
+	ck_result_t r = {0};
+	hook_get(0, &r);
+	ck_assert_msg(r.error == NULL, "%s", r.error);
+	ck_assert_int_eq(hook.starts, 2);
+	ck_assert_str_eq(r.obj->name, "x");
+	ck_result_clear(&r);
+
+	/* A body before its status fails the request, naming why. */
+	hook_get(1, &r);
+	ck_assert_int_eq(hook.starts, 1);
+	ck_assert_msg(r.error && strstr(r.error, "a body before its status"), "%s",
+	              r.error ? r.error : "(no error)");
+	ck_result_clear(&r);
 }
 END_TEST
 
@@ -1233,6 +1286,7 @@ Suite *suite_fake(void)
 	tcase_add_test(tc, test_informer_list_then_watch);
 	tcase_add_test(tc, test_reactor_500_retry);
 	tcase_add_test(tc, test_reactor_latency_and_subresource);
+	tcase_add_test(tc, test_hook_reset_and_early_body);
 	tcase_add_test(tc, test_bad_paths);
 	suite_add_tcase(s, tc);
 	TCase *tg = tcase_create("gc");
