@@ -323,6 +323,18 @@ typedef struct ck_cache_informer_opts {
 	 * shard_mode, logged once. NULL = no sharding.
 	 */
 	const ck_shard_selector_t *shard_selector;
+	/*
+	 * Parts (the manager's sharding, <ckube/sharding.h>), instead of one fixed
+	 * selector: the informer starts caching nothing, and each range given to
+	 * ck_cache_informer_add_part() is listed and watched on its own (its own
+	 * shardSelector and client-side check), so adding or removing a part leaves the
+	 * other parts' watches and objects alone. shard_field is what the ranges hash.
+	 * Such an informer counts as synced once started; whether a part's first list
+	 * reached the store and the handlers is ck_cache_informer_part_synced(). No
+	 * consistency check. Its last sync resourceVersion is its first part's.
+	 */
+	bool shard_parts;
+	ck_shard_field_t shard_field;
 } ck_cache_informer_opts_t;
 
 /*
@@ -426,6 +438,27 @@ CKUBE_API const char *ck_cache_informer_name(const ck_cache_informer_t *inf);
  * the first list completed). Returns a new string, free with free(). Any thread.
  */
 CKUBE_API char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t *inf);
+
+/*
+ * Starts caching part id (the caller's number, unique among the informer's parts) of
+ * an informer made with opts.shard_parts: the objects whose shard field hashes into
+ * range, listed and watched on their own. Returns 0, or -1 with *err (not a parted
+ * informer, id already a part, empty range, shut down, or called from a handler).
+ * Loop thread.
+ */
+CKUBE_API int ck_cache_informer_add_part(ck_cache_informer_t *inf, uint32_t id,
+                                         ck_shard_range_t range, char **err);
+/*
+ * Stops part id's watch and drops its objects from the store WITHOUT telling the
+ * handlers: nothing was deleted, the range is simply no longer this cache's (a
+ * handler that keeps its own state per object must not expect a delete). Its
+ * deltas still queued are dropped. Unknown id: a no-op. Loop thread, not from a
+ * handler.
+ */
+CKUBE_API void ck_cache_informer_remove_part(ck_cache_informer_t *inf, uint32_t id);
+/* Whether part id's first list is in the store and was told to the handlers (false
+ * for an unknown id). Any thread. */
+CKUBE_API bool ck_cache_informer_part_synced(ck_cache_informer_t *inf, uint32_t id);
 
 /* Figures for metrics. Any thread. */
 /*
@@ -545,6 +578,11 @@ typedef struct ck_cache_factory_opts {
 	void *tweak_ud;
 	/* Every informer's shard selector (ck_cache_informer_opts_t; borrowed, copied). */
 	const ck_shard_selector_t *shard_selector;
+	/* Every informer in parts (ck_cache_informer_opts_t.shard_parts), given with
+	 * ck_cache_factory_add_part(); a cluster-scoped resource is not split by
+	 * namespace (its objects all hash ""): its informer caches it whole. */
+	bool shard_parts;
+	ck_shard_field_t shard_field;
 } ck_cache_factory_opts_t;
 
 /*
@@ -580,5 +618,17 @@ CKUBE_API int ck_cache_factory_wait_synced(ck_cache_factory_t *f, int64_t timeou
 CKUBE_API char *ck_cache_factory_sync_reason(ck_cache_factory_t *f);
 /* Shuts every informer down (see ck_cache_informer_shutdown). Loop thread. */
 CKUBE_API void ck_cache_factory_shutdown(ck_cache_factory_t *f);
+/*
+ * shard_parts: every split informer, now and made later, caches part id covering
+ * range too (ck_cache_informer_add_part); all or none. 0, or -1 with *err. Loop thread.
+ */
+CKUBE_API int ck_cache_factory_add_part(ck_cache_factory_t *f, uint32_t id, ck_shard_range_t range,
+                                        char **err);
+/* Every split informer drops part id (ck_cache_informer_remove_part: the handlers
+ * are not told). Unknown id: a no-op. Loop thread. */
+CKUBE_API void ck_cache_factory_remove_part(ck_cache_factory_t *f, uint32_t id);
+/* Whether every split informer has part id's first list in its store and told. Any
+ * thread. */
+CKUBE_API bool ck_cache_factory_part_synced(ck_cache_factory_t *f, uint32_t id);
 
 #endif

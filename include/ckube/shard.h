@@ -48,6 +48,12 @@ typedef struct ck_shard_range {
 	uint64_t end;
 } ck_shard_range_t;
 
+/* True when hash h falls in r. */
+static inline bool ck_shard_range_contains(ck_shard_range_t r, uint64_t h)
+{
+	return h >= r.start && (r.end == 0 || h < r.end);
+}
+
 typedef struct ck_shard_selector ck_shard_selector_t;
 
 /* The FNV-1a 64 hash of len bytes of p (borrowed): the API server's shard hash. */

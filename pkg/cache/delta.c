@@ -97,14 +97,15 @@ void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj)
 	push(q, (cache_delta_t){.type = (uint8_t)type, .obj = obj});
 }
 
-void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n)
+void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n, uint16_t part)
 {
 	if (n == 0) {
 		free(items);
 		items = NULL;
 	}
 	push(q,
-	     (cache_delta_t){.type = CACHE_DELTA_REPLACED_ALL, .n = (uint32_t)n, .items = items});
+	     (cache_delta_t){
+	         .type = CACHE_DELTA_REPLACED_ALL, .part = part, .n = (uint32_t)n, .items = items});
 	if (!q->populated) {
 		q->populated = true;
 		q->initial = q->len;

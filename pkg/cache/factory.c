@@ -12,6 +12,11 @@
  * The informer list is only appended to (on the loop thread) and read by
  * waiters on other threads, so a mutex guards the array and waiters copy it
  * before blocking.
+ *
+ * With shard_parts, every informer the sharding can split caches the factory's
+ * current parts, including an informer made after they were added. A
+ * cluster-scoped resource sharded by namespace has nothing to split (every object's
+ * namespace is ""): its informer caches it whole.
  */
 #include <ckube/cache.h>
 
@@ -30,7 +35,18 @@ struct ck_cache_factory {
 	pthread_mutex_t mu;
 	ck_cache_informer_t **infs;
 	size_t n;
+	struct factory_part {
+		uint32_t id;
+		ck_shard_range_t range;
+	} * parts; /* shard_parts: the current parts, loop thread */
+	size_t nparts;
 };
+
+/* Whether t's informer is split into the factory's parts. */
+static bool parted(const ck_cache_factory_t *f, const ck_type_t *t)
+{
+	return f->o.shard_parts && (t->namespaced || f->o.shard_field == CK_SHARD_UID);
+}
 
 /*
  * A list/watch source that hands every request's options through the factory's
@@ -123,6 +139,7 @@ void ck_cache_factory_free(ck_cache_factory_t *f)
 	for (size_t i = 0; i < f->n; i++)
 		ck_cache_informer_free(f->infs[i]);
 	free(f->infs);
+	free(f->parts);
 	free((char *)f->o.ns);
 	free((char *)f->o.label_selector);
 	free((char *)f->o.field_selector);
@@ -223,8 +240,12 @@ ck_cache_informer_t *ck_cache_factory_informer_err(ck_cache_factory_t *f, const 
 	    .transform = f->o.transform,
 	    .transform_ud = f->o.transform_ud,
 	    .shard_selector = f->o.shard_selector,
+	    .shard_parts = parted(f, t),
+	    .shard_field = f->o.shard_field,
 	};
 	inf = ck_cache_informer_new(f->loop, t, lw, &io);
+	for (size_t i = 0; io.shard_parts && i < f->nparts; i++)
+		(void)ck_cache_informer_add_part(inf, f->parts[i].id, f->parts[i].range, NULL);
 	f->infs = ck_xrealloc(f->infs, (f->n + 1) * sizeof(*f->infs));
 	f->infs[f->n++] = inf;
 out:
@@ -339,4 +360,58 @@ void ck_cache_factory_shutdown(ck_cache_factory_t *f)
 	for (size_t i = 0; i < n; i++)
 		ck_cache_informer_shutdown(a[i]);
 	free(a);
+}
+
+int ck_cache_factory_add_part(ck_cache_factory_t *f, uint32_t id, ck_shard_range_t range,
+                              char **err)
+{
+	if (!f->o.shard_parts)
+		return ck_err_set(err, "cache: factory: add part %u: not made with shard_parts",
+		                  id);
+	for (size_t i = 0; i < f->nparts; i++)
+		if (f->parts[i].id == id)
+			return ck_err_set(err, "cache: factory: add part %u: already a part", id);
+	size_t n;
+	ck_cache_informer_t **a = snapshot(f, &n);
+	int result = 0;
+	for (size_t i = 0; i < n && result == 0; i++)
+		if (parted(f, ck_cache_informer_type(a[i])))
+			result = ck_cache_informer_add_part(a[i], id, range, err);
+	if (result != 0) {
+		/* All or none: the ones already given it let it go. */
+		for (size_t i = 0; i < n; i++)
+			ck_cache_informer_remove_part(a[i], id);
+	} else {
+		f->parts = ck_xrealloc(f->parts, (f->nparts + 1) * sizeof(*f->parts));
+		f->parts[f->nparts++] = (struct factory_part){id, range};
+	}
+	free(a);
+	return result;
+}
+
+void ck_cache_factory_remove_part(ck_cache_factory_t *f, uint32_t id)
+{
+	for (size_t i = 0; i < f->nparts; i++) {
+		if (f->parts[i].id != id)
+			continue;
+		f->parts[i] = f->parts[--f->nparts];
+		size_t n;
+		ck_cache_informer_t **a = snapshot(f, &n);
+		for (size_t k = 0; k < n; k++)
+			ck_cache_informer_remove_part(a[k], id);
+		free(a);
+		return;
+	}
+}
+
+bool ck_cache_factory_part_synced(ck_cache_factory_t *f, uint32_t id)
+{
+	size_t n;
+	ck_cache_informer_t **a = snapshot(f, &n);
+	bool synced = true;
+	for (size_t i = 0; i < n && synced; i++)
+		if (parted(f, ck_cache_informer_type(a[i])))
+			synced = ck_cache_informer_part_synced(a[i], id);
+	free(a);
+	return synced;
 }

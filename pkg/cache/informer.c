@@ -85,7 +85,25 @@ typedef struct compound {
 	size_t n;
 	ck_cache_objs_t gone; /* replaced: keys not listed, their last state */
 	size_t pos;           /* next notification: gone first, then news */
+	uint16_t part;        /* replaced: the tag of the part it lists; 0 = all */
 } compound_t;
+
+/*
+ * A part (opts.shard_parts): one range of the shard field's hash space with its
+ * own reflector, so that parts come and go without touching the others' watches.
+ * Its list replaces only the store's objects inside its range. Its deltas carry
+ * its tag, unique for the informer's life (65535 adds), so that the deltas of a
+ * removed part still queued are recognised and dropped, even if the same id
+ * comes back.
+ */
+typedef struct inf_part {
+	ck_cache_informer_t *inf;
+	uint32_t id;
+	uint16_t tag;
+	ck_shard_range_t range;
+	cache_reflector_t *refl;
+	_Atomic bool synced; /* its first list is in the store and out to the handlers */
+} inf_part_t;
 
 struct ck_cache_informer {
 	struct ev_loop *loop;
@@ -129,6 +147,17 @@ struct ck_cache_informer {
 	_Atomic uint64_t n_deltas;
 	cache_check_t *consistency; /* opts.consistency_check_ms, or NULL */
 	char *last_sync_rv;         /* the reflector's, copied by the loop thread; under mu */
+
+	/* opts.shard_parts: refl is NULL and every part has its own. The array is
+	 * changed on the loop thread under mu (part_synced reads it elsewhere). */
+	bool parted;
+	ck_shard_field_t part_field;
+	cache_reflector_opts_t part_ro; /* every part's reflector options but the shard */
+	ck_cache_lw_t *part_lw;
+	inf_part_t **parts;
+	size_t nparts;
+	uint16_t part_tags;                 /* the last tag handed out */
+	cache_reflector_stats_t parts_gone; /* removed parts' counters, kept in the totals */
 };
 
 /* ---------------------------------------------------------------- scheduling */
@@ -142,13 +171,38 @@ static uint64_t resync_deadline(const ck_cache_informer_t *inf)
 	return d;
 }
 
+/* The earliest reflector deadline (parts: over all of them). */
+static uint64_t refl_deadline(const ck_cache_informer_t *inf)
+{
+	if (!inf->parted)
+		return cache_reflector_deadline(inf->refl);
+	uint64_t d = UINT64_MAX;
+	for (size_t i = 0; i < inf->nparts; i++) {
+		uint64_t pd = cache_reflector_deadline(inf->parts[i]->refl);
+		if (pd < d)
+			d = pd;
+	}
+	return d;
+}
+
+/* Whether a watch runs (parts: any part's), the condition for resyncs. */
+static bool refl_watching(const ck_cache_informer_t *inf)
+{
+	if (!inf->parted)
+		return cache_reflector_watching(inf->refl);
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (cache_reflector_watching(inf->parts[i]->refl))
+			return true;
+	return false;
+}
+
 static void rearm(ck_cache_informer_t *inf)
 {
 	if (!inf->started || inf->stopped)
 		return;
-	uint64_t d = cache_reflector_deadline(inf->refl);
+	uint64_t d = refl_deadline(inf);
 	/* Resyncs wait while the reflector lists or backs off: no timer for them. */
-	uint64_t rd = cache_reflector_watching(inf->refl) ? resync_deadline(inf) : UINT64_MAX;
+	uint64_t rd = refl_watching(inf) ? resync_deadline(inf) : UINT64_MAX;
 	if (rd < d)
 		d = rd;
 	ev_timer_stop(inf->loop, &inf->timer);
@@ -178,6 +232,36 @@ static bool on_loop_thread(ck_cache_informer_t *inf)
 {
 	return atomic_load_explicit(&inf->have_tid, memory_order_acquire) &&
 	       pthread_equal(inf->loop_tid, pthread_self());
+}
+
+/* ---------------------------------------------------------------- parts */
+
+static inf_part_t *part_by_tag(const ck_cache_informer_t *inf, uint16_t tag)
+{
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (inf->parts[i]->tag == tag)
+			return inf->parts[i];
+	return NULL;
+}
+
+static size_t part_index(const ck_cache_informer_t *inf, uint32_t id)
+{
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (inf->parts[i]->id == id)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Whether obj belongs to one of the parts now. Each part's reflector keeps only its
+ * own range, so an object outside them all comes from a removed part's deltas,
+ * still queued when it went. */
+static bool in_parts(const ck_cache_informer_t *inf, const ck_obj_t *obj)
+{
+	uint64_t h = ck_shard_obj_hash(inf->part_field, obj);
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (ck_shard_range_contains(inf->parts[i]->range, h))
+			return true;
+	return false;
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -316,6 +400,8 @@ static void dispatch(ck_cache_informer_t *inf, uint64_t seq, int kind, bool flag
 /* An Added, Updated or Deleted: applied to the store, then told. */
 static void apply_one(ck_cache_informer_t *inf, cache_delta_t *d, bool initial)
 {
+	if (inf->parted && !in_parts(inf, d->obj))
+		return;
 	uint64_t seq = ++inf->seq;
 	atomic_fetch_add_explicit(&inf->n_deltas, 1, memory_order_relaxed);
 	if (d->type == CACHE_DELTA_DELETED) {
@@ -367,21 +453,49 @@ static bool any_syncing(const ck_cache_informer_t *inf)
  * freeze the loop); a SyncAll takes the store as it is. Their notifications
  * follow. Takes d's references.
  */
-static void begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool initial)
+/*
+ * A part's list replaces only its own range: the objects outside it go into the
+ * new content first, unchanged and untold (they are not the list's to judge).
+ */
+static void keep_other_parts(ck_cache_informer_t *inf, cache_store_repl_t *repl,
+                             ck_shard_range_t range)
+{
+	ck_cache_objs_t all;
+	cache_store_list_nolock(inf->store, &all);
+	for (size_t i = 0; i < all.n; i++) {
+		if (ck_shard_range_contains(range,
+		                            ck_shard_obj_hash(inf->part_field, all.items[i])))
+			continue;
+		ck_obj_t *was = NULL;
+		cache_store_replace_add(repl, &all.items[i], 1, &was);
+		ck_obj_unref(was);
+	}
+	ck_cache_objs_free(&all);
+}
+
+/* Returns false when d is dropped: the list of a part removed since. */
+static bool begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool initial)
 {
 	compound_t *c = &inf->cur;
+	inf_part_t *part = NULL;
+	if (d->type == CACHE_DELTA_REPLACED_ALL && d->part != 0 &&
+	    (part = part_by_tag(inf, d->part)) == NULL)
+		return false;
 	memset(c, 0, sizeof(*c));
 	c->active = true;
 	c->type = d->type;
-	c->initial = initial;
+	c->initial = part != NULL ? !atomic_load(&part->synced) : initial;
 	if (d->type == CACHE_DELTA_REPLACED_ALL) {
 		c->news = d->items;
 		c->n = d->n;
+		c->part = d->part;
 		d->items = NULL;
 		d->n = 0;
 		c->olds = c->n ? ck_xcalloc(c->n, sizeof(*c->olds)) : NULL;
 		c->repl = cache_store_replace_begin(inf->store);
-		return;
+		if (part != NULL)
+			keep_other_parts(inf, c->repl, part->range);
+		return true;
 	}
 	c->seq = ++inf->seq;
 	if (any_syncing(inf)) {
@@ -390,6 +504,7 @@ static void begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool init
 		c->news = snap.items;
 		c->n = snap.n;
 	}
+	return true;
 }
 
 /* The key trace's line for a list (the first or a relist) swapped into the store: the
@@ -454,6 +569,12 @@ static size_t continue_compound(ck_cache_informer_t *inf, size_t budget)
 			dispatch(inf, c->seq, NOTE_ADD, c->initial, NULL, c->news[at]);
 	}
 	if (!inf->stopped && c->pos == c->gone.n + c->n) {
+		inf_part_t *part = c->part != 0 ? part_by_tag(inf, c->part) : NULL;
+		if (part != NULL && !atomic_load(&part->synced)) {
+			atomic_store(&part->synced, true);
+			CK_LOG_V(2, "Part of the cache populated", CK_KV_STR("resource", inf->name),
+			         CK_KV_UINT("part", part->id), CK_KV_UINT("listed", c->n));
+		}
 		compound_free(c);
 		cache_dq_done(&inf->dq);
 	}
@@ -588,7 +709,8 @@ static void process(ck_cache_informer_t *inf, size_t budget)
 		if (log_trace_on())
 			trace_delta(inf, true, &d, initial);
 		if (d.type == CACHE_DELTA_REPLACED_ALL || d.type == CACHE_DELTA_SYNC_ALL) {
-			begin_compound(inf, &d, initial);
+			if (!begin_compound(inf, &d, initial))
+				cache_dq_done(&inf->dq);
 		} else {
 			apply_one(inf, &d, initial);
 			if (!inf->stopped)
@@ -632,7 +754,7 @@ static void resync_tick(ck_cache_informer_t *inf, uint64_t now)
 	/* client-go's resync timer runs in the watch loop: a resync due while the
 	 * reflector lists or backs off waits for the next watch (and is then due at
 	 * once, not a whole period later). The relist itself refreshes every object. */
-	if (!cache_reflector_watching(inf->refl))
+	if (!refl_watching(inf))
 		return;
 	bool any = false;
 	for (ck_cache_handler_reg_t *r = inf->handlers; r != NULL; r = r->next)
@@ -656,7 +778,12 @@ static void tick(ck_cache_informer_t *inf)
 	if (!inf->started || inf->stopped)
 		return;
 	uint64_t now = ck_clk_mono_ns(inf->clk);
-	cache_reflector_tick(inf->refl, now);
+	if (!inf->parted)
+		cache_reflector_tick(inf->refl, now);
+	/* A tick may fail a part's request, whose error callback may not remove parts;
+	 * the array is stable here. */
+	for (size_t i = 0; i < inf->nparts && !inf->stopped; i++)
+		cache_reflector_tick(inf->parts[i]->refl, now);
 	if (inf->stopped)
 		return;
 	resync_tick(inf, now);
@@ -685,13 +812,11 @@ static ck_obj_t *transformed(ck_cache_informer_t *inf, ck_obj_t *obj)
 	return t;
 }
 
-static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
+static void queue_replace(ck_cache_informer_t *inf, ck_obj_t **items, size_t n, uint16_t part)
 {
-	ck_cache_informer_t *inf = ud;
-	(void)rv;
 	for (size_t i = 0; i < n; i++)
 		items[i] = transformed(inf, items[i]);
-	cache_dq_replace(&inf->dq, items, n);
+	cache_dq_replace(&inf->dq, items, n, part);
 	/* items now belongs to the queue, alive until popped (none to read when n is 0). */
 	if (log_trace_on())
 		trace_delta(inf, false,
@@ -701,6 +826,12 @@ static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
 	schedule(inf);
 	/* A streaming list ends inside a watch that goes on: resyncs may run now. */
 	rearm(inf);
+}
+
+static void sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
+{
+	(void)rv;
+	queue_replace(ud, items, n, 0);
 }
 
 static void sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
@@ -737,6 +868,36 @@ static const cache_reflector_sink_t sink = {
     .event = sink_event,
     .error = sink_error,
     .rearm = sink_rearm,
+};
+
+/* A part's reflector: the same, its lists tagged with the part. */
+static void part_sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
+{
+	inf_part_t *p = ud;
+	(void)rv;
+	queue_replace(p->inf, items, n, p->tag);
+}
+
+static void part_sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
+{
+	sink_event(((inf_part_t *)ud)->inf, type, obj);
+}
+
+static void part_sink_error(void *ud, const char *msg, const ck_result_t *res, bool healing)
+{
+	sink_error(((inf_part_t *)ud)->inf, msg, res, healing);
+}
+
+static void part_sink_rearm(void *ud)
+{
+	rearm(((inf_part_t *)ud)->inf);
+}
+
+static const cache_reflector_sink_t part_sink = {
+    .replace = part_sink_replace,
+    .event = part_sink_event,
+    .error = part_sink_error,
+    .rearm = part_sink_rearm,
 };
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -783,8 +944,22 @@ ck_cache_informer_t *ck_cache_informer_new(struct ev_loop *loop, const ck_type_t
 	    .stall_margin_ns = (uint64_t)o->stall_margin_ms * CK_NS_PER_MS,
 	    .shard = o->shard_selector,
 	};
-	inf->refl = cache_reflector_new(lw, inf->clk, &ro, &sink, inf);
-	if (o->consistency_check_ms > 0)
+	if (o->shard_parts) {
+		/* Kept for the parts' reflectors, which copy them in turn. */
+		inf->parted = true;
+		inf->part_field = o->shard_field;
+		inf->part_lw = lw;
+		inf->part_ro = ro;
+		inf->part_ro.name = inf->name;
+		inf->part_ro.label_selector =
+		    o->label_selector ? ck_xstrdup(o->label_selector) : NULL;
+		inf->part_ro.field_selector =
+		    o->field_selector ? ck_xstrdup(o->field_selector) : NULL;
+		inf->part_ro.shard = NULL;
+	} else {
+		inf->refl = cache_reflector_new(lw, inf->clk, &ro, &sink, inf);
+	}
+	if (o->consistency_check_ms > 0 && !o->shard_parts)
 		inf->consistency =
 		    cache_check_new(inf, loop, lw, o->label_selector, o->field_selector,
 		                    o->shard_selector, o->consistency_check_ms);
@@ -814,7 +989,15 @@ int ck_cache_informer_start(ck_cache_informer_t *inf, char **err)
 	/* The check watcher alone must not keep ev_run going. */
 	ev_unref(inf->loop);
 	CK_LOG_V(2, "Starting informer", CK_KV_STR("resource", inf->name));
-	cache_reflector_start(inf->refl);
+	if (inf->parted) {
+		/* Synced means "caches what it was asked to": with parts, each one's own
+		 * first list is what counts (ck_cache_informer_part_synced). */
+		for (size_t i = 0; i < inf->nparts; i++)
+			cache_reflector_start(inf->parts[i]->refl);
+		mark_synced(inf);
+	} else {
+		cache_reflector_start(inf->refl);
+	}
 	cache_check_start(inf->consistency);
 	rearm(inf);
 	return 0;
@@ -827,6 +1010,8 @@ void ck_cache_informer_shutdown(ck_cache_informer_t *inf)
 	inf->stopped = true;
 	cache_check_stop(inf->consistency);
 	cache_reflector_stop(inf->refl);
+	for (size_t i = 0; i < inf->nparts; i++)
+		cache_reflector_stop(inf->parts[i]->refl);
 	ev_timer_stop(inf->loop, &inf->timer);
 	ev_idle_stop(inf->loop, &inf->idle);
 	if (ev_is_active(&inf->check)) {
@@ -850,6 +1035,13 @@ void ck_cache_informer_free(ck_cache_informer_t *inf)
 	ck_cache_informer_shutdown(inf);
 	cache_check_free(inf->consistency);
 	cache_reflector_free(inf->refl);
+	for (size_t i = 0; i < inf->nparts; i++) {
+		cache_reflector_free(inf->parts[i]->refl);
+		free(inf->parts[i]);
+	}
+	free(inf->parts);
+	free((char *)inf->part_ro.label_selector);
+	free((char *)inf->part_ro.field_selector);
 	ck_cache_lw_free(inf->lw);
 	drop_work(inf);
 	cache_dq_free(&inf->dq);
@@ -1052,10 +1244,47 @@ const ck_cache_lister_t *ck_cache_informer_lister(ck_cache_informer_t *inf)
 	return cache_lister_from_store(inf->store);
 }
 
+/* A part's counters added into the totals. Its shard mode counts as the
+ * weakest seen: client-side if any part's server did not filter. */
+static void stats_add(cache_reflector_stats_t *to, const cache_reflector_stats_t *p)
+{
+	to->lists += p->lists;
+	to->lists_done += p->lists_done;
+	to->relists += p->relists;
+	to->watches += p->watches;
+	to->watch_restarts += p->watch_restarts;
+	to->stalls += p->stalls;
+	to->errors += p->errors;
+	to->events += p->events;
+	to->shard_dropped += p->shard_dropped;
+	if (p->last_event_wall_ns > to->last_event_wall_ns)
+		to->last_event_wall_ns = p->last_event_wall_ns;
+	if (p->shard_mode > to->shard_mode)
+		to->shard_mode = p->shard_mode;
+}
+
+/* The counters of the reflector, or the sum over the parts and the removed ones. */
+static void refl_stats(ck_cache_informer_t *inf, cache_reflector_stats_t *rs)
+{
+	if (!inf->parted) {
+		cache_reflector_stats(inf->refl, rs);
+		return;
+	}
+	pthread_mutex_lock(&inf->mu);
+	*rs = inf->parts_gone;
+	rs->shard_mode = CK_CACHE_SHARD_UNKNOWN;
+	for (size_t i = 0; i < inf->nparts; i++) {
+		cache_reflector_stats_t ps;
+		cache_reflector_stats(inf->parts[i]->refl, &ps);
+		stats_add(rs, &ps);
+	}
+	pthread_mutex_unlock(&inf->mu);
+}
+
 void ck_cache_informer_stats(ck_cache_informer_t *inf, ck_cache_stats_t *out)
 {
 	cache_reflector_stats_t rs;
-	cache_reflector_stats(inf->refl, &rs);
+	refl_stats(inf, &rs);
 	memset(out, 0, sizeof(*out));
 	out->objects = ck_cache_store_len(inf->store);
 	out->lists = rs.lists;
@@ -1114,6 +1343,106 @@ cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf)
 	return inf->refl;
 }
 
+cache_reflector_t *cache_informer_part_reflector(ck_cache_informer_t *inf, uint32_t id)
+{
+	size_t i = part_index(inf, id);
+	return i == SIZE_MAX ? NULL : inf->parts[i]->refl;
+}
+
+/* ---------------------------------------------------------------- parts API */
+
+int ck_cache_informer_add_part(ck_cache_informer_t *inf, uint32_t id, ck_shard_range_t range,
+                               char **err)
+{
+	if (!inf->parted)
+		return ck_err_set(err, "cache: informer %s: add part %u: not made with shard_parts",
+		                  inf->name, id);
+	if (inf->stopped)
+		return ck_err_set(err, "cache: informer %s: add part %u: after shutdown", inf->name,
+		                  id);
+	if (inf->processing > 0)
+		return ck_err_set(err, "cache: informer %s: add part %u: from a handler", inf->name,
+		                  id);
+	if (part_index(inf, id) != SIZE_MAX)
+		return ck_err_set(err, "cache: informer %s: add part %u: already a part", inf->name,
+		                  id);
+	ck_shard_selector_t *sel = ck_shard_selector_new(inf->part_field, &range, 1, err);
+	if (sel == NULL)
+		return -1;
+	inf_part_t *p = ck_xcalloc(1, sizeof(*p));
+	p->inf = inf;
+	p->id = id;
+	p->range = range;
+	/* Tags are never 0 (the whole informer's) nor one still in use. */
+	do
+		p->tag = ++inf->part_tags;
+	while (p->tag == 0 || part_by_tag(inf, p->tag) != NULL);
+	cache_reflector_opts_t ro = inf->part_ro;
+	ro.shard = sel;
+	p->refl = cache_reflector_new(inf->part_lw, inf->clk, &ro, &part_sink, p);
+	ck_shard_selector_free(sel);
+	pthread_mutex_lock(&inf->mu);
+	inf->parts = ck_xrealloc(inf->parts, (inf->nparts + 1) * sizeof(*inf->parts));
+	inf->parts[inf->nparts++] = p;
+	pthread_mutex_unlock(&inf->mu);
+	CK_LOG_V(2, "Adding a part to the cache", CK_KV_STR("resource", inf->name),
+	         CK_KV_UINT("part", id),
+	         CK_KV_STR("shardSelector", ck_shard_selector_string(ro.shard)));
+	if (inf->started) {
+		cache_reflector_start(p->refl);
+		rearm(inf);
+	}
+	return 0;
+}
+
+/* Drops every object in range from the store, telling nobody. */
+static void drop_range(ck_cache_informer_t *inf, ck_shard_range_t range)
+{
+	ck_cache_objs_t all;
+	cache_store_list_nolock(inf->store, &all);
+	for (size_t i = 0; i < all.n; i++)
+		if (ck_shard_range_contains(range,
+		                            ck_shard_obj_hash(inf->part_field, all.items[i])))
+			ck_obj_unref(cache_store_delete_obj(inf->store, all.items[i]));
+	ck_cache_objs_free(&all);
+}
+
+void ck_cache_informer_remove_part(ck_cache_informer_t *inf, uint32_t id)
+{
+	size_t i = inf->parted && inf->processing == 0 ? part_index(inf, id) : SIZE_MAX;
+	if (i == SIZE_MAX)
+		return;
+	inf_part_t *p = inf->parts[i];
+	cache_reflector_stop(p->refl);
+	/* Its list half built or half told: the rest is no longer ours to tell. */
+	if (inf->cur.active && inf->cur.part == p->tag) {
+		compound_free(&inf->cur);
+		cache_dq_done(&inf->dq);
+	}
+	cache_reflector_stats_t ps;
+	cache_reflector_stats(p->refl, &ps);
+	ps.shard_mode = CK_CACHE_SHARD_NONE;
+	pthread_mutex_lock(&inf->mu);
+	stats_add(&inf->parts_gone, &ps);
+	inf->parts[i] = inf->parts[--inf->nparts];
+	pthread_mutex_unlock(&inf->mu);
+	drop_range(inf, p->range);
+	CK_LOG_V(2, "Removed a part from the cache", CK_KV_STR("resource", inf->name),
+	         CK_KV_UINT("part", id), CK_KV_UINT("objects", ck_cache_store_len(inf->store)));
+	cache_reflector_free(p->refl);
+	free(p);
+	rearm(inf);
+}
+
+bool ck_cache_informer_part_synced(ck_cache_informer_t *inf, uint32_t id)
+{
+	pthread_mutex_lock(&inf->mu);
+	size_t i = inf->parted ? part_index(inf, id) : SIZE_MAX;
+	bool synced = i != SIZE_MAX && atomic_load(&inf->parts[i]->synced);
+	pthread_mutex_unlock(&inf->mu);
+	return synced;
+}
+
 /* ---------------------------------------------------------------- last sync rv */
 
 /*
@@ -1123,9 +1452,18 @@ cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf)
  * iteration behind. Loop thread: it alone writes last_sync_rv, so it may read
  * it without the lock.
  */
+/* The reflector's last resourceVersion; with parts, the first part's (each part
+ * has its own; "" with none). Loop thread. */
+static const char *refl_last_rv(const ck_cache_informer_t *inf)
+{
+	if (!inf->parted)
+		return cache_reflector_last_rv(inf->refl);
+	return inf->nparts > 0 ? cache_reflector_last_rv(inf->parts[0]->refl) : "";
+}
+
 static void note_last_sync_rv(ck_cache_informer_t *inf)
 {
-	const char *rv = cache_reflector_last_rv(inf->refl);
+	const char *rv = refl_last_rv(inf);
 	if (inf->last_sync_rv != NULL && strcmp(inf->last_sync_rv, rv) == 0)
 		return;
 	char *copy = ck_xstrdup(rv);
@@ -1140,7 +1478,7 @@ char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t *inf)
 {
 	/* On the loop thread the reflector's own value is exact (the copy may lag). */
 	if (on_loop_thread(inf))
-		return ck_xstrdup(cache_reflector_last_rv(inf->refl));
+		return ck_xstrdup(refl_last_rv(inf));
 	pthread_mutex_lock(&inf->mu);
 	char *rv = ck_xstrdup(inf->last_sync_rv ? inf->last_sync_rv : "");
 	pthread_mutex_unlock(&inf->mu);

@@ -159,8 +159,9 @@ const char *cache_delta_type_name(cache_delta_type_t t);
 
 /* 16 bytes: a delta costs its slot in the ring and nothing else. */
 typedef struct cache_delta {
-	uint8_t type; /* cache_delta_type_t */
-	uint32_t n;   /* REPLACED_ALL: items */
+	uint8_t type;  /* cache_delta_type_t */
+	uint16_t part; /* REPLACED_ALL: the informer part's tag whose list it is; 0 = all */
+	uint32_t n;    /* REPLACED_ALL: items */
 	union {
 		ck_obj_t *obj;    /* ADDED, UPDATED, DELETED: one reference */
 		ck_obj_t **items; /* REPLACED_ALL: the array (malloc'd) and a reference each */
@@ -181,8 +182,9 @@ void cache_dq_free(cache_dq_t *q);
 /* Queues Added, Updated or Deleted for obj (takes obj). A Deleted is queued
  * whether or not the key was ever seen, as client-go's RealFIFO does. */
 void cache_dq_add(cache_dq_t *q, cache_delta_type_t type, ck_obj_t *obj);
-/* A (re)list's result as one ReplacedAll: takes items (the array too). */
-void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n);
+/* A (re)list's result as one ReplacedAll: takes items (the array too). part: the
+ * tag of the informer part it lists (0 = the whole informer). */
+void cache_dq_replace(cache_dq_t *q, ck_obj_t **items, size_t n, uint16_t part);
 /* Queues one SyncAll (a no-op if the newest queued delta is already one). */
 void cache_dq_resync(cache_dq_t *q);
 /*
@@ -351,5 +353,7 @@ void cache_informer_drain(ck_cache_informer_t *inf);
 size_t cache_informer_pending(ck_cache_informer_t *inf);
 /* The informer's reflector (borrowed). */
 cache_reflector_t *cache_informer_reflector(ck_cache_informer_t *inf);
+/* Part id's reflector (opts.shard_parts), or NULL. */
+cache_reflector_t *cache_informer_part_reflector(ck_cache_informer_t *inf, uint32_t id);
 
 #endif

@@ -353,7 +353,7 @@ const ck_shard_range_t *ck_shard_selector_ranges(const ck_shard_selector_t *s, s
 bool ck_shard_selector_match_hash(const ck_shard_selector_t *s, uint64_t h)
 {
 	for (size_t i = 0; i < s->n; i++) {
-		if (h >= s->r[i].start && (s->r[i].end == 0 || h < s->r[i].end))
+		if (ck_shard_range_contains(s->r[i], h))
 			return true;
 	}
 	return false;

@@ -295,6 +295,85 @@ START_TEST(test_shard_selector_empty_list)
 }
 END_TEST
 
+/* The range holding namespace ns's hash only. */
+static ck_shard_range_t ns_range(const char *ns)
+{
+	uint64_t h = ck_shard_hash(ns, strlen(ns));
+	return (ck_shard_range_t){h, h + 1};
+}
+
+/*
+ * Parts: each its own list and watch; a part's list replaces only its range; a
+ * removed part's objects leave the store untold, its queued deltas are dropped, and
+ * the same id can come back (and sync again).
+ */
+START_TEST(test_shard_parts)
+{
+	ck_cache_informer_opts_t o = {.shard_parts = true,
+	                              .shard_field = CK_SHARD_NAMESPACE,
+	                              .streaming_list = CK_CACHE_STREAMING_OFF};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	/* No part yet: nothing to list, and nothing to wait for. */
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 0);
+	ck_assert(ck_cache_informer_has_synced(f.inf));
+	ck_assert(!ck_cache_informer_part_synced(f.inf, 2));
+
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 2, ns_range("b"), NULL), 0);
+	char *err = NULL;
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 2, ns_range("b"), &err), -1);
+	ck_assert_str_eq(err,
+	                 "cache: informer widgets.test.example.com: add part 2: already a part");
+	free(err);
+	ck_assert_ptr_nonnull(
+	    strstr(ck_cache_fake_req_opts(last_list(&f))->shard_selector, "0xaf63df4c8601f1a5"));
+	ck_obj_t *lb[] = {mkobj("b", "y", "1"), mkobj("a", "stray", "2")};
+	respond_list(&f, lb, 2, "10", NULL);
+	ck_assert(!ck_cache_informer_part_synced(f.inf, 2)); /* listed, not yet processed */
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_part_synced(f.inf, 2));
+
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 1, ns_range("a"), NULL), 0);
+	ck_obj_t *la[] = {mkobj("a", "x", "3")};
+	respond_list(&f, la, 1, "11", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_part_synced(f.inf, 1));
+	/* Part 1's list kept part 2's object. */
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	ck_assert_str_eq(rec_text(&f.rec), "add b/y 1 initial\nadd a/x 3 initial\n");
+
+	/* An event of part 1 still queued when it goes is dropped with it. */
+	ck_cache_fake_req_t *w1 = last_watch(&f);
+	ck_cache_fake_req_event(w1, CK_WATCH_ADDED, mkobj("a", "z", "12"));
+	ck_cache_informer_remove_part(f.inf, 1);
+	ck_assert(ck_cache_fake_req_cancelled(w1));
+	cache_informer_drain(f.inf);
+	ck_assert(!ck_cache_informer_part_synced(f.inf, 1));
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 1);
+	ck_obj_t *left = ck_cache_store_get(ck_cache_informer_store(f.inf), "b/y");
+	ck_assert_ptr_nonnull(left);
+	ck_obj_unref(left);
+	ck_assert_str_eq(rec_text(&f.rec), "add b/y 1 initial\nadd a/x 3 initial\n");
+
+	/* Back again: listed anew, synced anew. */
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 1, ns_range("a"), NULL), 0);
+	ck_obj_t *la2[] = {mkobj("a", "x", "13")};
+	respond_list(&f, la2, 1, "13", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_part_synced(f.inf, 1));
+	ck_assert_str_eq(rec_text(&f.rec),
+	                 "add b/y 1 initial\nadd a/x 3 initial\nadd a/x 13 initial\n");
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_uint_eq(st.lists, 3); /* the removed part's list still counts */
+	ck_assert_uint_eq(st.shard_dropped, 1);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_CLIENT);
+	ck_assert_uint_eq(st.objects, 2);
+	fx_free(&f);
+}
+END_TEST
+
 /* Without a selector nothing is sent and the mode is none. */
 START_TEST(test_shard_selector_none)
 {
@@ -2319,6 +2398,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_readers_on_threads_while_the_loop_processes);
 	tcase_add_test(th, test_long_random_churn);
 	tcase_add_test(th, test_key_trace_follows_one_key);
+	tcase_add_test(th, test_shard_parts);
 	suite_add_tcase(s, th);
 	return s;
 }

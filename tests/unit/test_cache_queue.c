@@ -72,7 +72,7 @@ START_TEST(test_replace_is_one_entry_and_sync_count)
 	cache_dq_t q;
 	cache_dq_init(&q);
 	ck_assert(!cache_dq_has_synced(&q));
-	cache_dq_replace(&q, items_of(3, "1"), 3);
+	cache_dq_replace(&q, items_of(3, "1"), 3, 0);
 	cache_dq_add(&q, CACHE_DELTA_UPDATED, mkobj("ns", "o1", "2"));
 	ck_assert_uint_eq(cache_dq_len(&q), 2);
 	ck_assert(!cache_dq_has_synced(&q));
@@ -92,7 +92,7 @@ START_TEST(test_replace_is_one_entry_and_sync_count)
 	ck_assert_str_eq(s, "Updated(ns/o1@2)");
 	free(s);
 	/* A later relist does not change has_synced. */
-	cache_dq_replace(&q, items_of(0, "1"), 0);
+	cache_dq_replace(&q, items_of(0, "1"), 0, 0);
 	expect_pop(&q, "ReplacedAll(0)");
 	ck_assert(cache_dq_has_synced(&q));
 	cache_dq_free(&q);
