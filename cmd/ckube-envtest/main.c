@@ -129,7 +129,7 @@ static int cmd_stop(void)
 
 static int cmd_start(int argc, char **argv)
 {
-	const char *assets = NULL;
+	const char *assets = NULL, *gates = "";
 	int64_t api_port = 0, etcd_port = 0, timeout_ms = 60000, crd_timeout_ms = 30000, v = 0;
 	ck_flagset_t *fs = ck_flagset_new(PROG " start");
 	ck_flag_string(fs, "assets", &assets,
@@ -143,8 +143,11 @@ static int cmd_start(int argc, char **argv)
 	ck_flag_duration(fs, "crd-timeout", &crd_timeout_ms,
 	                 "how long to wait for each CRD to be Established");
 	ck_flag_int(fs, "v", &v, 0, 10, "log verbosity (1: the start's steps and their times)");
+	ck_flag_string(fs, "feature-gates", &gates,
+	               "kube-apiserver's --feature-gates, e.g. ShardedListAndWatch=true (empty: "
+	               "its defaults)");
 	int first = argc, rc = 1;
-	char *err = NULL, *state = NULL, *old = NULL;
+	char *err = NULL, *state = NULL, *old = NULL, *gate_arg = NULL;
 	ck_envtest_t *env = NULL;
 	ck_flag_result_t fr = ck_flag_parse(fs, argc, argv, stdout, &first, &err);
 	if (fr != CK_FLAG_OK) {
@@ -178,6 +181,11 @@ static int cmd_start(int argc, char **argv)
 	                       .start_timeout_ms = (uint32_t)timeout_ms,
 	                       .crd_timeout_ms = (uint32_t)crd_timeout_ms,
 	                       .detach = true};
+	if (gates[0] != '\0') {
+		gate_arg = ck_xasprintf("--feature-gates=%s", gates);
+		o.apiserver_args = (const char *const *)&gate_arg;
+		o.napiserver_args = 1;
+	}
 	if ((env = ck_envtest_start(&o, &err)) == NULL)
 		goto fail;
 	if (put_current(state, ck_envtest_dir(env), &err) != 0) {
@@ -203,6 +211,7 @@ out:
 	free(err);
 	free(state);
 	free(old);
+	free(gate_arg);
 	ck_flagset_free(fs);
 	return rc;
 }

@@ -307,8 +307,11 @@ CKUBE_API int ck_metrics_server_start_secure(const char *bind_addr, const char *
 
 /*
  * A probe check: returns 0 when healthy, or nonzero and sets *reason to a new string
- * (free()d by the server; may be left NULL) saying why. It runs on the server thread
- * for every probe request and must be quick and thread-safe; it must not add checks.
+ * (free()d by the server; may be left NULL) saying why. A passing check may set
+ * *reason too: a note shown in the verbose list ("[+]name ok: note"), so it must
+ * hold nothing secret (the endpoint is unauthenticated). It runs on the server
+ * thread for every probe request and must be quick and thread-safe; it must not add
+ * checks.
  */
 typedef int (*ck_metrics_check_fn)(void *ud, char **reason);
 

@@ -18,9 +18,11 @@
 #include <ckube/config.h>
 #include <ckube/leaderelection.h>
 #include <ckube/log.h>
+#include <ckube/sharding.h>
 #include <ckube/version.h>
 
 #include <errno.h> /* program_invocation_short_name */
+#include <fcntl.h>
 #include <ev.h>
 #include <math.h>
 #include <pthread.h>
@@ -569,6 +571,14 @@ static void *control_main(void *arg)
 				d->exit_code = 1;
 				sig = SIGTERM;
 			}
+		} else if (d->shards != NULL) {
+			if (mgr_shards_start(d, &err) != 0) {
+				CK_LOG_ERROR(err, "Cannot join the shard group");
+				d->exit_code = 1;
+				sig = SIGTERM;
+			} else {
+				start_runnables(d);
+			}
 		} else {
 			start_runnables(d);
 		}
@@ -589,6 +599,12 @@ static void *control_main(void *arg)
 		CK_LOG_ERROR("timed out", "Workers did not finish within the grace period");
 		d->exit_code = 1;
 	}
+	/* Buckets handed over only when no reconcile runs: a worker still running would
+	 * write alongside the next owner. Otherwise they run out on their own. */
+	if (d->shards != NULL && drained)
+		mgr_shards_stop(d);
+	else if (d->shards != NULL)
+		CK_LOG_INFO("Not releasing the shard buckets while workers still run");
 	if (d->elector && drained) {
 		pthread_mutex_lock(&d->le_mu);
 		ck_le_t *e = d->elector;
@@ -701,9 +717,33 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	                 "How long the leader retries renewing before it gives up leading.");
 	ck_flag_duration(fs, "leader-elect-retry-period", &o->le_retry_ms,
 	                 "How long to wait between tries of acquiring or renewing.");
-	ck_flag_string(fs, "leader-elect-resource-name", &o->le_name, "Name of the Lease.");
+	ck_flag_string(fs, "leader-elect-resource-name", &o->le_name,
+	               "Name of the Lease (with --shards-by: the prefix of the shard group's "
+	               "Leases).");
 	ck_flag_string(fs, "leader-elect-resource-namespace", &o->le_namespace,
-	               "Namespace of the Lease (default: the pod's namespace).");
+	               "Namespace of the Lease, or of the shard group's Leases (default: the "
+	               "pod's namespace).");
+	ck_flag_string(fs, "shards-by", &o->shards_by,
+	               "Run as one of several active replicas splitting the objects by the hash "
+	               "of their namespace or uid (namespace or uid; empty: off). Each replica "
+	               "lists and watches only its buckets (KEP-5866 shardSelector, filtered "
+	               "again on the client); Leases coordinate them (docs/sharding.md). "
+	               "Excludes --leader-elect.");
+	ck_flag_int(fs, "shards", &o->shards, 1, CK_SHARDING_MAX_BUCKETS,
+	            "With --shards-by: the number of hash buckets the replicas split.");
+	ck_flag_duration(fs, "shards-lease-duration", &o->shards_lease_ms,
+	                 "With --shards-by: how long a bucket of a replica that stopped renewing "
+	                 "stays its own before another replica may take it.");
+	ck_flag_duration(fs, "shards-renew-deadline", &o->shards_renew_ms,
+	                 "With --shards-by: how long a replica retries renewing a bucket before "
+	                 "it stops working on it.");
+	ck_flag_duration(fs, "shards-retry-period", &o->shards_retry_ms,
+	                 "With --shards-by: how often the bucket Leases are renewed and the "
+	                 "shares rebalanced.");
+	ck_flag_string(fs, "reconcile-log", &o->reconcile_log,
+	               "Append each reconcile's start and end (wall clock, ns), identity, "
+	               "controller and key to this file, one line each (tests: the sharding "
+	               "overlap oracle). Empty: off.");
 	if (d->mo.define_flags)
 		d->mo.define_flags(d->mo.ud, fs);
 	return fs;
@@ -817,7 +857,7 @@ static int setup_client(ck_manager_t *d, char **err)
 	ck_config_view(cfg, &view);
 
 	d->identity = ck_le_default_identity();
-	if (o->leader_elect) {
+	if (o->leader_elect || o->shards_by[0] != '\0') {
 		int rc = setup_leader_election(d, err);
 		if (rc != 0) {
 			ck_config_free(cfg);
@@ -877,12 +917,17 @@ static int setup_recorder(ck_manager_t *d, char **err)
 static void setup_factory(ck_manager_t *d)
 {
 	mgr_options_t *o = &d->opt;
-	ck_cache_factory_opts_t fo = {.default_resync_ms = (uint64_t)o->resync_ms,
-	                              .consistency_check_ms = (uint64_t)o->consistency_ms,
-	                              .ns = o->namespace,
-	                              .on_watch_error = on_watch_error,
-	                              .watch_error_ud = d};
+	ck_cache_factory_opts_t fo = {
+	    .default_resync_ms = (uint64_t)o->resync_ms,
+	    .consistency_check_ms = (uint64_t)o->consistency_ms,
+	    .ns = o->namespace,
+	    .on_watch_error = on_watch_error,
+	    .watch_error_ud = d,
+	    .shard_parts = d->shards != NULL,
+	    .shard_field = strcmp(o->shards_by, "uid") == 0 ? CK_SHARD_UID : CK_SHARD_NAMESPACE};
 	d->factory = ck_cache_factory_new(d->loop, d->client, &fo);
+	if (d->shards != NULL)
+		ck_metrics_registry_add_collector(d->reg, mgr_shards_collect, d);
 	ck_metrics_registry_add_collector(d->reg, collect_client, d);
 	ck_metrics_registry_add_collector(d->reg, collect_informers, d);
 	ck_metrics_registry_add_collector(d->reg, collect_events, d);
@@ -955,6 +1000,20 @@ static int setup_servers(ck_manager_t *d, char **err)
 	if (o->leader_elect)
 		ck_metrics_probe_add_check(ps, "healthz", "leader-election", check_le_renewing, d,
 		                           NULL);
+	if (d->shards != NULL)
+		ck_metrics_probe_add_check(ps, "readyz", "shards", mgr_shards_check, d, NULL);
+	return 0;
+}
+
+/* --reconcile-log: opened for appending (created 0600). 0, or -1 with *err. */
+static int o_reconcile_log(ck_manager_t *d, char **err)
+{
+	const char *path = d->opt.reconcile_log;
+	if (path[0] == '\0')
+		return 0;
+	d->reconcile_log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (d->reconcile_log_fd < 0)
+		return ck_err_set(err, "-reconcile-log: %s: %s", path, strerror(errno));
 	return 0;
 }
 
@@ -971,6 +1030,10 @@ static int setup(ck_manager_t *d, char **err)
 	setup_metrics(d);
 	if ((rc = setup_recorder(d, err)) != 0)
 		return rc;
+	if (mgr_shards_setup(d, err) != 0)
+		return EXIT_USAGE;
+	if (o_reconcile_log(d, err) != 0)
+		return EXIT_USAGE;
 	setup_factory(d);
 	return setup_servers(d, err);
 }
@@ -1007,7 +1070,14 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .le_renew_ms = CK_LE_DEFAULT_RENEW_DEADLINE_MS,
 	    .le_retry_ms = CK_LE_DEFAULT_RETRY_PERIOD_MS,
 	    .le_name = d->mo.name,
+	    .shards_by = "",
+	    .shards = CK_SHARDING_DEFAULT_BUCKETS,
+	    .shards_lease_ms = CK_LE_DEFAULT_LEASE_DURATION_MS,
+	    .shards_renew_ms = CK_LE_DEFAULT_RENEW_DEADLINE_MS,
+	    .shards_retry_ms = CK_LE_DEFAULT_RETRY_PERIOD_MS,
+	    .reconcile_log = "",
 	};
+	d->reconcile_log_fd = -1;
 	char *err = NULL;
 	int rc;
 	d->flags = define_flags(d);
@@ -1061,6 +1131,9 @@ void ck_manager_free(ck_manager_t *d)
 	ck_metrics_server_stop(d->probe_srv);
 	if (d->elector)
 		ck_le_stop(d->elector);
+	mgr_shards_free(d);
+	if (d->reconcile_log_fd >= 0)
+		close(d->reconcile_log_fd);
 	pthread_mutex_destroy(&d->le_mu);
 	for (size_t i = 0; i < d->ncontrollers; i++)
 		mgr_controller_free(d->controllers[i]);

@@ -39,7 +39,13 @@ typedef struct mgr_options {
 	int64_t le_lease_ms, le_renew_ms, le_retry_ms;
 	const char *le_name;
 	const char *le_namespace;
+	const char *shards_by; /* --shards-by: "" off, "namespace" or "uid" */
+	int64_t shards;        /* --shards: buckets */
+	int64_t shards_lease_ms, shards_renew_ms, shards_retry_ms;
+	const char *reconcile_log; /* --reconcile-log: "" off */
 } mgr_options_t;
+
+typedef struct mgr_shards mgr_shards_t;
 
 struct ck_manager {
 	ck_manager_opts_t mo;
@@ -81,7 +87,9 @@ struct ck_manager {
 	bool second_started;
 	atomic_bool second_quit; /* ck_manager_run is returning: the SIGTERM it sends is its own */
 	ck_flagset_t *flags;
-	char *setup_err; /* the first refused informer: ck_manager_run fails with it */
+	char *setup_err;     /* the first refused informer: ck_manager_run fails with it */
+	mgr_shards_t *shards; /* --shards-by; NULL when not sharded */
+	int reconcile_log_fd; /* --reconcile-log; -1 off */
 };
 
 /* controller.c */
@@ -90,5 +98,30 @@ int mgr_controller_start(void *c, char **err);
 int mgr_controller_stop(void *c, int64_t grace_ms);
 void mgr_controller_free(ck_controller_t *c);
 ck_wq_t *mgr_controller_queue(ck_controller_t *c);
+/* The informer of the first type it watches with its own handler (its "For"), or NULL. */
+ck_cache_informer_t *mgr_controller_primary(ck_controller_t *c);
+
+/* shards.c: --shards-by */
+/* Validates the flags; when sharded, makes d->shards (before the factory: it splits
+ * informers into parts). 0, or -1 with *err (a usage error). Main thread. */
+int mgr_shards_setup(ck_manager_t *d, char **err);
+/* Joins the shard group (control thread, caches synced). 0, or -1 with *err. */
+int mgr_shards_start(ck_manager_t *d, char **err);
+/* Hands every bucket over and leaves the group; workers already stopped, the loop
+ * still running. Control thread. */
+void mgr_shards_stop(ck_manager_t *d);
+void mgr_shards_free(ck_manager_t *d);
+typedef enum mgr_gate {
+	MGR_GATE_RUN,    /* owned and listed: run it, then mgr_shards_leave(*bucket) */
+	MGR_GATE_SKIP,   /* another replica's: drop it */
+	MGR_GATE_PARKED, /* owned, caches still listing: requeued once they are */
+} mgr_gate_t;
+/* Worker thread, for each key it takes. */
+mgr_gate_t mgr_shards_enter(ck_manager_t *d, ck_controller_t *c, const char *key,
+                            uint32_t *bucket);
+void mgr_shards_leave(ck_manager_t *d, uint32_t bucket);
+/* The /readyz check "shards" (its note: the buckets owned) and the metrics. */
+int mgr_shards_check(void *ud, char **note);
+void mgr_shards_collect(void *ud, ck_sbuf_t *out);
 
 #endif

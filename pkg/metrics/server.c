@@ -261,13 +261,17 @@ static int always_ok(void *ud, char **reason)
 	return 0;
 }
 
-/* Runs one check; returns 0 or -1 with a new reason string in *reason. */
+/* Runs one check; returns 0 (*reason: its public note or NULL) or -1 with a new
+ * reason string in *reason. */
 static int run_check(const struct check *c, char **reason)
 {
 	*reason = NULL;
 	if (c->fn(c->ud, reason) == 0) {
-		free(*reason);
-		*reason = NULL;
+		/* A note is public by contract (ck_metrics_check_fn); one line, whatever
+		 * it holds. */
+		for (char *p = *reason; p != NULL && *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
 		return 0;
 	}
 	if (*reason == NULL)
@@ -304,7 +308,9 @@ static int probe_root(struct ck_metrics_server *srv, int ep, const struct query 
 		}
 		char *reason = NULL;
 		if (run_check(c, &reason) == 0) {
-			ck_sbuf_printf(&lines, "[+]%s ok\n", c->name);
+			ck_sbuf_printf(&lines, "[+]%s ok%s%s\n", c->name, reason ? ": " : "",
+			               reason ? reason : "");
+			free(reason);
 			continue;
 		}
 		/* The endpoint is unauthenticated: the reason goes to the log only. */
@@ -372,6 +378,10 @@ static int probe_one(struct ck_metrics_server *srv, int ep, const char *name, ck
 		char *reason = NULL;
 		if (found == NULL || run_check(found, &reason) == 0) {
 			ck_sbuf_puts(body, "ok");
+			if (reason != NULL) {
+				ck_sbuf_puts(body, ": ");
+				ck_sbuf_puts(body, reason);
+			}
 			status = MHD_HTTP_OK;
 		} else {
 			/* kube-apiserver prints the reason here, but a reason names what
