@@ -273,6 +273,8 @@ static void *worker_main(void *arg)
 		LOG_TRACE(key, "reconcile-start", CK_KV_STR("controller", c->name));
 		int64_t wall0 = ck_clk_wall_ns(ck_clk_real());
 		uint64_t t0 = ck_clk_mono_ns(ck_clk_real());
+		if (c->m->testing_delay_us > 0)
+			usleep(c->m->testing_delay_us);
 		int r = c->fn(c->ud, key, &err);
 		uint64_t took = ck_clk_mono_ns(ck_clk_real()) - t0;
 		if (c->m->reconcile_log_fd >= 0)

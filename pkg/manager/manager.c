@@ -1034,6 +1034,12 @@ static int setup(ck_manager_t *d, char **err)
 		return EXIT_USAGE;
 	if (o_reconcile_log(d, err) != 0)
 		return EXIT_USAGE;
+	const char *delay = getenv("CKUBE_TESTING_RECONCILE_DELAY_MS");
+	if (delay != NULL && atoi(delay) > 0 && atoi(delay) <= 10000) {
+		d->testing_delay_us = (useconds_t)atoi(delay) * 1000;
+		CK_LOG_INFO("Testing: every reconcile is delayed",
+		            CK_KV_STR("CKUBE_TESTING_RECONCILE_DELAY_MS", delay));
+	}
 	setup_factory(d);
 	return setup_servers(d, err);
 }

@@ -9,6 +9,7 @@
 #include <ev.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #define MGR_MAX_INFORMERS   32
 #define MGR_MAX_RUNNABLES   16
@@ -90,6 +91,9 @@ struct ck_manager {
 	char *setup_err;     /* the first refused informer: ck_manager_run fails with it */
 	mgr_shards_t *shards; /* --shards-by; NULL when not sharded */
 	int reconcile_log_fd; /* --reconcile-log; -1 off */
+	/* CKUBE_TESTING_RECONCILE_DELAY_MS: every reconcile takes this much longer, so
+	 * that the sharding tests always catch reconciles in flight at a handover. */
+	useconds_t testing_delay_us;
 };
 
 /* controller.c */

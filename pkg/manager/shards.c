@@ -442,16 +442,20 @@ void mgr_shards_collect(void *ud, ck_sbuf_t *out)
 	ck_sharding_t *s = sh->s;
 	uint32_t owned = 0, members = 0;
 	ck_metrics_write_header(out, "ckube_shard_bucket_owned",
-	                        "1 for each hash bucket this replica owns with its caches listed.",
+	                        "Each hash bucket this replica owns and its range [start, end) (end "
+	                        "0x0 = 2^64): 1 once its caches are listed, 0 while they list.",
 	                        CK_METRICS_GAUGE);
 	for (uint32_t i = 0; s != NULL && i < sh->nb; i++) {
 		if (!ck_sharding_owns_bucket(s, i))
 			continue;
 		owned++;
-		char num[16];
+		char num[16], start[24], end[24];
+		ck_shard_range_t r = ck_sharding_bucket_range(s, i);
 		snprintf(num, sizeof(num), "%u", i);
-		ck_metrics_label_t l[] = {{"bucket", num}};
-		ck_metrics_write_sample(out, "ckube_shard_bucket_owned", l, 1,
+		snprintf(start, sizeof(start), "0x%016llx", (unsigned long long)r.start);
+		snprintf(end, sizeof(end), "0x%016llx", (unsigned long long)r.end);
+		ck_metrics_label_t l[] = {{"bucket", num}, {"start", start}, {"end", end}};
+		ck_metrics_write_sample(out, "ckube_shard_bucket_owned", l, 3,
 		                        atomic_load(&sh->b[i].state) == SB_READY ? 1 : 0);
 	}
 	if (s != NULL)

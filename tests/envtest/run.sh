@@ -21,6 +21,9 @@
 #                  and off (tests/envtest/shard_test.c, $SHARD_TEST)
 #   sharding       three replicas splitting buckets on Leases: join, stop, kill
 #                  (tests/envtest/sharding_test.c, $SHARDING_TEST)
+#   sharded        sample-controller as 3..5 active replicas (--shards-by): caches,
+#                  convergence, handover times and the overlap oracle, gate on/off
+#                  (tests/envtest/sharded.sh)
 #   command        ckube-envtest start prints `export KUBECONFIG=...` and returns with
 #                  the servers running; stop stops them and removes the files; its
 #                  errors exit 1 with one line and leave nothing behind
@@ -291,6 +294,16 @@ if [ -n "${SHARDING_TEST:-}" ]; then
 	case_run "sharding: 3 replicas, join/stop/kill" "$SHARDING_TEST" "$parent"
 	grep -E '^(join|stop|kill|rejoin|overlap)' "$work/out" | sed 's/^/        /'
 fi
+
+# ---- sample-controller sharded over N active replicas (--shards-by=namespace), gate
+# on and off, through kill -9, SIGTERM, scaling and an API server restart, with the
+# overlap oracle; and the oracle's own failure when handovers skip the drain
+# (tests/envtest/sharded.sh). Its figures are printed.
+. "$root/tests/envtest/sharded.sh"
+for t in on off joins unsafe; do
+	check "sharded sample-controller ($t)" "t_sharded_$t"
+	grep -E '^sharded' "$work/out" | sed 's/^/        /'
+done
 
 echo "envtest: start (deploy/crd.yaml, until the CRD is served): ${times[*]}; stop: ${stops[*]}"
 echo "envtest: $passed passed, $failed failed"
