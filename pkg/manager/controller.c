@@ -257,9 +257,8 @@ static void *worker_main(void *arg)
 			break;
 		}
 		uint32_t bucket = 0;
-		mgr_gate_t gate = c->m->shards != NULL
-		                      ? mgr_shards_enter(c->m, c, key, &bucket)
-		                      : MGR_GATE_RUN;
+		mgr_gate_t gate =
+		    c->m->shards != NULL ? mgr_shards_enter(c->m, c, key, &bucket) : MGR_GATE_RUN;
 		if (gate != MGR_GATE_RUN) {
 			LOG_TRACE(key, "reconcile-skipped", CK_KV_STR("controller", c->name),
 			          CK_KV_STR("why", gate == MGR_GATE_SKIP

@@ -22,8 +22,8 @@
 #include <ckube/version.h>
 
 #include <errno.h> /* program_invocation_short_name */
-#include <fcntl.h>
 #include <ev.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>

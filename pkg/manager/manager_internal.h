@@ -88,7 +88,7 @@ struct ck_manager {
 	bool second_started;
 	atomic_bool second_quit; /* ck_manager_run is returning: the SIGTERM it sends is its own */
 	ck_flagset_t *flags;
-	char *setup_err;     /* the first refused informer: ck_manager_run fails with it */
+	char *setup_err;      /* the first refused informer: ck_manager_run fails with it */
 	mgr_shards_t *shards; /* --shards-by; NULL when not sharded */
 	int reconcile_log_fd; /* --reconcile-log; -1 off */
 	/* CKUBE_TESTING_RECONCILE_DELAY_MS: every reconcile takes this much longer, so
@@ -121,8 +121,7 @@ typedef enum mgr_gate {
 	MGR_GATE_PARKED, /* owned, caches still listing: requeued once they are */
 } mgr_gate_t;
 /* Worker thread, for each key it takes. */
-mgr_gate_t mgr_shards_enter(ck_manager_t *d, ck_controller_t *c, const char *key,
-                            uint32_t *bucket);
+mgr_gate_t mgr_shards_enter(ck_manager_t *d, ck_controller_t *c, const char *key, uint32_t *bucket);
 void mgr_shards_leave(ck_manager_t *d, uint32_t bucket);
 /* The /readyz check "shards" (its note: the buckets owned) and the metrics. */
 int mgr_shards_check(void *ud, char **note);

@@ -122,7 +122,8 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 		if (op->add) {
 			char *err = NULL;
 			sh->b[op->bucket].acquired_ns = ck_clk_mono_ns(ck_clk_real());
-			if (ck_cache_factory_add_part(sh->d->factory, op->bucket, op->range, &err) != 0)
+			if (ck_cache_factory_add_part(sh->d->factory, op->bucket, op->range,
+			                              &err) != 0)
 				CK_LOG_ERROR(err, "Cannot cache a shard bucket",
 				             CK_KV_UINT("bucket", op->bucket));
 			free(err);
@@ -222,7 +223,8 @@ int mgr_shards_setup(ck_manager_t *d, char **err)
 	else if (strcmp(o->shards_by, "uid") == 0)
 		field = CK_SHARD_UID;
 	else
-		return ck_err_set(err, "-shards-by: \"%s\": must be namespace or uid (or empty: off)",
+		return ck_err_set(err,
+		                  "-shards-by: \"%s\": must be namespace or uid (or empty: off)",
 		                  o->shards_by);
 	if (o->leader_elect)
 		return ck_err_set(err, "-shards-by and -leader-elect exclude each other: every "
@@ -348,8 +350,7 @@ static bool key_hash(mgr_shards_t *sh, ck_controller_t *c, const char *key, uint
 	return true;
 }
 
-mgr_gate_t mgr_shards_enter(ck_manager_t *d, ck_controller_t *c, const char *key,
-                            uint32_t *bucket)
+mgr_gate_t mgr_shards_enter(ck_manager_t *d, ck_controller_t *c, const char *key, uint32_t *bucket)
 {
 	mgr_shards_t *sh = d->shards;
 	ck_sharding_t *s = sh->s;
@@ -405,8 +406,8 @@ static char *owned_text(mgr_shards_t *sh)
 		ck_sbuf_puts(&b, "not in the shard group");
 		return ck_sbuf_steal(&b);
 	}
-	ck_sbuf_printf(&b, "owns %u of %u buckets (%u members)", ck_sharding_owned_count(s),
-	               sh->nb, ck_sharding_members(s));
+	ck_sbuf_printf(&b, "owns %u of %u buckets (%u members)", ck_sharding_owned_count(s), sh->nb,
+	               ck_sharding_members(s));
 	const char *sep = ": ";
 	for (uint32_t i = 0; i < sh->nb; i++) {
 		if (!ck_sharding_owns_bucket(s, i) || atomic_load(&sh->b[i].state) != SB_READY)
@@ -441,10 +442,11 @@ void mgr_shards_collect(void *ud, ck_sbuf_t *out)
 	pthread_mutex_lock(&sh->mu);
 	ck_sharding_t *s = sh->s;
 	uint32_t owned = 0, members = 0;
-	ck_metrics_write_header(out, "ckube_shard_bucket_owned",
-	                        "Each hash bucket this replica owns and its range [start, end) (end "
-	                        "0x0 = 2^64): 1 once its caches are listed, 0 while they list.",
-	                        CK_METRICS_GAUGE);
+	ck_metrics_write_header(
+	    out, "ckube_shard_bucket_owned",
+	    "Each hash bucket this replica owns and its range [start, end) (end "
+	    "0x0 = 2^64): 1 once its caches are listed, 0 while they list.",
+	    CK_METRICS_GAUGE);
 	for (uint32_t i = 0; s != NULL && i < sh->nb; i++) {
 		if (!ck_sharding_owns_bucket(s, i))
 			continue;
@@ -477,8 +479,8 @@ void mgr_shards_collect(void *ud, ck_sbuf_t *out)
 	    {"ckube_shard_released_total", "Buckets this replica handed over (drained first).",
 	     CK_METRICS_COUNTER, (double)atomic_load(&sh->n_released)},
 	    {"ckube_shard_keys_skipped_total",
-	     "Queued keys not run because another replica owns their bucket.",
-	     CK_METRICS_COUNTER, (double)atomic_load(&sh->n_skipped)},
+	     "Queued keys not run because another replica owns their bucket.", CK_METRICS_COUNTER,
+	     (double)atomic_load(&sh->n_skipped)},
 	    {"ckube_shard_keys_parked_total",
 	     "Queued keys held back until their newly owned bucket's caches were listed.",
 	     CK_METRICS_COUNTER, (double)atomic_load(&sh->n_parked)},

@@ -429,8 +429,50 @@ t_node6_kill9_restarts() {
 	until_ok 90 jp_eq "$ns" foo/nfoo '{.status.availableReplicas}' 2 || fail "its status did not converge"
 }
 
+# The bucket Leases of the sharded install: "<held> <distinct holders> <holder pods>",
+# a holder's identity being "<pod name>_<random>".
+sharded_holders() {
+	kubectl -n "$SC_NS" get leases -o json | python3 -c '
+import json, sys
+held = {}
+for l in json.load(sys.stdin)["items"]:
+    if l["metadata"]["name"].startswith("sample-controller-bucket-"):
+        h = l["spec"].get("holderIdentity") or ""
+        if h:
+            held[l["metadata"]["name"]] = h.rsplit("_", 1)[0]
+print(len(held), len(set(held.values())), " ".join(sorted(set(held.values()))))'
+}
+# All 32 buckets held, by three pods that are the current ones.
+three_share() {
+	local h p
+	h=$(sharded_holders)
+	# shellcheck disable=SC2086
+	set -- $h
+	[ "$1" = 32 ] && [ "$2" = 3 ] || return 1
+	shift 2
+	for p in "$@"; do sc_pods | grep -qx "$p" || return 1; done
+}
+
+# deploy/sharded applied over the running install, as a user switching to it: the
+# Deployment rolls to three active replicas that split the 32 buckets between them
+# (the local control plane runs without ShardedListAndWatch: each filters on its
+# side), and a Foo is still reconciled.
+t_node7_sharded() {
+	local t0 ns
+	t0=$(now_ms)
+	kubectl apply -k "$E2E_ROOT/hack/node/sharded" >/dev/null
+	until_ok 180 n_ready_is 3 || fail "3 sharded pods not Running and Ready: $(kubectl -n $SC_NS get pods -o wide)"
+	until_ok 120 three_share || fail "the buckets are not shared by the 3 pods: $(sharded_holders)"
+	figure "apply -k deploy/sharded to 3 pods Ready sharing 32 buckets (ms)" $(($(now_ms) - t0))
+	echo "    sharded: $(sharded_holders)"
+	ns=$(cat "$E2E_LOGS/node-foo-ns")
+	kubectl -n "$ns" patch foo nfoo --type merge -p '{"spec":{"replicas":3}}' >/dev/null
+	until_ok 60 jp_eq "$ns" deploy/nweb '{.spec.replicas}' 3 || fail "the Foo was not reconciled by the sharded replicas"
+	until_ok 90 jp_eq "$ns" foo/nfoo '{.status.availableReplicas}' 3 || fail "its status did not converge"
+}
+
 # Last: the deployment goes away cleanly (the Lease is released on the way).
-t_node7_teardown() {
+t_node8_teardown() {
 	local ns
 	ns=$(cat "$E2E_LOGS/node-foo-ns" 2>/dev/null || true)
 	[ -n "$ns" ] && kubectl delete namespace "$ns" --wait=false >/dev/null

@@ -140,7 +140,7 @@ t_apiserver_restart_converges() {
 
 t_in_cluster_with_deploy_rbac() {
 	ensure_crd
-	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" -f "$E2E_ROOT/deploy/rbac.yaml" \
+	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" -f "$E2E_ROOT/deploy/cluster/rbac.yaml" \
 		-f "$E2E_ROOT/deploy/base/admission-policy.yaml" >/dev/null
 	NS=$(new_ns e2e-incluster)
 	local sa="$E2E_LOGS/sa-incluster"

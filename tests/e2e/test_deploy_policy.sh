@@ -26,7 +26,7 @@ as_sa_create_denied() {
 t_deploy_admission_policy_owned_only() {
 	ensure_crd
 	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" \
-		-f "$E2E_ROOT/deploy/rbac.yaml" -f "$E2E_ROOT/deploy/base/admission-policy.yaml" >/dev/null
+		-f "$E2E_ROOT/deploy/cluster/rbac.yaml" -f "$E2E_ROOT/deploy/base/admission-policy.yaml" >/dev/null
 	# The API server loads policies through its own informer: wait until it enforces
 	# this one (a dry run changes nothing).
 	until_ok 60 as_sa_create_denied kube-system csc-probe ||

@@ -70,7 +70,7 @@ t_metrics_secure_reviews() {
 	local m p ctl_kc="$MS_TMP/controller.kubeconfig" ok_tok no_tok
 	m=127.0.0.1:$(free_port); p=127.0.0.1:$(free_port)
 	# The daemon as deployed: its ServiceAccount and exactly deploy/'s RBAC.
-	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" -f "$E2E_ROOT/deploy/rbac.yaml" \
+	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" -f "$E2E_ROOT/deploy/cluster/rbac.yaml" \
 		-f "$E2E_ROOT/deploy/base/metrics-rbac.yaml" >/dev/null
 	kubeconfig_token "$ctl_kc" "$(kubectl -n sample-controller create token sample-controller --duration=1h)"
 	# A scraper bound to the metrics-reader role, and one without it.
@@ -168,7 +168,7 @@ t_metrics_secure_token_flood() {
 	local m ctl_kc="$MS_TMP/controller.kubeconfig" ok_tok i before after
 	m=127.0.0.1:$(free_port)
 	kubectl apply -f "$E2E_ROOT/deploy/base/namespace.yaml" -f "$E2E_ROOT/deploy/base/serviceaccount.yaml" \
-		-f "$E2E_ROOT/deploy/rbac.yaml" -f "$E2E_ROOT/deploy/base/metrics-rbac.yaml" >/dev/null
+		-f "$E2E_ROOT/deploy/cluster/rbac.yaml" -f "$E2E_ROOT/deploy/base/metrics-rbac.yaml" >/dev/null
 	kubeconfig_token "$ctl_kc" "$(kubectl -n sample-controller create token sample-controller --duration=1h)"
 	ok_tok=$(sa_token scraper)
 	kubectl create clusterrolebinding "$NS-scraper" --clusterrole=sample-controller-metrics-reader \
