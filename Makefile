@@ -236,8 +236,9 @@ $(B)/asan/shard-test: $(B)/asan/tests/envtest/shard_test.o $(ASAN_OBJS)
 # Replicas splitting buckets on Leases (<ckube/sharding.h>): join, stop, kill.
 $(B)/asan/sharding-test: $(B)/asan/tests/envtest/sharding_test.o $(ASAN_OBJS)
 	$(CC) $(BASEFLAGS) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
-envtest-test: deps $(B)/asan/envtest-test $(B)/asan/shard-test $(B)/asan/sharding-test bin/ckube-envtest $(B)/asan/sample-controller
+envtest-test: deps $(B)/asan/envtest-test $(B)/asan/shard-test $(B)/asan/sharding-test bin/ckube-envtest $(B)/asan/sample-controller $(B)/tsan/sample-controller
 	ENVTEST_TEST=$(abspath $(B))/asan/envtest-test SHARD_TEST=$(abspath $(B))/asan/shard-test SHARDING_TEST=$(abspath $(B))/asan/sharding-test SAMPLE_CONTROLLER=$(abspath $(B))/asan/sample-controller \
+		SAMPLE_CONTROLLER_TSAN=$(abspath $(B))/tsan/sample-controller \
 		EXAMPLE_ENVTESTS="$(foreach e,$(EXAMPLE_ENVTESTS),$(e)=$(abspath $(B))/asan/examples-envtest/$(e))" \
 		bash tests/envtest/run.sh
 

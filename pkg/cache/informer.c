@@ -1380,14 +1380,13 @@ int ck_cache_informer_add_part(ck_cache_informer_t *inf, uint32_t id, ck_shard_r
 	cache_reflector_opts_t ro = inf->part_ro;
 	ro.shard = sel;
 	p->refl = cache_reflector_new(inf->part_lw, inf->clk, &ro, &part_sink, p);
+	CK_LOG_V(2, "Adding a part to the cache", CK_KV_STR("resource", inf->name),
+	         CK_KV_UINT("part", id), CK_KV_STR("shardSelector", ck_shard_selector_string(sel)));
 	ck_shard_selector_free(sel);
 	pthread_mutex_lock(&inf->mu);
 	inf->parts = ck_xrealloc(inf->parts, (inf->nparts + 1) * sizeof(*inf->parts));
 	inf->parts[inf->nparts++] = p;
 	pthread_mutex_unlock(&inf->mu);
-	CK_LOG_V(2, "Adding a part to the cache", CK_KV_STR("resource", inf->name),
-	         CK_KV_UINT("part", id),
-	         CK_KV_STR("shardSelector", ck_shard_selector_string(ro.shard)));
 	if (inf->started) {
 		cache_reflector_start(p->refl);
 		rearm(inf);
