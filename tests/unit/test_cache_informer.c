@@ -330,6 +330,7 @@ START_TEST(test_shard_parts)
 	    strstr(ck_cache_fake_req_opts(last_list(&f))->shard_selector, "0xaf63df4c8601f1a5"));
 	ck_obj_t *lb[] = {mkobj("b", "y", "1"), mkobj("a", "stray", "2")};
 	respond_list(&f, lb, 2, "10", NULL);
+	ck_cache_fake_req_t *w2 = last_watch(&f);
 	ck_assert(!ck_cache_informer_part_synced(f.inf, 2)); /* listed, not yet processed */
 	cache_informer_drain(f.inf);
 	ck_assert(ck_cache_informer_part_synced(f.inf, 2));
@@ -350,6 +351,9 @@ START_TEST(test_shard_parts)
 	ck_assert(ck_cache_fake_req_cancelled(w1));
 	cache_informer_drain(f.inf);
 	ck_assert(!ck_cache_informer_part_synced(f.inf, 1));
+	/* Economy: part 2 kept its watch (no relist) and its object. */
+	ck_assert(ck_cache_fake_req_active(w2));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
 	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 1);
 	ck_obj_t *left = ck_cache_store_get(ck_cache_informer_store(f.inf), "b/y");
 	ck_assert_ptr_nonnull(left);
