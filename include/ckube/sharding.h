@@ -88,6 +88,8 @@ struct ck_client;
 
 #define CK_SHARDING_DEFAULT_BUCKETS 32u
 #define CK_SHARDING_MAX_BUCKETS     1024u
+#define CK_SHARDING_DEFAULT_REBALANCE_EVERY    10u
+#define CK_SHARDING_DEFAULT_REBALANCE_SKEW_PCT 150u
 
 typedef struct ck_sharding_config {
 	const char *lease_namespace; /* required: where the Leases live */
@@ -106,6 +108,13 @@ typedef struct ck_sharding_config {
 	/* Hand every bucket over on ck_sharding_stop() (Leases released). false leaves
 	 * them to expire, as a crash would (tests). */
 	bool release_on_stop;
+	/* Namespace field: the writer (live rank 0) checks the boundaries against the
+	 * namespaces every this many of its rounds (0 = 10, the first on its first
+	 * round), and moves them when the fullest bucket holds more than
+	 * rebalance_skew_pct percent of the ideal share AND 2 namespaces more than it
+	 * (0 = 150; below 100 is refused). */
+	uint32_t rebalance_every;
+	uint32_t rebalance_skew_pct;
 	const ck_clk_t *clock; /* decisions and Lease times; NULL = real. Waits are real. */
 
 	/* Optional; run on the coordinator's thread with ud. */
@@ -143,10 +152,17 @@ CKUBE_API void ck_sharding_stop(ck_sharding_t *s);
 
 /* The number of buckets (B). */
 CKUBE_API uint32_t ck_sharding_buckets(const ck_sharding_t *s);
-/* The range of bucket i (< B). The one place boundaries come from. */
+/* The range of bucket i (< B) in the current epoch's boundaries. Any thread. */
 CKUBE_API ck_shard_range_t ck_sharding_bucket_range(const ck_sharding_t *s, uint32_t i);
-/* The bucket whose range holds hash h. */
+/* The bucket whose range holds hash h, in the current epoch. Any thread. */
 CKUBE_API uint32_t ck_sharding_bucket_of(const ck_sharding_t *s, uint64_t h);
+/* The epoch of the boundaries this replica uses (0: equal ranges, no bounds
+ * object adopted yet). Any thread. */
+CKUBE_API uint64_t ck_sharding_epoch(const ck_sharding_t *s);
+/* Copies the current boundaries into out (B + 1 entries, borrowed): out[i] the
+ * start of bucket i, out[B] = 0 standing for 2^64. Returns their epoch (the two
+ * always of one epoch). Any thread. */
+CKUBE_API uint64_t ck_sharding_bounds(const ck_sharding_t *s, uint64_t *out);
 
 /* Whether this replica owns bucket i right now (held, renewed within the renew
  * deadline, not being handed over). Any thread, lock-free. */
