@@ -39,6 +39,13 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The index of the first hash of bucket k: k * floor(n / nb) + min(k, n % nb). */
+static size_t cut_index(uint32_t k, size_t n, uint32_t nb)
+{
+	size_t r = n % nb;
+	return (size_t)k * (n / nb) + (k < r ? k : r);
+}
+
 void sh_balanced_bounds(uint64_t *hashes, size_t n, uint32_t nb, uint64_t *bounds)
 {
 	if (n == 0) {
@@ -48,12 +55,15 @@ void sh_balanced_bounds(uint64_t *hashes, size_t n, uint32_t nb, uint64_t *bound
 	qsort(hashes, n, sizeof(*hashes), cmp_u64);
 	bounds[0] = 0;
 	bounds[nb] = 0;
-	/* Cut k (1..nb-1) goes before hash q_k = round(k * n / nb). The cuts sharing
-	 * one q split the gap before hashes[q] evenly: midway for one cut. */
+	/* Cut k (1..nb-1) goes before hash q(k): the first n % nb buckets hold one
+	 * hash more than the others. Consecutive buckets, so the fuller ones spread
+	 * round-robin over the replicas' home buckets (b % N), as do the empty ones
+	 * when there are fewer hashes than buckets. The cuts sharing one q split the
+	 * gap before hashes[q] evenly: midway for one cut. */
 	for (uint32_t k = 1; k < nb;) {
-		size_t q = (size_t)(((u128)k * n + nb / 2) / nb);
+		size_t q = cut_index(k, n, nb);
 		uint32_t c = 1;
-		while (k + c < nb && (size_t)(((u128)(k + c) * n + nb / 2) / nb) == q)
+		while (k + c < nb && cut_index(k + c, n, nb) == q)
 			c++;
 		u128 lo = q == 0 ? 0 : hashes[q - 1];
 		u128 hi = q == n ? (u128)1 << 64 : hashes[q];
@@ -62,16 +72,20 @@ void sh_balanced_bounds(uint64_t *hashes, size_t n, uint32_t nb, uint64_t *bound
 		k += c;
 	}
 	/* Equal or adjacent hashes can leave two cuts equal: keep them strictly
-	 * increasing (nb - 1 <= 1023 cuts in 2^64, so the room is always there). */
+	 * increasing, up then down from 2^64 (nb - 1 <= 1023 cuts in 2^64: the room
+	 * is always there), in 128 bits so that nothing wraps. */
+	u128 *c = ck_xcalloc(nb + 1, sizeof(*c));
+	for (uint32_t k = 0; k <= nb; k++)
+		c[k] = end_of(bounds, nb, k);
 	for (uint32_t k = 1; k < nb; k++)
-		if (bounds[k] <= bounds[k - 1])
-			bounds[k] = bounds[k - 1] + 1;
-	for (uint32_t k = nb - 1; k >= 1; k--) {
-		if (end_of(bounds, nb, k + 1) <= bounds[k])
-			bounds[k] = (uint64_t)(end_of(bounds, nb, k + 1) - 1);
-		if (k == 1)
-			break;
-	}
+		if (c[k] <= c[k - 1])
+			c[k] = c[k - 1] + 1;
+	for (uint32_t k = nb - 1; k >= 1; k--)
+		if (c[k] >= c[k + 1])
+			c[k] = c[k + 1] - 1;
+	for (uint32_t k = 1; k < nb; k++)
+		bounds[k] = (uint64_t)c[k];
+	free(c);
 }
 
 uint32_t sh_bucket_of(const uint64_t *bounds, uint32_t nb, uint64_t h)
