@@ -8,9 +8,7 @@
  *
  *   - The 64-bit hash space of the shard field (namespace or uid) is cut into B
  *     buckets (an option, 32 by default); bucket i covers one range
- *     ck_sharding_bucket_range(). In this version the ranges are equal; where the
- *     boundaries come from is one function (the seam where they will later be read
- *     from a shared object placed where the actual hashes fall).
+ *     ck_sharding_bucket_range(), placed where the hashes fall (Balance, below).
  *   - Every replica holds a member Lease "<group>-member-<identity>" and renews it
  *     like leader election does. Live members = member Leases with a holder that
  *     this replica saw change within their leaseDurationSeconds (local time only,
@@ -36,6 +34,42 @@
  * stop, no bucket is owned any more at once; each is then drained and released
  * (not left to expire), the Leases still to drain kept renewed meanwhile; then the
  * member Lease. A rebalance likewise renews the rest between two drains.
+ *
+ * Balance. N replicas owning about B/N buckets each own about 1/N of the objects
+ * only if the buckets hold about as many objects each, and equal ranges do not:
+ * FNV-1a puts names that differ only at the end next to each other ("app-1" ..
+ * "app-30" fall into 1 of 4 equal ranges). So the boundaries are kept in a shared
+ * object, the Lease "<group>-bounds" (annotations sharding.ckube.io/epoch: a
+ * number, and sharding.ckube.io/bounds: the B-1 interior cuts, "0x%016x" joined
+ * by ','). Its writer is the live member of rank 0, namespace field only: every
+ * rebalance_every rounds it lists the namespaces, and when the fullest bucket
+ * holds more than rebalance_skew_pct of the ideal share and 2 namespaces more,
+ * writes the next epoch with cuts at the quantiles of their hashes (midway
+ * between two neighbours, so that each namespace sits well inside its bucket;
+ * the first n % B buckets one namespace fuller, so home buckets share them
+ * round-robin), over the version it read (of two writers one wins). A quiet
+ * cluster never moves them. Namespaces are the proxy for objects: a replica
+ * cannot see the others' objects, and a namespace's objects all go to one bucket
+ * anyway. For the uid field hashes are uniform: no writer, equal ranges (epoch
+ * 0), the same code. Without the object, epoch 0's equal ranges.
+ *
+ * A move keeps safety and economy. Every write of a bucket Lease stamps it with
+ * the writer's epoch (annotation sharding.ckube.io/epoch), and no replica writes
+ * over a Lease stamped with a newer epoch than its own. A replica reads the
+ * object in the LIST of every round; adopting epoch F, it keeps owning the
+ * buckets whose range did not change (their next renewal stamps F: no drain, no
+ * callback), stops owning those whose range changed, drains (on_release) and
+ * releases each stamped F, and only then publishes F's boundaries (workers never
+ * see a moved range as owned; a lookup racing the switch asks again). A replica
+ * acquires any bucket only when every bucket Lease carries exactly its epoch: a
+ * newer one means it must adopt first; an older one is a holder that has not
+ * adopted yet (it will re-stamp or release within a round) or a free or expired
+ * Lease, which it stamps F first (acquired and released, never owned). So when a
+ * bucket is taken under F no range of an older epoch is still worked on: each
+ * holder had stamped F, i.e. dropped its moved ranges, and no older replica can
+ * take a Lease back (it would have to write over F). This needs no knowledge of
+ * older epochs' ranges, so skipped epochs are safe, at the cost of at most one
+ * round before moved buckets are taken. on_acquire gets the new range.
  *
  * Membership decides balance only, never safety: a newcomer cannot tell a crashed
  * replica's member Lease from a live one before it saw it unchanged for a lease
