@@ -116,7 +116,8 @@ size_t sh_max_load(const uint64_t *bounds, uint32_t nb, const uint64_t *hashes, 
 bool sh_bounds_skewed(size_t max_load, size_t n, uint32_t nb, uint32_t skew_pct)
 {
 	/* max > ideal * pct / 100 and max >= ideal + 2, ideal = n / nb, in integers. */
-	return (u128)max_load * nb * 100 > (u128)n * skew_pct && (u128)max_load * nb >= (u128)n + 2u * nb;
+	return (u128)max_load * nb * 100 > (u128)n * skew_pct &&
+	       (u128)max_load * nb >= (u128)n + 2u * nb;
 }
 
 bool sh_bucket_changed(const uint64_t *a, const uint64_t *b, uint32_t i)
@@ -143,12 +144,15 @@ int sh_bounds_parse(const char *text, uint32_t nb, uint64_t *bounds, char **err)
 		for (;; k++) {
 			char *end = NULL;
 			if (k >= nb) {
-				ck_err_set(err, "more than %u boundaries (for %u buckets)", nb - 1, nb);
+				ck_err_set(err, "more than %u boundaries (for %u buckets)", nb - 1,
+				           nb);
 				goto out;
 			}
 			if (p[0] != '0' || p[1] != 'x' || strspn(p + 2, "0123456789abcdef") != 16) {
-				ck_err_set(err, "boundary %u (column %zu): not 0x and 16 lowercase hex digits",
-				           k, (size_t)(p - text) + 1);
+				ck_err_set(
+				    err,
+				    "boundary %u (column %zu): not 0x and 16 lowercase hex digits",
+				    k, (size_t)(p - text) + 1);
 				goto out;
 			}
 			errno = 0;
@@ -164,7 +168,8 @@ int sh_bounds_parse(const char *text, uint32_t nb, uint64_t *bounds, char **err)
 			if (*p == '\0')
 				break;
 			if (*p != ',') {
-				ck_err_set(err, "column %zu: '%c' where ',' or the end was expected",
+				ck_err_set(err,
+				           "column %zu: '%c' where ',' or the end was expected",
 				           (size_t)(p - text) + 1, *p);
 				goto out;
 			}

@@ -10,7 +10,9 @@
  * then try free or expired buckets up to it. The LIST seeds each bucket core's
  * observation (le_core_observe_at), so a bucket left by a crashed member is tried
  * one lease duration after the LIST first saw it unchanged, without a GET per
- * bucket per round.
+ * bucket per round. The same LIST carries the bounds object and each bucket
+ * Lease's epoch stamp: a newer epoch is adopted before anything else is decided
+ * (adopt), and buckets are taken only through the epoch gate (acquire_gate).
  */
 #include "pkg/leaderelection/le_internal.h"
 #include "pkg/sharding/sharding_internal.h"
@@ -49,7 +51,7 @@ typedef struct bucket {
 	struct ck_sharding *s;
 	le_lock_t *lock;
 	le_core_t core;
-	bool held; /* coordinator's view: we hold the Lease and called on_acquire */
+	bool held;       /* coordinator's view: we hold the Lease and called on_acquire */
 	uint64_t wepoch; /* the epoch our next write of the Lease carries */
 	uint64_t lepoch; /* the epoch the last LIST showed on it (0: absent/none) */
 	/* Read by any thread: owned now, and until when (local mono ns). */
@@ -438,7 +440,8 @@ static void observe_bounds(ck_sharding_t *s, const ck_obj_t *obj)
 {
 	char *err = NULL;
 	uint64_t e = 0;
-	const char *et = ck_obj_annotation(obj, ANN_EPOCH), *bt = ck_obj_annotation(obj, ANN_BOUNDS);
+	const char *et = ck_obj_annotation(obj, ANN_EPOCH),
+	           *bt = ck_obj_annotation(obj, ANN_BOUNDS);
 
 	s->obj_listed = true;
 	if (s->obj_rv != NULL && strcmp(s->obj_rv, obj->rv) == 0)
@@ -456,8 +459,9 @@ static void observe_bounds(ck_sharding_t *s, const ck_obj_t *obj)
 		s->obj_epoch = e;
 		s->obj_valid = true;
 	} else if (s->obj_bad_rv == NULL || strcmp(s->obj_bad_rv, obj->rv) != 0) {
-		sh_logf(s, CK_LE_LOG_ERROR, "bounds Lease %s/%s: %s; kept epoch %" PRIu64 "'s boundaries",
-		        s->ns, s->bounds_name, err, s->cur->epoch);
+		sh_logf(s, CK_LE_LOG_ERROR,
+		        "bounds Lease %s/%s: %s; kept epoch %" PRIu64 "'s boundaries", s->ns,
+		        s->bounds_name, err, s->cur->epoch);
 		free(s->obj_bad_rv);
 		s->obj_bad_rv = ck_xstrdup(obj->rv);
 	}
@@ -526,7 +530,8 @@ static int observe_leases(ck_sharding_t *s, char **err)
 			const char *et = ck_obj_annotation(items[k], ANN_EPOCH);
 			char *e = NULL;
 			if (et != NULL && sh_epoch_parse(et, &s->b[i].lepoch, &e) != 0) {
-				/* Not ours to interpret: as if newer, so no one acquires over it. */
+				/* Not ours to interpret: as if newer, so no one acquires over it.
+				 */
 				sh_logf(s, CK_LE_LOG_ERROR, "bucket Lease %s: annotation %s: %s",
 				        s->b[i].lock->desc, ANN_EPOCH, e);
 				s->b[i].lepoch = UINT64_MAX;
@@ -718,8 +723,8 @@ static void rebalance(ck_sharding_t *s)
 	ck_result_t res;
 
 	memset(&res, 0, sizeof(res));
-	if (ck_client_list_sync(s->client, &ck_type_namespace, NULL, NULL, &items, &n, NULL, &res) !=
-	    0) {
+	if (ck_client_list_sync(s->client, &ck_type_namespace, NULL, NULL, &items, &n, NULL,
+	                        &res) != 0) {
 		sh_logf(s, CK_LE_LOG_WARNING, "listing namespaces to place the boundaries: %s",
 		        res.error != NULL ? res.error : "failed");
 		goto out;
@@ -745,8 +750,9 @@ static void rebalance(ck_sharding_t *s)
 		ck_sbuf_puts(&body, ",\"namespace\":");
 		ck_sbuf_put_json_str(&body, s->ns);
 	}
-	ck_sbuf_printf(&body, ",\"annotations\":{\"" ANN_EPOCH "\":\"%" PRIu64 "\",\"" ANN_BOUNDS "\":",
-	               epoch);
+	ck_sbuf_printf(
+	    &body,
+	    ",\"annotations\":{\"" ANN_EPOCH "\":\"%" PRIu64 "\",\"" ANN_BOUNDS "\":", epoch);
 	ck_sbuf_put_json_str(&body, text);
 	ck_sbuf_puts(&body, "}}");
 	int rc;
@@ -755,21 +761,24 @@ static void rebalance(ck_sharding_t *s)
 		rc = ck_client_patch_sync(s->client, &ck_type_lease, s->ns, s->bounds_name,
 		                          CK_PATCH_MERGE, ck_sbuf_cstr(&body), NULL, &res);
 	} else {
-		ck_sbuf_puts(&body, ",\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\"}");
-		rc = ck_client_create_sync(s->client, &ck_type_lease, s->ns, ck_sbuf_cstr(&body), NULL,
-		                           &res);
+		ck_sbuf_puts(&body,
+		             ",\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\"}");
+		rc = ck_client_create_sync(s->client, &ck_type_lease, s->ns, ck_sbuf_cstr(&body),
+		                           NULL, &res);
 	}
 	if (rc == 0)
 		sh_logf(s, CK_LE_LOG_INFO,
-		        "moved the boundaries to epoch %" PRIu64 ": the fullest of %u buckets held %zu "
+		        "moved the boundaries to epoch %" PRIu64
+		        ": the fullest of %u buckets held %zu "
 		        "of %zu namespaces, now %zu",
 		        epoch, s->nb, before, n, sh_max_load(nbounds, s->nb, h, n));
 	else if (ck_result_is_conflict(&res) || ck_result_is_already_exists(&res))
-		sh_logf(s, CK_LE_LOG_INFO, "bounds Lease %s/%s changed meanwhile; checked again later",
-		        s->ns, s->bounds_name);
+		sh_logf(s, CK_LE_LOG_INFO,
+		        "bounds Lease %s/%s changed meanwhile; checked again later", s->ns,
+		        s->bounds_name);
 	else
-		sh_logf(s, CK_LE_LOG_WARNING, "writing bounds Lease %s/%s: %s", s->ns, s->bounds_name,
-		        res.error != NULL ? res.error : "failed");
+		sh_logf(s, CK_LE_LOG_WARNING, "writing bounds Lease %s/%s: %s", s->ns,
+		        s->bounds_name, res.error != NULL ? res.error : "failed");
 out:
 	for (size_t k = 0; k < n; k++)
 		ck_obj_unref(items[k]);
@@ -818,7 +827,8 @@ static void round_once(ck_sharding_t *s)
 	n = (uint32_t)s->nlive;
 	rank = my_rank(s);
 	fair = fair_share(s->nb, n, rank);
-	if (s->cfg.field == CK_SHARD_NAMESPACE && rank == 0 && s->rounds++ % s->rebalance_every == 0)
+	if (s->cfg.field == CK_SHARD_NAMESPACE && rank == 0 &&
+	    s->rounds++ % s->rebalance_every == 0)
 		rebalance(s);
 
 	/* 4. Beyond the fair share: hand over foreign buckets first, highest first. */

@@ -88,7 +88,8 @@ static void on_acquire(void *ud, uint32_t b, ck_shard_range_t r)
 			if (i != me && active[i][c] && intersects(range[i][c], r)) {
 				overlaps++;
 				printf("overlap: %s acquired bucket %u [%016" PRIx64 ", %016" PRIx64
-				       ") while %s works on bucket %u [%016" PRIx64 ", %016" PRIx64 ")\n",
+				       ") while %s works on bucket %u [%016" PRIx64 ", %016" PRIx64
+				       ")\n",
 				       rep->id, b, r.start, r.end, reps[i].id, c, range[i][c].start,
 				       range[i][c].end);
 			}
@@ -262,9 +263,10 @@ static void create_namespaces(ck_client_t *c, const char *prefix, int n, bool nu
 			snprintf(name, sizeof(name), "%s%c", prefix, 'a' + i);
 		else
 			snprintf(name, sizeof(name), "%sa%c", prefix, 'a' + i - 26);
-		snprintf(body, sizeof(body),
-		         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
-		         name);
+		snprintf(
+		    body, sizeof(body),
+		    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+		    name);
 		ck_result_t r = {0};
 		CHECK(ck_client_create_sync(c, &ck_type_namespace, NULL, body, NULL, &r) == 0,
 		      "create namespace %s: %s", name, r.error ? r.error : "?");
@@ -302,8 +304,8 @@ static int64_t balance(ck_client_t *c, size_t *total, char *buf, size_t len)
 	for (int i = 0; i < NREP && off < len; i++) {
 		if (reps[i].s == NULL)
 			continue;
-		off += (size_t)snprintf(buf + off, len - off, "%s%s=%zu", off ? " " : "", reps[i].id,
-		                        count[i]);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s=%zu", off ? " " : "",
+		                        reps[i].id, count[i]);
 		/* |count - n / live| / (n / NB), times 100, in integers. */
 		int64_t d = (int64_t)(count[i] * live) - (int64_t)n;
 		d = d < 0 ? -d : d;
@@ -412,8 +414,8 @@ int main(int argc, char **argv)
 	printf("move: epoch %" PRIu64 " -> %" PRIu64 " %llu ms after creating 30 more: %zu "
 	       "namespaces owned %s (worst %lld%% of a bucket's load off a third); %d of %u "
 	       "ranges moved, %d buckets changed hands, %d of them unmoved\n",
-	       e1, e2, (unsigned long long)(mono_ms() - t0), nns, bal, (long long)worst, moved,
-	       NB, changed_hands, kept_moved);
+	       e1, e2, (unsigned long long)(mono_ms() - t0), nns, bal, (long long)worst, moved, NB,
+	       changed_hands, kept_moved);
 	CHECK(ms >= 0, "the boundaries did not move to a newer epoch within 20 s");
 	CHECK(worst <= 100, "unbalanced after the move: %s of %zu namespaces", bal, nns);
 	CHECK(kept_moved == 0, "%d buckets whose range stayed changed hands", kept_moved);

@@ -81,9 +81,10 @@ static void on_acquire(void *ud, uint32_t b, ck_shard_range_t r)
 			if (i != m->idx && o->active[i][c] && intersects(o->range[i][c], r)) {
 				o->overlaps++;
 				fprintf(stderr,
-				        "sharding oracle: %s acquired bucket %u [%016" PRIx64 ", %016" PRIx64
-				        ") while member %d works on bucket %u [%016" PRIx64 ", %016" PRIx64
-				        ")\n",
+				        "sharding oracle: %s acquired bucket %u [%016" PRIx64
+				        ", %016" PRIx64
+				        ") while member %d works on bucket %u [%016" PRIx64
+				        ", %016" PRIx64 ")\n",
 				        m->id, b, r.start, r.end, i, c, o->range[i][c].start,
 				        o->range[i][c].end);
 			}
@@ -557,12 +558,14 @@ START_TEST(test_balanced_bounds)
 			for (uint32_t r = 0; r < nrep; r++)
 				snprintf(bbuf + strlen(bbuf), sizeof(bbuf) - strlen(bbuf), "%s%zu",
 				         r ? "/" : "", count[r]);
-			printf("sharding balance: %zu namespaces %s, %u buckets, %u replicas: equal "
-			       "ranges %s (fullest bucket %zu), balanced %s (fullest %zu)\n",
-			       n, set_name[set], B32, nrep, ebuf, max_eq, bbuf, max_bal);
-			ck_assert_msg(wb <= load * nrep,
-			              "%s on %u replicas: balanced shares %s, not within %zu of %zu/%u",
-			              set_name[set], nrep, bbuf, load, n, nrep);
+			printf(
+			    "sharding balance: %zu namespaces %s, %u buckets, %u replicas: equal "
+			    "ranges %s (fullest bucket %zu), balanced %s (fullest %zu)\n",
+			    n, set_name[set], B32, nrep, ebuf, max_eq, bbuf, max_bal);
+			ck_assert_msg(
+			    wb <= load * nrep,
+			    "%s on %u replicas: balanced shares %s, not within %zu of %zu/%u",
+			    set_name[set], nrep, bbuf, load, n, nrep);
 			/* What this is for: equal ranges miss it. */
 			ck_assert_msg(we > load * nrep, "%s: equal ranges %s are balanced already?",
 			              set_name[set], ebuf);
@@ -688,11 +691,11 @@ static bool at_epoch(world_t *w, uint64_t epoch)
 		char name[64];
 		snprintf(name, sizeof(name), "foo-controller-bucket-%u", b);
 		ck_json_doc_t *doc = ck_fake_get(w->fake, &ck_type_lease, "kube-system", name);
-		const char *e =
-		    doc != NULL ? ck_json_str(ck_json_get(
-		                      ck_json_root(doc),
-		                      CK_PATH("metadata", "annotations", "sharding.ckube.io/epoch")))
-		                : NULL;
+		const char *e = doc != NULL
+		                    ? ck_json_str(ck_json_get(ck_json_root(doc),
+		                                              CK_PATH("metadata", "annotations",
+		                                                      "sharding.ckube.io/epoch")))
+		                    : NULL;
 		bool ok = e != NULL && strtoull(e, NULL, 10) == epoch;
 		ck_json_doc_free(doc);
 		if (!ok)
@@ -750,8 +753,8 @@ START_TEST(test_move_reacquires_only_moved)
 	put_bounds(&w, 1, text);
 	free(text);
 	uint64_t ms = wait_epoch(&w, 3, 1, 10000);
-	printf("sharding: epoch 1 (2 of %u ranges moved) adopted and owned again in %llu ms\n",
-	       NB, (unsigned long long)ms);
+	printf("sharding: epoch 1 (2 of %u ranges moved) adopted and owned again in %llu ms\n", NB,
+	       (unsigned long long)ms);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_uint_eq(ck_sharding_bounds(w.m[i].s, after), 1);
 		ck_assert_mem_eq(after, moved, sizeof(after));
@@ -798,12 +801,13 @@ START_TEST(test_newer_epoch_blocks_until_adopted)
 	/* A bucket Lease stamped by a replica on epoch 7 (free): this one, on epoch 0,
 	 * must acquire nothing until it adopted epoch 7's boundaries. */
 	ck_assert_int_eq(
-	    ck_fake_put(w.fake, &ck_type_lease,
-	                "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
-	                "{\"name\":\"foo-controller-bucket-3\",\"namespace\":\"kube-system\","
-	                "\"annotations\":{\"sharding.ckube.io/epoch\":\"7\"}},"
-	                "\"spec\":{\"holderIdentity\":\"\",\"leaseDurationSeconds\":1}}",
-	                &err),
+	    ck_fake_put(
+	        w.fake, &ck_type_lease,
+	        "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
+	        "{\"name\":\"foo-controller-bucket-3\",\"namespace\":\"kube-system\","
+	        "\"annotations\":{\"sharding.ckube.io/epoch\":\"7\"}},"
+	        "\"spec\":{\"holderIdentity\":\"\",\"leaseDurationSeconds\":1}}",
+	        &err),
 	    0);
 	member_t *m = &w.m[0];
 	m->o = &w.o;
@@ -848,9 +852,10 @@ static void add_namespaces(world_t *w, int set)
 			snprintf(name, sizeof(name), "app-%d", i + 1);
 		else
 			snprintf(name, sizeof(name), "team-%c", 'a' + i);
-		snprintf(json, sizeof(json),
-		         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
-		         name);
+		snprintf(
+		    json, sizeof(json),
+		    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+		    name);
 		ck_assert_msg(ck_fake_add(w->fake, &ck_type_namespace, json, &err) == 0, "%s", err);
 	}
 }
