@@ -8,9 +8,7 @@
  *
  *   - The 64-bit hash space of the shard field (namespace or uid) is cut into B
  *     buckets (an option, 32 by default); bucket i covers one range
- *     ck_sharding_bucket_range(). In this version the ranges are equal; where the
- *     boundaries come from is one function (the seam where they will later be read
- *     from a shared object placed where the actual hashes fall).
+ *     ck_sharding_bucket_range(), placed where the hashes fall (Balance, below).
  *   - Every replica holds a member Lease "<group>-member-<identity>" and renews it
  *     like leader election does. Live members = member Leases with a holder that
  *     this replica saw change within their leaseDurationSeconds (local time only,
@@ -36,6 +34,42 @@
  * stop, no bucket is owned any more at once; each is then drained and released
  * (not left to expire), the Leases still to drain kept renewed meanwhile; then the
  * member Lease. A rebalance likewise renews the rest between two drains.
+ *
+ * Balance. N replicas owning about B/N buckets each own about 1/N of the objects
+ * only if the buckets hold about as many objects each, and equal ranges do not:
+ * FNV-1a puts names that differ only at the end next to each other ("app-1" ..
+ * "app-30" fall into 1 of 4 equal ranges). So the boundaries are kept in a shared
+ * object, the Lease "<group>-bounds" (annotations sharding.ckube.io/epoch: a
+ * number, and sharding.ckube.io/bounds: the B-1 interior cuts, "0x%016x" joined
+ * by ','). Its writer is the live member of rank 0, namespace field only: every
+ * rebalance_every rounds it lists the namespaces, and when the fullest bucket
+ * holds more than rebalance_skew_pct of the ideal share and 2 namespaces more,
+ * writes the next epoch with cuts at the quantiles of their hashes (midway
+ * between two neighbours, so that each namespace sits well inside its bucket;
+ * the first n % B buckets one namespace fuller, so home buckets share them
+ * round-robin), over the version it read (of two writers one wins). A quiet
+ * cluster never moves them. Namespaces are the proxy for objects: a replica
+ * cannot see the others' objects, and a namespace's objects all go to one bucket
+ * anyway. For the uid field hashes are uniform: no writer, equal ranges (epoch
+ * 0), the same code. Without the object, epoch 0's equal ranges.
+ *
+ * A move keeps safety and economy. Every write of a bucket Lease stamps it with
+ * the writer's epoch (annotation sharding.ckube.io/epoch), and no replica writes
+ * over a Lease stamped with a newer epoch than its own. A replica reads the
+ * object in the LIST of every round; adopting epoch F, it keeps owning the
+ * buckets whose range did not change (their next renewal stamps F: no drain, no
+ * callback), stops owning those whose range changed, drains (on_release) and
+ * releases each stamped F, and only then publishes F's boundaries (workers never
+ * see a moved range as owned; a lookup racing the switch asks again). A replica
+ * acquires any bucket only when every bucket Lease carries exactly its epoch: a
+ * newer one means it must adopt first; an older one is a holder that has not
+ * adopted yet (it will re-stamp or release within a round) or a free or expired
+ * Lease, which it stamps F first (acquired and released, never owned). So when a
+ * bucket is taken under F no range of an older epoch is still worked on: each
+ * holder had stamped F, i.e. dropped its moved ranges, and no older replica can
+ * take a Lease back (it would have to write over F). This needs no knowledge of
+ * older epochs' ranges, so skipped epochs are safe, at the cost of at most one
+ * round before moved buckets are taken. on_acquire gets the new range.
  *
  * Membership decides balance only, never safety: a newcomer cannot tell a crashed
  * replica's member Lease from a live one before it saw it unchanged for a lease
@@ -86,8 +120,10 @@
 
 struct ck_client;
 
-#define CK_SHARDING_DEFAULT_BUCKETS 32u
-#define CK_SHARDING_MAX_BUCKETS     1024u
+#define CK_SHARDING_DEFAULT_BUCKETS            32u
+#define CK_SHARDING_MAX_BUCKETS                1024u
+#define CK_SHARDING_DEFAULT_REBALANCE_EVERY    10u
+#define CK_SHARDING_DEFAULT_REBALANCE_SKEW_PCT 150u
 
 typedef struct ck_sharding_config {
 	const char *lease_namespace; /* required: where the Leases live */
@@ -106,6 +142,13 @@ typedef struct ck_sharding_config {
 	/* Hand every bucket over on ck_sharding_stop() (Leases released). false leaves
 	 * them to expire, as a crash would (tests). */
 	bool release_on_stop;
+	/* Namespace field: the writer (live rank 0) checks the boundaries against the
+	 * namespaces every this many of its rounds (0 = 10, the first on its first
+	 * round), and moves them when the fullest bucket holds more than
+	 * rebalance_skew_pct percent of the ideal share AND 2 namespaces more than it
+	 * (0 = 150; below 100 is refused). */
+	uint32_t rebalance_every;
+	uint32_t rebalance_skew_pct;
 	const ck_clk_t *clock; /* decisions and Lease times; NULL = real. Waits are real. */
 
 	/* Optional; run on the coordinator's thread with ud. */
@@ -143,10 +186,17 @@ CKUBE_API void ck_sharding_stop(ck_sharding_t *s);
 
 /* The number of buckets (B). */
 CKUBE_API uint32_t ck_sharding_buckets(const ck_sharding_t *s);
-/* The range of bucket i (< B). The one place boundaries come from. */
+/* The range of bucket i (< B) in the current epoch's boundaries. Any thread. */
 CKUBE_API ck_shard_range_t ck_sharding_bucket_range(const ck_sharding_t *s, uint32_t i);
-/* The bucket whose range holds hash h. */
+/* The bucket whose range holds hash h, in the current epoch. Any thread. */
 CKUBE_API uint32_t ck_sharding_bucket_of(const ck_sharding_t *s, uint64_t h);
+/* The epoch of the boundaries this replica uses (0: equal ranges, no bounds
+ * object adopted yet). Any thread. */
+CKUBE_API uint64_t ck_sharding_epoch(const ck_sharding_t *s);
+/* Copies the current boundaries into out (B + 1 entries, borrowed): out[i] the
+ * start of bucket i, out[B] = 0 standing for 2^64. Returns their epoch (the two
+ * always of one epoch). Any thread. */
+CKUBE_API uint64_t ck_sharding_bounds(const ck_sharding_t *s, uint64_t *out);
 
 /* Whether this replica owns bucket i right now (held, renewed within the renew
  * deadline, not being handed over). Any thread, lock-free. */

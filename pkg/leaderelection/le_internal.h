@@ -73,6 +73,23 @@ struct le_lock {
  * coordination.k8s.io/v1 Lease ns/name, free with lock->ops->free().
  */
 le_lock_t *le_lock_lease_new(struct ck_client *c, const char *ns, const char *name);
+/*
+ * The hook of le_lock_lease_annotate: from the annotation's value on the Lease as
+ * the lock last read or wrote it (stored, borrowed; NULL when absent, and on
+ * create), 0 with *value (a new string) to write, or -1 with *err to refuse the
+ * write. Runs on the caller's thread, inside create and update.
+ */
+typedef int (*le_annotate_fn)(void *ud, const char *stored, char **value, char **err);
+/*
+ * Lease locks only (le_lock_lease_new). Every later create and update of l (an
+ * acquire, renewal or release) also sets metadata.annotations[key] to what fn
+ * gives; a refusal fails the write with LE_LOCK_CONFLICT and fn's *err, as a
+ * write over a version that moved on would. Borrows key (copied) and ud. Lets a
+ * caller keep its own state in the Lease beside the election record, and refuse
+ * to write over a newer one (pkg/sharding's epochs).
+ */
+void le_lock_lease_annotate(le_lock_t *l, const char *key, le_annotate_fn fn, void *ud);
+
 /* Borrows obj (a decoded ck_type_lease); replaces *out's content with its spec. */
 void le_record_from_lease(const ck_obj_t *obj, le_record_t *out);
 

@@ -9,7 +9,8 @@
  * keeps only the fields the election needs, and a PUT of that would wipe whatever
  * else the object carries (annotations, finalizers, owner references set by
  * others); the resourceVersion in the patch is checked by the server exactly as a
- * PUT's is.
+ * PUT's is. A caller may add one annotation of its own to every write
+ * (le_lock_lease_annotate: pkg/sharding's epoch), merged in beside the others.
  */
 #include "pkg/leaderelection/le_internal.h"
 #include <ckube/client.h>
@@ -24,6 +25,14 @@ typedef struct lease_lock {
 	char *ns;
 	char *name;
 	char *rv; /* resourceVersion last read or written; NULL before */
+	/* le_lock_lease_annotate: the key (NULL: none), its hook, and its value on
+	 * the Lease last read or written (NULL when absent). Decoded with type, a
+	 * Lease descriptor that keeps annotations. */
+	char *ann_key;
+	le_annotate_fn ann_fn;
+	void *ann_ud;
+	char *ann_stored;
+	ck_type_t type;
 } lease_lock_t;
 
 /* Maps a failed call to a lock code and sets *err from the client's message. */
@@ -66,6 +75,11 @@ static void lock_take(lease_lock_t *l, const ck_obj_t *obj, le_record_t *out)
 {
 	free(l->rv);
 	l->rv = ck_xstrdup(obj->rv);
+	if (l->ann_key != NULL) {
+		const char *v = ck_obj_annotation(obj, l->ann_key);
+		free(l->ann_stored);
+		l->ann_stored = v != NULL ? ck_xstrdup(v) : NULL;
+	}
 	if (out != NULL)
 		le_record_from_lease(obj, out);
 }
@@ -95,7 +109,7 @@ static int lock_do(lease_lock_t *l, ck_req_spec_t *spec, const char *what, uint3
 	int result;
 	ck_result_t res;
 	memset(&res, 0, sizeof(res));
-	spec->type = &ck_type_lease;
+	spec->type = &l->type;
 	spec->ns = l->ns;
 	spec->decode = CK_DEC_OBJECT;
 	spec->timeout_ms = timeout_ms;
@@ -119,6 +133,24 @@ out:
 	return result;
 }
 
+/* The hook's metadata.annotations member (with a leading comma), or -1 with *err
+ * when the hook refuses the write. stored: NULL on create. */
+static int put_annotation(lease_lock_t *l, ck_sbuf_t *b, const char *stored, char **err)
+{
+	char *value = NULL;
+	if (l->ann_key == NULL)
+		return 0;
+	if (l->ann_fn(l->ann_ud, stored, &value, err) != 0)
+		return -1;
+	ck_sbuf_puts(b, ",\"annotations\":{");
+	ck_sbuf_put_json_str(b, l->ann_key);
+	ck_sbuf_putc(b, ':');
+	ck_sbuf_put_json_str(b, value);
+	ck_sbuf_putc(b, '}');
+	free(value);
+	return 0;
+}
+
 static int lease_get(le_lock_t *base, uint32_t timeout_ms, le_record_t *out, char **err)
 {
 	lease_lock_t *l = (lease_lock_t *)base;
@@ -134,23 +166,30 @@ static int lease_create(le_lock_t *base, uint32_t timeout_ms, const le_record_t 
 	lease_lock_t *l = (lease_lock_t *)base;
 	ck_sbuf_t body = CK_SBUF_INIT;
 	ck_req_spec_t spec;
-	char *query = ck_write_opts_query(NULL, false);
+	char *query = NULL;
+	int rc;
 
 	ck_sbuf_puts(&body, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
 	                    "\"metadata\":{\"name\":");
 	ck_sbuf_put_json_str(&body, l->name);
 	ck_sbuf_puts(&body, ",\"namespace\":");
 	ck_sbuf_put_json_str(&body, l->ns);
+	if (put_annotation(l, &body, NULL, err) != 0) {
+		rc = LE_LOCK_CONFLICT;
+		goto out;
+	}
 	ck_sbuf_puts(&body, "},");
 	put_spec(&body, rec);
 	ck_sbuf_putc(&body, '}');
 
+	query = ck_write_opts_query(NULL, false);
 	memset(&spec, 0, sizeof(spec));
 	spec.method = "POST";
 	spec.query = query;
 	spec.body = ck_sbuf_cstr(&body);
 	spec.body_len = body.len;
-	int rc = lock_do(l, &spec, "create", timeout_ms, NULL, err);
+	rc = lock_do(l, &spec, "create", timeout_ms, NULL, err);
+out:
 	ck_sbuf_free(&body);
 	free(query);
 	return rc;
@@ -169,13 +208,17 @@ static int lease_update(le_lock_t *base, uint32_t timeout_ms, const le_record_t 
 		ck_err_set(err, "update: the lease was not read yet");
 		return LE_LOCK_CONFLICT;
 	}
-	query = ck_write_opts_query(NULL, false);
 	ck_sbuf_puts(&body, "{\"metadata\":{\"resourceVersion\":");
 	ck_sbuf_put_json_str(&body, l->rv);
+	if (put_annotation(l, &body, l->ann_stored, err) != 0) {
+		rc = LE_LOCK_CONFLICT;
+		goto out;
+	}
 	ck_sbuf_puts(&body, "},");
 	put_spec(&body, rec);
 	ck_sbuf_putc(&body, '}');
 
+	query = ck_write_opts_query(NULL, false);
 	memset(&spec, 0, sizeof(spec));
 	spec.method = "PATCH";
 	spec.name = l->name;
@@ -184,6 +227,7 @@ static int lease_update(le_lock_t *base, uint32_t timeout_ms, const le_record_t 
 	spec.body = ck_sbuf_cstr(&body);
 	spec.body_len = body.len;
 	rc = lock_do(l, &spec, "update", timeout_ms, NULL, err);
+out:
 	ck_sbuf_free(&body);
 	free(query);
 	return rc;
@@ -198,6 +242,8 @@ static void lease_free(le_lock_t *base)
 	free(l->ns);
 	free(l->name);
 	free(l->rv);
+	free(l->ann_key);
+	free(l->ann_stored);
 	free(l);
 }
 
@@ -216,5 +262,17 @@ le_lock_t *le_lock_lease_new(struct ck_client *c, const char *ns, const char *na
 	l->client = c;
 	l->ns = ck_xstrdup(ns);
 	l->name = ck_xstrdup(name);
+	l->type = ck_type_lease;
 	return &l->base;
+}
+
+void le_lock_lease_annotate(le_lock_t *base, const char *key, le_annotate_fn fn, void *ud)
+{
+	lease_lock_t *l = (lease_lock_t *)base;
+	free(l->ann_key);
+	l->ann_key = ck_xstrdup(key);
+	l->ann_fn = fn;
+	l->ann_ud = ud;
+	/* Read back what the hook wrote, and what others wrote. */
+	l->type.keep_annotations = true;
 }

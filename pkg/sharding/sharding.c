@@ -10,14 +10,19 @@
  * then try free or expired buckets up to it. The LIST seeds each bucket core's
  * observation (le_core_observe_at), so a bucket left by a crashed member is tried
  * one lease duration after the LIST first saw it unchanged, without a GET per
- * bucket per round.
+ * bucket per round. The same LIST carries the bounds object and each bucket
+ * Lease's epoch stamp: a newer epoch is adopted before anything else is decided
+ * (adopt), and buckets are taken only through the epoch gate (acquire_gate).
  */
 #include "pkg/leaderelection/le_internal.h"
+#include "pkg/sharding/sharding_internal.h"
 #include <ckube/client.h>
+#include <ckube/kinds.h>
 #include <ckube/sharding.h>
 #include <ckube/types.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -34,10 +39,21 @@ typedef struct member {
 	bool listed;   /* in the last LIST */
 } member_t;
 
+/* One epoch's boundaries, immutable once published; kept until the coordinator
+ * is freed, so that a reader holding an old one never reads freed memory. */
+typedef struct bounds_ver {
+	struct bounds_ver *older;
+	uint64_t epoch;
+	uint64_t b[]; /* nb + 1 */
+} bounds_ver_t;
+
 typedef struct bucket {
+	struct ck_sharding *s;
 	le_lock_t *lock;
 	le_core_t core;
-	bool held; /* coordinator's view: we hold the Lease and called on_acquire */
+	bool held;       /* coordinator's view: we hold the Lease and called on_acquire */
+	uint64_t wepoch; /* the epoch our next write of the Lease carries */
+	uint64_t lepoch; /* the epoch the last LIST showed on it (0: absent/none) */
 	/* Read by any thread: owned now, and until when (local mono ns). */
 	_Atomic bool owned;
 	_Atomic uint64_t valid_until;
@@ -50,8 +66,20 @@ struct ck_sharding {
 	const ck_clk_t *clock;
 	uint64_t lease_ns, renew_ns, retry_ns;
 	uint32_t nb;
-	uint64_t *bounds; /* nb + 1 boundaries; bounds[nb] = 0 stands for 2^64 */
+	/* The current epoch's boundaries: workers read bounds_pub (any thread), the
+	 * coordinator its own pointer cur (the same one). */
+	_Atomic(bounds_ver_t *) bounds_pub;
+	bounds_ver_t *cur;
 	bucket_t *b;
+	ck_type_t lease_type; /* ck_type_lease keeping annotations */
+	uint32_t rebalance_every, skew_pct, rounds;
+
+	/* The bounds object "<group>-bounds" as the last LIST showed it. */
+	char *bounds_name;
+	bool obj_listed, obj_valid;
+	char *obj_rv, *obj_bad_rv; /* its version; the last one found malformed */
+	uint64_t obj_epoch;
+	uint64_t *obj_bounds; /* nb + 1, when obj_valid */
 
 	le_lock_t *mlock;
 	le_core_t mcore; /* our member Lease */
@@ -81,16 +109,19 @@ static void sh_logf(ck_sharding_t *s, ck_le_log_level_t level, const char *fmt, 
 	free(msg);
 }
 
-/* --- boundaries: the seam --- */
+/* --- boundaries --- */
 
-/* Equal ranges: bucket i starts at i * 2^64 / nb. This is the one function to
- * replace when the boundaries come from a shared object (placed where the actual
- * hashes fall); everything else reads s->bounds. */
-static void equal_bounds(uint64_t *bounds, uint32_t nb)
+#define ANN_EPOCH  "sharding.ckube.io/epoch"
+#define ANN_BOUNDS "sharding.ckube.io/bounds"
+
+static bounds_ver_t *bounds_ver_new(uint64_t epoch, const uint64_t *b, uint32_t nb,
+                                    bounds_ver_t *older)
 {
-	for (uint32_t i = 0; i < nb; i++)
-		bounds[i] = (uint64_t)(((unsigned __int128)i << 64) / nb);
-	bounds[nb] = 0;
+	bounds_ver_t *v = ck_xcalloc(1, sizeof(*v) + (nb + 1) * sizeof(v->b[0]));
+	v->older = older;
+	v->epoch = epoch;
+	memcpy(v->b, b, (nb + 1) * sizeof(v->b[0]));
+	return v;
 }
 
 uint32_t ck_sharding_buckets(const ck_sharding_t *s)
@@ -98,28 +129,36 @@ uint32_t ck_sharding_buckets(const ck_sharding_t *s)
 	return s->nb;
 }
 
-ck_shard_range_t ck_sharding_bucket_range(const ck_sharding_t *s, uint32_t i)
+static ck_shard_range_t range_in(const bounds_ver_t *v, uint32_t nb, uint32_t i)
 {
 	ck_shard_range_t r = {0, 0};
-	if (i < s->nb) {
-		r.start = s->bounds[i];
-		r.end = s->bounds[i + 1];
+	if (i < nb) {
+		r.start = v->b[i];
+		r.end = v->b[i + 1];
 	}
 	return r;
 }
 
+ck_shard_range_t ck_sharding_bucket_range(const ck_sharding_t *s, uint32_t i)
+{
+	return range_in(atomic_load(&s->bounds_pub), s->nb, i);
+}
+
 uint32_t ck_sharding_bucket_of(const ck_sharding_t *s, uint64_t h)
 {
-	/* The last bucket whose start is <= h (bounds[0] is 0). */
-	uint32_t lo = 0, hi = s->nb;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->bounds[mid] <= h)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return sh_bucket_of(atomic_load(&s->bounds_pub)->b, s->nb, h);
+}
+
+uint64_t ck_sharding_epoch(const ck_sharding_t *s)
+{
+	return s != NULL ? atomic_load(&s->bounds_pub)->epoch : 0;
+}
+
+uint64_t ck_sharding_bounds(const ck_sharding_t *s, uint64_t *out)
+{
+	const bounds_ver_t *v = atomic_load(&s->bounds_pub);
+	memcpy(out, v->b, (s->nb + 1) * sizeof(*out));
+	return v->epoch;
 }
 
 /* --- queries (any thread) --- */
@@ -135,7 +174,18 @@ bool ck_sharding_owns_bucket(const ck_sharding_t *s, uint32_t i)
 
 bool ck_sharding_owns_hash(const ck_sharding_t *s, uint64_t h)
 {
-	return s != NULL && ck_sharding_owns_bucket(s, ck_sharding_bucket_of(s, h));
+	if (s == NULL)
+		return false;
+	/* A bucket's owned flag belongs to the boundaries it was set under: if they
+	 * moved between reading them and reading the flag, the flag may be the new
+	 * range's, so ask again. (A moved bucket's flag is cleared before the new
+	 * boundaries are published and set again only after.) */
+	for (;;) {
+		bounds_ver_t *v = atomic_load(&s->bounds_pub);
+		bool owns = ck_sharding_owns_bucket(s, sh_bucket_of(v->b, s->nb, h));
+		if (atomic_load(&s->bounds_pub) == v)
+			return owns;
+	}
 }
 
 bool ck_sharding_owns_obj(const ck_sharding_t *s, const ck_obj_t *obj)
@@ -172,15 +222,20 @@ ck_shard_selector_t *ck_sharding_selector(const ck_sharding_t *s)
 	ck_shard_range_t *r = ck_xcalloc(s->nb, sizeof(*r));
 	size_t n = 0;
 	ck_shard_selector_t *sel = NULL;
-	for (uint32_t i = 0; i < s->nb; i++) {
-		if (!ck_sharding_owns_bucket(s, i))
-			continue;
-		ck_shard_range_t br = ck_sharding_bucket_range(s, i);
-		if (n > 0 && r[n - 1].end == br.start && br.start != 0)
-			r[n - 1].end = br.end;
-		else
-			r[n++] = br;
-	}
+	bounds_ver_t *v;
+	do { /* as ck_sharding_owns_hash: flags and boundaries of one epoch */
+		v = atomic_load(&s->bounds_pub);
+		n = 0;
+		for (uint32_t i = 0; i < s->nb; i++) {
+			if (!ck_sharding_owns_bucket(s, i))
+				continue;
+			ck_shard_range_t br = range_in(v, s->nb, i);
+			if (n > 0 && r[n - 1].end == br.start && br.start != 0)
+				r[n - 1].end = br.end;
+			else
+				r[n++] = br;
+		}
+	} while (atomic_load(&s->bounds_pub) != v);
 	if (n > 0)
 		sel = ck_shard_selector_new(s->cfg.field, r, n, NULL);
 	free(r);
@@ -228,6 +283,13 @@ int ck_sharding_validate(const ck_sharding_config_t *cfg, char **err)
 	if (nb > CK_SHARDING_MAX_BUCKETS) {
 		ck_err_set(err, "sharding: %u buckets is too many (at most %u)", nb,
 		           CK_SHARDING_MAX_BUCKETS);
+		goto out;
+	}
+	if (cfg->rebalance_skew_pct != 0 && cfg->rebalance_skew_pct < 100) {
+		ck_err_set(err,
+		           "sharding: rebalance skew %u%% is below 100%% (the fullest bucket "
+		           "always holds at least the ideal share)",
+		           cfg->rebalance_skew_pct);
 		goto out;
 	}
 	if (cfg->field != CK_SHARD_NAMESPACE && cfg->field != CK_SHARD_UID) {
@@ -302,6 +364,29 @@ static void publish(ck_sharding_t *s, uint32_t i)
 	atomic_store(&s->b[i].valid_until, le_core_renew_deadline(&s->b[i].core, s->renew_ns));
 }
 
+/* The bucket Leases' epoch annotation (le_lock_lease_annotate): every write
+ * carries the bucket's wepoch, and none goes over a Lease stamped with a newer
+ * epoch (a replica that has not adopted the newer boundaries yet must not take a
+ * bucket that a newer one retired). */
+static int epoch_annotation(void *ud, const char *stored, char **value, char **err)
+{
+	bucket_t *b = ud;
+	uint64_t e = 0;
+	if (stored != NULL && sh_epoch_parse(stored, &e, err) != 0) {
+		ck_err_wrap(err, "Lease %s: annotation %s", b->lock->desc, ANN_EPOCH);
+		return -1;
+	}
+	if (e > b->wepoch) {
+		ck_err_set(err,
+		           "Lease %s carries epoch %" PRIu64 ", newer than this replica's %" PRIu64
+		           " (it adopts the new boundaries first)",
+		           b->lock->desc, e, b->wepoch);
+		return -1;
+	}
+	*value = ck_xasprintf("%" PRIu64, b->wepoch);
+	return 0;
+}
+
 /* Stops owning bucket i and drains it (on_release); release writes the Lease
  * free afterwards. The order is the handover guarantee. */
 static void give_up(ck_sharding_t *s, uint32_t i, bool release, const char *why)
@@ -349,8 +434,43 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* LISTs the group's Leases: updates the member table and seeds the bucket cores.
- * 0, or -1 with *err. */
+/* The bounds object as listed (obj, borrowed): its epoch and boundaries, or
+ * obj_valid false with one error line per version of it. */
+static void observe_bounds(ck_sharding_t *s, const ck_obj_t *obj)
+{
+	char *err = NULL;
+	uint64_t e = 0;
+	const char *et = ck_obj_annotation(obj, ANN_EPOCH),
+	           *bt = ck_obj_annotation(obj, ANN_BOUNDS);
+
+	s->obj_listed = true;
+	if (s->obj_rv != NULL && strcmp(s->obj_rv, obj->rv) == 0)
+		return; /* unchanged since the last LIST */
+	free(s->obj_rv);
+	s->obj_rv = ck_xstrdup(obj->rv);
+	s->obj_valid = false;
+	if (sh_epoch_parse(et, &e, &err) != 0)
+		ck_err_wrap(&err, "annotation %s", ANN_EPOCH);
+	else if (bt == NULL)
+		ck_err_set(&err, "no annotation %s", ANN_BOUNDS);
+	else if (sh_bounds_parse(bt, s->nb, s->obj_bounds, &err) != 0)
+		ck_err_wrap(&err, "annotation %s", ANN_BOUNDS);
+	if (err == NULL) {
+		s->obj_epoch = e;
+		s->obj_valid = true;
+	} else if (s->obj_bad_rv == NULL || strcmp(s->obj_bad_rv, obj->rv) != 0) {
+		sh_logf(s, CK_LE_LOG_ERROR,
+		        "bounds Lease %s/%s: %s; kept epoch %" PRIu64 "'s boundaries", s->ns,
+		        s->bounds_name, err, s->cur->epoch);
+		free(s->obj_bad_rv);
+		s->obj_bad_rv = ck_xstrdup(obj->rv);
+	}
+	free(err);
+}
+
+/* LISTs the group's Leases: updates the member table, seeds the bucket cores,
+ * notes each bucket Lease's epoch and reads the bounds object. 0, or -1 with
+ * *err. */
 static int observe_leases(ck_sharding_t *s, char **err)
 {
 	ck_obj_t **items = NULL;
@@ -363,7 +483,7 @@ static int observe_leases(ck_sharding_t *s, char **err)
 
 	memset(&res, 0, sizeof(res));
 	le_record_init(&rec);
-	if (ck_client_list_sync(s->client, &ck_type_lease, s->ns, NULL, &items, &n, NULL, &res) !=
+	if (ck_client_list_sync(s->client, &s->lease_type, s->ns, NULL, &items, &n, NULL, &res) !=
 	    0) {
 		ck_err_set(err, "listing Leases in %s: %s", s->ns,
 		           res.error != NULL ? res.error : "failed");
@@ -372,9 +492,14 @@ static int observe_leases(ck_sharding_t *s, char **err)
 	now = now_ns(s);
 	for (size_t k = 0; k < s->nmembers; k++)
 		s->members[k].listed = false;
+	for (uint32_t i = 0; i < s->nb; i++)
+		s->b[i].lepoch = 0;
+	s->obj_listed = false;
 	for (size_t k = 0; k < n; k++) {
 		const char *name = items[k]->name;
-		if (strncmp(name, s->member_prefix, plen) == 0) {
+		if (strcmp(name, s->bounds_name) == 0) {
+			observe_bounds(s, items[k]);
+		} else if (strncmp(name, s->member_prefix, plen) == 0) {
 			le_record_from_lease(items[k], &rec);
 			member_t *m = member_find(s, name);
 			if (m == NULL) {
@@ -402,7 +527,22 @@ static int observe_leases(ck_sharding_t *s, char **err)
 			/* Our own writes are observed by the core itself. */
 			if (!s->b[i].held)
 				le_core_observe_at(&s->b[i].core, &rec, now);
+			const char *et = ck_obj_annotation(items[k], ANN_EPOCH);
+			char *e = NULL;
+			if (et != NULL && sh_epoch_parse(et, &s->b[i].lepoch, &e) != 0) {
+				/* Not ours to interpret: as if newer, so no one acquires over it.
+				 */
+				sh_logf(s, CK_LE_LOG_ERROR, "bucket Lease %s: annotation %s: %s",
+				        s->b[i].lock->desc, ANN_EPOCH, e);
+				s->b[i].lepoch = UINT64_MAX;
+			}
+			free(e);
 		}
+	}
+	if (!s->obj_listed) {
+		free(s->obj_rv);
+		s->obj_rv = NULL;
+		s->obj_valid = false;
 	}
 	/* Forget members whose Lease is gone. */
 	size_t w = 0;
@@ -490,6 +630,166 @@ static uint32_t renew_held(ck_sharding_t *s)
 	return held;
 }
 
+/* Adopts the bounds object's newer epoch F. Buckets whose range stays keep being
+ * owned (their next renewal stamps F on the Lease). Those whose range moves stop
+ * being owned at once, then each is drained and released stamped F (the others
+ * renewed between two drains: those still draining keep their old epoch's stamp,
+ * so no one acquires over them), and only then are the new boundaries published:
+ * a worker never sees a moved range as owned. */
+static void adopt(ck_sharding_t *s)
+{
+	uint64_t f = s->obj_epoch;
+	const uint64_t *nb_ = s->obj_bounds, *ob = s->cur->b;
+	uint32_t moved = 0, released = 0;
+
+	for (uint32_t i = 0; i < s->nb; i++) {
+		bool changed = sh_bucket_changed(ob, nb_, i);
+		moved += changed;
+		if (!s->b[i].held)
+			continue;
+		if (changed)
+			atomic_store(&s->b[i].owned, false);
+		else
+			s->b[i].wepoch = f;
+	}
+	for (uint32_t i = 0; i < s->nb; i++) {
+		if (!s->b[i].held || !sh_bucket_changed(ob, nb_, i))
+			continue;
+		s->b[i].wepoch = f;
+		give_up(s, i, true, "its range moved");
+		released++;
+		renew_held(s);
+	}
+	s->cur = bounds_ver_new(f, nb_, s->nb, s->cur);
+	atomic_store(&s->bounds_pub, s->cur);
+	sh_logf(s, CK_LE_LOG_INFO,
+	        "adopted the boundaries of epoch %" PRIu64 ": %u of %u ranges moved, %u of them "
+	        "released here",
+	        f, moved, s->nb, released);
+}
+
+/* Stamps a free or expired bucket Lease with our epoch (acquired and released at
+ * once, never owned), so that no replica still on an older epoch takes it. */
+static void retire(ck_sharding_t *s, uint32_t i)
+{
+	bucket_t *b = &s->b[i];
+	char *err = NULL;
+	b->wepoch = s->cur->epoch;
+	if (le_core_try_acquire_or_renew(&b->core, now_ns(s) + s->renew_ns, &err)) {
+		if (le_core_release(&b->core, now_ns(s) + s->renew_ns, &err) == 0)
+			sh_logf(s, CK_LE_LOG_INFO, "stamped free bucket %u with epoch %" PRIu64, i,
+			        b->wepoch);
+	}
+	if (err != NULL)
+		sh_logf(s, CK_LE_LOG_WARNING, "stamping bucket %u with epoch %" PRIu64 ": %s", i,
+		        b->wepoch, err);
+	free(err);
+}
+
+/* Whether the LIST shows bucket i held by someone, still valid. */
+static bool held_elsewhere(ck_sharding_t *s, uint32_t i)
+{
+	bucket_t *b = &s->b[i];
+	return b->core.have_observed && b->core.observed.holder[0] != '\0' &&
+	       le_core_observed_valid(&b->core, now_ns(s));
+}
+
+/* The epoch rule (sh_acquire_gate) on this round's LIST. Waiting, it stamps the
+ * free Leases of older epochs, so the gate opens once their holders renewed. */
+static sh_gate_t acquire_gate(ck_sharding_t *s)
+{
+	uint64_t *le = ck_xcalloc(s->nb, sizeof(*le));
+	for (uint32_t i = 0; i < s->nb; i++)
+		le[i] = s->b[i].held ? s->b[i].wepoch : s->b[i].lepoch;
+	sh_gate_t g = sh_acquire_gate(s->cur->epoch, le, s->nb);
+	for (uint32_t i = 0; g == SH_GATE_WAIT && i < s->nb; i++)
+		if (le[i] < s->cur->epoch && !s->b[i].held && !held_elsewhere(s, i))
+			retire(s, i);
+	free(le);
+	return g;
+}
+
+/* The writer (live rank 0, namespace field, every rebalance_every rounds):
+ * moves the boundaries to the namespaces' hashes when the fullest bucket holds
+ * too many (sh_bounds_skewed). A new epoch, written over the version listed, so
+ * that of two writers one wins. */
+static void rebalance(ck_sharding_t *s)
+{
+	ck_obj_t **items = NULL;
+	size_t n = 0;
+	uint64_t *h = NULL, *nbounds = NULL;
+	char *text = NULL;
+	ck_sbuf_t body = CK_SBUF_INIT;
+	ck_result_t res;
+
+	memset(&res, 0, sizeof(res));
+	if (ck_client_list_sync(s->client, &ck_type_namespace, NULL, NULL, &items, &n, NULL,
+	                        &res) != 0) {
+		sh_logf(s, CK_LE_LOG_WARNING, "listing namespaces to place the boundaries: %s",
+		        res.error != NULL ? res.error : "failed");
+		goto out;
+	}
+	h = ck_xcalloc(n + 1, sizeof(*h));
+	for (size_t k = 0; k < n; k++)
+		h[k] = ck_shard_hash(items[k]->name, strlen(items[k]->name));
+	size_t before = sh_max_load(s->cur->b, s->nb, h, n);
+	if (!sh_bounds_skewed(before, n, s->nb, s->skew_pct))
+		goto out;
+	nbounds = ck_xcalloc(s->nb + 1, sizeof(*nbounds));
+	sh_balanced_bounds(h, n, s->nb, nbounds);
+	uint64_t epoch = (s->obj_epoch > s->cur->epoch ? s->obj_epoch : s->cur->epoch) + 1;
+	text = sh_bounds_format(nbounds, s->nb);
+
+	ck_sbuf_puts(&body, "{\"metadata\":{");
+	if (s->obj_rv != NULL) {
+		ck_sbuf_puts(&body, "\"resourceVersion\":");
+		ck_sbuf_put_json_str(&body, s->obj_rv);
+	} else {
+		ck_sbuf_puts(&body, "\"name\":");
+		ck_sbuf_put_json_str(&body, s->bounds_name);
+		ck_sbuf_puts(&body, ",\"namespace\":");
+		ck_sbuf_put_json_str(&body, s->ns);
+	}
+	ck_sbuf_printf(
+	    &body,
+	    ",\"annotations\":{\"" ANN_EPOCH "\":\"%" PRIu64 "\",\"" ANN_BOUNDS "\":", epoch);
+	ck_sbuf_put_json_str(&body, text);
+	ck_sbuf_puts(&body, "}}");
+	int rc;
+	if (s->obj_rv != NULL) {
+		ck_sbuf_putc(&body, '}');
+		rc = ck_client_patch_sync(s->client, &ck_type_lease, s->ns, s->bounds_name,
+		                          CK_PATCH_MERGE, ck_sbuf_cstr(&body), NULL, &res);
+	} else {
+		ck_sbuf_puts(&body,
+		             ",\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\"}");
+		rc = ck_client_create_sync(s->client, &ck_type_lease, s->ns, ck_sbuf_cstr(&body),
+		                           NULL, &res);
+	}
+	if (rc == 0)
+		sh_logf(s, CK_LE_LOG_INFO,
+		        "moved the boundaries to epoch %" PRIu64
+		        ": the fullest of %u buckets held %zu "
+		        "of %zu namespaces, now %zu",
+		        epoch, s->nb, before, n, sh_max_load(nbounds, s->nb, h, n));
+	else if (ck_result_is_conflict(&res) || ck_result_is_already_exists(&res))
+		sh_logf(s, CK_LE_LOG_INFO,
+		        "bounds Lease %s/%s changed meanwhile; checked again later", s->ns,
+		        s->bounds_name);
+	else
+		sh_logf(s, CK_LE_LOG_WARNING, "writing bounds Lease %s/%s: %s", s->ns,
+		        s->bounds_name, res.error != NULL ? res.error : "failed");
+out:
+	for (size_t k = 0; k < n; k++)
+		ck_obj_unref(items[k]);
+	free(items);
+	free(h);
+	free(nbounds);
+	free(text);
+	ck_sbuf_free(&body);
+	ck_result_clear(&res);
+}
+
 /* Our share: B / n, one more for the first B % n ranks. The shares add up to B
  * exactly, so once every member holds its own, no bucket is free and no member is
  * empty (ceil(B / n) for all would allow 4/4/4/4/0 of 16 on 5). */
@@ -518,10 +818,18 @@ static void round_once(ck_sharding_t *s)
 		free(err);
 		return; /* no rebalance on a stale view */
 	}
+	if (s->obj_valid && s->obj_epoch > s->cur->epoch)
+		adopt(s);
+	held = 0;
+	for (uint32_t i = 0; i < s->nb; i++)
+		held += s->b[i].held;
 	compute_live(s);
 	n = (uint32_t)s->nlive;
 	rank = my_rank(s);
 	fair = fair_share(s->nb, n, rank);
+	if (s->cfg.field == CK_SHARD_NAMESPACE && rank == 0 &&
+	    s->rounds++ % s->rebalance_every == 0)
+		rebalance(s);
 
 	/* 4. Beyond the fair share: hand over foreign buckets first, highest first. */
 	for (int pass = 0; pass < 2 && held > fair; pass++) {
@@ -534,18 +842,21 @@ static void round_once(ck_sharding_t *s)
 		}
 	}
 
-	/* 5. Below it: free or expired buckets, home ones first. */
+	/* 5. Below it: free or expired buckets, home ones first, once every bucket
+	 * Lease carries our epoch. */
+	if (held < fair && acquire_gate(s) != SH_GATE_OPEN)
+		return;
 	for (int pass = 0; pass < 2 && held < fair; pass++) {
 		for (uint32_t k = 0; k < s->nb && held < fair; k++) {
 			bucket_t *b = &s->b[k];
 			bool home = k % n == rank;
 			if (b->held || home != (pass == 0))
 				continue;
-			if (b->core.have_observed && b->core.observed.holder[0] != '\0' &&
-			    le_core_observed_valid(&b->core, now_ns(s)))
+			if (held_elsewhere(s, k))
 				continue; /* held by someone, as far as the LIST shows */
 			if (is_stopping(s))
 				return;
+			b->wepoch = s->cur->epoch;
 			if (le_core_try_acquire_or_renew(&b->core, now_ns(s) + s->renew_ns, &err)) {
 				take(s, k);
 				held++;
@@ -602,7 +913,14 @@ static void sh_free(ck_sharding_t *s)
 	free(s->members);
 	free(s->live);
 	free(s->b);
-	free(s->bounds);
+	for (bounds_ver_t *v = s->cur, *older; v != NULL; v = older) {
+		older = v->older;
+		free(v);
+	}
+	free(s->obj_bounds);
+	free(s->obj_rv);
+	free(s->obj_bad_rv);
+	free(s->bounds_name);
 	free(s->ns);
 	free(s->group);
 	free(s->identity);
@@ -639,8 +957,15 @@ ck_sharding_t *ck_sharding_start(struct ck_client *c, const ck_sharding_config_t
 	s->retry_ns =
 	    or_default(cfg->retry_period_ms, CK_LE_DEFAULT_RETRY_PERIOD_MS) * CK_NS_PER_MS;
 	s->nb = or_default(cfg->buckets, CK_SHARDING_DEFAULT_BUCKETS);
-	s->bounds = ck_xcalloc(s->nb + 1, sizeof(*s->bounds));
-	equal_bounds(s->bounds, s->nb);
+	s->rebalance_every = or_default(cfg->rebalance_every, CK_SHARDING_DEFAULT_REBALANCE_EVERY);
+	s->skew_pct = or_default(cfg->rebalance_skew_pct, CK_SHARDING_DEFAULT_REBALANCE_SKEW_PCT);
+	s->lease_type = ck_type_lease;
+	s->lease_type.keep_annotations = true;
+	s->obj_bounds = ck_xcalloc(s->nb + 1, sizeof(*s->obj_bounds));
+	sh_equal_bounds(s->obj_bounds, s->nb); /* epoch 0: equal ranges, no object */
+	s->cur = bounds_ver_new(0, s->obj_bounds, s->nb, NULL);
+	atomic_init(&s->bounds_pub, s->cur);
+	s->bounds_name = ck_xasprintf("%s-bounds", s->group);
 
 	id = name_part(s->identity);
 	s->member_prefix = ck_xasprintf("%s-member-", s->group);
@@ -652,7 +977,9 @@ ck_sharding_t *ck_sharding_start(struct ck_client *c, const ck_sharding_config_t
 	s->b = ck_xcalloc(s->nb, sizeof(*s->b));
 	for (uint32_t i = 0; i < s->nb; i++) {
 		char *name = ck_xasprintf("%s%u", s->bucket_prefix, i);
+		s->b[i].s = s;
 		s->b[i].lock = le_lock_lease_new(c, s->ns, name);
+		le_lock_lease_annotate(s->b[i].lock, ANN_EPOCH, epoch_annotation, &s->b[i]);
 		le_core_init(&s->b[i].core, s->identity, s->lease_ns, s->clock, s->b[i].lock);
 		atomic_init(&s->b[i].owned, false);
 		atomic_init(&s->b[i].valid_until, 0);

@@ -19,7 +19,8 @@
 #                  pairs, from the Makefile), run in the example's directory
 #   shard          KEP-5866 shard selectors on a server with ShardedListAndWatch on
 #                  and off (tests/envtest/shard_test.c, $SHARD_TEST)
-#   sharding       three replicas splitting buckets on Leases: join, stop, kill
+#   sharding       three replicas splitting buckets on Leases: join, boundaries moved to
+#                  the namespaces' hashes (balance, move), stop, kill
 #                  (tests/envtest/sharding_test.c, $SHARDING_TEST)
 #   sharded        sample-controller as 3..5 active replicas (--shards-by): caches,
 #                  convergence, handover times and the overlap oracle, gate on/off
@@ -288,11 +289,12 @@ if [ -n "${SHARD_TEST:-}" ]; then
 fi
 
 # ---- sharding (<ckube/sharding.h>): three replicas split 16 buckets on Leases;
-# join, stop (handover) and kill (expiry), with their times printed
+# join, the boundaries moved twice as namespaces appear (balance, economy, no
+# overlap), stop (handover) and kill (expiry), with their times printed
 # (tests/envtest/sharding_test.c).
 if [ -n "${SHARDING_TEST:-}" ]; then
-	case_run "sharding: 3 replicas, join/stop/kill" "$SHARDING_TEST" "$parent"
-	grep -E '^(join|stop|kill|rejoin|overlap)' "$work/out" | sed 's/^/        /'
+	case_run "sharding: 3 replicas, join/balance/move/stop/kill" "$SHARDING_TEST" "$parent"
+	grep -E '^(join|balance|move|stop|kill|rejoin|overlap)' "$work/out" | sed 's/^/        /'
 fi
 
 # ---- sample-controller sharded over N active replicas (--shards-by=namespace), gate
