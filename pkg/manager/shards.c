@@ -362,9 +362,12 @@ mgr_gate_t mgr_shards_enter(ck_manager_t *d, ck_controller_t *c, const char *key
 	uint32_t i = ck_sharding_bucket_of(s, h);
 	bucket_t *b = &sh->b[i];
 	/* Counted first, checked second: a release that cleared ownership before this
-	 * check is not missed by its wait, and one after it waits for this run. */
+	 * check is not missed by its wait, and one after it waits for this run. The
+	 * bucket is looked up again: had the boundaries moved in between, bucket i
+	 * may now cover other hashes (a moved bucket is never owned while they move). */
 	atomic_fetch_add(&b->inflight, 1);
-	if (ck_sharding_owns_bucket(s, i) && atomic_load(&b->state) == SB_READY) {
+	if (ck_sharding_owns_bucket(s, i) && ck_sharding_bucket_of(s, h) == i &&
+	    atomic_load(&b->state) == SB_READY) {
 		*bucket = i;
 		return MGR_GATE_RUN;
 	}

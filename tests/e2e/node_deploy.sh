@@ -480,5 +480,6 @@ t_node8_teardown() {
 	until_ok 90 bash -c "[ -z \"\$(kubectl -n $SC_NS get pods -o name)\" ]" || fail "controller pods left behind"
 	# Not `delete -k`: that would delete the CRD, and every Foo with it.
 	kubectl delete namespace "$SC_NS" --wait=false >/dev/null
-	kubectl delete clusterrolebinding,clusterrole sample-controller --ignore-not-found >/dev/null
+	kubectl delete clusterrolebinding,clusterrole sample-controller sample-controller-sharding \
+		--ignore-not-found >/dev/null
 }

@@ -5,7 +5,8 @@
 #
 #   t_sharded_on / t_sharded_off   $SHARDED_FOOS Foos (3000) in $SHARDED_NS namespaces
 #       (60, named app-1 ... app-60), then 3 replicas: every Foo converges; each
-#       replica's caches hold exactly the Foos and Deployments of its buckets, the
+#       replica's caches hold exactly the Foos and Deployments of its buckets, about
+#       1/3 of them each (the bucket boundaries follow the namespaces' hashes), the
 #       buckets tile the hash space, the informers run server-side (gate on) or
 #       client-side (off). Then, with Foos patched all along: kill -9 of a replica,
 #       SIGTERM of another (exit 0), scale 3 -> 5 -> 2 -> 3, a kube-apiserver restart;
@@ -83,7 +84,12 @@ sh_all_owned() {
 }
 # sh_time_owned WHAT T0 [MIN]: waits for every bucket to be owned, prints the time.
 sh_time_owned() {
-	sc_until 60 sh_all_owned "${3:-0}" || { echo "$1: buckets not all owned within 60s"; return 1; }
+	local n
+	if ! sc_until 60 sh_all_owned "${3:-0}"; then
+		echo "$1: buckets not all owned within 60s (each at least ${3:-0}):"
+		for n in ${sh_live[*]}; do echo "  replica $n owns $(sh_owned "$n" || echo '?')"; done
+		return 1
+	fi
 	echo "sharded $sh_gate: $1: all $sh_buckets buckets owned $(sh_since "$2")s after"
 }
 
@@ -101,7 +107,17 @@ sh_wait_converged() {
 	done
 	echo "sharded $sh_gate: $(head -n 1 "$sh_dir/converged.out") ($2, $(sh_since "$3")s after)"
 }
+# The caches as sharded_check.py wants them, within $1 seconds (the boundaries move
+# to where the namespaces' hashes fall a few rounds after the replicas start).
 sh_check_caches() {
+	local deadline=$((SECONDS + $1))
+	until sh_check_caches_once >"$sh_dir/caches.out" 2>&1; do
+		[ $SECONDS -lt $deadline ] || { cat "$sh_dir/caches.out"; return 1; }
+		sleep 1
+	done
+	cat "$sh_dir/caches.out"
+}
+sh_check_caches_once() {
 	local n files=()
 	for n in ${sh_live[*]}; do
 		sh_metrics "$n" >"$sh_dir/m$n.txt" || { echo "no metrics from replica $n"; return 1; }
@@ -152,9 +168,15 @@ sh_make_foos() {
 sh_churn() {
 	local i j r port url
 	port=$(sh_port)
-	sh_k proxy --port="$port" >/dev/null 2>&1 &
-	local proxy=$!
-	sc_until 10 curl -sf "http://127.0.0.1:$port/readyz" || { kill $proxy; return 1; }
+	rm -f "$sh_dir/proxy.pid"
+	# Its own pid recorded: $! would be the subshell around it, and killing that
+	# leaves kubectl running.
+	as_user env KUBECONFIG="$sh_kc" sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$sh_dir/proxy.pid" \
+		kubectl proxy --port="$port" >/dev/null 2>&1 &
+	local job=$! proxy
+	sc_until 5 test -s "$sh_dir/proxy.pid" || return 1
+	proxy=$(cat "$sh_dir/proxy.pid")
+	sc_until 10 curl -sf "http://127.0.0.1:$port/readyz" || { kill "$proxy"; return 1; }
 	url="http://127.0.0.1:$port/apis/samplecontroller.k8s.io/v1alpha1/namespaces"
 	while [ ! -e "$sh_dir/churn.stop" ]; do
 		i=$((RANDOM % sh_nns)) j=$((RANDOM % ${sh_churn_per:-3} + 1)) r=$((RANDOM % 4 + 1))
@@ -162,8 +184,8 @@ sh_churn() {
 			--data "{\"spec\":{\"replicas\":$r}}" "$url/${sh_names[$i]}/foos/foo-$j"
 		sleep "$(awk -v r="$sh_churn_rate" 'BEGIN { printf "%.3f", 1 / r }')"
 	done
-	kill $proxy
-	wait $proxy 2>/dev/null
+	kill "$proxy"
+	wait "$job" 2>/dev/null
 }
 
 # Restarts kube-apiserver with the same command line (etcd keeps the data), and
@@ -215,7 +237,7 @@ sh_scenario() {
 	sh_start 1 && sh_start 2 && sh_start 3 || return 1
 	sh_time_owned "3 replicas started" "$t0" 1 || return 1
 	sh_wait_converged 300 "3 replicas started" "$t0" || return 1
-	sh_check_caches || return 1
+	sh_check_caches 60 || return 1
 
 	sh_churn &
 	sh_churn_pid=$!
@@ -237,7 +259,7 @@ sh_scenario() {
 	: >"$sh_dir/churn.stop"
 	wait "$sh_churn_pid"
 	sh_wait_converged 120 "the churn stopped" "$(sh_now)" || return 1
-	sh_check_caches || return 1
+	sh_check_caches 60 || return 1
 	# shellcheck disable=SC2086
 	sh_stop TERM ${sh_live[*]} || return 1
 	python3 tests/envtest/oracle.py "$sh_dir/reconciles.log" | sed "s/^/sharded $sh_gate: /"

@@ -9,8 +9,8 @@
       namespaces whose FNV-1a hash falls in the buckets it owns (from its
       ckube_shard_bucket_owned ranges), the buckets are disjoint and cover
       everything, and its informers say the server filtered (GATE on) or that it
-      did not (off).
-      Prints each replica's share.
+      did not (off), and each holds between half and one and a half times 1/N of
+      the Foos. Prints each replica's share.
 """
 import json
 import re
@@ -88,6 +88,12 @@ def caches(gate, foos_path, metric_paths):
         deps = objs.get("deployments.apps", -1)
         shares.append(f"{path.rsplit('/', 1)[-1]}: {len(ranges)} buckets, {int(got)} Foos "
                       f"cached (want {want}), {int(deps)} Deployments")
+        # Balance: about 1/N of the objects each (namespaces that differ only at
+        # the end, as app-1 ... app-60, fall into one or two equal ranges: the
+        # boundaries must follow the hashes). Half to one and a half times 1/N.
+        fair = total / len(metric_paths)
+        if not 0.5 * fair <= got <= 1.5 * fair:
+            bad.append(f"{path}: {int(got)} Foos, not about 1/{len(metric_paths)} of {total}")
         if got != want or deps != want:
             bad.append(f"{path}: {int(got)} Foos and {int(deps)} Deployments cached, "
                        f"want {want} each")
