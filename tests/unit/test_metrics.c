@@ -611,6 +611,13 @@ static int check_flag(void *ud, char **reason)
 	return 1;
 }
 
+static int check_note(void *ud, char **note)
+{
+	(void)ud;
+	*note = ck_xstrdup("owns 2 of 4\nbuckets: 0,3");
+	return 0;
+}
+
 START_TEST(server_probes)
 {
 	char *err = NULL;
@@ -664,6 +671,14 @@ START_TEST(server_probes)
 	EXPECT_HTTP("GET", "/readyz", 200, "ok");
 	EXPECT_HTTP("GET", "/readyz?verbose", 200,
 	            "[+]informer-sync ok\n[+]leader ok\nreadyz check passed\n");
+
+	/* A passing check's note (the shard buckets owned) is shown, on one line. */
+	ck_assert_int_eq(
+	    ck_metrics_probe_add_check(srv, "readyz", "shards", check_note, NULL, &err), 0);
+	EXPECT_HTTP("GET", "/readyz?verbose", 200,
+	            "[+]informer-sync ok\n[+]leader ok\n[+]shards ok: owns 2 of 4 buckets: 0,3\n"
+	            "readyz check passed\n");
+	EXPECT_HTTP("GET", "/readyz/shards", 200, "ok: owns 2 of 4 buckets: 0,3");
 
 	/* Methods and paths. */
 	EXPECT_HTTP("HEAD", "/readyz", 200, "");
