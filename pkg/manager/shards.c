@@ -73,6 +73,21 @@ struct mgr_shards {
 	_Atomic uint64_t n_acquired, n_released, n_skipped, n_parked;
 };
 
+/* Moves b to state (ready: its keys run; free: they are another replica's) and
+ * returns its parked keys (*n of them; the caller frees them), in one step with
+ * respect to mgr_shards_enter's parking. */
+static parked_t *set_state(mgr_shards_t *sh, bucket_t *b, int state, size_t *n)
+{
+	pthread_mutex_lock(&sh->mu);
+	atomic_store(&b->state, state);
+	parked_t *p = b->parked;
+	*n = b->nparked;
+	b->parked = NULL;
+	b->nparked = b->cap = 0;
+	pthread_mutex_unlock(&sh->mu);
+	return p;
+}
+
 /* ---- loop thread ---- */
 
 static void poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -87,13 +102,8 @@ static void poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			syncing = true;
 			continue;
 		}
-		pthread_mutex_lock(&sh->mu);
-		atomic_store(&b->state, SB_READY);
-		parked_t *p = b->parked;
-		size_t n = b->nparked;
-		b->parked = NULL;
-		b->nparked = b->cap = 0;
-		pthread_mutex_unlock(&sh->mu);
+		size_t n;
+		parked_t *p = set_state(sh, b, SB_READY, &n);
 		CK_LOG_INFO("Shard bucket ready", CK_KV_UINT("bucket", i),
 		            CK_KV_UINT("parkedKeys", n),
 		            CK_KV_UINT("syncMs", (ck_clk_mono_ns(ck_clk_real()) - b->acquired_ns) /
@@ -187,12 +197,9 @@ static void on_release(void *ud, uint32_t bucket)
 	pthread_mutex_lock(&sh->mu);
 	while (!op.done)
 		pthread_cond_wait(&sh->cv, &sh->mu);
-	atomic_store(&b->state, SB_FREE);
-	parked_t *p = b->parked;
-	size_t n = b->nparked;
-	b->parked = NULL;
-	b->nparked = b->cap = 0;
 	pthread_mutex_unlock(&sh->mu);
+	size_t n;
+	parked_t *p = set_state(sh, b, SB_FREE, &n);
 	for (size_t k = 0; k < n; k++)
 		free(p[k].key);
 	free(p);
