@@ -26,7 +26,7 @@
 sh_bin="${SAMPLE_CONTROLLER:-$root/bin/sample-controller}"
 sh_foos="${SHARDED_FOOS:-3000}"
 sh_nns="${SHARDED_NS:-60}"
-sh_buckets=32
+sh_buckets=16
 
 sh_k() { as_user env KUBECONFIG="$sh_kc" kubectl "$@"; }
 sh_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -44,7 +44,7 @@ sh_start() {
 		--kubeconfig "$sh_kc" --metrics-bind-address="127.0.0.1:$port" \
 		--health-probe-bind-address="127.0.0.1:$port" --metrics-secure=false \
 		--shards-by=namespace --shards=$sh_buckets --leader-elect-resource-namespace=shard-leases \
-		--shards-lease-duration=4s --shards-renew-deadline=3s --shards-retry-period=500ms \
+		--shards-lease-duration=6s --shards-renew-deadline=4s --shards-retry-period=1s \
 		--kube-api-qps=200 --kube-api-burst=400 --workers=4 \
 		--reconcile-log="$sh_dir/reconciles.log" -v=2 >>"$sh_dir/r$n.log" 2>&1 &
 	sh_job[$n]=$!
