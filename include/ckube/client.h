@@ -389,6 +389,10 @@ typedef struct ck_client_conn_stats {
 	uint64_t responses_http3;
 	/* Version of the latest response head: 10, 11, 20, 30; 0 = none yet. */
 	int last_http_version;
+	/* Response body bytes read, every attempt and status, watches as they stream
+	 * (after gzip decoding, as the decoder sees them): what a sharded informer
+	 * saves is read off this. */
+	uint64_t body_bytes;
 } ck_client_conn_stats_t;
 /* Fills *out (caller's storage) with a consistent copy. Thread-safe. */
 CKUBE_API void ck_client_conn_stats_snapshot(ck_client_t *c, ck_client_conn_stats_t *out);

@@ -190,6 +190,16 @@ static void collect_client(void *ud, ck_sbuf_t *out)
 	                        CK_METRICS_COUNTER);
 	ck_client_resource_stats_foreach(d->client, rest_resource_stat, &r);
 
+	ck_client_conn_stats_t cs;
+	ck_client_conn_stats_snapshot(d->client, &cs);
+	ck_metrics_write_header(out, "rest_client_response_body_bytes_total",
+	                        "Response body bytes read, watches included, after content "
+	                        "decoding, by host (ckube's own).",
+	                        CK_METRICS_COUNTER);
+	ck_metrics_label_t hl[] = {{"host", r.host}};
+	ck_metrics_write_sample(out, "rest_client_response_body_bytes_total", hl, 1,
+	                        (double)cs.body_bytes);
+
 	r.name = "rest_client_request_duration_seconds";
 	ck_metrics_write_header(out, r.name,
 	                        "Request latency in seconds (non-watch requests), partitioned by "

@@ -118,6 +118,9 @@ size_t ck_client_i_feed(ck_req_t *r, const char *ptr, size_t len)
 {
 	ck_client_t *c = r->c;
 	r->body_bytes += len;
+	pthread_mutex_lock(&c->stats_mu); /* short: counters only */
+	c->conn.body_bytes += len;
+	pthread_mutex_unlock(&c->stats_mu);
 	if (r->code < 200 || r->code >= 300) {
 		if (r->errbody.len < MAX_ERROR_BODY) {
 			size_t room = MAX_ERROR_BODY - r->errbody.len;

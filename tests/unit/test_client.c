@@ -1717,6 +1717,10 @@ START_TEST(test_latency_per_verb_and_connections)
 	ck_assert_uint_eq(s.responses_http1, 4); /* h2 is asked for over TLS only */
 	ck_assert_uint_eq(s.responses_http2, 0);
 	ck_assert_int_eq(s.last_http_version, 11);
+	/* Every body byte read is counted, whether decoded or not (DELETE's are not). */
+	ck_assert_uint_eq(s.body_bytes,
+	                  2 * strlen("{\"kind\":\"Status\",\"status\":\"Success\"}") +
+	                      2 * strlen(DEP_JSON("d1")));
 
 	/* The server closes after this answer: the next request needs a new connection,
 	 * and a watch's is counted at its response head, while it still streams. */
@@ -1755,6 +1759,8 @@ START_TEST(test_latency_per_verb_and_connections)
 	call_clear(&w);
 	ck_client_conn_stats_snapshot(f.c, &s);
 	ck_assert_uint_eq(s.connections, 2); /* not counted twice at its end */
+	ck_assert_uint_eq(s.body_bytes, 2 * strlen("{\"kind\":\"Status\",\"status\":\"Success\"}") +
+	                                    3 * strlen(DEP_JSON("d1")) + strlen(ev));
 	/* Watches are not in the latency histogram. */
 	ck_client_latency_snapshot(f.c, &all);
 	ck_assert_uint_eq(all.count, 5);
