@@ -2,13 +2,18 @@
 """Wait until COUNT Foos in a namespace are ready, by list + watch (no repeated full
 lists), and print how long it took since a given start time.
 
-  wait_ready.py NAMESPACE COUNT START_EPOCH TIMEOUT_SECONDS [--condition]
+  wait_ready.py NAMESPACE COUNT START_EPOCH TIMEOUT_SECONDS [--condition | --owned]
+
+NAMESPACE "-" is every namespace.
 
 "Ready" is measured two ways, both printed as seconds since START_EPOCH:
   avail=S  status.availableReplicas == spec.replicas on COUNT Foos. Both the C daemon
            and the Go original maintain availableReplicas, so this is the fair figure.
   cond=S   condition Ready=True on COUNT Foos (only with --condition: the Go original
            sets no conditions).
+  owned=S  (--owned, instead of avail) COUNT Deployments whose controller is a Foo: for
+           a control plane without a deployment controller (envtest), where nothing
+           becomes available, "every Foo has been acted on".
 Exit status 0 when all figures were reached, 1 on timeout (the counts reached so far
 are printed instead). Progress goes to stderr every 15 s.
 
@@ -24,12 +29,18 @@ import sys
 import threading
 import time
 
-GROUP_PATH = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/%s/foos"
+FOO_PATH = "/apis/samplecontroller.k8s.io/v1alpha1"
+DEPLOY_PATH = "/apis/apps/v1"
+
+
+def base_path(ns, owned):
+    group, res = (DEPLOY_PATH, "deployments") if owned else (FOO_PATH, "foos")
+    return "%s/%s" % (group, res) if ns == "-" else "%s/namespaces/%s/%s" % (group, ns, res)
 
 
 class State:
-    def __init__(self, count, start, want_cond):
-        self.count, self.start, self.want_cond = count, start, want_cond
+    def __init__(self, count, start, want_cond, owned):
+        self.count, self.start, self.want_cond, self.owned = count, start, want_cond, owned
         self.avail_ok, self.cond_ok = set(), set()
         self.t_avail = self.t_cond = None
         self.last_progress = time.time()
@@ -42,7 +53,16 @@ class State:
         self.cond_ok.clear()
 
     def update(self, obj, deleted=False):
-        name = obj.get("metadata", {}).get("name", "")
+        meta = obj.get("metadata", {})
+        name = (meta.get("namespace", ""), meta.get("name", ""))
+        if self.owned:
+            by_foo = any(o.get("kind") == "Foo" and o.get("controller")
+                         for o in meta.get("ownerReferences") or [])
+            if not deleted and by_foo:
+                self.avail_ok.add(name)
+            else:
+                self.avail_ok.discard(name)
+            return
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         replicas = spec.get("replicas")
         avail = status.get("availableReplicas")
@@ -65,8 +85,9 @@ class State:
             self.t_cond = now - self.start
         if now - self.last_progress >= 15:
             self.last_progress = now
-            print("    ... %.0fs: %d/%d available%s" % (
+            print("    ... %.0fs: %d/%d %s%s" % (
                 now - self.start, len(self.avail_ok), self.count,
+                "owned" if self.owned else "available",
                 (", %d Ready=True" % len(self.cond_ok)) if self.want_cond else ""),
                 file=sys.stderr, flush=True)
 
@@ -129,9 +150,10 @@ def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
     ns, count, start, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-    st = State(count, start, "--condition" in sys.argv[5:])
+    owned = "--owned" in sys.argv[5:]
+    st = State(count, start, "--condition" in sys.argv[5:], owned)
     deadline = start + timeout
-    base = GROUP_PATH % ns
+    base = base_path(ns, owned)
     rv = None
     while not st.done() and time.time() < deadline:
         try:
@@ -144,8 +166,9 @@ def main():
             rv = None
             time.sleep(1)
 
-    out = ["avail=%.1f" % st.t_avail if st.t_avail is not None
-           else "avail=timeout(%d/%d)" % (len(st.avail_ok), count)]
+    what = "owned" if owned else "avail"
+    out = ["%s=%.1f" % (what, st.t_avail) if st.t_avail is not None
+           else "%s=timeout(%d/%d)" % (what, len(st.avail_ok), count)]
     if st.want_cond:
         out.append("cond=%.1f" % st.t_cond if st.t_cond is not None
                    else "cond=timeout(%d/%d)" % (len(st.cond_ok), count))

@@ -676,9 +676,11 @@ static void retire(ck_sharding_t *s, uint32_t i)
 	char *err = NULL;
 	b->wepoch = s->cur->epoch;
 	if (le_core_try_acquire_or_renew(&b->core, now_ns(s) + s->renew_ns, &err)) {
-		if (le_core_release(&b->core, now_ns(s) + s->renew_ns, &err) == 0)
+		if (le_core_release(&b->core, now_ns(s) + s->renew_ns, &err) == 0) {
+			b->lepoch = b->wepoch; /* as the next LIST would show it */
 			sh_logf(s, CK_LE_LOG_INFO, "stamped free bucket %u with epoch %" PRIu64, i,
 			        b->wepoch);
+		}
 	}
 	if (err != NULL)
 		sh_logf(s, CK_LE_LOG_WARNING, "stamping bucket %u with epoch %" PRIu64 ": %s", i,
@@ -694,17 +696,27 @@ static bool held_elsewhere(ck_sharding_t *s, uint32_t i)
 	       le_core_observed_valid(&b->core, now_ns(s));
 }
 
+/* The gate on what this replica knows of the bucket Leases' epochs (le: nb). */
+static sh_gate_t gate_now(ck_sharding_t *s, uint64_t *le)
+{
+	for (uint32_t i = 0; i < s->nb; i++)
+		le[i] = s->b[i].held ? s->b[i].wepoch : s->b[i].lepoch;
+	return sh_acquire_gate(s->cur->epoch, le, s->nb);
+}
+
 /* The epoch rule (sh_acquire_gate) on this round's LIST. Waiting, it stamps the
- * free Leases of older epochs, so the gate opens once their holders renewed. */
+ * free Leases of older epochs and looks again: when only free ones held it shut
+ * (a fresh group, or the holders all renewed), it opens in this round. */
 static sh_gate_t acquire_gate(ck_sharding_t *s)
 {
 	uint64_t *le = ck_xcalloc(s->nb, sizeof(*le));
-	for (uint32_t i = 0; i < s->nb; i++)
-		le[i] = s->b[i].held ? s->b[i].wepoch : s->b[i].lepoch;
-	sh_gate_t g = sh_acquire_gate(s->cur->epoch, le, s->nb);
-	for (uint32_t i = 0; g == SH_GATE_WAIT && i < s->nb; i++)
-		if (le[i] < s->cur->epoch && !s->b[i].held && !held_elsewhere(s, i))
-			retire(s, i);
+	sh_gate_t g = gate_now(s, le);
+	if (g == SH_GATE_WAIT) {
+		for (uint32_t i = 0; i < s->nb; i++)
+			if (le[i] < s->cur->epoch && !s->b[i].held && !held_elsewhere(s, i))
+				retire(s, i);
+		g = gate_now(s, le);
+	}
 	free(le);
 	return g;
 }
@@ -712,9 +724,10 @@ static sh_gate_t acquire_gate(ck_sharding_t *s)
 /* The writer (live rank 0, namespace field, every rebalance_every rounds):
  * moves the boundaries to the namespaces' hashes when the fullest bucket holds
  * too many (sh_bounds_skewed). A new epoch, written over the version listed, so
- * that of two writers one wins. */
-static void rebalance(ck_sharding_t *s)
+ * that of two writers one wins. Returns true when it wrote one. */
+static bool rebalance(ck_sharding_t *s)
 {
+	bool wrote = false;
 	ck_obj_t **items = NULL;
 	size_t n = 0;
 	uint64_t *h = NULL, *nbounds = NULL;
@@ -766,6 +779,7 @@ static void rebalance(ck_sharding_t *s)
 		rc = ck_client_create_sync(s->client, &ck_type_lease, s->ns, ck_sbuf_cstr(&body),
 		                           NULL, &res);
 	}
+	wrote = rc == 0;
 	if (rc == 0)
 		sh_logf(s, CK_LE_LOG_INFO,
 		        "moved the boundaries to epoch %" PRIu64
@@ -788,6 +802,7 @@ out:
 	free(text);
 	ck_sbuf_free(&body);
 	ck_result_clear(&res);
+	return wrote;
 }
 
 /* Our share: B / n, one more for the first B % n ranks. The shares add up to B
@@ -818,6 +833,18 @@ static void round_once(ck_sharding_t *s)
 		free(err);
 		return; /* no rebalance on a stale view */
 	}
+	compute_live(s);
+	n = (uint32_t)s->nlive;
+	rank = my_rank(s);
+	/* The writer adopts what it wrote in the same round (one more LIST): else, on
+	 * a fresh start, it would take every bucket on the old boundaries and hand
+	 * them all back a round later to take them again. */
+	if (s->cfg.field == CK_SHARD_NAMESPACE && rank == 0 &&
+	    s->rounds++ % s->rebalance_every == 0 && rebalance(s) && observe_leases(s, &err) != 0) {
+		sh_logf(s, CK_LE_LOG_WARNING, "%s", err);
+		free(err);
+		return;
+	}
 	if (s->obj_valid && s->obj_epoch > s->cur->epoch)
 		adopt(s);
 	held = 0;
@@ -827,9 +854,6 @@ static void round_once(ck_sharding_t *s)
 	n = (uint32_t)s->nlive;
 	rank = my_rank(s);
 	fair = fair_share(s->nb, n, rank);
-	if (s->cfg.field == CK_SHARD_NAMESPACE && rank == 0 &&
-	    s->rounds++ % s->rebalance_every == 0)
-		rebalance(s);
 
 	/* 4. Beyond the fair share: hand over foreign buckets first, highest first. */
 	for (int pass = 0; pass < 2 && held > fair; pass++) {

@@ -1718,9 +1718,8 @@ START_TEST(test_latency_per_verb_and_connections)
 	ck_assert_uint_eq(s.responses_http2, 0);
 	ck_assert_int_eq(s.last_http_version, 11);
 	/* Every body byte read is counted, whether decoded or not (DELETE's are not). */
-	ck_assert_uint_eq(s.body_bytes,
-	                  2 * strlen("{\"kind\":\"Status\",\"status\":\"Success\"}") +
-	                      2 * strlen(DEP_JSON("d1")));
+	ck_assert_uint_eq(s.body_bytes, 2 * strlen("{\"kind\":\"Status\",\"status\":\"Success\"}") +
+	                                    2 * strlen(DEP_JSON("d1")));
 
 	/* The server closes after this answer: the next request needs a new connection,
 	 * and a watch's is counted at its response head, while it still streams. */

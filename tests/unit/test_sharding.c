@@ -937,6 +937,28 @@ START_TEST(test_namespaces_move_bounds)
 }
 END_TEST
 
+/* A fresh group whose namespaces crowd one bucket: the writer moves the
+ * boundaries in its first round and takes every bucket on the new ones at once;
+ * it used to take them all on the equal ranges first and hand them all back a
+ * round later (16 releases before converging). */
+START_TEST(test_fresh_group_takes_once)
+{
+	world_t w;
+	world_init(&w);
+	add_namespaces(&w, 0);
+	join(&w, 0, true);
+	uint64_t t0 = mono_ms();
+	while (ck_sharding_epoch(w.m[0].s) == 0 || !converged(&w, 1)) {
+		ck_assert_msg(mono_ms() - t0 < 10000, "not converged on a new epoch in 10 s");
+		usleep(10 * 1000);
+	}
+	ck_assert_int_eq(w.o.acquires, (int)NB);
+	ck_assert_int_eq(w.o.releases, 0);
+	leave(&w, 0);
+	world_free(&w);
+}
+END_TEST
+
 Suite *suite_sharding(void)
 {
 	Suite *s = suite_create("sharding");
@@ -957,6 +979,7 @@ Suite *suite_sharding(void)
 	tcase_add_test(tc, test_move_reacquires_only_moved);
 	tcase_add_test(tc, test_newer_epoch_blocks_until_adopted);
 	tcase_add_test(tc, test_namespaces_move_bounds);
+	tcase_add_test(tc, test_fresh_group_takes_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
