@@ -42,6 +42,11 @@
 #include <string.h>
 #include <time.h>
 
+/* Merged parts (see inf_part_t): how long after a part is added the union is
+ * listed again, so that the parts a replica takes one after another (a few ms
+ * apart) cost one list of everything, not one each. */
+#define CACHE_MERGED_REMAKE_DELAY_NS (200 * CK_NS_PER_MS)
+
 /* A notification kept for a handler that is still catching up. */
 typedef struct note {
 	uint8_t kind;  /* NOTE_* */
@@ -95,6 +100,15 @@ typedef struct compound {
  * its tag, unique for the informer's life (65535 adds), so that the deltas of a
  * removed part still queued are recognised and dropped, even if the same id
  * comes back.
+ *
+ * That economy holds only where the server filters: where it does not, every
+ * part's list and watch carries the whole collection, and n parts cost n times
+ * one unsharded informer. So the first part added lists alone (the probe) and the
+ * others wait for its list; then, if the server sent objects outside the part (or
+ * does so later), the parts are merged: one reflector (mrefl) whose selector is
+ * the union of their ranges, remade with a new tag (a list of everything, once)
+ * when parts are added, left as it is when parts go (their objects are dropped
+ * here). A part waiting or merged has no reflector of its own (refl NULL).
  */
 typedef struct inf_part {
 	ck_cache_informer_t *inf;
@@ -148,9 +162,17 @@ struct ck_cache_informer {
 	cache_check_t *consistency; /* opts.consistency_check_ms, or NULL */
 	char *last_sync_rv;         /* the reflector's, copied by the loop thread; under mu */
 
-	/* opts.shard_parts: refl is NULL and every part has its own. The array is
-	 * changed on the loop thread under mu (part_synced reads it elsewhere). */
+	/* opts.shard_parts: refl is NULL and every part has its own, or mrefl serves
+	 * them all. The array, the parts' refl and mrefl are changed on the loop
+	 * thread under mu (part_synced and the stats read them elsewhere). */
 	bool parted;
+	bool probed;     /* a part's list is in: new parts start at once */
+	bool merged;     /* the server does not filter: mrefl serves the parts */
+	bool settle_due; /* a part's list is in or it met a stray: settle() */
+	cache_reflector_t *mrefl;
+	uint16_t mtag;           /* mrefl's lists' tag; 0 while there is none */
+	uint64_t mremake_ns;     /* merged and parts added: remake mrefl then; 0: not due */
+	bool part_gone_in_build; /* a list being built may hold a removed part's objects */
 	ck_shard_field_t part_field;
 	cache_reflector_opts_t part_ro; /* every part's reflector options but the shard */
 	ck_cache_lw_t *part_lw;
@@ -176,8 +198,14 @@ static uint64_t refl_deadline(const ck_cache_informer_t *inf)
 {
 	if (!inf->parted)
 		return cache_reflector_deadline(inf->refl);
-	uint64_t d = UINT64_MAX;
+	if (inf->settle_due)
+		return 0;
+	uint64_t d = inf->mremake_ns != 0 ? inf->mremake_ns : UINT64_MAX;
+	if (inf->mrefl != NULL && cache_reflector_deadline(inf->mrefl) < d)
+		d = cache_reflector_deadline(inf->mrefl);
 	for (size_t i = 0; i < inf->nparts; i++) {
+		if (inf->parts[i]->refl == NULL)
+			continue;
 		uint64_t pd = cache_reflector_deadline(inf->parts[i]->refl);
 		if (pd < d)
 			d = pd;
@@ -190,8 +218,10 @@ static bool refl_watching(const ck_cache_informer_t *inf)
 {
 	if (!inf->parted)
 		return cache_reflector_watching(inf->refl);
+	if (inf->mrefl != NULL && cache_reflector_watching(inf->mrefl))
+		return true;
 	for (size_t i = 0; i < inf->nparts; i++)
-		if (cache_reflector_watching(inf->parts[i]->refl))
+		if (inf->parts[i]->refl != NULL && cache_reflector_watching(inf->parts[i]->refl))
 			return true;
 	return false;
 }
@@ -255,6 +285,27 @@ static size_t part_index(const ck_cache_informer_t *inf, uint32_t id)
 /* Whether obj belongs to one of the parts now. Each part's reflector keeps only its
  * own range, so an object outside them all comes from a removed part's deltas,
  * still queued when it went. */
+static bool all_parts_synced(const ck_cache_informer_t *inf)
+{
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (!atomic_load(&inf->parts[i]->synced))
+			return false;
+	return true;
+}
+
+/* A tag for a new part or mrefl: never 0 (the whole informer's) nor one in use. */
+static uint16_t new_tag(ck_cache_informer_t *inf)
+{
+	uint16_t t;
+	do
+		t = ++inf->part_tags;
+	while (t == 0 || t == inf->mtag || part_by_tag(inf, t) != NULL);
+	return t;
+}
+
+static void settle(ck_cache_informer_t *inf);
+static void remake(ck_cache_informer_t *inf);
+
 static bool in_parts(const ck_cache_informer_t *inf, const ck_obj_t *obj)
 {
 	uint64_t h = ck_shard_obj_hash(inf->part_field, obj);
@@ -478,19 +529,34 @@ static bool begin_compound(ck_cache_informer_t *inf, cache_delta_t *d, bool init
 {
 	compound_t *c = &inf->cur;
 	inf_part_t *part = NULL;
-	if (d->type == CACHE_DELTA_REPLACED_ALL && d->part != 0 &&
+	bool merged = d->type == CACHE_DELTA_REPLACED_ALL && d->part != 0 && d->part == inf->mtag;
+	if (d->type == CACHE_DELTA_REPLACED_ALL && d->part != 0 && !merged &&
 	    (part = part_by_tag(inf, d->part)) == NULL)
 		return false;
 	memset(c, 0, sizeof(*c));
 	c->active = true;
 	c->type = d->type;
 	c->initial = part != NULL ? !atomic_load(&part->synced) : initial;
+	if (merged)
+		c->initial = !all_parts_synced(inf);
 	if (d->type == CACHE_DELTA_REPLACED_ALL) {
 		c->news = d->items;
 		c->n = d->n;
 		c->part = d->part;
 		d->items = NULL;
 		d->n = 0;
+		/* The merged list replaces everything, but not with the objects of parts
+		 * removed since it was asked for. */
+		if (merged) {
+			size_t k = 0;
+			for (size_t i = 0; i < c->n; i++) {
+				if (in_parts(inf, c->news[i]))
+					c->news[k++] = c->news[i];
+				else
+					ck_obj_unref(c->news[i]);
+			}
+			c->n = k;
+		}
 		c->olds = c->n ? ck_xcalloc(c->n, sizeof(*c->olds)) : NULL;
 		c->repl = cache_store_replace_begin(inf->store);
 		if (part != NULL)
@@ -524,6 +590,30 @@ static void trace_replaced(const ck_cache_informer_t *inf, const compound_t *c)
 		            CK_KV_STR("by", "list"));
 }
 
+/* A part went while this list was built beside the store: what the new content
+ * holds of it (listed, or kept from the other parts) leaves again, untold. */
+static void drop_strays(ck_cache_informer_t *inf, compound_t *c)
+{
+	inf->part_gone_in_build = false;
+	ck_cache_objs_t all;
+	cache_store_list_nolock(inf->store, &all);
+	for (size_t i = 0; i < all.n; i++)
+		if (!in_parts(inf, all.items[i]))
+			ck_obj_unref(cache_store_delete_obj(inf->store, all.items[i]));
+	ck_cache_objs_free(&all);
+	size_t k = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		if (in_parts(inf, c->news[i])) {
+			c->news[k] = c->news[i];
+			c->olds[k++] = c->olds[i];
+			continue;
+		}
+		ck_obj_unref(c->news[i]);
+		ck_obj_unref(c->olds[i]);
+	}
+	c->n = c->built = k;
+}
+
 /* Builds the relist's content, up to budget items; returns the budget left. */
 static size_t build_replace(ck_cache_informer_t *inf, size_t budget)
 {
@@ -537,6 +627,8 @@ static size_t build_replace(ck_cache_informer_t *inf, size_t budget)
 		 * content and must not get this relist's notifications. */
 		cache_store_replace_commit(c->repl, &c->gone);
 		c->repl = NULL;
+		if (inf->part_gone_in_build)
+			drop_strays(inf, c);
 		if (log_trace_on())
 			trace_replaced(inf, c);
 		c->seq = ++inf->seq;
@@ -574,6 +666,17 @@ static size_t continue_compound(ck_cache_informer_t *inf, size_t budget)
 			atomic_store(&part->synced, true);
 			CK_LOG_V(2, "Part of the cache populated", CK_KV_STR("resource", inf->name),
 			         CK_KV_UINT("part", part->id), CK_KV_UINT("listed", c->n));
+		}
+		if (c->part != 0 && c->part == inf->mtag) {
+			/* Every part now was there when mrefl was made: an add remakes it. */
+			for (size_t i = 0; i < inf->nparts; i++)
+				atomic_store(&inf->parts[i]->synced, true);
+			CK_LOG_V(2, "Parts of the cache populated by one list",
+			         CK_KV_STR("resource", inf->name), CK_KV_UINT("parts", inf->nparts),
+			         CK_KV_UINT("listed", c->n));
+		} else if (part != NULL && !inf->merged) {
+			inf->settle_due = true; /* the probe's answer, or more of it */
+			rearm(inf);
 		}
 		compound_free(c);
 		cache_dq_done(&inf->dq);
@@ -780,10 +883,17 @@ static void tick(ck_cache_informer_t *inf)
 	uint64_t now = ck_clk_mono_ns(inf->clk);
 	if (!inf->parted)
 		cache_reflector_tick(inf->refl, now);
+	if (inf->settle_due)
+		settle(inf);
+	if (inf->mremake_ns != 0 && now >= inf->mremake_ns)
+		remake(inf);
+	if (inf->mrefl != NULL)
+		cache_reflector_tick(inf->mrefl, now);
 	/* A tick may fail a part's request, whose error callback may not remove parts;
 	 * the array is stable here. */
 	for (size_t i = 0; i < inf->nparts && !inf->stopped; i++)
-		cache_reflector_tick(inf->parts[i]->refl, now);
+		if (inf->parts[i]->refl != NULL)
+			cache_reflector_tick(inf->parts[i]->refl, now);
 	if (inf->stopped)
 		return;
 	resync_tick(inf, now);
@@ -880,7 +990,15 @@ static void part_sink_replace(void *ud, ck_obj_t **items, size_t n, const char *
 
 static void part_sink_event(void *ud, ck_watch_type_t type, ck_obj_t *obj)
 {
-	sink_event(((inf_part_t *)ud)->inf, type, obj);
+	inf_part_t *p = ud;
+	ck_cache_informer_t *inf = p->inf;
+	/* A stray after an empty list: the server does not filter after all. */
+	if (!inf->merged && !inf->settle_due &&
+	    cache_reflector_shard_mode(p->refl) == CK_CACHE_SHARD_CLIENT) {
+		inf->settle_due = true;
+		rearm(inf);
+	}
+	sink_event(inf, type, obj);
 }
 
 static void part_sink_error(void *ud, const char *msg, const ck_result_t *res, bool healing)
@@ -898,6 +1016,22 @@ static const cache_reflector_sink_t part_sink = {
     .event = part_sink_event,
     .error = part_sink_error,
     .rearm = part_sink_rearm,
+};
+
+/* The merged parts' reflector: its lists tagged with mtag (it is remade, with a
+ * new tag, whenever the tag would change). */
+static void merged_sink_replace(void *ud, ck_obj_t **items, size_t n, const char *rv)
+{
+	ck_cache_informer_t *inf = ud;
+	(void)rv;
+	queue_replace(inf, items, n, inf->mtag);
+}
+
+static const cache_reflector_sink_t merged_sink = {
+    .replace = merged_sink_replace,
+    .event = sink_event,
+    .error = sink_error,
+    .rearm = sink_rearm,
 };
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -993,7 +1127,8 @@ int ck_cache_informer_start(ck_cache_informer_t *inf, char **err)
 		/* Synced means "caches what it was asked to": with parts, each one's own
 		 * first list is what counts (ck_cache_informer_part_synced). */
 		for (size_t i = 0; i < inf->nparts; i++)
-			cache_reflector_start(inf->parts[i]->refl);
+			if (inf->parts[i]->refl != NULL)
+				cache_reflector_start(inf->parts[i]->refl);
 		mark_synced(inf);
 	} else {
 		cache_reflector_start(inf->refl);
@@ -1010,6 +1145,7 @@ void ck_cache_informer_shutdown(ck_cache_informer_t *inf)
 	inf->stopped = true;
 	cache_check_stop(inf->consistency);
 	cache_reflector_stop(inf->refl);
+	cache_reflector_stop(inf->mrefl);
 	for (size_t i = 0; i < inf->nparts; i++)
 		cache_reflector_stop(inf->parts[i]->refl);
 	ev_timer_stop(inf->loop, &inf->timer);
@@ -1035,6 +1171,7 @@ void ck_cache_informer_free(ck_cache_informer_t *inf)
 	ck_cache_informer_shutdown(inf);
 	cache_check_free(inf->consistency);
 	cache_reflector_free(inf->refl);
+	cache_reflector_free(inf->mrefl);
 	for (size_t i = 0; i < inf->nparts; i++) {
 		cache_reflector_free(inf->parts[i]->refl);
 		free(inf->parts[i]);
@@ -1272,12 +1409,23 @@ static void refl_stats(ck_cache_informer_t *inf, cache_reflector_stats_t *rs)
 	}
 	pthread_mutex_lock(&inf->mu);
 	*rs = inf->parts_gone;
-	rs->shard_mode = CK_CACHE_SHARD_UNKNOWN;
+	if (rs->shard_mode < CK_CACHE_SHARD_UNKNOWN)
+		rs->shard_mode = CK_CACHE_SHARD_UNKNOWN;
+	cache_reflector_stats_t ps;
+	if (inf->mrefl != NULL) {
+		cache_reflector_stats(inf->mrefl, &ps);
+		stats_add(rs, &ps);
+	}
 	for (size_t i = 0; i < inf->nparts; i++) {
-		cache_reflector_stats_t ps;
+		if (inf->parts[i]->refl == NULL)
+			continue;
 		cache_reflector_stats(inf->parts[i]->refl, &ps);
 		stats_add(rs, &ps);
 	}
+	/* mrefl's union may cover the whole space and then finds no stray: merged
+	 * says what it is. */
+	if (inf->merged)
+		rs->shard_mode = CK_CACHE_SHARD_CLIENT;
 	pthread_mutex_unlock(&inf->mu);
 }
 
@@ -1351,6 +1499,115 @@ cache_reflector_t *cache_informer_part_reflector(ck_cache_informer_t *inf, uint3
 
 /* ---------------------------------------------------------------- parts API */
 
+/* Starts part p's own reflector (listing only its range). Loop thread. */
+static void part_start(ck_cache_informer_t *inf, inf_part_t *p)
+{
+	ck_shard_selector_t *sel = ck_shard_selector_new(inf->part_field, &p->range, 1, NULL);
+	cache_reflector_opts_t ro = inf->part_ro;
+	ro.shard = sel;
+	cache_reflector_t *r = cache_reflector_new(inf->part_lw, inf->clk, &ro, &part_sink, p);
+	CK_LOG_V(2, "Listing a part of the cache", CK_KV_STR("resource", inf->name),
+	         CK_KV_UINT("part", p->id),
+	         CK_KV_STR("shardSelector", ck_shard_selector_string(sel)));
+	ck_shard_selector_free(sel);
+	pthread_mutex_lock(&inf->mu);
+	p->refl = r;
+	pthread_mutex_unlock(&inf->mu);
+	if (inf->started) {
+		cache_reflector_start(r);
+		rearm(inf);
+	}
+}
+
+/* Stops and frees *rp (a part's or mrefl), its counters kept in the totals. */
+static void refl_retire(ck_cache_informer_t *inf, cache_reflector_t **rp, bool keep_mode)
+{
+	cache_reflector_t *r = *rp;
+	if (r == NULL)
+		return;
+	cache_reflector_stop(r);
+	cache_reflector_stats_t ps;
+	cache_reflector_stats(r, &ps);
+	if (!keep_mode)
+		ps.shard_mode = CK_CACHE_SHARD_NONE;
+	pthread_mutex_lock(&inf->mu);
+	stats_add(&inf->parts_gone, &ps);
+	*rp = NULL;
+	pthread_mutex_unlock(&inf->mu);
+	cache_reflector_free(r);
+}
+
+/* (Re)makes mrefl over every part's range, with a new tag: its list replaces the
+ * store, and queued lists of the one before are dropped. Loop thread. */
+static void remake(ck_cache_informer_t *inf)
+{
+	inf->mremake_ns = 0;
+	refl_retire(inf, &inf->mrefl, true);
+	inf->mtag = 0;
+	if (inf->nparts == 0 || inf->stopped)
+		return;
+	ck_shard_range_t *rs = ck_xcalloc(inf->nparts, sizeof(*rs));
+	for (size_t i = 0; i < inf->nparts; i++)
+		rs[i] = inf->parts[i]->range;
+	ck_shard_selector_t *sel = ck_shard_selector_new(inf->part_field, rs, inf->nparts, NULL);
+	free(rs);
+	cache_reflector_opts_t ro = inf->part_ro;
+	ro.shard = sel;
+	cache_reflector_t *r = cache_reflector_new(inf->part_lw, inf->clk, &ro, &merged_sink, inf);
+	ck_shard_selector_free(sel);
+	inf->mtag = new_tag(inf);
+	pthread_mutex_lock(&inf->mu);
+	inf->mrefl = r;
+	pthread_mutex_unlock(&inf->mu);
+	CK_LOG_V(2, "Listing the merged parts of the cache", CK_KV_STR("resource", inf->name),
+	         CK_KV_UINT("parts", inf->nparts));
+	if (inf->started) {
+		cache_reflector_start(r);
+		rearm(inf);
+	}
+}
+
+/* Whether a part has a reflector of its own. */
+static bool any_part_listing(const ck_cache_informer_t *inf)
+{
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (inf->parts[i]->refl != NULL)
+			return true;
+	return false;
+}
+
+/* A part's list is in, or one met a stray: merge the parts if the server sent
+ * what it should have filtered, else start the parts that waited for the probe. */
+static void settle(ck_cache_informer_t *inf)
+{
+	inf->settle_due = false;
+	if (inf->merged || inf->stopped)
+		return;
+	bool client = false, listed = false;
+	for (size_t i = 0; i < inf->nparts; i++) {
+		inf_part_t *p = inf->parts[i];
+		if (p->refl != NULL && cache_reflector_shard_mode(p->refl) == CK_CACHE_SHARD_CLIENT)
+			client = true;
+		listed = listed || atomic_load(&p->synced);
+	}
+	if (client) {
+		CK_LOG_INFO("Shard parts merged into one list and watch: the server does not "
+		            "filter by shard selector, so each part's would carry everything",
+		            CK_KV_STR("resource", inf->name), CK_KV_UINT("parts", inf->nparts));
+		inf->merged = true;
+		for (size_t i = 0; i < inf->nparts; i++)
+			refl_retire(inf, &inf->parts[i]->refl, true);
+		remake(inf);
+		return;
+	}
+	if (inf->probed || !listed)
+		return;
+	inf->probed = true;
+	for (size_t i = 0; i < inf->nparts; i++)
+		if (inf->parts[i]->refl == NULL)
+			part_start(inf, inf->parts[i]);
+}
+
 int ck_cache_informer_add_part(ck_cache_informer_t *inf, uint32_t id, ck_shard_range_t range,
                                char **err)
 {
@@ -1366,30 +1623,32 @@ int ck_cache_informer_add_part(ck_cache_informer_t *inf, uint32_t id, ck_shard_r
 	if (part_index(inf, id) != SIZE_MAX)
 		return ck_err_set(err, "cache: informer %s: add part %u: already a part", inf->name,
 		                  id);
-	ck_shard_selector_t *sel = ck_shard_selector_new(inf->part_field, &range, 1, err);
-	if (sel == NULL)
+	ck_shard_selector_t *check = ck_shard_selector_new(inf->part_field, &range, 1, err);
+	if (check == NULL)
 		return -1;
+	ck_shard_selector_free(check);
 	inf_part_t *p = ck_xcalloc(1, sizeof(*p));
 	p->inf = inf;
 	p->id = id;
 	p->range = range;
-	/* Tags are never 0 (the whole informer's) nor one still in use. */
-	do
-		p->tag = ++inf->part_tags;
-	while (p->tag == 0 || part_by_tag(inf, p->tag) != NULL);
-	cache_reflector_opts_t ro = inf->part_ro;
-	ro.shard = sel;
-	p->refl = cache_reflector_new(inf->part_lw, inf->clk, &ro, &part_sink, p);
-	CK_LOG_V(2, "Adding a part to the cache", CK_KV_STR("resource", inf->name),
-	         CK_KV_UINT("part", id), CK_KV_STR("shardSelector", ck_shard_selector_string(sel)));
-	ck_shard_selector_free(sel);
+	p->tag = new_tag(inf);
 	pthread_mutex_lock(&inf->mu);
 	inf->parts = ck_xrealloc(inf->parts, (inf->nparts + 1) * sizeof(*inf->parts));
 	inf->parts[inf->nparts++] = p;
 	pthread_mutex_unlock(&inf->mu);
-	if (inf->started) {
-		cache_reflector_start(p->refl);
+	if (inf->merged) {
+		/* mrefl's list would not hold this part: its lists are void from now, and
+		 * one remake serves the parts added in a burst (a replica takes its buckets
+		 * one by one). */
+		refl_retire(inf, &inf->mrefl, true);
+		inf->mtag = 0;
+		inf->mremake_ns = ck_clk_mono_ns(inf->clk) + CACHE_MERGED_REMAKE_DELAY_NS;
 		rearm(inf);
+	} else if (inf->probed || !any_part_listing(inf)) {
+		part_start(inf, p); /* the probe, or the server is known to filter */
+	} else {
+		CK_LOG_V(2, "A part of the cache waits for the first part's list",
+		         CK_KV_STR("resource", inf->name), CK_KV_UINT("part", id));
 	}
 	return 0;
 }
@@ -1412,23 +1671,32 @@ void ck_cache_informer_remove_part(ck_cache_informer_t *inf, uint32_t id)
 	if (i == SIZE_MAX)
 		return;
 	inf_part_t *p = inf->parts[i];
-	cache_reflector_stop(p->refl);
+	if (p->refl != NULL)
+		cache_reflector_stop(p->refl);
 	/* Its list half built or half told: the rest is no longer ours to tell. */
 	if (inf->cur.active && inf->cur.part == p->tag) {
 		compound_free(&inf->cur);
 		cache_dq_done(&inf->dq);
 	}
-	cache_reflector_stats_t ps;
-	cache_reflector_stats(p->refl, &ps);
-	ps.shard_mode = CK_CACHE_SHARD_NONE;
+	refl_retire(inf, &p->refl, false);
 	pthread_mutex_lock(&inf->mu);
-	stats_add(&inf->parts_gone, &ps);
 	inf->parts[i] = inf->parts[--inf->nparts];
 	pthread_mutex_unlock(&inf->mu);
+	if (inf->cur.active && inf->cur.repl != NULL)
+		inf->part_gone_in_build = true;
+	/* Merged, mrefl goes on over the old union: what it brings of this range is
+	 * dropped here (in_parts). With no part left, nothing is to be watched. */
+	if (inf->merged && inf->nparts == 0) {
+		refl_retire(inf, &inf->mrefl, true);
+		inf->mtag = 0;
+		inf->mremake_ns = 0;
+	}
+	/* The probe gone before its list: the next part probes. */
+	if (!inf->merged && !inf->probed && inf->nparts > 0 && !any_part_listing(inf))
+		part_start(inf, inf->parts[0]);
 	drop_range(inf, p->range);
 	CK_LOG_V(2, "Removed a part from the cache", CK_KV_STR("resource", inf->name),
 	         CK_KV_UINT("part", id), CK_KV_UINT("objects", ck_cache_store_len(inf->store)));
-	cache_reflector_free(p->refl);
 	free(p);
 	rearm(inf);
 }
@@ -1457,7 +1725,11 @@ static const char *refl_last_rv(const ck_cache_informer_t *inf)
 {
 	if (!inf->parted)
 		return cache_reflector_last_rv(inf->refl);
-	return inf->nparts > 0 ? cache_reflector_last_rv(inf->parts[0]->refl) : "";
+	if (inf->mrefl != NULL)
+		return cache_reflector_last_rv(inf->mrefl);
+	return inf->nparts > 0 && inf->parts[0]->refl != NULL
+	           ? cache_reflector_last_rv(inf->parts[0]->refl)
+	           : "";
 }
 
 static void note_last_sync_rv(ck_cache_informer_t *inf)

@@ -294,6 +294,8 @@ void cache_reflector_stats(const cache_reflector_t *r, cache_reflector_stats_t *
 /* true while a watch is established (not listing, backing off, or still in a
  * streaming list's initial events): client-go resyncs only then. */
 bool cache_reflector_watching(const cache_reflector_t *r);
+/* Who applies its shard selector (any thread). */
+ck_cache_shard_mode_t cache_reflector_shard_mode(const cache_reflector_t *r);
 /* Borrowed, loop thread: the last resourceVersion seen ("" before the first list). */
 const char *cache_reflector_last_rv(const cache_reflector_t *r);
 /* true while the current round fell back from a streaming list to list+watch. */

@@ -966,6 +966,11 @@ void cache_reflector_stats(const cache_reflector_t *r, cache_reflector_stats_t *
 	out->shard_dropped = atomic_load(&m->n_shard_dropped);
 }
 
+ck_cache_shard_mode_t cache_reflector_shard_mode(const cache_reflector_t *r)
+{
+	return (ck_cache_shard_mode_t)atomic_load(&((cache_reflector_t *)(uintptr_t)r)->shard_mode);
+}
+
 const char *ck_cache_shard_mode_name(ck_cache_shard_mode_t m)
 {
 	switch (m) {

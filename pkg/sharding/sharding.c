@@ -833,20 +833,25 @@ static void round_once(ck_sharding_t *s)
 		free(err);
 		return; /* no rebalance on a stale view */
 	}
+	/* Adopted before the writer judges the boundaries: judged against older ones
+	 * they look skewed, and two writers in turn would move them for nothing. */
+	if (s->obj_valid && s->obj_epoch > s->cur->epoch)
+		adopt(s);
 	compute_live(s);
-	n = (uint32_t)s->nlive;
 	rank = my_rank(s);
 	/* The writer adopts what it wrote in the same round (one more LIST): else, on
 	 * a fresh start, it would take every bucket on the old boundaries and hand
 	 * them all back a round later to take them again. */
 	if (s->cfg.field == CK_SHARD_NAMESPACE && rank == 0 &&
-	    s->rounds++ % s->rebalance_every == 0 && rebalance(s) && observe_leases(s, &err) != 0) {
-		sh_logf(s, CK_LE_LOG_WARNING, "%s", err);
-		free(err);
-		return;
+	    s->rounds++ % s->rebalance_every == 0 && rebalance(s)) {
+		if (observe_leases(s, &err) != 0) {
+			sh_logf(s, CK_LE_LOG_WARNING, "%s", err);
+			free(err);
+			return;
+		}
+		if (s->obj_valid && s->obj_epoch > s->cur->epoch)
+			adopt(s);
 	}
-	if (s->obj_valid && s->obj_epoch > s->cur->epoch)
-		adopt(s);
 	held = 0;
 	for (uint32_t i = 0; i < s->nb; i++)
 		held += s->b[i].held;

@@ -303,9 +303,10 @@ static ck_shard_range_t ns_range(const char *ns)
 }
 
 /*
- * Parts: each its own list and watch; a part's list replaces only its range; a
- * removed part's objects leave the store untold, its queued deltas are dropped, and
- * the same id can come back (and sync again).
+ * Parts on a server that filters: the first part lists alone, the others wait for
+ * its list, then each has its own list and watch; a part's list replaces only its
+ * range; a removed part's objects leave the store untold, its queued deltas are
+ * dropped, and the same id can come back (and sync again).
  */
 START_TEST(test_shard_parts)
 {
@@ -328,14 +329,19 @@ START_TEST(test_shard_parts)
 	free(err);
 	ck_assert_ptr_nonnull(
 	    strstr(ck_cache_fake_req_opts(last_list(&f))->shard_selector, "0xaf63df4c8601f1a5"));
-	ck_obj_t *lb[] = {mkobj("b", "y", "1"), mkobj("a", "stray", "2")};
-	respond_list(&f, lb, 2, "10", NULL);
+	/* Part 1 waits for the probe's answer. */
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 1, ns_range("a"), NULL), 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_obj_t *lb[] = {mkobj("b", "y", "1")};
+	respond_list(&f, lb, 1, "10", NULL);
 	ck_cache_fake_req_t *w2 = last_watch(&f);
 	ck_assert(!ck_cache_informer_part_synced(f.inf, 2)); /* listed, not yet processed */
 	cache_informer_drain(f.inf);
 	ck_assert(ck_cache_informer_part_synced(f.inf, 2));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	cache_informer_tick(f.inf); /* the server filters: part 1 starts */
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
 
-	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 1, ns_range("a"), NULL), 0);
 	ck_obj_t *la[] = {mkobj("a", "x", "3")};
 	respond_list(&f, la, 1, "11", NULL);
 	cache_informer_drain(f.inf);
@@ -360,7 +366,7 @@ START_TEST(test_shard_parts)
 	ck_obj_unref(left);
 	ck_assert_str_eq(rec_text(&f.rec), "add b/y 1 initial\nadd a/x 3 initial\n");
 
-	/* Back again: listed anew, synced anew. */
+	/* Back again: listed anew at once, synced anew. */
 	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 1, ns_range("a"), NULL), 0);
 	ck_obj_t *la2[] = {mkobj("a", "x", "13")};
 	respond_list(&f, la2, 1, "13", NULL);
@@ -371,9 +377,84 @@ START_TEST(test_shard_parts)
 	ck_cache_stats_t st;
 	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_uint_eq(st.lists, 3); /* the removed part's list still counts */
-	ck_assert_uint_eq(st.shard_dropped, 1);
-	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_CLIENT);
+	ck_assert_uint_eq(st.shard_dropped, 0);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_SERVER);
 	ck_assert_uint_eq(st.objects, 2);
+	fx_free(&f);
+}
+END_TEST
+
+/*
+ * Parts on a server that does not filter: each part's list would carry everything,
+ * so once the probe's list shows it, the parts share one list and watch over the
+ * union of their ranges; an added part lists the union again (once for a burst),
+ * a removed one costs no list; what the server sends outside the parts is dropped.
+ * Before, every part listed and watched the whole collection on its own.
+ */
+START_TEST(test_shard_parts_merged)
+{
+	ck_cache_informer_opts_t o = {.shard_parts = true,
+	                              .shard_field = CK_SHARD_NAMESPACE,
+	                              .streaming_list = CK_CACHE_STREAMING_OFF};
+	fx_t f;
+	fx_init(&f, &o);
+	fx_start(&f);
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 2, ns_range("b"), NULL), 0);
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 1, ns_range("a"), NULL), 0);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 1);
+	ck_obj_t *l1[] = {mkobj("b", "y", "1"), mkobj("a", "x", "2"), mkobj("c", "z", "3")};
+	respond_list(&f, l1, 3, "10", NULL);
+	ck_cache_fake_req_t *w2 = last_watch(&f);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_part_synced(f.inf, 2));
+	ck_assert(!ck_cache_informer_part_synced(f.inf, 1));
+	cache_informer_tick(f.inf); /* strays seen: merged */
+	ck_assert(ck_cache_fake_req_cancelled(w2));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	const char *sel = ck_cache_fake_req_opts(last_list(&f))->shard_selector;
+	ck_assert_ptr_nonnull(strstr(sel, "0xaf63df4c8601f1a5")); /* b */
+	ck_assert_ptr_nonnull(strstr(sel, "||"));
+	ck_obj_t *l2[] = {mkobj("b", "y", "1"), mkobj("a", "x", "2"), mkobj("c", "z", "3")};
+	respond_list(&f, l2, 3, "11", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_part_synced(f.inf, 1));
+	ck_assert(ck_cache_informer_part_synced(f.inf, 2));
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 2);
+	ck_assert_str_eq(rec_text(&f.rec), "add b/y 1 initial\nadd a/x 2 initial\n");
+
+	/* Two parts added in a burst: one list of the union, after the delay. */
+	ck_cache_fake_req_t *wm = last_watch(&f);
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 3, ns_range("c"), NULL), 0);
+	ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 4, ns_range("d"), NULL), 0);
+	ck_assert(ck_cache_fake_req_cancelled(wm));
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 2);
+	advance_ms(&f, 250);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
+	ck_obj_t *l3[] = {mkobj("b", "y", "1"), mkobj("a", "x", "2"), mkobj("c", "z", "3"),
+	                  mkobj("e", "q", "4")};
+	respond_list(&f, l3, 4, "12", NULL);
+	cache_informer_drain(f.inf);
+	ck_assert(ck_cache_informer_part_synced(f.inf, 3));
+	ck_assert(ck_cache_informer_part_synced(f.inf, 4));
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 3);
+
+	/* A part goes: no list; its objects and later events are dropped. */
+	wm = last_watch(&f);
+	ck_cache_informer_remove_part(f.inf, 1);
+	ck_assert(ck_cache_fake_req_active(wm));
+	ck_cache_fake_req_event(wm, CK_WATCH_ADDED, mkobj("a", "w", "13"));
+	ck_cache_fake_req_event(wm, CK_WATCH_ADDED, mkobj("d", "v", "14"));
+	cache_informer_drain(f.inf);
+	ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), 3);
+	ck_assert_uint_eq(ck_cache_store_len(ck_cache_informer_store(f.inf)), 3);
+	ck_obj_t *gone = ck_cache_store_get(ck_cache_informer_store(f.inf), "a/x");
+	ck_assert_ptr_null(gone);
+	ck_assert_str_eq(rec_text(&f.rec), "add b/y 1 initial\nadd a/x 2 initial\n"
+	                                   "add c/z 3 initial\nadd d/v 14\n");
+	ck_cache_stats_t st;
+	ck_cache_informer_stats(f.inf, &st);
+	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_CLIENT);
+	ck_assert_uint_eq(st.lists, 3);
 	fx_free(&f);
 }
 END_TEST
@@ -2403,6 +2484,7 @@ Suite *suite_cache_informer(void)
 	tcase_add_test(th, test_long_random_churn);
 	tcase_add_test(th, test_key_trace_follows_one_key);
 	tcase_add_test(th, test_shard_parts);
+	tcase_add_test(th, test_shard_parts_merged);
 	suite_add_tcase(s, th);
 	return s;
 }

@@ -940,21 +940,33 @@ END_TEST
 /* A fresh group whose namespaces crowd one bucket: the writer moves the
  * boundaries in its first round and takes every bucket on the new ones at once;
  * it used to take them all on the equal ranges first and hand them all back a
- * round later (16 releases before converging). */
+ * round later (16 releases before converging). Then a member joins that sorts
+ * first, so it writes from its first round on: the boundaries are as they should
+ * be and stay; it once judged them against the equal ranges, before adopting
+ * them, and moved them to a new epoch for nothing. */
 START_TEST(test_fresh_group_takes_once)
 {
 	world_t w;
 	world_init(&w);
 	add_namespaces(&w, 0);
-	join(&w, 0, true);
+	join(&w, 1, true);
 	uint64_t t0 = mono_ms();
-	while (ck_sharding_epoch(w.m[0].s) == 0 || !converged(&w, 1)) {
+	while (ck_sharding_epoch(w.m[1].s) == 0 || !converged(&w, 1)) {
 		ck_assert_msg(mono_ms() - t0 < 10000, "not converged on a new epoch in 10 s");
 		usleep(10 * 1000);
 	}
 	ck_assert_int_eq(w.o.acquires, (int)NB);
 	ck_assert_int_eq(w.o.releases, 0);
+	uint64_t e = ck_sharding_epoch(w.m[1].s);
+
+	join(&w, 0, true);
+	wait_converged(&w, 2, 10000);
+	usleep(300 * 1000); /* three more rounds of the writer */
+	ck_assert_uint_eq(ck_sharding_epoch(w.m[0].s), e);
+	ck_assert_uint_eq(ck_sharding_epoch(w.m[1].s), e);
+	ck_assert_int_eq(overlaps(&w), 0);
 	leave(&w, 0);
+	leave(&w, 1);
 	world_free(&w);
 }
 END_TEST
