@@ -309,7 +309,7 @@ t_node4_leader_pod_delete() {
 	local old ns standby t0 t1 grace
 	ns=$(cat "$E2E_LOGS/node-foo-ns")
 	old=$(leader_pod)
-	standby=$(sc_pods | grep -vx "$old" | head -n 1)
+	standby=$(sc_pods | grep -vx "$old" | sed -n 1p)
 	[ -n "$standby" ] || fail "no standby pod"
 	follow_logs "$E2E_LOGS/node-delete"
 	sleep 1
