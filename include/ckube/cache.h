@@ -328,10 +328,15 @@ typedef struct ck_cache_informer_opts {
 	 * selector: the informer starts caching nothing, and each range given to
 	 * ck_cache_informer_add_part() is listed and watched on its own (its own
 	 * shardSelector and client-side check), so adding or removing a part leaves the
-	 * other parts' watches and objects alone. shard_field is what the ranges hash.
+	 * other parts' watches and objects alone. Where the server does not filter
+	 * (each part's watch would carry everything), the parts are merged into one
+	 * list and watch over the union of their ranges once the first part's list
+	 * shows it (the others wait for that answer); an added part then relists the
+	 * union. shard_field is what the ranges hash.
 	 * Such an informer counts as synced once started; whether a part's first list
 	 * reached the store and the handlers is ck_cache_informer_part_synced(). No
-	 * consistency check. Its last sync resourceVersion is its first part's.
+	 * consistency check. Its last sync resourceVersion is its first part's (merged:
+	 * the union's).
 	 */
 	bool shard_parts;
 	ck_shard_field_t shard_field;
@@ -442,7 +447,8 @@ CKUBE_API char *ck_cache_informer_last_sync_resource_version(ck_cache_informer_t
 /*
  * Starts caching part id (the caller's number, unique among the informer's parts) of
  * an informer made with opts.shard_parts: the objects whose shard field hashes into
- * range, listed and watched on their own. Returns 0, or -1 with *err (not a parted
+ * range, listed and watched on their own (merged: see opts.shard_parts). Returns 0,
+ * or -1 with *err (not a parted
  * informer, id already a part, empty range, shut down, or called from a handler).
  * Loop thread.
  */
