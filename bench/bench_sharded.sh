@@ -28,7 +28,7 @@ FOOS=${SHARD_FOOS:-10000}
 NS=${SHARD_NS:-100}
 REPLICAS=${SHARD_REPLICAS:-1 2 4}
 GATES=${SHARD_GATES:-true false}
-OUT=${BENCH_OUT:-/tmp/ckube-bench}/sharded
+OUT=${BENCH_OUT:-$root/.local/bench-out}/sharded
 BIN="$root/bin/sample-controller"
 ENVTEST="$root/bin/ckube-envtest"
 mkdir -p "$OUT"
