@@ -4,6 +4,7 @@
  * under threads.
  */
 #include <ckube/base.h>
+#include <ckube/log.h>
 #include <ckube/workqueue.h>
 
 #include <check.h>
@@ -554,6 +555,56 @@ START_TEST(test_plain_queue_add_with_opts)
 }
 END_TEST
 
+/* The key trace says, for each add of the traced key, its priority, its delay and
+ * what the add did. */
+START_TEST(test_prio_trace_outcomes)
+{
+	char path[] = "/tmp/test_wq_prio_trace_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_log_set_fd(fd);
+	ck_assert_int_eq(ck_log_set_trace_key("ns/a", NULL), 0);
+	ck_clk_fake_t c;
+	ck_wq_t *q = prio_queue(&c, "q", NULL);
+	add_later(q, "ns/a", 10 * MS, 1);
+	add_later(q, "ns/a", 5 * MS, 0);
+	add_p(q, "ns/a", 2);
+	add_p(q, "ns/a", 4);
+	add_later(q, "ns/a", 10 * MS, 0);
+	add_p(q, "ns/b", 9);
+	ck_wq_shutdown(q);
+	add_p(q, "ns/a", 9);
+	ck_log_set_trace_key(NULL, NULL);
+	ck_log_set_fd(2);
+
+	char log[8192];
+	ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	log[n] = '\0';
+	ck_assert_ptr_null(strstr(log, "ns/b"));
+	const char *want[] = {
+	    "priority=1 delayMs=10 outcome=\"waiting\" depth=0",
+	    "priority=0 delayMs=5 outcome=\"already waiting: this earlier time taken\" depth=0",
+	    "priority=2 delayMs=0 outcome=\"queued: was waiting for a delay\" depth=1",
+	    "priority=4 delayMs=0 outcome=\"deduplicated: already queued, priority raised\" "
+	    "depth=1",
+	    "priority=0 delayMs=10 outcome=\"deduplicated: already queued\" depth=1",
+	    "priority=9 delayMs=0 outcome=\"ignored: shutting down\" depth=2",
+	};
+	const char *p = log;
+	for (size_t i = 0; i < CK_ARRAY_LEN(want); i++) {
+		p = strstr(p, "\"Trace\" key=\"ns/a\" step=\"queue-add\" queue=\"q\" ");
+		ck_assert_msg(p != NULL, "line %zu (%s) missing in:\n%s", i, want[i], log);
+		p += strlen("\"Trace\" key=\"ns/a\" step=\"queue-add\" queue=\"q\" ");
+		ck_assert_msg(strncmp(p, want[i], strlen(want[i])) == 0,
+		              "line %zu: want %s in:\n%s", i, want[i], log);
+	}
+	ck_wq_free(q);
+}
+END_TEST
+
 /* ---- A model ------------------------------------------------------------------------------ */
 
 /*
@@ -1000,6 +1051,7 @@ Suite *suite_workqueue_priority(void)
 	tcase_add_test(tc, test_prio_shutdown_drain);
 	tcase_add_test(tc, test_prio_free_with_pending);
 	tcase_add_test(tc, test_plain_queue_add_with_opts);
+	tcase_add_test(tc, test_prio_trace_outcomes);
 	tcase_add_test(tc, test_prio_matches_model);
 	suite_add_tcase(s, tc);
 
