@@ -4,14 +4,18 @@
 # installed), and prints both side by side with the ratio C ÷ client-go (below 1:
 # ours takes less). Prints figures; asserts nothing about speed.
 #   bash bench/bench_workqueue.sh          # build dir: $B, default build-wq
+#   bash bench/bench_workqueue.sh priority # only some parts (single workers after memory
+#                                          # priority); the client-go column still runs all
 #   WQ_GO_BIN=path                         # a client-go benchmark already built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build-wq}
 mkdir -p "$B"
+# The queue's own modules and what they call: log (key traces), flowcontrol (the
+# bucket limiter), base's x509 (gnutls).
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -I. bench/bench_workqueue.c pkg/base/*.c \
-	pkg/workqueue/*.c -pthread -lm -o "$B/bench_workqueue"
-"$B/bench_workqueue" | tee "$B/c.txt"
+	pkg/log/*.c pkg/flowcontrol/*.c pkg/workqueue/*.c -pthread -lm -lgnutls -o "$B/bench_workqueue"
+"$B/bench_workqueue" "$@" | tee "$B/c.txt"
 
 go_bin="${WQ_GO_BIN:-}"
 if [ -z "$go_bin" ]; then

@@ -30,6 +30,29 @@
  * _unfinished_work_seconds, _longest_running_processor_seconds, _retries_total,
  * label name="<queue name>"), always on; ck_wq_metrics_write_all() renders them in
  * the Prometheus text format.
+ *
+ * Priority queue (ck_wq_options_t.priority): controller-runtime's priorityqueue
+ * (pkg/controller/priorityqueue, designs/priorityqueue.md) on the same object. The
+ * rules above stay (dedup, dirty/processing, shutdown, drain), and:
+ *  - Every add carries a priority (ck_wq_add_with_opts; the other adds: 0). Ready keys
+ *    are handed out highest priority first; within one priority, first ready first out.
+ *    With every add at one priority and none delayed, the queue is the plain FIFO above.
+ *  - A key has one entry: either ready or waiting for a delay. Adding a waiting or
+ *    ready key keeps the earlier ready time (an add without a delay makes a waiting
+ *    key ready now) and the higher priority (never lowered). A raised ready key goes
+ *    behind the keys already ready at its new priority.
+ *  - A delayed or rate-limited add keeps its priority: the key becomes ready at it.
+ *  - A key added while it is processed is queued again on ck_wq_done, behind the keys
+ *    ready then, at the highest priority asked while it was processed (the priority
+ *    it was handed out with is forgotten, as controller-runtime forgets it at Get).
+ *  - workqueue_depth carries a label priority="<n>" (controller-runtime's); the other
+ *    metrics do not. workqueue_retries_total counts the adds that were delayed.
+ * Where controller-runtime differs: its Get returns "shut down" at once, dropping ready
+ * keys, and its drain does not wait (the rules above are kept instead); a key queued
+ * again on done, or made ready by an add while it waited for a delay, keeps the FIFO
+ * place of its earlier add there, where here it goes behind the keys ready before it
+ * (first ready first out, as its keys that become ready when their delay ends); past
+ * 25 priorities its per-priority gauges freeze while here they fold into one series.
  */
 #ifndef CKUBE_WORKQUEUE_H
 #define CKUBE_WORKQUEUE_H
@@ -38,6 +61,7 @@
 
 #include <ckube/base.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -147,7 +171,24 @@ typedef struct ck_wq_options {
 	/* Rate limiter; NULL = ck_wq_ratelimiter_default_new(clock). Taken: freed with the queue.
 	 */
 	ck_wq_ratelimiter_t *limiter;
+	/* true: a priority queue (the rules at the top of this file). */
+	bool priority;
 } ck_wq_options_t;
+
+/* The priority controller-runtime gives events of the initial list and resyncs of
+ * unchanged objects (handler.WithLowPriorityWhenUnchanged): below the default 0. */
+#define CK_WQ_PRIORITY_LOW (-100)
+
+/* controller-runtime's priorityqueue.AddOpts. All zero: a plain add at priority 0. */
+typedef struct ck_wq_add_opts {
+	/* > 0: the key becomes ready after this delay; <= 0: ready now. */
+	int64_t after_ns;
+	/* Ask the rate limiter too (counting a failure); the shorter of its delay and
+	 * after_ns wins (after_ns <= 0: the limiter's). */
+	bool rate_limited;
+	/* Higher first. Ignored by a queue that is not a priority queue. */
+	int priority;
+} ck_wq_add_opts_t;
 
 /* Borrows opts (may be NULL: all defaults). Returns a new queue, free with ck_wq_free. */
 CKUBE_API ck_wq_t *ck_wq_new(const ck_wq_options_t *opts);
@@ -165,6 +206,7 @@ CKUBE_API const char *ck_wq_name(const ck_wq_t *q);
  * Borrows key (copied). Returns 1 if the key was marked dirty (queued, or queued
  * again on ck_wq_done if it is being processed), 0 if it was ignored (already
  * waiting, or the queue is shutting down), -1 if refused (NULL or empty key).
+ * On a priority queue: ck_wq_add_with_opts at priority 0.
  */
 CKUBE_API int ck_wq_add(ck_wq_t *q, const char *key);
 
@@ -173,14 +215,28 @@ CKUBE_API int ck_wq_add(ck_wq_t *q, const char *key);
  * once. If key is already waiting for a delay, the earlier ready time is kept.
  * Counts one retry (workqueue_retries_total) like client-go. Returns 0, or -1 if the
  * key is refused (NULL or empty); ignored while shutting down.
+ * On a priority queue: ck_wq_add_with_opts with {.after_ns = delay_ns} (so a retry is
+ * counted only for delay_ns > 0, as controller-runtime counts), returning 0 or -1.
  */
 CKUBE_API int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns);
 
 /*
  * Borrows key. Adds key after the delay its rate limiter gives (counting a failure).
  * Returns 0, or -1 if the key is refused.
+ * On a priority queue: ck_wq_add_with_opts with {.rate_limited = true}, returning 0 or -1.
  */
 CKUBE_API int ck_wq_add_rate_limited(ck_wq_t *q, const char *key);
+
+/*
+ * Borrows key (copied) and opts (NULL: all zero). controller-runtime's AddWithOpts on
+ * a priority queue (rules at the top of this file). On any other queue, as
+ * controller-runtime's wrapper of a plain queue: rate_limited -> ck_wq_add_rate_limited,
+ * else after_ns > 0 -> ck_wq_add_after, else ck_wq_add; the priority is ignored.
+ * Returns 1 if the key was marked dirty now (queued, or queued again on ck_wq_done),
+ * 0 otherwise (it waits for a delay, was already queued - its priority may have been
+ * raised -, or the queue is shutting down), -1 if the key is refused (NULL or empty).
+ */
+CKUBE_API int ck_wq_add_with_opts(ck_wq_t *q, const char *key, const ck_wq_add_opts_t *opts);
 
 /* Borrows key. Tells the rate limiter that key succeeded: its backoff restarts. */
 CKUBE_API void ck_wq_forget(ck_wq_t *q, const char *key);
@@ -194,6 +250,14 @@ CKUBE_API unsigned ck_wq_num_requeues(ck_wq_t *q, const char *key);
  * ck_wq_get must be followed by). Returns NULL once the queue is shut down and empty.
  */
 CKUBE_API const char *ck_wq_get(ck_wq_t *q);
+
+/*
+ * ck_wq_get that also stores in *priority (may be NULL) the priority the key was
+ * queued with, so that a worker can add it again at the same priority
+ * (controller-runtime's GetWithPriority); 0 on a queue that is not a priority queue,
+ * and when NULL is returned.
+ */
+CKUBE_API const char *ck_wq_get_with_priority(ck_wq_t *q, int *priority);
 
 /*
  * Borrows key. Marks key as processed: if it was added while being processed it is

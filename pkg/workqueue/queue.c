@@ -29,6 +29,23 @@
  *
  * Metrics are updated under the queue's mutex (which already serialises writers)
  * with relaxed atomic stores, so they cost a plain store and can be read at any time.
+ *
+ * Priority queues (controller-runtime's rules, <ckube/workqueue.h>). The ready keys
+ * sit in a second binary heap instead of the ring, ordered by (priority descending,
+ * sequence number taken when the key became ready): O(log n) add and get, exactly
+ * FIFO when every priority is equal, and a key whose priority rises moves up in
+ * O(log n) because the item records its slot. Per-priority FIFO rings were the other
+ * choice (O(1) while priorities are few, as controller-runtime's 0 and -100 are), but
+ * priorities are any int, and raising a key would take it out of the middle of its
+ * ring: a linear search or tombstones that a get must skip. A heap needs no memory
+ * per key beyond its slot array, like the ring. The delay heap orders as
+ * controller-runtime's waiting tree: ready time, then priority, then sequence; a key
+ * whose priority rises while it waits takes a new sequence number, so among the keys
+ * due with it at its new priority it becomes ready last, as a raised ready key goes
+ * last. Unlike the plain queue, a key is then either
+ * ready or waiting for a delay, never both (one entry per key, as controller-runtime
+ * keeps): an add without a delay takes a waiting key out of the delay heap, and a
+ * delayed add of a ready key only raises its priority.
  */
 #include "pkg/log/log_internal.h"
 #include "pkg/workqueue/wq_internal.h"
@@ -71,9 +88,11 @@ static const char *const hist_bounds_text[HIST_BUCKETS] = {
 typedef struct item {
 	wq_hnode_t node; /* first: the table hands back node pointers */
 	unsigned flags;
-	size_t heap_idx;
-	uint64_t ready_ns;        /* while in the heap */
-	uint64_t seq;             /* heap tie-break: earlier add_after first */
+	int prio;                 /* priority queue: while dirty or delayed; 0 otherwise */
+	size_t heap_idx;          /* slot in the delay heap, or NOT_IN_HEAP */
+	size_t ready_idx;         /* priority queue: slot in the ready heap while there */
+	uint64_t ready_ns;        /* while in the delay heap */
+	uint64_t seq;             /* heap tie-break: earlier first (one heap at a time) */
 	uint64_t add_ns;          /* metrics: when it was first added since the last get */
 	uint64_t start_ns;        /* metrics: when processing started */
 	struct item *prev, *next; /* processing list; next also links the free list */
@@ -86,6 +105,17 @@ typedef struct hist {
 	_Atomic uint64_t count;
 	_Atomic uint64_t sum_ns;
 } hist_t;
+
+/* A binary heap of items; the kind says its order and which slot field it keeps. */
+typedef struct iheap {
+	item_t **a;
+	size_t len, cap;
+} iheap_t;
+
+enum heap_kind {
+	DELAY_HEAP, /* (ready_ns, priority descending, seq); plain queues: priority 0 */
+	READY_HEAP, /* (priority descending, seq) */
+};
 
 struct ck_wq {
 	pthread_mutex_t mu;
@@ -100,11 +130,12 @@ struct ck_wq {
 
 	wq_htab_t items;
 
-	item_t **ring; /* FIFO of DIRTY, not PROCESSING items */
+	bool prio;     /* a priority queue: ready items in ready_heap, not in the ring */
+	item_t **ring; /* FIFO of DIRTY, not PROCESSING items (not a priority queue) */
 	size_t ring_head, ring_len, ring_cap;
+	iheap_t ready_heap; /* priority queue: the DIRTY, not PROCESSING items */
 
-	item_t **heap; /* delayed items, min-heap on (ready_ns, seq) */
-	size_t heap_len, heap_cap;
+	iheap_t delayed; /* delayed items */
 	uint64_t seq;
 
 	item_t *processing; /* doubly linked, for the scrape-time gauges */
@@ -125,6 +156,7 @@ struct ck_wq {
 	_Atomic uint64_t retries;
 	hist_t queue_hist;
 	hist_t work_hist;
+	wq_prio_depth_t prio_depth; /* priority queue with a name; under mu */
 };
 
 /* ---- Small helpers ------------------------------------------------------------------ */
@@ -199,6 +231,7 @@ static item_t *item_intern(ck_wq_t *q, const char *key, size_t len, uint64_t h)
 	it->node.key = it->key;
 	it->node.len = len;
 	it->flags = 0;
+	it->prio = 0;
 	it->heap_idx = NOT_IN_HEAP;
 	it->prev = it->next = NULL;
 	wq_htab_insert(&q->items, &it->node);
@@ -253,72 +286,112 @@ static item_t *ring_pop(ck_wq_t *q)
 	return it;
 }
 
-/* ---- Delay heap ------------------------------------------------------------------------ */
+/* ---- Heaps ---------------------------------------------------------------------------- */
 
-static inline bool heap_less(const item_t *a, const item_t *b)
+/* Called with constant kinds only, so the compiler specialises each heap's code. */
+static inline bool heap_less(enum heap_kind k, const item_t *a, const item_t *b)
 {
-	return a->ready_ns < b->ready_ns || (a->ready_ns == b->ready_ns && a->seq < b->seq);
+	if (k == DELAY_HEAP && a->ready_ns != b->ready_ns)
+		return a->ready_ns < b->ready_ns;
+	if (a->prio != b->prio)
+		return a->prio > b->prio;
+	return a->seq < b->seq;
 }
 
-static inline void heap_set(ck_wq_t *q, size_t i, item_t *it)
+static inline void heap_set(iheap_t *h, enum heap_kind k, size_t i, item_t *it)
 {
-	q->heap[i] = it;
-	it->heap_idx = i;
+	h->a[i] = it;
+	if (k == DELAY_HEAP)
+		it->heap_idx = i;
+	else
+		it->ready_idx = i;
 }
 
-static void heap_up(ck_wq_t *q, size_t i)
+static void heap_up(iheap_t *h, enum heap_kind k, size_t i)
 {
-	item_t *it = q->heap[i];
+	item_t *it = h->a[i];
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
-		if (!heap_less(it, q->heap[p]))
+		if (!heap_less(k, it, h->a[p]))
 			break;
-		heap_set(q, i, q->heap[p]);
+		heap_set(h, k, i, h->a[p]);
 		i = p;
 	}
-	heap_set(q, i, it);
+	heap_set(h, k, i, it);
 }
 
-static void heap_down(ck_wq_t *q, size_t i)
+static void heap_down(iheap_t *h, enum heap_kind k, size_t i)
 {
-	item_t *it = q->heap[i];
+	item_t *it = h->a[i];
 	for (;;) {
 		size_t c = 2 * i + 1;
-		if (c >= q->heap_len)
+		if (c >= h->len)
 			break;
-		if (c + 1 < q->heap_len && heap_less(q->heap[c + 1], q->heap[c]))
+		if (c + 1 < h->len && heap_less(k, h->a[c + 1], h->a[c]))
 			c++;
-		if (!heap_less(q->heap[c], it))
+		if (!heap_less(k, h->a[c], it))
 			break;
-		heap_set(q, i, q->heap[c]);
+		heap_set(h, k, i, h->a[c]);
 		i = c;
 	}
-	heap_set(q, i, it);
+	heap_set(h, k, i, it);
 }
 
-static void heap_push(ck_wq_t *q, item_t *it)
+static void heap_push(iheap_t *h, enum heap_kind k, item_t *it)
 {
-	if (q->heap_len == q->heap_cap) {
-		q->heap_cap = q->heap_cap == 0 ? RING_MIN_CAP : q->heap_cap * 2;
-		q->heap = ck_xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
+	if (h->len == h->cap) {
+		h->cap = h->cap == 0 ? RING_MIN_CAP : h->cap * 2;
+		h->a = ck_xrealloc(h->a, h->cap * sizeof(*h->a));
 	}
-	heap_set(q, q->heap_len++, it);
-	heap_up(q, q->heap_len - 1);
+	heap_set(h, k, h->len++, it);
+	heap_up(h, k, h->len - 1);
 }
 
-static item_t *heap_pop(ck_wq_t *q)
+/* Takes out the item at slot i (its slot field is left for the caller to reset). */
+static void heap_remove_at(iheap_t *h, enum heap_kind k, size_t i)
 {
-	item_t *top = q->heap[0];
-	top->heap_idx = NOT_IN_HEAP;
-	if (--q->heap_len > 0) {
-		heap_set(q, 0, q->heap[q->heap_len]);
-		heap_down(q, 0);
+	if (--h->len > i) {
+		heap_set(h, k, i, h->a[h->len]);
+		/* The moved item may belong above or below slot i. */
+		heap_up(h, k, i);
+		heap_down(h, k, k == DELAY_HEAP ? h->a[i]->heap_idx : h->a[i]->ready_idx);
 	}
-	if (q->heap_cap > SHRINK_MIN_CAP && q->heap_len * 8 < q->heap_cap) {
-		q->heap_cap /= 2;
-		q->heap = ck_xrealloc(q->heap, q->heap_cap * sizeof(*q->heap));
+	if (h->cap > SHRINK_MIN_CAP && h->len * 8 < h->cap) {
+		h->cap /= 2;
+		h->a = ck_xrealloc(h->a, h->cap * sizeof(*h->a));
 	}
+}
+
+static item_t *heap_pop(iheap_t *h, enum heap_kind k)
+{
+	item_t *top = h->a[0];
+	heap_remove_at(h, k, 0);
+	if (k == DELAY_HEAP)
+		top->heap_idx = NOT_IN_HEAP;
 	return top;
+}
+
+/* ---- Ready keys: the ring, or the ready heap of a priority queue ----------------------- */
+
+static inline size_t ready_len(const ck_wq_t *q)
+{
+	return q->prio ? q->ready_heap.len : q->ring_len;
+}
+
+/* Queues a DIRTY, not PROCESSING item behind every key ready now (at its priority). */
+static inline void ready_push(ck_wq_t *q, item_t *it)
+{
+	if (!q->prio) {
+		ring_push(q, it);
+		return;
+	}
+	it->seq = q->seq++;
+	heap_push(&q->ready_heap, READY_HEAP, it);
+}
+
+static inline item_t *ready_pop(ck_wq_t *q)
+{
+	return q->prio ? heap_pop(&q->ready_heap, READY_HEAP) : ring_pop(q);
 }
 
 /* ---- Core (q->mu held) ---------------------------------------------------------------- */
@@ -331,7 +404,7 @@ static item_t *heap_pop(ck_wq_t *q)
  */
 static inline uint64_t now_if_needed(ck_wq_t *q)
 {
-	return q->timed || q->heap_len > 0 ? ck_clk_mono_ns(q->clock) : 0;
+	return q->timed || q->delayed.len > 0 ? ck_clk_mono_ns(q->clock) : 0;
 }
 
 /* Wakes one getter for a newly queued key: an idle one, else the timer waiter. */
@@ -351,13 +424,15 @@ static int add_locked(ck_wq_t *q, item_t *it, uint64_t now)
 	it->flags |= F_DIRTY;
 	add_u64(&q->adds, 1);
 	add_i64(&q->depth, 1);
+	if (q->prio && q->timed)
+		wq_prio_depth_add(&q->prio_depth, it->prio, 1);
 	if (!(it->flags & F_ADD_TIME)) {
 		it->flags |= F_ADD_TIME;
 		it->add_ns = now;
 	}
 	if (it->flags & F_PROCESSING)
 		return 1; /* queued again by ck_wq_done */
-	ring_push(q, it);
+	ready_push(q, it);
 	wake_getter(q);
 	return 1;
 }
@@ -365,15 +440,15 @@ static int add_locked(ck_wq_t *q, item_t *it, uint64_t now)
 /* Moves every delayed item whose time has come to the FIFO. */
 static void promote_due(ck_wq_t *q, uint64_t now)
 {
-	while (q->heap_len > 0 && q->heap[0]->ready_ns <= now)
-		add_locked(q, heap_pop(q), now);
+	while (q->delayed.len > 0 && q->delayed.a[0]->ready_ns <= now)
+		add_locked(q, heap_pop(&q->delayed, DELAY_HEAP), now);
 }
 
 /* Drops every delayed item (shutdown: they could never be added). */
 static void drop_delayed(ck_wq_t *q)
 {
-	while (q->heap_len > 0)
-		item_release(q, heap_pop(q));
+	while (q->delayed.len > 0)
+		item_release(q, heap_pop(&q->delayed, DELAY_HEAP));
 }
 
 /*
@@ -404,6 +479,7 @@ ck_wq_t *ck_wq_new(const ck_wq_options_t *opts)
 	q->real_clock = q->clock == ck_clk_real();
 	q->name = ck_xstrdup(opts->name != NULL ? opts->name : "");
 	q->timed = q->name[0] != '\0';
+	q->prio = opts->priority;
 	q->limiter =
 	    opts->limiter != NULL ? opts->limiter : ck_wq_ratelimiter_default_new(q->clock);
 
@@ -442,7 +518,8 @@ void ck_wq_free(ck_wq_t *q)
 		q->free_items = next;
 	}
 	free(q->ring);
-	free(q->heap);
+	free(q->ready_heap.a);
+	free(q->delayed.a);
 	ck_wq_ratelimiter_free(q->limiter);
 	free(q->name);
 	pthread_cond_destroy(&q->timer_cond);
@@ -467,7 +544,7 @@ static void __attribute__((noinline))
 trace_step(const char *step, const ck_wq_t *q, const char *outcome, bool depth, int line)
 {
 	ck_log_kv_t kvs[] = {CK_KV_STR("queue", q->name), CK_KV_STR("outcome", outcome),
-	                     CK_KV_UINT("depth", q->ring_len), CK_LOG_KV_END_};
+	                     CK_KV_UINT("depth", ready_len(q)), CK_LOG_KV_END_};
 	if (outcome == NULL)
 		kvs[1] = kvs[2];
 	if (outcome == NULL || !depth)
@@ -489,11 +566,134 @@ static const char *add_outcome(unsigned flags_before, bool shutting_down)
 	return "queued";
 }
 
+/* Wakes whoever must shorten its sleep because the earliest ready time moved earlier. */
+static void delay_moved_earlier(ck_wq_t *q, uint64_t old_first)
+{
+	if (q->delayed.a[0]->ready_ns >= old_first)
+		return;
+	if (q->timer_waiter)
+		pthread_cond_signal(&q->timer_cond);
+	else if (q->idle_waiters > 0)
+		pthread_cond_signal(&q->idle_cond);
+}
+
+static inline uint64_t ready_time(uint64_t now, int64_t delay_ns)
+{
+	return (uint64_t)delay_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)delay_ns;
+}
+
+/* Raises the priority of a DIRTY item: it goes behind the keys ready at prio now. */
+static void raise_ready(ck_wq_t *q, item_t *it, int prio)
+{
+	if (q->timed) {
+		wq_prio_depth_add(&q->prio_depth, it->prio, -1);
+		wq_prio_depth_add(&q->prio_depth, prio, 1);
+	}
+	it->prio = prio;
+	if (it->flags & F_PROCESSING)
+		return; /* ck_wq_done queues it, at this priority */
+	it->seq = q->seq++;
+	heap_up(&q->ready_heap, READY_HEAP, it->ready_idx);
+}
+
+/*
+ * controller-runtime's lockedAddWithOpts for one interned item of a priority queue:
+ * delay_ns > 0 delays it. Returns 1 if the key became dirty now, else 0, and in
+ * *outcome what happened (for the key trace).
+ */
+static int prio_add_locked(ck_wq_t *q, item_t *it, int prio, int64_t delay_ns, uint64_t now,
+                           const char **outcome)
+{
+	bool waiting = it->heap_idx != NOT_IN_HEAP;
+	if (delay_ns > 0)
+		add_u64(&q->retries, 1);
+	if (it->flags & F_DIRTY) {
+		/* Ready already (or due again at done): no delay can make it later. */
+		*outcome = add_outcome(it->flags, false);
+		if (prio > it->prio) {
+			*outcome = "deduplicated: already queued, priority raised";
+			raise_ready(q, it, prio);
+		}
+		return 0;
+	}
+	if (delay_ns <= 0) {
+		/* Ready now: the earlier time wins over a delay it was waiting for. */
+		*outcome = add_outcome(it->flags, false);
+		if (waiting) {
+			*outcome = "queued: was waiting for a delay";
+			heap_remove_at(&q->delayed, DELAY_HEAP, it->heap_idx);
+			it->heap_idx = NOT_IN_HEAP;
+			if (it->prio > prio)
+				prio = it->prio;
+		}
+		it->prio = prio;
+		return add_locked(q, it, now);
+	}
+	uint64_t ready = ready_time(now, delay_ns);
+	uint64_t old_first = q->delayed.len > 0 ? q->delayed.a[0]->ready_ns : UINT64_MAX;
+	if (waiting) {
+		*outcome = "already waiting: the earlier time kept";
+		bool moved = false;
+		if (ready < it->ready_ns) {
+			*outcome = "already waiting: this earlier time taken";
+			it->ready_ns = ready;
+			moved = true;
+		}
+		if (prio > it->prio) {
+			it->prio = prio;
+			it->seq = q->seq++;
+			moved = true;
+		}
+		/* Both changes can only bring it nearer the top (priority ranks before seq). */
+		if (moved)
+			heap_up(&q->delayed, DELAY_HEAP, it->heap_idx);
+	} else {
+		*outcome = "waiting";
+		it->prio = prio;
+		it->ready_ns = ready;
+		it->seq = q->seq++;
+		heap_push(&q->delayed, DELAY_HEAP, it);
+	}
+	delay_moved_earlier(q, old_first);
+	return 0;
+}
+
+/* A priority queue's add of every kind; delay_ns is the one to apply (<= 0: none). */
+static int prio_add(ck_wq_t *q, const char *key, size_t len, int prio, int64_t delay_ns)
+{
+	uint64_t h = ck_hash_bytes(key, len);
+	bool trace = log_trace_on() && ck_log_trace_match(key);
+	const char *outcome = "ignored: shutting down";
+	int result = 0;
+
+	pthread_mutex_lock(&q->mu);
+	if (q->shutting_down)
+		goto out;
+	uint64_t now = delay_ns > 0 ? ck_clk_mono_ns(q->clock) : now_if_needed(q);
+	promote_due(q, now);
+	item_t *it = item_intern(q, key, len, h);
+	result = prio_add_locked(q, it, prio, delay_ns, now, &outcome);
+out:
+	/* Under the lock, as ck_wq_add's trace. */
+	if (trace)
+		ck_log_trace_emit(
+		    LOG_FILE_, __LINE__, "queue-add",
+		    (const ck_log_kv_t[]){
+		        CK_KV_STR("queue", q->name), CK_KV_INT("priority", prio),
+		        CK_KV_INT("delayMs", delay_ns > 0 ? delay_ns / (int64_t)CK_NS_PER_MS : 0),
+		        CK_KV_STR("outcome", outcome), CK_KV_UINT("depth", ready_len(q)),
+		        CK_LOG_KV_END_});
+	pthread_mutex_unlock(&q->mu);
+	return result;
+}
+
 int ck_wq_add(ck_wq_t *q, const char *key)
 {
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return -1;
+	if (q->prio)
+		return prio_add(q, key, len, 0, 0);
 	uint64_t h = ck_hash_bytes(key, len);
 	int result = 0;
 	bool trace = log_trace_on() && ck_log_trace_match(key);
@@ -522,6 +722,10 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return -1;
+	if (q->prio) {
+		prio_add(q, key, len, 0, delay_ns);
+		return 0;
+	}
 	uint64_t h = ck_hash_bytes(key, len);
 	bool trace = log_trace_on() && ck_log_trace_match(key);
 	const char *outcome = "ignored: shutting down";
@@ -538,30 +742,24 @@ int ck_wq_add_after(ck_wq_t *q, const char *key, int64_t delay_ns)
 		add_locked(q, it, now);
 		goto out;
 	}
-	uint64_t ready =
-	    (uint64_t)delay_ns > UINT64_MAX - now ? UINT64_MAX : now + (uint64_t)delay_ns;
-	uint64_t old_first = q->heap_len > 0 ? q->heap[0]->ready_ns : UINT64_MAX;
+	uint64_t ready = ready_time(now, delay_ns);
+	uint64_t old_first = q->delayed.len > 0 ? q->delayed.a[0]->ready_ns : UINT64_MAX;
 	if (it->heap_idx != NOT_IN_HEAP) {
 		/* Already waiting: the earlier ready time wins. */
 		outcome = "already waiting: the earlier time kept";
 		if (ready < it->ready_ns) {
 			outcome = "already waiting: this earlier time taken";
 			it->ready_ns = ready;
-			heap_up(q, it->heap_idx);
+			heap_up(&q->delayed, DELAY_HEAP, it->heap_idx);
 		}
 	} else {
 		outcome = "waiting";
 		it->ready_ns = ready;
 		it->seq = q->seq++;
-		heap_push(q, it);
+		heap_push(&q->delayed, DELAY_HEAP, it);
 	}
 	/* A new earliest deadline: the timer waiter must shorten its sleep. */
-	if (q->heap[0]->ready_ns < old_first) {
-		if (q->timer_waiter)
-			pthread_cond_signal(&q->timer_cond);
-		else if (q->idle_waiters > 0)
-			pthread_cond_signal(&q->idle_cond);
-	}
+	delay_moved_earlier(q, old_first);
 out:
 	/* Under the lock, as ck_wq_add's: a zero delay queues the key at once, and a
 	 * worker's get must not log before this line. */
@@ -578,6 +776,10 @@ out:
 
 int ck_wq_add_rate_limited(ck_wq_t *q, const char *key)
 {
+	if (q->prio)
+		return ck_wq_add_with_opts(q, key, &(ck_wq_add_opts_t){.rate_limited = true}) < 0
+		           ? -1
+		           : 0;
 	size_t len;
 	if (key_check(key, &len) < 0)
 		return -1;
@@ -586,6 +788,36 @@ int ck_wq_add_rate_limited(ck_wq_t *q, const char *key)
 	          CK_KV_UINT("delayMs", d / CK_NS_PER_MS),
 	          CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
 	return ck_wq_add_after(q, key, d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d);
+}
+
+int ck_wq_add_with_opts(ck_wq_t *q, const char *key, const ck_wq_add_opts_t *opts)
+{
+	static const ck_wq_add_opts_t none = {0};
+	if (opts == NULL)
+		opts = &none;
+	if (!q->prio) {
+		/* controller-runtime's priorityQueueWrapper around a plain queue. */
+		if (opts->rate_limited)
+			return ck_wq_add_rate_limited(q, key);
+		if (opts->after_ns > 0)
+			return ck_wq_add_after(q, key, opts->after_ns);
+		return ck_wq_add(q, key);
+	}
+	size_t len;
+	if (key_check(key, &len) < 0)
+		return -1;
+	int64_t delay = opts->after_ns;
+	if (opts->rate_limited) {
+		/* Asked outside the queue's lock: the limiter has its own. The shorter wins. */
+		uint64_t d = ck_wq_ratelimiter_when(q->limiter, key);
+		int64_t rl = d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+		LOG_TRACE(key, "queue-rate-limited", CK_KV_STR("queue", q->name),
+		          CK_KV_UINT("delayMs", d / CK_NS_PER_MS),
+		          CK_KV_UINT("failures", ck_wq_ratelimiter_num_requeues(q->limiter, key)));
+		if (delay <= 0 || rl < delay)
+			delay = rl;
+	}
+	return prio_add(q, key, len, opts->priority, delay);
 }
 
 void ck_wq_forget(ck_wq_t *q, const char *key)
@@ -608,7 +840,13 @@ unsigned ck_wq_num_requeues(ck_wq_t *q, const char *key)
 
 const char *ck_wq_get(ck_wq_t *q)
 {
+	return ck_wq_get_with_priority(q, NULL);
+}
+
+const char *ck_wq_get_with_priority(ck_wq_t *q, int *priority)
+{
 	const char *result = NULL;
+	int prio = 0;
 	uint64_t now;
 
 	pthread_mutex_lock(&q->mu);
@@ -616,13 +854,13 @@ const char *ck_wq_get(ck_wq_t *q)
 		now = now_if_needed(q);
 		if (!q->shutting_down)
 			promote_due(q, now);
-		if (q->ring_len > 0)
+		if (ready_len(q) > 0)
 			break;
 		if (q->shutting_down)
 			goto out;
-		if (q->heap_len > 0 && !q->timer_waiter) {
+		if (q->delayed.len > 0 && !q->timer_waiter) {
 			q->timer_waiter = true;
-			wait_for_delay(q, q->heap[0]->ready_ns);
+			wait_for_delay(q, q->delayed.a[0]->ready_ns);
 			q->timer_waiter = false;
 		} else {
 			q->idle_waiters++;
@@ -631,9 +869,12 @@ const char *ck_wq_get(ck_wq_t *q)
 		}
 	}
 
-	item_t *it = ring_pop(q);
+	item_t *it = ready_pop(q);
 	it->flags = (it->flags & ~(F_DIRTY | F_ADD_TIME)) | F_PROCESSING;
 	add_i64(&q->depth, -1);
+	prio = it->prio;
+	if (q->prio && q->timed)
+		wq_prio_depth_add(&q->prio_depth, prio, -1);
 	if (q->timed)
 		hist_observe(&q->queue_hist, since(now, it->add_ns));
 	it->start_ns = now;
@@ -646,14 +887,16 @@ const char *ck_wq_get(ck_wq_t *q)
 	result = it->key;
 
 	/* Pass the baton: more work for another getter, or the delay watch to be taken. */
-	if (q->ring_len > 0)
+	if (ready_len(q) > 0)
 		wake_getter(q);
-	else if (q->heap_len > 0 && !q->timer_waiter && q->idle_waiters > 0)
+	else if (q->delayed.len > 0 && !q->timer_waiter && q->idle_waiters > 0)
 		pthread_cond_signal(&q->idle_cond);
 	if (log_trace_on() && ck_log_trace_match(result))
 		trace_step("queue-get", q, NULL, true, __LINE__);
 out:
 	pthread_mutex_unlock(&q->mu);
+	if (priority != NULL)
+		*priority = prio;
 	return result;
 }
 
@@ -687,7 +930,7 @@ void ck_wq_done(ck_wq_t *q, const char *key)
 		pthread_cond_broadcast(&q->drain_cond);
 	if (it->flags & F_DIRTY) {
 		outcome = "queued again: added while processed";
-		ring_push(q, it);
+		ready_push(q, it);
 		wake_getter(q);
 	} else {
 		/* key may point into it: not used after this. */
@@ -704,9 +947,9 @@ out:
 size_t ck_wq_len(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
-	if (!q->shutting_down && q->heap_len > 0)
+	if (!q->shutting_down && q->delayed.len > 0)
 		promote_due(q, ck_clk_mono_ns(q->clock));
-	size_t n = q->ring_len;
+	size_t n = ready_len(q);
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
@@ -714,9 +957,9 @@ size_t ck_wq_len(ck_wq_t *q)
 size_t ck_wq_waiting_len(ck_wq_t *q)
 {
 	pthread_mutex_lock(&q->mu);
-	if (!q->shutting_down && q->heap_len > 0)
+	if (!q->shutting_down && q->delayed.len > 0)
 		promote_due(q, ck_clk_mono_ns(q->clock));
-	size_t n = q->heap_len;
+	size_t n = q->delayed.len;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
@@ -777,6 +1020,8 @@ typedef struct hist_snap {
 typedef struct snap {
 	const char *name;
 	int64_t depth;
+	bool prio;               /* a priority queue: depth by priority */
+	wq_prio_depth_t by_prio; /* copied: the queue's changes under its lock */
 	uint64_t adds, retries;
 	hist_snap_t queue_hist, work_hist;
 	double unfinished_s, longest_s;
@@ -803,6 +1048,9 @@ static void snapshot(ck_wq_t *q, snap_t *s)
 		promote_due(q, now);
 	s->name = q->name;
 	s->depth = atomic_load_explicit(&q->depth, memory_order_relaxed);
+	s->prio = q->prio;
+	if (q->prio)
+		s->by_prio = q->prio_depth;
 	s->adds = atomic_load_explicit(&q->adds, memory_order_relaxed);
 	s->retries = atomic_load_explicit(&q->retries, memory_order_relaxed);
 	hist_snapshot(&q->queue_hist, &s->queue_hist);
@@ -865,6 +1113,26 @@ static void put_sample_d(ck_sbuf_t *out, const char *family, const char *name, d
 	ck_sbuf_putc(out, '\n');
 }
 
+/*
+ * workqueue_depth of a priority queue: one sample per priority seen (zeros included,
+ * as controller-runtime's gauges stay once created), label priority after name. A
+ * plain queue's sample has no priority label, which Prometheus reads as the empty
+ * value controller-runtime writes for it.
+ */
+static void put_depth_by_prio(ck_sbuf_t *out, const char *name, const wq_prio_depth_t *d)
+{
+	for (size_t i = 0; i < d->n + (d->exceeded ? 1 : 0); i++) {
+		ck_sbuf_puts(out, "workqueue_depth{name=\"");
+		put_label(out, name);
+		if (i < d->n)
+			ck_sbuf_printf(out, "\",priority=\"%d\"} ", d->prio[i]);
+		else
+			ck_sbuf_puts(out, "\",priority=\"" WQ_PRIO_EXCEEDED "\"} ");
+		put_double(out, (double)(i < d->n ? d->depth[i] : d->rest));
+		ck_sbuf_putc(out, '\n');
+	}
+}
+
 static void put_hist(ck_sbuf_t *out, const char *family, const char *name, const hist_snap_t *h)
 {
 	uint64_t cum = 0;
@@ -900,8 +1168,12 @@ void ck_wq_metrics_write_all(ck_wq_t *const *qs, size_t n, ck_sbuf_t *out)
 
 	put_head(out, "workqueue_depth", "gauge",
 	         "Current number of keys waiting in the workqueue.");
-	for (size_t i = 0; i < k; i++)
-		put_sample_d(out, "workqueue_depth", s[i].name, (double)s[i].depth);
+	for (size_t i = 0; i < k; i++) {
+		if (s[i].prio)
+			put_depth_by_prio(out, s[i].name, &s[i].by_prio);
+		else
+			put_sample_d(out, "workqueue_depth", s[i].name, (double)s[i].depth);
+	}
 
 	put_head(out, "workqueue_adds_total", "counter", "Total number of adds to the workqueue.");
 	for (size_t i = 0; i < k; i++)
