@@ -66,32 +66,6 @@ cpu_secs() { # user + system seconds of pid $1
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.1f", ($12 + $13) / hz }' "/proc/$1/stat"
 }
 
-make_foos() {
-	local i j per=$(((FOOS + NS - 1) / NS)) made=0 jobs=() p rc=0
-	for i in $(seq 1 "$NS"); do
-		{
-			printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: app-%d}\n' "$i"
-			for j in $(seq 1 "$per"); do
-				[ $((made + j)) -le "$FOOS" ] || break
-				printf -- '---\napiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\n'
-				printf 'metadata: {name: foo-%d, namespace: app-%d}\n' "$j" "$i"
-				printf 'spec: {deploymentName: web-%d, replicas: 1}\n' "$j"
-			done
-		} >"$OUT/run/ns-$i.yaml"
-		made=$((made + per))
-	done
-	for i in $(seq 1 "$NS"); do
-		kubectl create -f "$OUT/run/ns-$i.yaml" >/dev/null &
-		jobs+=($!)
-		if [ ${#jobs[@]} = 4 ]; then
-			for p in "${jobs[@]}"; do wait "$p" || rc=1; done
-			jobs=()
-		fi
-	done
-	for p in "${jobs[@]}"; do wait "$p" || rc=1; done
-	return $rc
-}
-
 # Deletes every Deployment (a delete-collection per namespace, through a kubectl
 # proxy) and waits until none is left.
 clear_deployments() {
@@ -143,9 +117,8 @@ for gate in $GATES; do
 	kubectl proxy --port="$proxy_port" >/dev/null 2>&1 &
 	proxy=$!
 	until_ok 20 curl -sf -o /dev/null "http://127.0.0.1:$proxy_port/readyz" || { say "kubectl proxy did not start"; exit 1; }
-	t=$SECONDS
-	make_foos || { say "creating the Foos failed"; exit 1; }
-	say "gate $gate: $FOOS Foos in $NS namespaces created in $((SECONDS - t)) s"
+	python3 bench/mkfoos.py "http://127.0.0.1:$proxy_port" app- "$NS" "$FOOS" >&2 ||
+		{ say "creating the Foos failed"; exit 1; }
 	if [ "$gate" = true ]; then
 		run "$gate" leader 1 --leader-elect || rc=1
 		clear_deployments || exit 1

@@ -34,33 +34,35 @@ struct controller {
 	const ck_clk_t *clock;
 	const char *field_manager;
 	/* Where handlers queue Foo keys (the manager's controller); NULL: nowhere. */
-	void (*enqueue)(void *ud, const char *key);
+	void (*enqueue)(void *ud, const char *key, int priority);
 	void *enqueue_ud;
 };
 
 /* ---- Handlers: loop thread, must not block. ---- */
 
-static void enqueue_foo(controller_t *c, const ck_obj_t *foo)
+/* With the manager's priority queue (--priority-queue), the initial list and
+ * resyncs wait behind new and changed objects, as in controller-runtime: after a
+ * restart, a Foo created meanwhile is not stuck behind every re-listed one. */
+static void enqueue_foo(controller_t *c, const ck_obj_t *foo, int priority)
 {
 	char key[512];
 	if (ck_obj_key(foo, key, sizeof(key)) >= sizeof(key))
 		return; /* names are at most 253 bytes: cannot happen for a valid object */
 	if (c->enqueue)
-		c->enqueue(c->enqueue_ud, key);
+		c->enqueue(c->enqueue_ud, key, priority);
 }
 
 static void foo_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
-	(void)initial;
-	enqueue_foo(ud, obj);
+	enqueue_foo(ud, obj, initial ? CK_WQ_PRIORITY_LOW : 0);
 }
 
 static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
-	(void)old_obj;
 	/* Like upstream, resyncs (same resourceVersion) re-reconcile too: that is what
 	 * repairs drift the informers cannot see. sync() writes nothing if all agrees. */
-	enqueue_foo(ud, new_obj);
+	bool resync = strcmp(old_obj->rv, new_obj->rv) == 0;
+	enqueue_foo(ud, new_obj, resync ? CK_WQ_PRIORITY_LOW : 0);
 }
 
 /*
@@ -68,7 +70,7 @@ static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
  * matches the kind's name alone; we match API group and kind (any version), as
  * controller-runtime's Owns() does: a "Foo" of another group is not ours.
  */
-static void handle_object(controller_t *c, const ck_obj_t *obj)
+static void handle_object(controller_t *c, const ck_obj_t *obj, int priority)
 {
 	const ck_obj_owner_t *ref = ck_obj_controller_of(obj, FOO_GROUP, FOO_KIND);
 	if (ref == NULL)
@@ -79,14 +81,13 @@ static void handle_object(controller_t *c, const ck_obj_t *obj)
 		         CK_KV_STR("foo", ref->name));
 		return;
 	}
-	enqueue_foo(c, foo);
+	enqueue_foo(c, foo, priority);
 	ck_obj_unref(foo);
 }
 
 static void dep_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
-	(void)initial;
-	handle_object(ud, obj);
+	handle_object(ud, obj, initial ? CK_WQ_PRIORITY_LOW : 0);
 }
 
 static void dep_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
@@ -94,14 +95,14 @@ static void dep_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 	/* Periodic resyncs send the same object twice; the Foo resync covers it. */
 	if (strcmp(old_obj->rv, new_obj->rv) == 0)
 		return;
-	handle_object(ud, new_obj);
+	handle_object(ud, new_obj, 0);
 }
 
 static void dep_on_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
 {
 	(void)key;
 	(void)final_state_unknown; /* the tombstone's last known state is just as good */
-	handle_object(ud, obj);
+	handle_object(ud, obj, 0);
 }
 
 /* ---- sync ---- */

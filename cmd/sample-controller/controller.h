@@ -22,9 +22,10 @@ typedef struct controller_opts {
 	ck_record_t *recorder;       /* borrowed; may be NULL (no events) */
 	const ck_clk_t *clock;       /* NULL = real */
 	const char *field_manager;   /* default "sample-controller" */
-	/* Where the handlers queue Foo keys: ck_controller_enqueue with the manager's
-	 * controller in the daemon; NULL in tests that call controller_sync. */
-	void (*enqueue)(void *ud, const char *key);
+	/* Where the handlers queue Foo keys, with a priority (CK_WQ_PRIORITY_LOW for the
+	 * initial list and resyncs, else 0): ck_controller_enqueue_priority with the
+	 * manager's controller in the daemon; NULL in tests that call controller_sync. */
+	void (*enqueue)(void *ud, const char *key, int priority);
 	void *enqueue_ud;
 } controller_opts_t;
 

@@ -17,10 +17,10 @@
 
 static ck_controller_t *foo_queue;
 
-static void enqueue_foo(void *ud, const char *key)
+static void enqueue_foo(void *ud, const char *key, int priority)
 {
 	(void)ud;
-	ck_controller_enqueue(foo_queue, key);
+	ck_controller_enqueue_priority(foo_queue, key, priority);
 }
 
 int main(int argc, char **argv)

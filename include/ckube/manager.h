@@ -172,13 +172,27 @@ typedef struct ck_controller_opts {
 	/* Taken; NULL: client-go's default controller rate limiter. */
 	ck_wq_ratelimiter_t *limiter;
 	int workers; /* 0: --workers */
+	/* A plain FIFO work queue even when --priority-queue is on (the default). */
+	bool fifo_queue;
 } ck_controller_opts_t;
 /* Borrows o. Returns a borrowed controller. Before ck_manager_run, main thread. */
 CKUBE_API ck_controller_t *ck_manager_add_controller_opts(ck_manager_t *m,
                                                           const ck_controller_opts_t *o);
 
-/* Queues key (borrowed, copied). Any thread. */
+/*
+ * Queues key (borrowed, copied). Any thread. The work queue is controller-runtime's
+ * priority queue unless --priority-queue=false or opts.fifo_queue: the watches'
+ * handlers queue the objects of the initial list and resyncs of unchanged objects
+ * (same resourceVersion) at CK_WQ_PRIORITY_LOW, everything else at 0, so a new or
+ * changed object is not stuck behind a re-listed backlog; a key's priority only
+ * rises while it waits, and a retried key keeps the priority it was handed out with.
+ * Called from a map function (ck_controller_watch_map), this queues at the priority
+ * of the event being handled; elsewhere at 0.
+ */
 CKUBE_API void ck_controller_enqueue(ck_controller_t *c, const char *key);
+/* Queues key (borrowed, copied) at priority (higher first; ignored by a FIFO queue).
+ * Any thread. */
+CKUBE_API void ck_controller_enqueue_priority(ck_controller_t *c, const char *key, int priority);
 /* Queues the key of obj (borrowed). Any thread. */
 CKUBE_API void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj);
 

@@ -55,21 +55,48 @@ struct ck_controller {
 
 /* ---- Queueing (any thread) ---- */
 
+/* The priority of the event a handler of this thread is handling (the loop
+ * thread, inside own_* and map_*), so that the keys a map function queues through
+ * ck_controller_enqueue get it; 0 on every other thread and outside handlers. */
+static _Thread_local int handling_priority;
+
+void ck_controller_enqueue_priority(ck_controller_t *c, const char *key, int priority)
+{
+	if (priority == 0) {
+		ck_wq_add(c->queue, key);
+		return;
+	}
+	ck_wq_add_opts_t o = {.priority = priority};
+	ck_wq_add_with_opts(c->queue, key, &o);
+}
+
 void ck_controller_enqueue(ck_controller_t *c, const char *key)
 {
-	ck_wq_add(c->queue, key);
+	ck_controller_enqueue_priority(c, key, handling_priority);
 }
 
 void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj)
 {
 	char key[512];
 	if (ck_obj_key(obj, key, sizeof(key)) < sizeof(key)) {
-		ck_wq_add(c->queue, key);
+		ck_controller_enqueue(c, key);
 		return;
 	}
 	char *k = ck_obj_key_dup(obj); /* a key longer than the stack buffer */
-	ck_wq_add(c->queue, k);
+	ck_controller_enqueue(c, k);
 	free(k);
+}
+
+/* controller-runtime's handler.WithLowPriorityWhenUnchanged: an add from the
+ * initial list, or an update that changed nothing (a resync), is low priority. */
+static int add_priority(bool initial)
+{
+	return initial ? CK_WQ_PRIORITY_LOW : 0;
+}
+
+static int update_priority(const ck_obj_t *old_obj, const ck_obj_t *new_obj)
+{
+	return strcmp(old_obj->rv, new_obj->rv) == 0 ? CK_WQ_PRIORITY_LOW : 0;
 }
 
 static void enqueue_ref(ck_controller_t *c, const ck_obj_t *obj, const ck_obj_owner_t *ref,
@@ -78,7 +105,7 @@ static void enqueue_ref(ck_controller_t *c, const ck_obj_t *obj, const ck_obj_ow
 	/* A cluster-scoped owner's key is its name, whatever obj's namespace. */
 	bool ns = obj->ns[0] != '\0' && (owner_type == NULL || owner_type->namespaced);
 	char *key = ns ? ck_xasprintf("%s/%s", obj->ns, ref->name) : ck_xstrdup(ref->name);
-	ck_wq_add(c->queue, key);
+	ck_controller_enqueue(c, key);
 	free(key);
 }
 
@@ -113,12 +140,16 @@ int ck_reconcile_failed(const ck_result_t *res, char **err, const char *fmt, ...
 
 static void own_add(void *ud, ck_obj_t *obj, bool initial)
 {
+	handling_priority = add_priority(initial);
 	ck_controller_enqueue_obj(ud, obj);
+	handling_priority = 0;
 }
 
 static void own_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
+	handling_priority = update_priority(old_obj, new_obj);
 	ck_controller_enqueue_obj(ud, new_obj);
+	handling_priority = 0;
 }
 
 static void own_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
@@ -146,15 +177,21 @@ static void add_handler(ck_controller_t *c, ck_cache_informer_t *inf, const ck_c
 	ck_cache_informer_add_handler(inf, ck_cache_predicate_handler(), &r->ph);
 }
 
+static const ck_cache_handler_t own_handler = {
+    .on_add = own_add, .on_update = own_update, .on_delete = own_delete};
+
+const ck_cache_handler_t *mgr_controller_own_handler(void)
+{
+	return &own_handler;
+}
+
 ck_cache_informer_t *ck_controller_watch_opts(ck_controller_t *c, const ck_type_t *t,
                                               const ck_watch_opts_t *o)
 {
 	ck_cache_informer_t *inf = ck_manager_informer(c->m, t);
 	if (inf == NULL)
 		return NULL;
-	ck_cache_handler_t h = {
-	    .on_add = own_add, .on_update = own_update, .on_delete = own_delete};
-	add_handler(c, inf, &h, c, o);
+	add_handler(c, inf, &own_handler, c, o);
 	if (c->primary == NULL)
 		c->primary = inf;
 	return inf;
@@ -168,13 +205,17 @@ ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t)
 static void map_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	struct map_reg *r = ud;
+	handling_priority = add_priority(initial);
 	r->map(r->ud, r->c, obj);
+	handling_priority = 0;
 }
 
 static void map_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
 	struct map_reg *r = ud;
+	handling_priority = update_priority(old_obj, new_obj);
 	r->map(r->ud, r->c, new_obj);
+	handling_priority = 0;
 }
 
 static void map_delete(void *ud, const char *key, ck_obj_t *obj, bool final_state_unknown)
@@ -249,7 +290,8 @@ static void *worker_main(void *arg)
 {
 	ck_controller_t *c = arg;
 	const char *key;
-	while ((key = ck_wq_get(c->queue)) != NULL) {
+	int prio = 0;
+	while ((key = ck_wq_get_with_priority(c->queue, &prio)) != NULL) {
 		/* Shutting down: finish what runs, take nothing new (the queue would still
 		 * hand out every key it holds). The key stays unprocessed, not forgotten. */
 		if (atomic_load(&c->stopping)) {
@@ -292,18 +334,26 @@ static void *worker_main(void *arg)
 			CK_LOG_V(4, "Successfully synced", CK_KV_STR("controller", c->name),
 			         CK_KV_STR("key", key));
 		} else if (r == CK_RECONCILE_RETRY) {
-			ck_wq_add_rate_limited(c->queue, key);
+			/* Retries keep the priority the key was handed out with. */
+			ck_wq_add_with_opts(
+			    c->queue, key,
+			    &(ck_wq_add_opts_t){.rate_limited = true, .priority = prio});
 			if (c->m_requeue)
 				ck_metrics_counter_inc(c->m_requeue);
 			CK_LOG_V(2, "Requeued", CK_KV_STR("controller", c->name),
 			         CK_KV_STR("key", key), CK_KV_ERR(err));
 		} else if (r > 0) {
 			ck_wq_forget(c->queue, key);
-			ck_wq_add_after(c->queue, key, (int64_t)r * (int64_t)CK_NS_PER_MS);
+			ck_wq_add_with_opts(
+			    c->queue, key,
+			    &(ck_wq_add_opts_t){.after_ns = (int64_t)r * (int64_t)CK_NS_PER_MS,
+			                        .priority = prio});
 			if (c->m_requeue_after)
 				ck_metrics_counter_inc(c->m_requeue_after);
 		} else {
-			ck_wq_add_rate_limited(c->queue, key);
+			ck_wq_add_with_opts(
+			    c->queue, key,
+			    &(ck_wq_add_opts_t){.rate_limited = true, .priority = prio});
 			if (c->m_error)
 				ck_metrics_counter_inc(c->m_error);
 			CK_LOG_ERROR(err ? err : "failed", "Error syncing; requeuing",
@@ -331,7 +381,9 @@ ck_controller_t *mgr_controller_new(ck_manager_t *m, const ck_controller_opts_t 
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->drain_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	ck_wq_options_t qo = {.name = name, .limiter = o->limiter};
+	ck_wq_options_t qo = {.name = name,
+	                      .limiter = o->limiter,
+	                      .priority = m->opt.priority_queue && !o->fifo_queue};
 	c->queue = ck_wq_new(&qo);
 
 	/* One family for all controllers, one series per controller. */

@@ -681,6 +681,10 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	               "Only watch objects in this namespace (default: all).");
 	ck_flag_int(fs, "workers", &o->workers, 1, 1000, "Number of worker threads.");
 	ck_flag_duration(fs, "resync-period", &o->resync_ms, "Informer resync period.");
+	ck_flag_bool(fs, "priority-queue", &o->priority_queue,
+	             "Controllers' work queues hand out new and changed objects before those "
+	             "of the initial list and of resyncs (controller-runtime's priority "
+	             "queue); false: one FIFO.");
 	ck_flag_duration(fs, "cache-consistency-check-period", &o->consistency_ms,
 	                 "Compare every informer's cache with the server this often and report "
 	                 "divergence (log, metrics); 0 disables. Costs one list per period.");
@@ -1092,6 +1096,7 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .shards_renew_ms = CK_LE_DEFAULT_RENEW_DEADLINE_MS,
 	    .shards_retry_ms = CK_LE_DEFAULT_RETRY_PERIOD_MS,
 	    .reconcile_log = "",
+	    .priority_queue = true,
 	};
 	d->reconcile_log_fd = -1;
 	char *err = NULL;

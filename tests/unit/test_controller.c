@@ -39,15 +39,18 @@ typedef struct fx {
 	pthread_mutex_t mu;
 	char *keys[FX_MAX_KEYS];
 	size_t nkeys;
-	char *dep_body; /* of the last create or update of a Deployment */
+	char *dep_body;     /* of the last create or update of a Deployment */
+	char *initial_keys; /* what fx_start's initial lists queued, joined by "," */
 } fx_t;
 
-static void fx_enqueue(void *ud, const char *key)
+/* Records key, with " low" after it when queued at CK_WQ_PRIORITY_LOW. */
+static void fx_enqueue(void *ud, const char *key, int priority)
 {
 	fx_t *f = ud;
 	pthread_mutex_lock(&f->mu);
 	if (f->nkeys < FX_MAX_KEYS)
-		f->keys[f->nkeys++] = ck_xstrdup(key);
+		f->keys[f->nkeys++] =
+		    ck_xasprintf("%s%s", key, priority == CK_WQ_PRIORITY_LOW ? " low" : "");
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -105,11 +108,16 @@ static void fx_start(fx_t *f)
 	ck_fake_prepend_reactor(f->fake, "create", "deployments", fx_keep_dep_body, f);
 	ck_fake_prepend_reactor(f->fake, "update", "deployments", fx_keep_dep_body, f);
 	ck_fake_clear_actions(f->fake);
+	ck_sbuf_t b = CK_SBUF_INIT;
 	pthread_mutex_lock(&f->mu);
-	for (size_t i = 0; i < f->nkeys; i++)
+	for (size_t i = 0; i < f->nkeys; i++) {
+		ck_sbuf_printf(&b, "%s%s", i ? "," : "", f->keys[i]);
 		free(f->keys[i]);
+	}
 	f->nkeys = 0;
 	pthread_mutex_unlock(&f->mu);
+	f->initial_keys = ck_xstrdup(ck_sbuf_cstr(&b));
+	ck_sbuf_free(&b);
 }
 
 static void fx_done(fx_t *f)
@@ -121,6 +129,7 @@ static void fx_done(fx_t *f)
 	for (size_t i = 0; i < f->nkeys; i++)
 		free(f->keys[i]);
 	free(f->dep_body);
+	free(f->initial_keys);
 	pthread_mutex_destroy(&f->mu);
 }
 
@@ -589,6 +598,32 @@ START_TEST(test_deployment_queues_its_foo)
 }
 END_TEST
 
+/*
+ * Priorities (the daemon's priority queue): the Foos of the initial list, and
+ * those the initial list's Deployments point at, are queued low; a Foo created or
+ * changed since, or the Foo of a Deployment changed since, at the default priority.
+ */
+START_TEST(test_initial_list_queued_low)
+{
+	fx_t f;
+	fx_fake(&f);
+	add_foo(&f, "a", 1);
+	fx_add(&f, &ck_type_deployment,
+	       "{\"metadata\":{\"name\":\"web\",\"namespace\":\"default\",\"ownerReferences\":"
+	       "[{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\","
+	       "\"name\":\"a\",\"uid\":\"u-a\",\"controller\":true}]},\"spec\":{\"replicas\":1}}");
+	fx_start(&f);
+	ck_assert_str_eq(f.initial_keys, "default/a low,default/a low");
+	add_foo(&f, "b", 1);
+	char *err = NULL;
+	ck_assert_msg(ck_fake_env_settle(f.env, FX_TIMEOUT_MS, &err) == 0, "settle: %s", err);
+	ck_assert_keys(&f, "default/b");
+	add_owned(&f, "web2", "samplecontroller.k8s.io/v1alpha1", "a");
+	ck_assert_keys(&f, "default/b,default/a");
+	fx_done(&f);
+}
+END_TEST
+
 /* ---- what we add to upstream: unfixable Foos, said once per change ---- */
 
 /* A reactor answering its request once with the code, reason and message of a
@@ -750,6 +785,7 @@ Suite *suite_controller(void)
 	tcase_add_test(tc, test_not_controlled_by_us);
 	tcase_add_test(tc, test_deleted_foo_left_alone);
 	tcase_add_test(tc, test_deployment_queues_its_foo);
+	tcase_add_test(tc, test_initial_list_queued_low);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("unfixable");
 	tcase_add_test(tc, test_invalid_spec_event_only_when_status_written);

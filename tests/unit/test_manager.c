@@ -231,6 +231,75 @@ START_TEST(test_enqueue_owner_type_and_watch_opts)
 }
 END_TEST
 
+/* A ConfigMap ns/name at resourceVersion rv. */
+static ck_obj_t *cm(const char *name, const char *rv)
+{
+	ck_obj_builder_t *b = ck_obj_builder_new(&ck_type_configmap);
+	ck_obj_builder_set_meta(b, "namespace", "ns", 2);
+	ck_obj_builder_set_meta(b, "name", name, strlen(name));
+	ck_obj_builder_set_meta(b, "resourceVersion", rv, strlen(rv));
+	ck_obj_t *o = ck_obj_builder_finish(b);
+	ck_obj_builder_free(b);
+	return o;
+}
+
+/* The keys a queue hands out, in order, with their priorities ("ns/d 0,ns/a -100"). */
+static void assert_order(ck_wq_t *q, const char *want)
+{
+	ck_sbuf_t got = CK_SBUF_INIT;
+	int prio;
+	while (ck_wq_len(q) > 0) {
+		const char *k = ck_wq_get_with_priority(q, &prio);
+		ck_sbuf_printf(&got, "%s%s %d", got.len ? "," : "", k, prio);
+		ck_wq_done(q, k);
+	}
+	ck_assert_str_eq(ck_sbuf_cstr(&got), want);
+	ck_sbuf_free(&got);
+}
+
+/*
+ * The watch handlers (controller-runtime's WithLowPriorityWhenUnchanged): adds of
+ * the initial list and resyncs (same resourceVersion) wait behind new and changed
+ * objects; with --priority-queue=false, one FIFO.
+ */
+START_TEST(test_priority_queue_handlers)
+{
+	for (int fifo = 0; fifo < 2; fifo++) {
+		int rc = 99;
+		char *argv[] = {"t",
+		                "--kubeconfig",
+		                KC,
+		                "--metrics-bind-address=0",
+		                "--health-probe-bind-address=0",
+		                fifo ? "--priority-queue=false" : "--priority-queue=true",
+		                NULL};
+		ck_manager_t *m =
+		    ck_manager_new(&(ck_manager_opts_t){.name = "mgr-test"}, 6, argv, &rc);
+		ck_assert_ptr_nonnull(m);
+		ck_controller_t *c = ck_manager_add_controller(m, "ConfigMaps", NULL, NULL);
+		ck_wq_t *q = mgr_controller_queue(c);
+		const ck_cache_handler_t *h = mgr_controller_own_handler();
+		ck_obj_t *a = cm("a", "1"), *b = cm("b", "2"), *r1 = cm("r", "3"),
+		         *r2 = cm("r", "3"), *d = cm("d", "4"), *e1 = cm("e", "5"),
+		         *e2 = cm("e", "6");
+		h->on_add(c, a, true);   /* initial list */
+		h->on_add(c, b, true);   /* initial list */
+		h->on_update(c, r1, r2); /* resync: nothing changed */
+		h->on_add(c, d, false);  /* created since */
+		h->on_update(c, e1, e2); /* changed */
+		h->on_add(c, b, false);  /* b again, new: its priority rises */
+		if (fifo)
+			assert_order(q, "ns/a 0,ns/b 0,ns/r 0,ns/d 0,ns/e 0");
+		else
+			assert_order(q, "ns/d 0,ns/e 0,ns/b 0,ns/a -100,ns/r -100");
+		ck_obj_t *all[] = {a, b, r1, r2, d, e1, e2};
+		for (size_t i = 0; i < CK_ARRAY_LEN(all); i++)
+			ck_obj_unref(all[i]);
+		ck_manager_free(m);
+	}
+}
+END_TEST
+
 /* A descriptor the factory refuses (same resource, other fields): NULL, a lister of
  * NULL is NULL, and run exits 1 before starting anything. */
 START_TEST(test_reconcile_failed)
@@ -462,6 +531,7 @@ Suite *suite_manager(void)
 	tcase_add_test(tc, test_kube_api_qps_validated);
 	tcase_add_test(tc, test_made_with_program_flags_and_parts);
 	tcase_add_test(tc, test_enqueue_owner_type_and_watch_opts);
+	tcase_add_test(tc, test_priority_queue_handlers);
 	tcase_add_test(tc, test_refused_informer_fails_run);
 	tcase_add_test(tc, test_reconcile_failed);
 	tcase_add_test(tc, test_stop);
