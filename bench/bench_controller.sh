@@ -33,6 +33,12 @@
 #   - a restart with every object present: the controller is stopped and a fresh
 #     process started in the same namespace; time to "Started workers" and its peak
 #     RSS (VmHWM) through the initial list, the figure that decides a memory limit.
+#   - reaction during a restart: the controller stopped, BENCH_BACKLOG Foos are
+#     created (each needs its Deployment: work for every one), a fresh process is
+#     started and one new Foo created 1 s later: that Foo's reaction latency (a
+#     priority queue serves it before the re-listed backlog, a FIFO after it), and
+#     the time until the backlog is done. The C daemon runs it twice, with its
+#     priority queue (the default) and with --priority-queue=false.
 # Memory is read three ways: RSS; RssAnon (its heap and stacks: what the process
 # itself allocated, without the shared libraries' and binary's pages); PSS from
 # smaps_rollup (RSS with shared pages divided among the processes that map them).
@@ -59,6 +65,8 @@
 #   RS_SC_BIN                the kube-rs peer (default: bench/build_rs_controller.sh)
 #   BENCH_SINGLES            Foos created one at a time for reaction latency (20)
 #   BENCH_BURST_FOOS         Foos in the burst for reaction latency (100)
+#   BENCH_BACKLOG            Foos created while stopped, for the reaction during a
+#                            restart (default: the last count)
 #   BENCH_LOGS               controller logs (default .local/bench-logs)
 #   BENCH_OUT                data files and PNG plots (default .local/bench-out)
 # Needs the local control plane (bash hack/local-up.sh); bench/run.sh starts it.
@@ -100,6 +108,7 @@ LOGS="${BENCH_LOGS:-$root/.local/bench-logs}"
 OUT="${BENCH_OUT:-$root/.local/bench-out}"
 SINGLES="${BENCH_SINGLES:-20}"
 BURST_FOOS="${BENCH_BURST_FOOS:-100}"
+BACKLOG="${BENCH_BACKLOG:-${COUNTS##* }}"
 SC_BIN="${SC_BIN:-$root/bin/sample-controller}"
 last_count="${COUNTS##* }"
 
@@ -228,13 +237,14 @@ new_ns() {
 	echo "$n"
 }
 
-start_ctl() { # impl ns log
+start_ctl() { # impl ns log [more flags of the C daemon]
 	local impl="$1" n="$2" log="$3"
+	shift 3
 	case "$impl" in
 	c)
 		"$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
 			--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
-			>"$log" 2>&1 &
+			"$@" >"$log" 2>&1 &
 		;;
 	go)
 		"$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
@@ -263,6 +273,51 @@ stop_ctl() {
 	kill -KILL "$ctl_pid" 2>/dev/null || true
 	wait "$ctl_pid" 2>/dev/null || true
 	ctl_pid=""
+}
+
+# restart_reaction LOG: the reaction to a new Foo while a restarted controller
+# works through BACKLOG Foos created while it was stopped, into R[impl,rr<variant>]
+# (ms) and R[impl,rrdone<variant>] (s until every Foo has its Deployment).
+restart_reaction() {
+	local log="$1" variants=(prio) v port proxy total t0 watcher waiter out i
+	[ "$impl" = c ] && variants=(prio fifo)
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	kubectl proxy --port="$port" >/dev/null 2>&1 &
+	proxy=$!
+	for i in $(seq 1 40); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.25; done
+	for v in "${variants[@]}"; do
+		[ -z "$ctl_pid" ] || stop_ctl
+		python3 bench/mkfoos.py "http://127.0.0.1:$port" "$ns" - "$BACKLOG" 16 "bl$v-" >/dev/null ||
+			echo "bench: creating the backlog failed" >&2
+		total=$(($(kubectl -n "$ns" get foos --no-headers 2>/dev/null | wc -l) + 1))
+		python3 bench/reaction.py "$ns" "new$v-" 1 600 >"$work/react.out" &
+		watcher=$!
+		for i in $(seq 1 120); do
+			grep -q watching "$work/react.out" 2>/dev/null && break
+			sleep 0.25
+		done
+		t0=$(now)
+		python3 bench/wait_ready.py "$ns" "$total" "$t0" 1800 --owned >"$work/rr.out" &
+		waiter=$!
+		if [ "$v" = fifo ]; then
+			start_ctl "$impl" "$ns" "$log.rr-$v" --priority-queue=false
+		else
+			start_ctl "$impl" "$ns" "$log.rr-$v"
+		fi
+		sleep 1
+		rm -f "$work"/foos-*.yaml
+		gen_foos 1 1 "$work" "new$v-" 1
+		kubectl -n "$ns" create -f "$work/foos-000000.yaml" >/dev/null || echo "bench: kubectl create failed" >&2
+		wait "$watcher" || true
+		out=$(tail -n 1 "$work/react.out")
+		R[$impl,rr$v]=$(sed -n 's/.*max=\([0-9]*\).*/\1/p' <<<"$out")
+		wait "$waiter" || true
+		R[$impl,rrdone$v]=$(sed -n 's/.*owned=\([0-9.]*\).*/\1/p' "$work/rr.out")
+		say "[$impl] restart with $BACKLOG Foos to work on ($v): a new Foo reacted to in $out;" \
+			"all $total done after ${R[$impl,rrdone$v]:-?}s"
+	done
+	kill "$proxy" 2>/dev/null
+	wait "$proxy" 2>/dev/null || true
 }
 
 run_impl() {
@@ -351,6 +406,8 @@ run_impl() {
 		say "[$impl] restart with $((last_count + SINGLES + BURST_FOOS)) Foos present: synced in ${R[$impl,restartsync]}s;" \
 			"peak RSS ${R[$impl,restarthwm]} MiB; then $(mem_text restart)"
 	fi
+
+	restart_reaction "$log"
 
 	stop_ctl
 	t0=$(now)
@@ -467,6 +524,10 @@ present=$((last_count + SINGLES + BURST_FOOS))
 fig "restart, $present Foos present: to synced (s)" restartsync
 fig "  peak RSS through the initial list (MiB)" restarthwm
 figmem "  RSS after it settled (MiB)" restart
+fig "restart with $BACKLOG Foos to work on: a new Foo's reaction (ms)" rrprio
+fig "  C with --priority-queue=false (ms)" rrfifo
+fig "  until all done (s)" rrdoneprio
+fig "  C with --priority-queue=false (s)" rrdonefifo
 
 # ---- Data files and plots.
 {

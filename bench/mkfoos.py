@@ -4,9 +4,10 @@ PREFIX1 ... PREFIXn (created first), POSTed by THREADS threads through a kubectl
 (`kubectl create -f` does about 17 objects a second on this machine; this does
 hundreds).
 
-  mkfoos.py PROXY_URL PREFIX NNS COUNT [THREADS]
+  mkfoos.py PROXY_URL PREFIX NNS COUNT [THREADS [NAME]]
 
-Each Foo: name foo-<j>, spec {deploymentName: web-<j>, replicas: 1}. An object that
+NNS "-": every Foo in the existing namespace PREFIX. Each Foo: name NAME<j> (NAME
+defaults to "foo-"), spec {deploymentName: NAME<j>, replicas: 1}. An object that
 already exists (409) counts as made. Exits 1, naming the first failure, if any POST
 failed otherwise; prints how many were made and how long it took.
 """
@@ -25,23 +26,30 @@ def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
     url = urllib.parse.urlparse(sys.argv[1])
-    prefix, nns, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    prefix, count = sys.argv[2], int(sys.argv[4])
+    literal = sys.argv[3] == "-"
+    nns = 1 if literal else int(sys.argv[3])
     threads = int(sys.argv[5]) if len(sys.argv) > 5 else 16
+    name = sys.argv[6] if len(sys.argv) > 6 else "foo-"
+
+    def ns_name(i):
+        return prefix if literal else "%s%d" % (prefix, i)
     work = queue.Queue()
     for i in range(1, nns + 1):
-        work.put(("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": "%s%d" % (prefix, i)}}))
+        if not literal:
+            work.put(("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": ns_name(i)}}))
     per = -(-count // nns)
     foos = []
     for i in range(1, nns + 1):
         for j in range(1, per + 1):
             if len(foos) == count:
                 break
-            ns = "%s%d" % (prefix, i)
+            ns = ns_name(i)
             foos.append((FOOS % ns, {
                 "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
-                "metadata": {"name": "foo-%d" % j, "namespace": ns},
-                "spec": {"deploymentName": "web-%d" % j, "replicas": 1}}))
+                "metadata": {"name": "%s%d" % (name, j), "namespace": ns},
+                "spec": {"deploymentName": "%s%d" % (name, j), "replicas": 1}}))
     errors, made, lock = [], [0], threading.Lock()
 
     def worker():
@@ -82,7 +90,7 @@ def main():
         work.put(f)
     run(threads)
     print("made %d objects (%d namespaces, %d Foos) in %.1f s" % (
-        made[0], nns, len(foos), time.time() - t0))
+        made[0], 0 if literal else nns, len(foos), time.time() - t0))
     if errors:
         print("%d failed; first: %s" % (len(errors), errors[0]), file=sys.stderr)
         return 1
