@@ -1,4 +1,5 @@
 /* Unit tests for pkg/workqueue: queue rules, delays, rate limiters, metrics, threads. */
+#include "tests/unit/test_wq_util.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
 #include <ckube/workqueue.h>
@@ -12,20 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MS ((int64_t)CK_NS_PER_MS)
-
 /* A queue on a fake clock whose limiter uses the same clock. */
 static ck_wq_t *fake_queue(ck_clk_fake_t *c, const char *name)
 {
 	ck_clk_fake_init(c, 1000 * CK_NS_PER_SEC, 0);
 	ck_wq_options_t o = {.name = name, .clock = &c->base, .limiter = NULL};
 	return ck_wq_new(&o);
-}
-
-static void advance(ck_wq_t *q, ck_clk_fake_t *c, int64_t ns)
-{
-	ck_clk_fake_advance(c, (uint64_t)ns);
-	ck_wq_clock_changed(q);
 }
 
 /* Gets a key and checks it (the queue must not block: something is queued). */
@@ -35,29 +28,6 @@ static void get_expect(ck_wq_t *q, const char *want)
 	ck_assert_ptr_nonnull(k);
 	ck_assert_str_eq(k, want);
 	ck_wq_done(q, k);
-}
-
-/* Returns the value of the sample line that starts with `prefix` + " ", or -1. */
-static double metric(const char *text, const char *prefix)
-{
-	size_t n = strlen(prefix);
-	for (const char *p = text; p != NULL && *p != '\0';) {
-		if (strncmp(p, prefix, n) == 0 && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-		p = strchr(p, '\n');
-		if (p != NULL)
-			p++;
-	}
-	return -1;
-}
-
-static double scrape(ck_wq_t *q, const char *prefix)
-{
-	ck_sbuf_t b = CK_SBUF_INIT;
-	ck_wq_metrics_write(q, &b);
-	double v = metric(ck_sbuf_cstr(&b), prefix);
-	ck_sbuf_free(&b);
-	return v;
 }
 
 /* ---- Basic queue -------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
  * controller-runtime's priorityqueue rules, checked one by one, against a model, and
  * under threads.
  */
+#include "tests/unit/test_wq_util.h"
 #include <ckube/base.h>
 #include <ckube/log.h>
 #include <ckube/workqueue.h>
@@ -17,20 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MS ((int64_t)CK_NS_PER_MS)
-
 /* A priority queue on a fake clock; limiter NULL: the default one on that clock. */
 static ck_wq_t *prio_queue(ck_clk_fake_t *c, const char *name, ck_wq_ratelimiter_t *limiter)
 {
 	ck_clk_fake_init(c, 1000 * CK_NS_PER_SEC, 0);
 	ck_wq_options_t o = {.name = name, .clock = &c->base, .limiter = limiter, .priority = true};
 	return ck_wq_new(&o);
-}
-
-static void advance(ck_wq_t *q, ck_clk_fake_t *c, int64_t ns)
-{
-	ck_clk_fake_advance(c, (uint64_t)ns);
-	ck_wq_clock_changed(q);
 }
 
 static int add_p(ck_wq_t *q, const char *key, int prio)
@@ -53,37 +46,6 @@ static void get_expect(ck_wq_t *q, const char *want, int want_prio)
 	ck_assert_str_eq(k, want);
 	ck_assert_int_eq(prio, want_prio);
 	ck_wq_done(q, k);
-}
-
-static char *scrape_text(ck_wq_t *q)
-{
-	ck_sbuf_t b = CK_SBUF_INIT;
-	ck_wq_metrics_write(q, &b);
-	char *s = ck_xstrdup(ck_sbuf_cstr(&b));
-	ck_sbuf_free(&b);
-	return s;
-}
-
-/* The value of the sample line `prefix` + " ", or -1 if there is none. */
-static double metric(const char *text, const char *prefix)
-{
-	size_t n = strlen(prefix);
-	for (const char *p = text; p != NULL && *p != '\0';) {
-		if (strncmp(p, prefix, n) == 0 && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-		p = strchr(p, '\n');
-		if (p != NULL)
-			p++;
-	}
-	return -1;
-}
-
-static double scrape(ck_wq_t *q, const char *prefix)
-{
-	char *s = scrape_text(q);
-	double v = metric(s, prefix);
-	free(s);
-	return v;
 }
 
 /* ---- Ordering ------------------------------------------------------------------------- */
