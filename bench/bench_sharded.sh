@@ -12,8 +12,10 @@
 # ports; the local control plane of the other benchmarks is not touched): no
 # deployment controller runs, so nothing becomes available, and "done" is when every
 # Foo has its Deployment (wait_ready.py --owned), measured from the replicas' start.
-# Between runs the Deployments are deleted (one delete-collection per namespace), the
-# Foos stay.
+# Every run starts from the same state: the Foos and Deployments of the run before are
+# deleted (a delete-collection of each per namespace) and the Foos made anew
+# (bench/mkfoos.py), so each Foo costs every run the same writes (its Deployment,
+# its status, an event).
 #
 # Per replica, at "done": its share of the Foos (informer_objects), peak RSS
 # (VmHWM), CPU seconds (user + system), response body bytes read
@@ -39,13 +41,14 @@ export CKUBE_ENVTEST_STATE_DIR="$OUT/run/envs"
 say() { echo "bench_sharded: $*" >&2; }
 [ -x "$BIN" ] && [ -x "$ENVTEST" ] || { say "build first (make all)"; exit 1; }
 
-pids=() proxy=""
+pids=() proxy="" waiter=""
 cleanup() {
 	local p
-	for p in "${pids[@]}" $proxy; do kill -9 "$p" 2>/dev/null; done
+	for p in "${pids[@]}" $proxy $waiter; do kill -9 "$p" 2>/dev/null; done
 	"$ENVTEST" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 until_ok() { # until_ok SECONDS COMMAND...
@@ -66,16 +69,22 @@ cpu_secs() { # user + system seconds of pid $1
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.1f", ($12 + $13) / hz }' "/proc/$1/stat"
 }
 
-# Deletes every Deployment (a delete-collection per namespace, through a kubectl
-# proxy) and waits until none is left.
-clear_deployments() {
-	local i left
-	for i in $(seq 1 "$NS"); do
-		curl -sf -o /dev/null -X DELETE "http://127.0.0.1:$proxy_port/apis/apps/v1/namespaces/app-$i/deployments" ||
-			{ say "delete-collection in app-$i failed"; return 1; }
+# fresh_foos: no Deployment and no Foo left (a delete-collection of each per
+# namespace, through the kubectl proxy), then the Foos anew.
+fresh_foos() {
+	local i r
+	none() { [ "$(kubectl get "$1" -A --no-headers 2>/dev/null | wc -l)" = 0 ]; }
+	for r in apps/v1/namespaces/%s/deployments samplecontroller.k8s.io/v1alpha1/namespaces/%s/foos; do
+		for i in $(seq 1 "$NS"); do
+			# shellcheck disable=SC2059
+			curl -sf -o /dev/null -X DELETE "http://127.0.0.1:$proxy_port/apis/$(printf "$r" "app-$i")" ||
+				{ say "delete-collection $r in app-$i failed"; return 1; }
+		done
 	done
-	left() { [ "$(kubectl get deploy -A --no-headers 2>/dev/null | wc -l)" = 0 ]; }
-	until_ok 120 left || { say "Deployments still there"; return 1; }
+	until_ok 120 none deployments || { say "Deployments still there"; return 1; }
+	until_ok 120 none foos || { say "Foos still there"; return 1; }
+	python3 bench/mkfoos.py "http://127.0.0.1:$proxy_port" app- "$NS" "$FOOS" >&2 ||
+		{ say "creating the Foos failed"; return 1; }
 }
 
 # run GATE LABEL N FLAGS...: N replicas with FLAGS; one CSV row per replica.
@@ -93,7 +102,12 @@ run() {
 			"$@" >"$OUT/run/$label-$n-$i.log" 2>&1 &
 		pids+=($!)
 	done
-	owned=$(python3 bench/wait_ready.py - "$FOOS" "$t0" 900 --owned) || rc=1
+	# In the background, so that a signal to this script is handled at once.
+	python3 bench/wait_ready.py - "$FOOS" "$t0" 900 --owned >"$OUT/run/owned.out" &
+	waiter=$!
+	wait "$waiter" || rc=1
+	waiter=""
+	owned=$(cat "$OUT/run/owned.out")
 	done_s=${owned#owned=}
 	for i in $(seq 0 $((n - 1))); do
 		local m="$OUT/run/m-$label-$n-$i.txt" p=${pids[$i]}
@@ -117,15 +131,13 @@ for gate in $GATES; do
 	kubectl proxy --port="$proxy_port" >/dev/null 2>&1 &
 	proxy=$!
 	until_ok 20 curl -sf -o /dev/null "http://127.0.0.1:$proxy_port/readyz" || { say "kubectl proxy did not start"; exit 1; }
-	python3 bench/mkfoos.py "http://127.0.0.1:$proxy_port" app- "$NS" "$FOOS" >&2 ||
-		{ say "creating the Foos failed"; exit 1; }
 	if [ "$gate" = true ]; then
+		fresh_foos || exit 1
 		run "$gate" leader 1 --leader-elect || rc=1
-		clear_deployments || exit 1
 	fi
 	for n in $REPLICAS; do
+		fresh_foos || exit 1
 		run "$gate" sharded "$n" --shards-by=namespace || rc=1
-		clear_deployments || exit 1
 	done
 	kill "$proxy"
 	wait "$proxy" 2>/dev/null
