@@ -518,13 +518,37 @@ static int wait_signal(sigset_t *set, int timeout_ms)
 	return sig > 0 ? sig : 0;
 }
 
+/* The signals the control thread takes: SIGINT, SIGTERM, and SIGUSR1 with
+ * --cache-dump-file. */
+static void control_signals(const ck_manager_t *d, sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	if (d->opt.cache_dump_file[0] != '\0')
+		sigaddset(set, SIGUSR1);
+}
+
+/* wait_signal that serves SIGUSR1 (a cache dump) and waits on: 0 after timeout_ms,
+ * or SIGINT/SIGTERM. */
+static int wait_quit(ck_manager_t *d, sigset_t *set, int timeout_ms)
+{
+	int sig = wait_signal(set, timeout_ms);
+	if (sig == SIGUSR1) {
+		char *err = NULL;
+		if (mgr_cache_dump(d, &err) != 0)
+			CK_LOG_ERROR(err, "Cannot dump the caches");
+		free(err);
+		sig = 0;
+	}
+	return sig;
+}
+
 static void *control_main(void *arg)
 {
 	ck_manager_t *d = arg;
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
+	control_signals(d, &set);
 	char *last_reason = NULL;
 	uint64_t last_log = 0;
 	int sig = 0;
@@ -533,7 +557,7 @@ static void *control_main(void *arg)
 	/* Polled every 20 ms: an initial list of an empty or small namespace takes a few
 	 * milliseconds, and workers should not start up to a whole poll period later
 	 * (client-go's WaitForCacheSync polls every 100 ms). The poll only reads flags. */
-	while (!(sig = wait_signal(&set, 20))) {
+	while (!(sig = wait_quit(d, &set, 20))) {
 		char *why = ck_cache_factory_sync_reason(d->factory);
 		if (why == NULL)
 			break;
@@ -594,7 +618,7 @@ static void *control_main(void *arg)
 		}
 		free(err);
 		while (!sig)
-			sig = wait_signal(&set, 1000);
+			sig = wait_quit(d, &set, 1000);
 	}
 
 	/* Shutdown. A second signal exits at once. */
@@ -758,6 +782,10 @@ static ck_flagset_t *define_flags(ck_manager_t *d)
 	               "Append each reconcile's start and end (wall clock, ns), identity, "
 	               "controller and key to this file, one line each (tests: the sharding "
 	               "overlap oracle). Empty: off.");
+	ck_flag_string(fs, "cache-dump-file", &o->cache_dump_file,
+	               "On SIGUSR1, write every informer's cached keys to this file, one "
+	               "\"<resource> <namespace/name>\" line each (what a sharded replica "
+	               "holds). Empty: off, and SIGUSR1 keeps its default action.");
 	if (d->mo.define_flags)
 		d->mo.define_flags(d->mo.ud, fs);
 	return fs;
@@ -848,12 +876,10 @@ static int setup_flags(ck_manager_t *d, char **err)
 }
 
 /* Signals: blocked everywhere, taken synchronously by the control threads. */
-static void setup_signals(void)
+static void setup_signals(const ck_manager_t *d)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
+	control_signals(d, &set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
@@ -1038,7 +1064,7 @@ static int setup(ck_manager_t *d, char **err)
 	int rc;
 	if ((rc = setup_flags(d, err)) != 0)
 		return rc;
-	setup_signals();
+	setup_signals(d);
 	if ((rc = setup_client(d, err)) != 0)
 		return rc;
 	setup_metrics(d);
@@ -1097,6 +1123,7 @@ ck_manager_t *ck_manager_new(const ck_manager_opts_t *mo, int argc, char **argv,
 	    .shards_retry_ms = CK_LE_DEFAULT_RETRY_PERIOD_MS,
 	    .reconcile_log = "",
 	    .priority_queue = true,
+	    .cache_dump_file = "",
 	};
 	d->reconcile_log_fd = -1;
 	char *err = NULL;

@@ -43,8 +43,9 @@ typedef struct mgr_options {
 	const char *shards_by; /* --shards-by: "" off, "namespace" or "uid" */
 	int64_t shards;        /* --shards: buckets */
 	int64_t shards_lease_ms, shards_renew_ms, shards_retry_ms;
-	const char *reconcile_log; /* --reconcile-log: "" off */
-	bool priority_queue;       /* --priority-queue */
+	const char *reconcile_log;   /* --reconcile-log: "" off */
+	bool priority_queue;         /* --priority-queue */
+	const char *cache_dump_file; /* --cache-dump-file: "" off */
 } mgr_options_t;
 
 typedef struct mgr_shards mgr_shards_t;
@@ -103,6 +104,9 @@ int mgr_controller_start(void *c, char **err);
 int mgr_controller_stop(void *c, int64_t grace_ms);
 void mgr_controller_free(ck_controller_t *c);
 ck_wq_t *mgr_controller_queue(ck_controller_t *c);
+/* cache_dump.c: every informer's keys to --cache-dump-file. 0, or -1 with *err.
+ * Control thread. */
+int mgr_cache_dump(ck_manager_t *d, char **err);
 /* Tests: the handler ck_controller_watch registers (its ud is the controller). */
 const ck_cache_handler_t *mgr_controller_own_handler(void);
 /* The informer of the first type it watches with its own handler (its "For"), or NULL. */

@@ -5,7 +5,8 @@
 #
 #   t_sharded_on / t_sharded_off   $SHARDED_FOOS Foos (3000) in $SHARDED_NS namespaces
 #       (60, named app-1 ... app-60), then 3 replicas: every Foo converges; each
-#       replica's caches hold exactly the Foos and Deployments of its buckets, about
+#       replica's caches hold exactly the Foos and Deployments of its buckets (its
+#       informer metrics, and its cache dump, key by key, against the hash), about
 #       1/3 of them each (the bucket boundaries follow the namespaces' hashes), the
 #       buckets tile the hash space, the informers run server-side (gate on) or
 #       client-side (off). Then, with Foos patched all along: kill -9 of a replica,
@@ -46,7 +47,8 @@ sh_start() {
 		--shards-by=namespace --shards=$sh_buckets --leader-elect-resource-namespace=shard-leases \
 		--shards-lease-duration=6s --shards-renew-deadline=4s --shards-retry-period=1s \
 		--kube-api-qps=200 --kube-api-burst=400 --workers=4 \
-		--reconcile-log="$sh_dir/reconciles.log" -v=2 >>"$sh_dir/r$n.log" 2>&1 &
+		--reconcile-log="$sh_dir/reconciles.log" --cache-dump-file="$sh_dir/m$n.dump" \
+		-v=2 >>"$sh_dir/r$n.log" 2>&1 &
 	sh_job[$n]=$!
 	sc_until 5 test -s "$sh_dir/r$n.pid" || { echo "replica $n did not start"; return 1; }
 	sh_live+=("$n")
@@ -117,10 +119,15 @@ sh_check_caches() {
 	done
 	cat "$sh_dir/caches.out"
 }
+# Each replica's metrics and its cache dump (SIGUSR1, --cache-dump-file): the
+# objects it caches, checked against its buckets one by one.
 sh_check_caches_once() {
 	local n files=()
 	for n in ${sh_live[*]}; do
+		rm -f "$sh_dir/m$n.dump"
 		sh_metrics "$n" >"$sh_dir/m$n.txt" || { echo "no metrics from replica $n"; return 1; }
+		kill -USR1 "$(cat "$sh_dir/r$n.pid")"
+		sc_until 10 test -e "$sh_dir/m$n.dump" || { echo "replica $n wrote no cache dump"; return 1; }
 		files+=("$sh_dir/m$n.txt")
 	done
 	python3 tests/envtest/sharded_check.py caches "$sh_gate" "$sh_dir/foos.json" "${files[@]}" |

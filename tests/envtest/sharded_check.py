@@ -13,6 +13,7 @@
       the Foos. Prints each replica's share.
 """
 import json
+import os
 import re
 import sys
 
@@ -65,11 +66,22 @@ def metrics(path):
     return out
 
 
+def dump_keys(path):
+    """A replica's cache dump (--cache-dump-file): {resource: set of keys}."""
+    out = {}
+    for line in open(path):
+        res, _, key = line.strip().partition(" ")
+        if key:
+            out.setdefault(res, set()).add(key)
+    return out
+
+
 def caches(gate, foos_path, metric_paths):
-    per_ns = {}
+    per_ns, foo_keys, dumped = {}, set(), set()
     for f in json.load(open(foos_path))["items"]:
         ns = f["metadata"]["namespace"]
         per_ns[ns] = per_ns.get(ns, 0) + 1
+        foo_keys.add(ns + "/" + f["metadata"]["name"])
     total = sum(per_ns.values())
     want_mode = 2 if gate == "on" else 3
     seen_ranges, bad, shares = [], [], []
@@ -97,6 +109,20 @@ def caches(gate, foos_path, metric_paths):
         if got != want or deps != want:
             bad.append(f"{path}: {int(got)} Foos and {int(deps)} Deployments cached, "
                        f"want {want} each")
+        # The objects themselves (the replica's dump beside its metrics, m1.txt ->
+        # m1.dump, when there is one): every key's namespace in its ranges.
+        dump = path.rsplit(".", 1)[0] + ".dump"
+        if os.path.exists(dump):
+            for res, keys in dump_keys(dump).items():
+                for key in keys:
+                    ns = key.split("/", 1)[0]
+                    if not any(a <= fnv1a(ns) < b for a, b in ranges):
+                        bad.append(f"{dump}: {res} {key} cached, outside its buckets")
+                        break
+                if res == "foos.samplecontroller.k8s.io":
+                    dumped |= keys
+                    if len(keys) != got:
+                        bad.append(f"{dump}: {len(keys)} Foos dumped, {int(got)} counted")
         # Gate on: nothing may have come from outside the selector; the Foos, listed
         # non-empty, prove the server filtered (Deployments, created after the
         # first lists, may stay "unknown": an empty list proves nothing). Gate off:
@@ -116,6 +142,9 @@ def caches(gate, foos_path, metric_paths):
         pos = b
     if pos != 1 << 64 and not bad:
         bad.append(f"buckets end at 0x{pos:016x}")
+    if dumped and dumped != foo_keys:
+        bad.append(f"the dumps hold {len(dumped)} Foos, {len(dumped & foo_keys)} of the "
+                   f"{len(foo_keys)} there are")
     print(f"caches ({total} Foos, gate {gate}): " + "; ".join(shares))
     for b in bad[:8]:
         print("  " + b)
