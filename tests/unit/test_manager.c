@@ -492,15 +492,15 @@ START_TEST(test_trace_key_through_the_workers)
 	log[n] = '\0';
 	close(fd);
 	ck_assert_ptr_null(strstr(log, "ns1/y"));
-	/* The steps of ns1/x, in order. */
+	/* The steps of ns1/x, in order (the priority queue's, the default). */
 	const char *want[] = {
-	    "step=\"queue-add\" queue=\"Things\" outcome=\"queued\"",
+	    "step=\"queue-add\" queue=\"Things\" priority=0 delayMs=0 outcome=\"queued\"",
 	    "step=\"queue-get\" queue=\"Things\"",
 	    "step=\"reconcile-start\" controller=\"Things\"",
 	    "step=\"reconcile-end\" controller=\"Things\" result=\"error\" requeueAfterMs=0 "
 	    "tookUs=",
 	    "step=\"queue-rate-limited\" queue=\"Things\" delayMs=5 failures=1",
-	    "step=\"queue-add-after\" queue=\"Things\" delayMs=5 outcome=\"waiting\"",
+	    "step=\"queue-add\" queue=\"Things\" priority=0 delayMs=5 outcome=\"waiting\"",
 	    "step=\"queue-done\" queue=\"Things\" outcome=\"finished\"",
 	    "step=\"queue-get\" queue=\"Things\"",
 	    "step=\"reconcile-start\" controller=\"Things\"",
