@@ -1105,12 +1105,7 @@ END_TEST
  * nothing of any other key. */
 START_TEST(test_trace_outcomes)
 {
-	char path[] = "/tmp/test_wq_trace_XXXXXX";
-	int fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	unlink(path);
-	ck_log_set_fd(fd);
-	ck_assert_int_eq(ck_log_set_trace_key("ns/a", NULL), 0);
+	int fd = trace_start("ns/a");
 	ck_wq_t *q = ck_wq_new(&(ck_wq_options_t){.name = "q"});
 	ck_wq_add(q, "ns/a");
 	ck_wq_add(q, "ns/b");
@@ -1129,14 +1124,8 @@ START_TEST(test_trace_outcomes)
 	ck_wq_done(q, "ns/a");
 	ck_wq_shutdown(q);
 	ck_wq_add(q, "ns/a");
-	ck_log_set_trace_key(NULL, NULL);
-	ck_log_set_fd(2);
-
 	char log[8192];
-	ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
-	close(fd);
-	ck_assert_int_gt(n, 0);
-	log[n] = '\0';
+	trace_stop(fd, log, sizeof(log));
 	ck_assert_ptr_null(strstr(log, "ns/b"));
 	const char *want[] = {
 	    "step=\"queue-add\" queue=\"q\" outcome=\"queued\" depth=1",
@@ -1152,15 +1141,8 @@ START_TEST(test_trace_outcomes)
 	    "step=\"queue-done\" queue=\"q\" outcome=\"ignored: not being processed\"",
 	    "step=\"queue-add\" queue=\"q\" outcome=\"ignored: shutting down\"",
 	};
-	const char *p = log;
-	for (size_t i = 0; i < CK_ARRAY_LEN(want); i++) {
-		p = strstr(p, "\"Trace\" key=\"ns/a\" ");
-		ck_assert_msg(p != NULL, "line %zu (%s) missing in:\n%s", i, want[i], log);
-		p += strlen("\"Trace\" key=\"ns/a\" ");
-		ck_assert_msg(strncmp(p, want[i], strlen(want[i])) == 0,
-		              "line %zu: want %s in:\n%s", i, want[i], log);
-	}
-	ck_assert_ptr_null(strstr(p, "\"Trace\""));
+	const char *rest = trace_expect(log, "\"Trace\" key=\"ns/a\" ", want, CK_ARRAY_LEN(want));
+	ck_assert_ptr_null(strstr(rest, "\"Trace\""));
 	ck_wq_free(q);
 }
 END_TEST

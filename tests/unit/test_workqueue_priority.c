@@ -521,12 +521,7 @@ END_TEST
  * what the add did. */
 START_TEST(test_prio_trace_outcomes)
 {
-	char path[] = "/tmp/test_wq_prio_trace_XXXXXX";
-	int fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	unlink(path);
-	ck_log_set_fd(fd);
-	ck_assert_int_eq(ck_log_set_trace_key("ns/a", NULL), 0);
+	int fd = trace_start("ns/a");
 	ck_clk_fake_t c;
 	ck_wq_t *q = prio_queue(&c, "q", NULL);
 	add_later(q, "ns/a", 10 * MS, 1);
@@ -537,14 +532,8 @@ START_TEST(test_prio_trace_outcomes)
 	add_p(q, "ns/b", 9);
 	ck_wq_shutdown(q);
 	add_p(q, "ns/a", 9);
-	ck_log_set_trace_key(NULL, NULL);
-	ck_log_set_fd(2);
-
 	char log[8192];
-	ssize_t n = pread(fd, log, sizeof(log) - 1, 0);
-	close(fd);
-	ck_assert_int_gt(n, 0);
-	log[n] = '\0';
+	trace_stop(fd, log, sizeof(log));
 	ck_assert_ptr_null(strstr(log, "ns/b"));
 	const char *want[] = {
 	    "priority=1 delayMs=10 outcome=\"waiting\" depth=0",
@@ -555,14 +544,8 @@ START_TEST(test_prio_trace_outcomes)
 	    "priority=0 delayMs=10 outcome=\"deduplicated: already queued\" depth=1",
 	    "priority=9 delayMs=0 outcome=\"ignored: shutting down\" depth=2",
 	};
-	const char *p = log;
-	for (size_t i = 0; i < CK_ARRAY_LEN(want); i++) {
-		p = strstr(p, "\"Trace\" key=\"ns/a\" step=\"queue-add\" queue=\"q\" ");
-		ck_assert_msg(p != NULL, "line %zu (%s) missing in:\n%s", i, want[i], log);
-		p += strlen("\"Trace\" key=\"ns/a\" step=\"queue-add\" queue=\"q\" ");
-		ck_assert_msg(strncmp(p, want[i], strlen(want[i])) == 0,
-		              "line %zu: want %s in:\n%s", i, want[i], log);
-	}
+	trace_expect(log, "\"Trace\" key=\"ns/a\" step=\"queue-add\" queue=\"q\" ", want,
+	             CK_ARRAY_LEN(want));
 	ck_wq_free(q);
 }
 END_TEST
