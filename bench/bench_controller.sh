@@ -139,9 +139,11 @@ mkdir -p "$LOGS" "$OUT"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 work="$(mktemp -d)"
 CLK_TCK=$(getconf CLK_TCK)
-ctl_pid="" ns=""
+ctl_pid="" ns="" rr_proxy="" rr_waiter=""
 
 cleanup() {
+	local p
+	for p in $rr_proxy $rr_waiter; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$ctl_pid" ] && kill -0 "$ctl_pid" 2>/dev/null; then
 		kill -TERM "$ctl_pid" 2>/dev/null || true
 		sleep 2
@@ -279,11 +281,11 @@ stop_ctl() {
 # works through BACKLOG Foos created while it was stopped, into R[impl,rr<variant>]
 # (ms) and R[impl,rrdone<variant>] (s until every Foo has its Deployment).
 restart_reaction() {
-	local log="$1" variants=(prio) v port proxy total t0 watcher waiter out i
+	local log="$1" variants=(prio) v port total t0 watcher out i
 	[ "$impl" = c ] && variants=(prio fifo)
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	kubectl proxy --port="$port" >/dev/null 2>&1 &
-	proxy=$!
+	rr_proxy=$!
 	for i in $(seq 1 40); do curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && break; sleep 0.25; done
 	for v in "${variants[@]}"; do
 		[ -z "$ctl_pid" ] || stop_ctl
@@ -297,8 +299,8 @@ restart_reaction() {
 			sleep 0.25
 		done
 		t0=$(now)
-		python3 bench/wait_ready.py "$ns" "$total" "$t0" 1800 --owned >"$work/rr.out" &
-		waiter=$!
+		python3 bench/wait_ready.py "$ns" "$total" "$t0" 600 --owned >"$work/rr.out" &
+		rr_waiter=$!
 		if [ "$v" = fifo ]; then
 			start_ctl "$impl" "$ns" "$log.rr-$v" --priority-queue=false
 		else
@@ -311,13 +313,15 @@ restart_reaction() {
 		wait "$watcher" || true
 		out=$(tail -n 1 "$work/react.out")
 		R[$impl,rr$v]=$(sed -n 's/.*max=\([0-9]*\).*/\1/p' <<<"$out")
-		wait "$waiter" || true
+		wait "$rr_waiter" || true
+		rr_waiter=""
 		R[$impl,rrdone$v]=$(sed -n 's/.*owned=\([0-9.]*\).*/\1/p' "$work/rr.out")
 		say "[$impl] restart with $BACKLOG Foos to work on ($v): a new Foo reacted to in $out;" \
 			"all $total done after ${R[$impl,rrdone$v]:-?}s"
 	done
-	kill "$proxy" 2>/dev/null
-	wait "$proxy" 2>/dev/null || true
+	kill "$rr_proxy" 2>/dev/null
+	wait "$rr_proxy" 2>/dev/null || true
+	rr_proxy=""
 }
 
 run_impl() {
