@@ -13,6 +13,7 @@
 #include <ckube/log.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,16 @@ int mgr_cache_dump(ck_manager_t *d, char **err)
 		total += objs.n;
 		ck_cache_objs_free(&objs);
 	}
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		ck_err_set(err, "cache dump: %s: %s", path, strerror(errno));
+	/* A write that failed midway (ENOSPC) leaves only the stream's error flag: a
+	 * truncated dump must not be renamed into place as if whole. */
+	bool failed = ferror(f) != 0;
+	if (fclose(f) != 0 || failed) {
+		ck_err_set(err, "cache dump: writing %s: %s", tmp,
+		           failed ? "write failed" : strerror(errno));
+		goto out;
+	}
+	if (rename(tmp, path) != 0) {
+		ck_err_set(err, "cache dump: renaming %s to %s: %s", tmp, path, strerror(errno));
 		goto out;
 	}
 	CK_LOG_INFO("Caches dumped", CK_KV_STR("file", path), CK_KV_UINT("objects", total));
