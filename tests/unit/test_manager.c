@@ -475,7 +475,8 @@ START_TEST(test_trace_key_through_the_workers)
 	ck_log_set_fd(fd);
 	ck_controller_t *c = ck_manager_add_controller(m, "Things", trace_reconcile, NULL);
 	ck_controller_enqueue(c, "ns1/y");
-	ck_controller_enqueue(c, "ns1/x");
+	/* Low, as from an initial list: its retry must keep that priority. */
+	ck_controller_enqueue_priority(c, "ns1/x", CK_WQ_PRIORITY_LOW);
 	char *err = NULL;
 	ck_assert_int_eq(mgr_controller_start(c, &err), 0);
 	for (int i = 0; i < 500 && (atomic_load(&x_calls) < 2 || atomic_load(&y_calls) < 1); i++)
@@ -494,13 +495,13 @@ START_TEST(test_trace_key_through_the_workers)
 	ck_assert_ptr_null(strstr(log, "ns1/y"));
 	/* The steps of ns1/x, in order (the priority queue's, the default). */
 	const char *want[] = {
-	    "step=\"queue-add\" queue=\"Things\" priority=0 delayMs=0 outcome=\"queued\"",
+	    "step=\"queue-add\" queue=\"Things\" priority=-100 delayMs=0 outcome=\"queued\"",
 	    "step=\"queue-get\" queue=\"Things\"",
 	    "step=\"reconcile-start\" controller=\"Things\"",
 	    "step=\"reconcile-end\" controller=\"Things\" result=\"error\" requeueAfterMs=0 "
 	    "tookUs=",
 	    "step=\"queue-rate-limited\" queue=\"Things\" delayMs=5 failures=1",
-	    "step=\"queue-add\" queue=\"Things\" priority=0 delayMs=5 outcome=\"waiting\"",
+	    "step=\"queue-add\" queue=\"Things\" priority=-100 delayMs=5 outcome=\"waiting\"",
 	    "step=\"queue-done\" queue=\"Things\" outcome=\"finished\"",
 	    "step=\"queue-get\" queue=\"Things\"",
 	    "step=\"reconcile-start\" controller=\"Things\"",
