@@ -54,15 +54,14 @@ static void enqueue_foo(controller_t *c, const ck_obj_t *foo, int priority)
 
 static void foo_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
-	enqueue_foo(ud, obj, initial ? CK_WQ_PRIORITY_LOW : 0);
+	enqueue_foo(ud, obj, ck_controller_add_priority(initial));
 }
 
 static void foo_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
 	/* Like upstream, resyncs (same resourceVersion) re-reconcile too: that is what
 	 * repairs drift the informers cannot see. sync() writes nothing if all agrees. */
-	bool resync = strcmp(old_obj->rv, new_obj->rv) == 0;
-	enqueue_foo(ud, new_obj, resync ? CK_WQ_PRIORITY_LOW : 0);
+	enqueue_foo(ud, new_obj, ck_controller_update_priority(old_obj, new_obj));
 }
 
 /*
@@ -87,7 +86,7 @@ static void handle_object(controller_t *c, const ck_obj_t *obj, int priority)
 
 static void dep_on_add(void *ud, ck_obj_t *obj, bool initial)
 {
-	handle_object(ud, obj, initial ? CK_WQ_PRIORITY_LOW : 0);
+	handle_object(ud, obj, ck_controller_add_priority(initial));
 }
 
 static void dep_on_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)

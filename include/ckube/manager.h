@@ -193,6 +193,14 @@ CKUBE_API void ck_controller_enqueue(ck_controller_t *c, const char *key);
 /* Queues key (borrowed, copied) at priority (higher first; ignored by a FIFO queue).
  * Any thread. */
 CKUBE_API void ck_controller_enqueue_priority(ck_controller_t *c, const char *key, int priority);
+/*
+ * The priorities the watches' handlers queue at, for handlers of one's own (an
+ * informer's, outside a manager): an add is CK_WQ_PRIORITY_LOW when it comes from the
+ * initial list (initial), else 0; an update is CK_WQ_PRIORITY_LOW when the
+ * resourceVersion did not change (a resync), else 0. Borrows both objects. Any thread.
+ */
+CKUBE_API int ck_controller_add_priority(bool initial);
+CKUBE_API int ck_controller_update_priority(const ck_obj_t *old_obj, const ck_obj_t *new_obj);
 /* Queues the key of obj (borrowed). Any thread. */
 CKUBE_API void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj);
 

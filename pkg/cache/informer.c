@@ -46,6 +46,9 @@
  * listed again, so that the parts a replica takes one after another (a few ms
  * apart) cost one list of everything, not one each. */
 #define CACHE_MERGED_REMAKE_DELAY_NS (200 * CK_NS_PER_MS)
+/* ... but no later than this after the first part added since the last list: a
+ * steady trickle of adds must not postpone the list for ever. */
+#define CACHE_MERGED_REMAKE_MAX_NS (CK_NS_PER_SEC)
 
 /* A notification kept for a handler that is still catching up. */
 typedef struct note {
@@ -170,9 +173,10 @@ struct ck_cache_informer {
 	bool merged;     /* the server does not filter: mrefl serves the parts */
 	bool settle_due; /* a part's list is in or it met a stray: settle() */
 	cache_reflector_t *mrefl;
-	uint16_t mtag;           /* mrefl's lists' tag; 0 while there is none */
-	uint64_t mremake_ns;     /* merged and parts added: remake mrefl then; 0: not due */
-	bool part_gone_in_build; /* a list being built may hold a removed part's objects */
+	uint16_t mtag;             /* mrefl's lists' tag; 0 while there is none */
+	uint64_t mremake_ns;       /* merged and parts added: remake mrefl then; 0: not due */
+	uint64_t mremake_first_ns; /* when the first of those parts was added */
+	bool part_gone_in_build;   /* a list being built may hold a removed part's objects */
 	ck_shard_field_t part_field;
 	cache_reflector_opts_t part_ro; /* every part's reflector options but the shard */
 	ck_cache_lw_t *part_lw;
@@ -1642,7 +1646,12 @@ int ck_cache_informer_add_part(ck_cache_informer_t *inf, uint32_t id, ck_shard_r
 		 * one by one). */
 		refl_retire(inf, &inf->mrefl, true);
 		inf->mtag = 0;
-		inf->mremake_ns = ck_clk_mono_ns(inf->clk) + CACHE_MERGED_REMAKE_DELAY_NS;
+		uint64_t now = ck_clk_mono_ns(inf->clk);
+		if (inf->mremake_ns == 0)
+			inf->mremake_first_ns = now;
+		inf->mremake_ns = now + CACHE_MERGED_REMAKE_DELAY_NS;
+		if (inf->mremake_ns > inf->mremake_first_ns + CACHE_MERGED_REMAKE_MAX_NS)
+			inf->mremake_ns = inf->mremake_first_ns + CACHE_MERGED_REMAKE_MAX_NS;
 		rearm(inf);
 	} else if (inf->probed || !any_part_listing(inf)) {
 		part_start(inf, p); /* the probe, or the server is known to filter */

@@ -89,12 +89,12 @@ void ck_controller_enqueue_obj(ck_controller_t *c, const ck_obj_t *obj)
 
 /* controller-runtime's handler.WithLowPriorityWhenUnchanged: an add from the
  * initial list, or an update that changed nothing (a resync), is low priority. */
-static int add_priority(bool initial)
+int ck_controller_add_priority(bool initial)
 {
 	return initial ? CK_WQ_PRIORITY_LOW : 0;
 }
 
-static int update_priority(const ck_obj_t *old_obj, const ck_obj_t *new_obj)
+int ck_controller_update_priority(const ck_obj_t *old_obj, const ck_obj_t *new_obj)
 {
 	return strcmp(old_obj->rv, new_obj->rv) == 0 ? CK_WQ_PRIORITY_LOW : 0;
 }
@@ -140,14 +140,14 @@ int ck_reconcile_failed(const ck_result_t *res, char **err, const char *fmt, ...
 
 static void own_add(void *ud, ck_obj_t *obj, bool initial)
 {
-	handling_priority = add_priority(initial);
+	handling_priority = ck_controller_add_priority(initial);
 	ck_controller_enqueue_obj(ud, obj);
 	handling_priority = 0;
 }
 
 static void own_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
-	handling_priority = update_priority(old_obj, new_obj);
+	handling_priority = ck_controller_update_priority(old_obj, new_obj);
 	ck_controller_enqueue_obj(ud, new_obj);
 	handling_priority = 0;
 }
@@ -205,7 +205,7 @@ ck_cache_informer_t *ck_controller_watch(ck_controller_t *c, const ck_type_t *t)
 static void map_add(void *ud, ck_obj_t *obj, bool initial)
 {
 	struct map_reg *r = ud;
-	handling_priority = add_priority(initial);
+	handling_priority = ck_controller_add_priority(initial);
 	r->map(r->ud, r->c, obj);
 	handling_priority = 0;
 }
@@ -213,7 +213,7 @@ static void map_add(void *ud, ck_obj_t *obj, bool initial)
 static void map_update(void *ud, ck_obj_t *old_obj, ck_obj_t *new_obj)
 {
 	struct map_reg *r = ud;
-	handling_priority = update_priority(old_obj, new_obj);
+	handling_priority = ck_controller_update_priority(old_obj, new_obj);
 	r->map(r->ud, r->c, new_obj);
 	handling_priority = 0;
 }

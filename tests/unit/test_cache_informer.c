@@ -455,6 +455,17 @@ START_TEST(test_shard_parts_merged)
 	ck_cache_informer_stats(f.inf, &st);
 	ck_assert_int_eq(st.shard_mode, CK_CACHE_SHARD_CLIENT);
 	ck_assert_uint_eq(st.lists, 3);
+
+	/* A trickle of adds, each within the delay of the one before, still lists the
+	 * union within a second of the first: parts added at 0, 150, ... 900 ms list
+	 * at 1,000 ms, not 200 ms after the last add. */
+	static const char *const more[] = {"f", "g", "h", "i", "j", "k", "l"};
+	for (int i = 0; i < 7; i++) {
+		ck_assert_int_eq(ck_cache_informer_add_part(f.inf, 10 + i, ns_range(more[i]), NULL),
+		                 0);
+		advance_ms(&f, 150);
+		ck_assert_uint_eq(ck_cache_fake_lw_count(f.fake, false), i < 6 ? 3 : 4);
+	}
 	fx_free(&f);
 }
 END_TEST

@@ -260,23 +260,26 @@ static void assert_order(ck_wq_t *q, const char *want)
 /*
  * The watch handlers (controller-runtime's WithLowPriorityWhenUnchanged): adds of
  * the initial list and resyncs (same resourceVersion) wait behind new and changed
- * objects; with --priority-queue=false, one FIFO.
+ * objects; one FIFO with --priority-queue=false (mode 1) or for a controller added
+ * with fifo_queue (mode 2).
  */
 START_TEST(test_priority_queue_handlers)
 {
-	for (int fifo = 0; fifo < 2; fifo++) {
+	for (int mode = 0; mode < 3; mode++) {
 		int rc = 99;
+		bool fifo = mode != 0;
 		char *argv[] = {"t",
 		                "--kubeconfig",
 		                KC,
 		                "--metrics-bind-address=0",
 		                "--health-probe-bind-address=0",
-		                fifo ? "--priority-queue=false" : "--priority-queue=true",
+		                mode == 1 ? "--priority-queue=false" : "--priority-queue=true",
 		                NULL};
 		ck_manager_t *m =
 		    ck_manager_new(&(ck_manager_opts_t){.name = "mgr-test"}, 6, argv, &rc);
 		ck_assert_ptr_nonnull(m);
-		ck_controller_t *c = ck_manager_add_controller(m, "ConfigMaps", NULL, NULL);
+		ck_controller_t *c = ck_manager_add_controller_opts(
+		    m, &(ck_controller_opts_t){.name = "ConfigMaps", .fifo_queue = mode == 2});
 		ck_wq_t *q = mgr_controller_queue(c);
 		const ck_cache_handler_t *h = mgr_controller_own_handler();
 		ck_obj_t *a = cm("a", "1"), *b = cm("b", "2"), *r1 = cm("r", "3"),
@@ -288,6 +291,11 @@ START_TEST(test_priority_queue_handlers)
 		h->on_add(c, d, false);  /* created since */
 		h->on_update(c, e1, e2); /* changed */
 		h->on_add(c, b, false);  /* b again, new: its priority rises */
+		/* The rule as exported for handlers of one's own. */
+		ck_assert_int_eq(ck_controller_add_priority(true), CK_WQ_PRIORITY_LOW);
+		ck_assert_int_eq(ck_controller_add_priority(false), 0);
+		ck_assert_int_eq(ck_controller_update_priority(r1, r2), CK_WQ_PRIORITY_LOW);
+		ck_assert_int_eq(ck_controller_update_priority(e1, e2), 0);
 		if (fifo)
 			assert_order(q, "ns/a 0,ns/b 0,ns/r 0,ns/d 0,ns/e 0");
 		else
