@@ -12,17 +12,70 @@
 
 #include "pkg/base/x509.h"
 
-/* Exports key as PEM into a new string; wipes GnuTLS' copy of it. */
+/* The bytes of a P-256 field element or scalar. */
+#define X509_P256_LEN 32
+
+/* Copies an unsigned big-endian integer into out[X509_P256_LEN], left-padded with
+ * zeros and without the sign byte GnuTLS may put before it. 0, or -1 if too long. */
+static int put_fixed(uint8_t *out, const gnutls_datum_t *d)
+{
+	size_t n = d->size, skip = 0;
+	while (n - skip > X509_P256_LEN && d->data[skip] == 0)
+		skip++;
+	if (n - skip > X509_P256_LEN)
+		return -1;
+	memset(out, 0, X509_P256_LEN - (n - skip));
+	memcpy(out + X509_P256_LEN - (n - skip), d->data + skip, n - skip);
+	return 0;
+}
+
+/*
+ * Exports key as PEM (SEC 1 "EC PRIVATE KEY") into a new string; wipes every copy
+ * of the secret. Written here, not by gnutls_x509_privkey_export2: GnuTLS encodes
+ * the private scalar as an integer, with a 0 byte before it when its top bit is
+ * set (33 bytes half the time), and RFC 5915 wants exactly 32. Go and OpenSSL
+ * accept both, rustls (the kube-rs peer's TLS) refuses the 33-byte form.
+ */
 static int export_key(gnutls_x509_privkey_t key, char **key_pem)
 {
-	gnutls_datum_t kd = {NULL, 0};
-	int rc = gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &kd);
+	gnutls_ecc_curve_t curve;
+	gnutls_datum_t x = {NULL, 0}, y = {NULL, 0}, k = {NULL, 0}, pem = {NULL, 0};
+	/* SEQUENCE { INTEGER 1, OCTET STRING k, [0] { OID prime256v1 },
+	 *            [1] { BIT STRING 04 x y } } */
+	static const uint8_t head[] = {0x30, 0x77, 0x02, 0x01, 0x01, 0x04, X509_P256_LEN};
+	static const uint8_t mid[] = {0xa0, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
+	                              0x03, 0x01, 0x07, 0xa1, 0x44, 0x03, 0x42, 0x00, 0x04};
+	uint8_t der[sizeof(head) + X509_P256_LEN + sizeof(mid) + 2 * X509_P256_LEN];
+	uint8_t *p = der;
+	int rc = gnutls_x509_privkey_export_ecc_raw(key, &curve, &x, &y, &k);
+	if (rc < 0)
+		goto out;
+	rc = GNUTLS_E_INVALID_REQUEST;
+	if (curve != GNUTLS_ECC_CURVE_SECP256R1)
+		goto out;
+	memcpy(p, head, sizeof(head));
+	p += sizeof(head);
+	if (put_fixed(p, &k) != 0)
+		goto out;
+	p += X509_P256_LEN;
+	memcpy(p, mid, sizeof(mid));
+	p += sizeof(mid);
+	if (put_fixed(p, &x) != 0 || put_fixed(p + X509_P256_LEN, &y) != 0)
+		goto out;
+	rc = gnutls_pem_base64_encode2("EC PRIVATE KEY",
+	                               &(gnutls_datum_t){der, (unsigned)sizeof(der)}, &pem);
 	if (rc >= 0)
-		*key_pem = ck_xstrndup((const char *)kd.data, kd.size);
-	if (kd.data != NULL) {
-		ck_secure_zero(kd.data, kd.size);
-		gnutls_free(kd.data);
-	}
+		*key_pem = ck_xstrndup((const char *)pem.data, pem.size);
+out:
+	ck_secure_zero(der, sizeof(der));
+	gnutls_datum_t *secret[] = {&k, &pem};
+	for (size_t i = 0; i < CK_ARRAY_LEN(secret); i++)
+		if (secret[i]->data != NULL) {
+			ck_secure_zero(secret[i]->data, secret[i]->size);
+			gnutls_free(secret[i]->data);
+		}
+	gnutls_free(x.data);
+	gnutls_free(y.data);
 	return rc;
 }
 
