@@ -4,10 +4,11 @@ PREFIX1 ... PREFIXn (created first), POSTed by THREADS threads through a kubectl
 (`kubectl create -f` does about 17 objects a second on this machine; this does
 hundreds).
 
-  mkfoos.py PROXY_URL PREFIX NNS COUNT [THREADS [NAME]]
+  mkfoos.py PROXY_URL PREFIX NNS COUNT [THREADS [NAME [FIRST]]]
 
 NNS "-": every Foo in the existing namespace PREFIX. Each Foo: name NAME<j> (NAME
-defaults to "foo-"), spec {deploymentName: NAME<j>, replicas: 1}. An object that
+defaults to "foo-"; j counts from FIRST, default 1, in each namespace), spec
+{deploymentName: NAME<j>, replicas: 1}. An object that
 already exists (409) counts as made. Exits 1, naming the first failure, if any POST
 failed otherwise; prints how many were made and how long it took.
 """
@@ -31,6 +32,7 @@ def main():
     nns = 1 if literal else int(sys.argv[3])
     threads = int(sys.argv[5]) if len(sys.argv) > 5 else 16
     name = sys.argv[6] if len(sys.argv) > 6 else "foo-"
+    first = int(sys.argv[7]) if len(sys.argv) > 7 else 1
 
     def ns_name(i):
         return prefix if literal else "%s%d" % (prefix, i)
@@ -42,7 +44,7 @@ def main():
     per = -(-count // nns)
     foos = []
     for i in range(1, nns + 1):
-        for j in range(1, per + 1):
+        for j in range(first, first + per):
             if len(foos) == count:
                 break
             ns = ns_name(i)

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Entry point of `make bench`: every component benchmark (bench/bench_*.sh), then the
-# controller benchmark on the real local control plane, side by side with the Go
-# original and the controller-runtime and kube-rs peers (bench/peers/; building them
-# needs go and cargo): quick mode (1,000 Foos, 60 s steady window) unless
-# BENCH_FULL=1 (1,000 and 10,000 Foos, 10 min window; see bench/bench_controller.sh
-# for the knobs).
+# system ones, each on a control plane: the sharded daemon (bench_sharded.sh), the
+# four controllers at scale on ckube-envtest (bench_scale.sh: up to 10,000 Foos,
+# 100,000 with BENCH_FULL=1), and the controller benchmark on the real local
+# control plane, side by side with the Go original and the controller-runtime and
+# kube-rs peers (bench/peers/; building them needs go and cargo): quick mode (1,000
+# Foos, 60 s steady window) unless BENCH_FULL=1 (1,000 and 10,000 Foos, 10 min
+# window; see bench/bench_controller.sh for the knobs).
 # Prints figures; asserts nothing about speed. Exits non-zero if a benchmark could
 # not run or a component one ran over BENCH_COMPONENT_TIMEOUT seconds (default 600,
-# 3600 with BENCH_FULL=1).
+# 3600 with BENCH_FULL=1); the system ones have their own time limits.
 #
 # The control plane is started first if it is not running (bench_cache.sh uses it
 # too) and stopped at the end if it was started here (BENCH_KEEP_CLUSTER=1 keeps it).
@@ -29,11 +31,17 @@ export KUBECONFIG="$root/.local/kubeconfig"
 limit="${BENCH_COMPONENT_TIMEOUT:-600}"
 [ "${BENCH_FULL:-0}" = 1 ] && limit="${BENCH_COMPONENT_TIMEOUT:-3600}"
 rc=0
+system=" bench/bench_sharded.sh bench/bench_scale.sh bench/bench_controller.sh "
 for f in bench/bench_*.sh; do
-	[ "$f" = bench/bench_controller.sh ] && continue
+	[[ "$system" == *" $f "* ]] && continue
 	echo "== $(basename "$f" .sh)"
 	# A hung benchmark must not hold up the others.
 	timeout "$limit" bash "$f" || { echo "bench: $f failed or ran over ${limit}s" >&2; rc=1; }
+	echo
+done
+for f in bench/bench_sharded.sh bench/bench_scale.sh; do
+	echo "== $(basename "$f" .sh)"
+	bash "$f" || { echo "bench: $f failed" >&2; rc=1; }
 	echo
 done
 

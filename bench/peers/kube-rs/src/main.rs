@@ -26,6 +26,8 @@
 //!     after 30 s, which replays each Foo every 30 s like the informer resync;
 //!   - a failed reconcile is retried after 5 ms doubling to 1,000 s per Foo, the
 //!     delays of client-go's default per-item workqueue backoff;
+//!   - the status is written with a merge patch (the Go original sends the whole
+//!     Foo with its resourceVersion, and a stale one is a 409 and a retry);
 //!   - Events go through kube-rs's Recorder (events.k8s.io/v1, repeats patched
 //!     as a series) where the Go original writes core/v1 Events.
 // `foo` is no placeholder here: Foo is the kind this controller reconciles.
@@ -51,7 +53,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client, CustomResource, Resource, ResourceExt,
-    api::PostParams,
+    api::{Patch, PatchParams, PostParams},
     client::ClientBuilder,
     config::{Config, KubeConfigOptions, Kubeconfig},
     runtime::{
@@ -252,16 +254,24 @@ async fn reconcile(foo: Arc<Foo>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         }
     }
 
-    let mut updated = (*foo).clone();
-    updated.status = Some(FooStatus {
+    let status = FooStatus {
         available_replicas: dep
             .status
             .as_ref()
             .and_then(|s| s.available_replicas)
             .unwrap_or(0),
-    });
+    };
+    // A merge patch of the status, as kube-rs users write it: it carries no
+    // resourceVersion, so a Foo in the store older than the server's (its own last
+    // status write not yet seen) does not make it a 409 and a retry.
     let foos: Api<Foo> = Api::namespaced(ctx.client.clone(), &ns);
-    foos.replace_status(&foo_name, &pp, &updated).await?;
+    let patch = serde_json::json!({ "status": status });
+    let params = PatchParams {
+        field_manager: Some(AGENT.into()),
+        ..Default::default()
+    };
+    foos.patch_status(&foo_name, &params, &Patch::Merge(&patch))
+        .await?;
 
     ctx.event(&foo, EventType::Normal, "Synced", "Foo synced successfully")
         .await;
