@@ -8,11 +8,15 @@
 // AddAfter is measured until that goroutine has taken every key (Len of the waiting
 // heap is not exported, so the benchmark waits for the channel to drain by adding
 // one key due now and getting it back).
+//
+// Arguments as bench_workqueue.c's: none (every part), or the parts to run among
+// single, workers, after, memory and priority.
 package main
 
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -231,14 +235,82 @@ func benchMemory() {
 	dq.ShutDown()
 }
 
+// plainRate is bench_workqueue.c's prio_rate for the plain queue: one goroutine,
+// rounds of depth adds of distinct keys then depth get+done, 2,000,000 keys in all;
+// returns (adds + gets) per second. allocs, when not nil, receives the heap
+// allocations made inside the timed loop. client-go has no priority queue:
+// controller-runtime's is timed with the same loop in bench/peers/priorityqueue.
+func plainRate(depth int, allocs *uint64) float64 {
+	const total = 2000000
+	k := make([]string, depth)
+	for i := range k {
+		k[i] = fmt.Sprintf("default/foo-%d", i)
+	}
+	q := newQueue()
+	defer q.ShutDown()
+	rounds := total / depth
+	a0 := mallocs()
+	t0 := time.Now()
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < depth; i++ {
+			q.Add(k[i])
+		}
+		for i := 0; i < depth; i++ {
+			key, _ := q.Get()
+			q.Done(key)
+		}
+	}
+	d := time.Since(t0)
+	if allocs != nil {
+		*allocs = mallocs() - a0
+	}
+	return 2 * float64(rounds*depth) / d.Seconds()
+}
+
+func benchPriority() {
+	var plainAllocs uint64
+	for d, n := range []int{1000, 50000} {
+		var a *uint64
+		if d == 0 {
+			a = &plainAllocs
+		}
+		fmt.Printf("plain queue, %5d queued:              %6.2f M adds+gets/s\n", n, plainRate(n, a)/1e6)
+	}
+	fmt.Printf("allocations per key, 1000 queued, plain:    %6.3f\n", float64(plainAllocs)/2000000.0)
+}
+
+// wanted: the parts named on the command line, as bench_workqueue.c's (none: all).
+func wanted(part string) bool {
+	if len(os.Args) < 2 {
+		return true
+	}
+	for _, a := range os.Args[1:] {
+		if a == part {
+			return true
+		}
+	}
+	return false
+}
+
 func main() {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("default/foo-%d", i)
 	}
 	fmt.Printf("client-go workqueue benchmark (%d CPUs online, %s)\n", runtime.NumCPU(), runtime.Version())
-	benchSingle()
-	benchWorkers(2)
-	benchWorkers(8)
-	benchAddAfter()
-	benchMemory()
+	if wanted("single") {
+		benchSingle()
+	}
+	if wanted("workers") {
+		benchWorkers(2)
+		benchWorkers(8)
+	}
+	if wanted("after") {
+		benchAddAfter()
+	}
+	if wanted("memory") {
+		benchMemory()
+	}
+	if wanted("priority") {
+		benchPriority()
+	}
 }
