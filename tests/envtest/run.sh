@@ -137,11 +137,23 @@ check "port taken before the bind: tried again" t_port_race
 case_run "missing binary" "$test_bin" fail "$parent" \
 	"no executable etcd in /nonexistent (the assets directory given); run \`ckube-envtest assets\`" \
 	--assets /nonexistent
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-python3 -c 'import socket,sys,time
-s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' "$port" &
-holder=$!
-sleep 0.3
+# hold_port: a listener on a free port for 120 s, in $port, its process in $holder.
+# The holder binds port 0 itself: a port found free and bound a moment later can be
+# taken in between (any outgoing connection's ephemeral port), and then nothing was
+# held and the start did not fail (seen once in a fresh-clone run).
+hold_port() {
+	local i
+	: >"$work/held"
+	python3 -c 'import socket,time
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(120)' >"$work/held" &
+	holder=$!
+	for i in $(seq 1 200); do
+		[ -s "$work/held" ] && break
+		sleep 0.05
+	done
+	port=$(cat "$work/held")
+}
+hold_port
 case_run "port in use" "$test_bin" fail "$parent" "127.0.0.1:$port, kube-apiserver's port, is in use" \
 	--api-port "$port"
 kill "$holder" 2>/dev/null
@@ -242,10 +254,8 @@ cli_fail() {
 t_cli_missing() { cli_fail "no executable etcd in /nonexistent" --assets /nonexistent; }
 check "command: missing binary" t_cli_missing
 t_cli_port() {
-	python3 -c 'import socket,sys,time
-s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' "$port" &
-	local holder=$! rc=0
-	sleep 0.3
+	local holder port rc=0
+	hold_port
 	cli_fail "127.0.0.1:$port, kube-apiserver's port, is in use" --api-port "$port" || rc=1
 	kill "$holder" 2>/dev/null
 	wait "$holder" 2>/dev/null
