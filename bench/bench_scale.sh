@@ -15,8 +15,9 @@
 #   1. load (the C daemon alone): the Foos up to the count are created
 #      (bench/mkfoos.py, 16 threads) while the C daemon runs; the time from the
 #      first create until every Foo has its Deployment (bound by the control
-#      plane: the daemon's client limit is SCALE_QPS), the daemon's CPU meanwhile,
-#      and its RSS, RssAnon and PSS at rest SCALE_SETTLE s later. At the last
+#      plane: the daemon's client limit is SCALE_QPS) and until its work queue is
+#      empty (workqueue_depth), the daemon's CPU meanwhile, and its RSS, RssAnon
+#      and PSS at rest SCALE_SETTLE s later. At the last
 #      step also: CPU and Foo writes (the API server's count) over SCALE_STEADY
 #      seconds with two informer resyncs, and the reaction latency of a burst of
 #      100 Foos created at once (bench/reaction.py).
@@ -190,7 +191,9 @@ made=0 rc=0
 for n in $STEPS; do
 	if [ "$n" -gt "$made" ]; then
 		log="$OUT/run/load-$n.log"
-		start_ctl c "$log"
+		mport=$(free_port)
+		C_FLAGS="--metrics-bind-address=127.0.0.1:$mport --health-probe-bind-address=127.0.0.1:$mport --metrics-secure=false" \
+			start_ctl c "$log"
 		wait_started "$log" 600 || { say "the C daemon did not start: $(tail -n 3 "$log")"; exit 1; }
 		c0=$(ticks "$ctl_pid")
 		t0=$(now)
@@ -202,16 +205,27 @@ for n in $STEPS; do
 		wait "$bg" || { say "not every Foo has its Deployment: $(cat "$OUT/run/owned.out")"; rc=1; }
 		bg=""
 		done_s=$(sed -n 's/.*owned=\([0-9.]*\).*/\1/p' "$OUT/run/owned.out")
+		# At rest means an empty work queue: the keys queued at low priority wait
+		# behind the load (resyncs, and the Foos whose status a peer's fresh start
+		# at the step before rewrote: the Go original PUTs a status of
+		# availableReplicas alone, and the daemon writes its conditions back).
+		until [ "$(curl -sf --max-time 5 "http://127.0.0.1:$mport/metrics" |
+			awk '/^workqueue_depth[{ ]/ { s += $NF; seen = 1 } END { print seen ? s : "none" }')" = 0 ]; do
+			[ "$(since "$t0" | cut -d. -f1)" -lt "$READY_TIMEOUT" ] || { say "the work queue never drained"; break; }
+			sleep 1
+		done
+		drained=$(since "$t0")
 		loadcpu=$(secs $(($(ticks "$ctl_pid") - c0)))
 		sleep "$SETTLE"
 		rec load c "$n" created_s "$created"
 		rec load c "$n" done_s "${done_s:-}"
+		rec load c "$n" drained_s "$drained"
 		rec load c "$n" load_cpu_s "$loadcpu"
 		rec load c "$n" rss_mib "$(mib "$ctl_pid" VmRSS)"
 		rec load c "$n" rssanon_mib "$(mib "$ctl_pid" RssAnon)"
 		rec load c "$n" pss_mib "$(pss "$ctl_pid")"
 		rec load c "$n" hwm_mib "$(mib "$ctl_pid" VmHWM)"
-		say "[c] $n Foos: created in ${created}s, each with its Deployment after ${done_s:-?}s;" \
+		say "[c] $n Foos: created in ${created}s, each with its Deployment after ${done_s:-?}s, queue empty after ${drained}s;" \
 			"CPU ${loadcpu}s; at rest RSS $(mib "$ctl_pid" VmRSS) MiB (anon $(mib "$ctl_pid" RssAnon), PSS $(pss "$ctl_pid"))"
 		if [ "$n" = "$last" ]; then
 			w0=$(foo_writes)
@@ -336,10 +350,10 @@ counts = sorted({int(r["foos"]) for r in rows if r["kind"] == "start"})
 def get(*k):
     return v.get(tuple(str(x) for x in k), "") or "-"
 print("Loading (C daemon; control-plane bound):")
-print("%8s %10s %12s %8s %9s %9s %9s" % ("Foos", "created s", "all owned s", "CPU s", "RSS MiB", "anon MiB", "PSS MiB"))
+print("%8s %10s %12s %14s %8s %9s %9s %9s" % ("Foos", "created s", "all owned s", "queue empty s", "CPU s", "RSS MiB", "anon MiB", "PSS MiB"))
 for n in counts:
     if get("load", "c", n, "done_s") != "-":
-        print("%8d %10s %12s %8s %9s %9s %9s" % (n, get("load", "c", n, "created_s"), get("load", "c", n, "done_s"),
+        print("%8d %10s %12s %14s %8s %9s %9s %9s" % (n, get("load", "c", n, "created_s"), get("load", "c", n, "done_s"), get("load", "c", n, "drained_s"),
               get("load", "c", n, "load_cpu_s"), get("load", "c", n, "rss_mib"),
               get("load", "c", n, "rssanon_mib"), get("load", "c", n, "pss_mib")))
 print()
