@@ -13,7 +13,6 @@
 #include <ckube/log.h>
 
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,7 @@ int mgr_cache_dump(ck_manager_t *d, char **err)
 	const char *path = d->opt.cache_dump_file;
 	char *tmp = ck_xasprintf("%s.tmp", path);
 	size_t total = 0;
-	int rc = -1;
+	int rc = -1, werr = 0; /* the errno of the first write that failed */
 	FILE *f = fopen(tmp, "we");
 	if (f == NULL) {
 		ck_err_set(err, "cache dump: %s: %s", tmp, strerror(errno));
@@ -36,18 +35,23 @@ int mgr_cache_dump(ck_manager_t *d, char **err)
 		ck_cache_store_list(ck_cache_informer_store(inf), &objs);
 		for (size_t k = 0; k < objs.n; k++) {
 			char *key = ck_obj_key_dup(objs.items[k]);
-			fprintf(f, "%s %s\n", ck_cache_informer_name(inf), key);
+			if (fprintf(f, "%s %s\n", ck_cache_informer_name(inf), key) < 0 &&
+			    werr == 0)
+				werr = errno;
 			free(key);
 		}
 		total += objs.n;
 		ck_cache_objs_free(&objs);
 	}
-	/* A write that failed midway (ENOSPC) leaves only the stream's error flag: a
-	 * truncated dump must not be renamed into place as if whole. */
-	bool failed = ferror(f) != 0;
-	if (fclose(f) != 0 || failed) {
-		ck_err_set(err, "cache dump: writing %s: %s", tmp,
-		           failed ? "write failed" : strerror(errno));
+	/* A write that failed midway (ENOSPC) must not leave a truncated dump renamed
+	 * into place as if whole; the error names its first cause. A failure held in
+	 * stdio's buffer shows at fclose. */
+	if (werr == 0 && ferror(f))
+		werr = EIO;
+	if (fclose(f) != 0 && werr == 0)
+		werr = errno;
+	if (werr != 0) {
+		ck_err_set(err, "cache dump: writing %s: %s", tmp, strerror(werr));
 		goto out;
 	}
 	if (rename(tmp, path) != 0) {
