@@ -386,8 +386,6 @@ ls = [r for r in rows if r["kind"] == "list"]
 if ls:
     print("Initial list, streaming against paged (C daemon; the kube-apiserver's side):")
     print("%-10s %8s %10s %16s %18s %12s %12s" % ("mode", "Foos", "synced s", "apiserver CPU s", "apiserver peak +MiB", "daemon CPU s", "daemon peak"))
-    for r in [r for r in ls if r["figure"] == "synced_s"]:
-        pass
     runs = {}
     for r in ls:
         runs.setdefault(r["impl"], {}).setdefault(r["figure"], []).append(r["value"])
