@@ -65,7 +65,7 @@ ASAN_OBJS := $(LIB_SRCS:%.c=$(B)/asan/%.o)
 TSAN_OBJS := $(LIB_SRCS:%.c=$(B)/tsan/%.o)
 
 GENERATE_PHONY := generate verify-generate
-.PHONY: FORCE all deps image install examples-test envtest-test $(GENERATE_PHONY) libcheck depcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
+.PHONY: FORCE all deps image install examples-test envtest-test $(GENERATE_PHONY) libcheck depcheck shcheck fuzz fuzz-smoke test test-steps unit re2-diff unit-tsan integration e2e soak chaos run bench lint fmt clean cluster-up cluster-down node-up node-down k8s-bins
 
 all: lib/libckube.a lib/libckube.so.$(VERSION) bin/ckube-gen bin/ckube-envtest bin/sample-controller $(TOOL_SRCS:tests/tools/%.c=bin/%)
 
@@ -342,6 +342,7 @@ test-steps:
 	$(TIMED) build $(MAKE) all
 	$(TIMED) verify-generate $(MAKE) verify-generate
 	$(TIMED) depcheck $(MAKE) --no-print-directory depcheck
+	$(TIMED) shcheck $(MAKE) --no-print-directory shcheck
 	$(TIMED) libcheck $(MAKE) libcheck
 	$(TIMED) fuzz-smoke $(MAKE) -j2 --no-print-directory fuzz-smoke FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) CSC_TIMES=$(TIMES)
 	$(TIMED) unit $(MAKE) unit
@@ -395,7 +396,11 @@ depcheck:
 	@bash hack/depcheck.sh --self-test
 	bash hack/depcheck.sh
 
-lint: verify-generate depcheck
+shcheck:
+	@bash hack/shcheck.sh --self-test
+	bash hack/shcheck.sh
+
+lint: verify-generate depcheck shcheck
 	clang-format --dry-run --Werror $(FMT_SRCS)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -Iinclude -I. $(LIB_SRCS) $(CMD_SRCS) $(GEN_SRCS)

@@ -206,7 +206,7 @@ make_rootfs() {
 	mmdebstrap --variant=minbase --format=tar --aptopt='Acquire::Check-Valid-Until "false"' \
 		"$BASE_SUITE" "$BASE_TAR.tmp" "${mirrors[@]}"
 	# The option must stay inside the rootfs for the Dockerfile's apt-get update.
-	tar -xOf "$BASE_TAR.tmp" ./etc/apt/apt.conf.d/99mmdebstrap | grep -q 'Check-Valid-Until "false"'
+	grep -q 'Check-Valid-Until "false"' <<<"$(tar -xOf "$BASE_TAR.tmp" ./etc/apt/apt.conf.d/99mmdebstrap)"
 	mv "$BASE_TAR.tmp" "$BASE_TAR"
 }
 
@@ -293,11 +293,11 @@ check_controller() {
 		PIDS+=("$pid")
 		# Wait until it listens: a busy machine may take longer than a fixed sleep.
 		for ((i = 0; i < 50; i++)); do
-			ss -ltnpH "sport = :$port" 2>/dev/null | grep -q "pid=$pid," && break
+			grep -q "pid=$pid," <<<"$(ss -ltnpH "sport = :$port" 2>/dev/null)" && break
 			kill -0 "$pid" 2>/dev/null || { echo "openssl s_server on port $port exited"; return 1; }
 			sleep 0.1
 		done
-		ss -ltnpH "sport = :$port" 2>/dev/null | grep -q "pid=$pid," ||
+		grep -q "pid=$pid," <<<"$(ss -ltnpH "sport = :$port" 2>/dev/null)" ||
 			{ echo "openssl s_server (pid $pid) is not listening on 127.0.0.1:$port"; return 1; }
 		out=$(run_until 10 "curl error" --master "https://localhost:$port")
 		kill "$pid" 2>/dev/null || true

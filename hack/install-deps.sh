@@ -9,7 +9,7 @@ pkgs=(build-essential pkg-config git curl ca-certificates openssl
 	containerd runc containernetworking-plugins iptables buildah mmdebstrap)
 missing=()
 for p in "${pkgs[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+	if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != 'install ok installed' ]; then
 		missing+=("$p")
 	fi
 done

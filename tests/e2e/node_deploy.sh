@@ -53,7 +53,11 @@ leader_pod() {
 }
 has_leader() { [ -n "$(leader_pod)" ]; }
 # The Lease holder is one of the pods not being deleted.
-new_pod_leads() { local p; p=$(leader_pod) && sc_pods | grep -qx "$p"; }
+# is_sc_pod POD: POD is one of sc_pods. The list is read whole first: under
+# pipefail, `sc_pods | grep -q` fails when grep exits at its first match while
+# kubectl is still writing (kubectl dies of SIGPIPE), a flake seen in a rollout.
+is_sc_pod() { local pods; pods=$(sc_pods) && grep -qx -- "$1" <<<"$pods"; }
+new_pod_leads() { local p; p=$(leader_pod) && is_sc_pod "$p"; }
 
 # The host PID of a pod's controller container, from containerd.
 container_pid() { # container_pid POD
@@ -132,7 +136,7 @@ t_node1_apply_ready() {
 	figure "apply -k to Lease held (ms)" $(($(now_ms) - t0))
 	local leader
 	leader=$(leader_pod)
-	sc_pods | grep -qx "$leader" || fail "Lease holder $leader is not one of the pods"
+	is_sc_pod "$leader" || fail "Lease holder $leader is not one of the pods"
 
 	# What the pods really run as, read from the kernel, not from the spec.
 	local pod pid st
@@ -147,7 +151,7 @@ t_node1_apply_ready() {
 		grep -Eq '^NoNewPrivs:\s+1$' "$st" || fail "$pod: no_new_privs not set"
 		# Seccomp mode 2 = filter (RuntimeDefault).
 		grep -Eq '^Seccomp:\s+2$' "$st" || fail "$pod: seccomp is not in filter mode: $(grep ^Seccomp: "$st")"
-		awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo" | grep -Eq '(^|,)ro(,|$)' ||
+		grep -Eq '(^|,)ro(,|$)' <<<"$(awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo")" ||
 			fail "$pod: root filesystem is not read-only"
 		# The pod's service-account token, for the final scan of every log for
 		# credentials (tests/e2e/last_secrets.sh).
@@ -403,7 +407,7 @@ t_node5_rolling_update() {
 		test "$(kubectl -n "$SC_NS" get pod "$pod" -o jsonpath='{.spec.containers[0].image}')" = "${tag#docker.io/library/}" ||
 			fail "$pod does not run the new image"
 	done
-	sc_pods | grep -qx "$(leader_pod)" || fail "the Lease is not held by a new pod: $(lease_holder "$SC_NS" "$SC_LEASE")"
+	is_sc_pod "$(leader_pod)" || fail "the Lease is not held by a new pod: $(lease_holder "$SC_NS" "$SC_LEASE")"
 	leading_overlap "$E2E_LOGS/node-rollout" || fail "two controllers led at once"
 	echo "    lease holders during the rollout:"
 	sed 's/^/      /' "$E2E_LOGS/node-rollout-lease.txt"
@@ -450,7 +454,7 @@ three_share() {
 	set -- $h
 	[ "$1" = 32 ] && [ "$2" = 3 ] || return 1
 	shift 2
-	for p in "$@"; do sc_pods | grep -qx "$p" || return 1; done
+	for p in "$@"; do is_sc_pod "$p" || return 1; done
 }
 
 # deploy/sharded applied over the running install, as a user switching to it: the

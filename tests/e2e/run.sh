@@ -197,6 +197,15 @@ elif [ "$(id -u)" != 0 ]; then
 else
 	start=$(date +%s)
 	# What the host looks like without the node: node-down must restore exactly it.
+	# A node that an earlier, killed run left (from this clone or another: the
+	# undo record is host-wide) is not part of that host: it is undone first, as
+	# node-up would, or the snapshot would hold it and a clean node-down would read
+	# as a difference.
+	if [ ! -f .local/node/env ] && [ -f /run/csc-node/record ]; then
+		echo "  note  an earlier run left a node behind: undoing it before the host snapshot"
+		bash hack/node-down.sh >/tmp/e2e-node-stale-down.log 2>&1 ||
+			{ echo "  note  that node-down failed (log: /tmp/e2e-node-stale-down.log)"; }
+	fi
 	[ -f .local/node/env ] || bash hack/node/host-state.sh >/tmp/e2e-host-before.txt
 	if bash hack/node-up.sh >/tmp/e2e-node-up.log 2>&1; then
 		[ -z "${CSC_TIMES:-}" ] || echo "$(( $(date +%s) - start )) e2e node-up" >>"$CSC_TIMES"

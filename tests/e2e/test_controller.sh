@@ -35,7 +35,7 @@ t_create_scale_ready() {
 	kubectl -n "$NS" patch foo foo1 --type merge -p '{"spec":{"replicas":3}}' >/dev/null
 	until_ok 30 jp_eq "$NS" deploy/web1 '{.spec.replicas}' 3 || fail "deployment did not follow to 3"
 	until_ok 60 jp_eq "$NS" foo/foo1 '{.status.availableReplicas}' 3 || fail "status did not follow to 3"
-	kubectl -n "$NS" get events --field-selector involvedObject.name=foo1,reason=Synced -o name | grep -q . || fail "no Synced event"
+	[ -n "$(kubectl -n "$NS" get events --field-selector involvedObject.name=foo1,reason=Synced -o name)" ] || fail "no Synced event"
 	teardown create
 }
 
@@ -170,12 +170,12 @@ t_bad_config_clear_errors() {
 	printf 'apiVersion: v1\nkind: Config\nclusters: [\n' >"$E2E_LOGS/bad.kubeconfig"
 	out=$("$SC_BIN" --kubeconfig "$E2E_LOGS/bad.kubeconfig" 2>&1) || rc=$?
 	test "$rc" = 2 || fail "malformed kubeconfig: exit $rc, want 2"
-	echo "$out" | grep -q "$E2E_LOGS/bad.kubeconfig" || fail "error does not name the file: $out"
+	grep -q "$E2E_LOGS/bad.kubeconfig" <<<"$out" || fail "error does not name the file: $out"
 	test "$(echo "$out" | wc -l)" = 1 || fail "more than one line: $out"
 	rc=0; out=$("$SC_BIN" --kubeconfig /nonexistent/kubeconfig 2>&1) || rc=$?
-	test "$rc" = 2 && echo "$out" | grep -q /nonexistent/kubeconfig || fail "missing kubeconfig: $rc $out"
+	test "$rc" = 2 && grep -q /nonexistent/kubeconfig <<<"$out" || fail "missing kubeconfig: $rc $out"
 	rc=0; out=$("$SC_BIN" --workers=zero 2>&1) || rc=$?
-	test "$rc" = 2 && echo "$out" | grep -q -- '-workers' || fail "bad flag: $rc $out"
+	test "$rc" = 2 && grep -q -- '-workers' <<<"$out" || fail "bad flag: $rc $out"
 	# Unreachable server: keeps running and says why it cannot sync.
 	start_controller unreachable --master https://127.0.0.1:1 --kubeconfig "$KUBECONFIG"
 	until_ok 20 grep -q 'Caches not synced yet.*127.0.0.1:1' "$E2E_LOGS/unreachable.log" ||
@@ -194,18 +194,18 @@ t_crd_validation_and_columns() {
 		rc=0
 		out=$(echo "{\"apiVersion\":\"samplecontroller.k8s.io/v1alpha1\",\"kind\":\"Foo\",\"metadata\":{\"name\":\"v\"},\"spec\":{$bad}}" |
 			kubectl -n "$NS" apply -f - 2>&1) || rc=$?
-		test "$rc" != 0 && echo "$out" | grep -q 'Invalid value' || fail "spec {$bad} was not rejected: $out"
+		test "$rc" != 0 && grep -q 'Invalid value' <<<"$out" || fail "spec {$bad} was not rejected: $out"
 	done
 	apply_foo "$NS" good web 3
-	kubectl -n "$NS" get fo good -o name | grep -q 'foo.samplecontroller.k8s.io/good' || fail "short name fo"
+	[ "$(kubectl -n "$NS" get fo good -o name)" = foo.samplecontroller.k8s.io/good ] || fail "short name fo"
 	# sed reads it all: head may exit before kubectl's last write, and pipefail
 	# then fails on kubectl's SIGPIPE (141) -- it did once, in a fresh make test.
 	out=$(kubectl -n "$NS" get foos | sed -n 1p)
 	for col in NAME DEPLOYMENT DESIRED AVAILABLE READY AGE; do
-		echo "$out" | grep -qw "$col" || fail "no printer column $col: $out"
+		grep -qw "$col" <<<"$out" || fail "no printer column $col: $out"
 	done
 	out=$("$SC_BIN" --version 2>&1) || fail "--version exited non-zero"
-	echo "$out" | grep -q "$(cat "$E2E_ROOT/VERSION")" || fail "--version does not print the VERSION: $out"
+	grep -q "$(cat "$E2E_ROOT/VERSION")" <<<"$out" || fail "--version does not print the VERSION: $out"
 	kubectl delete namespace "$NS" --wait=false >/dev/null
 }
 

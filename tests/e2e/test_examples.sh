@@ -34,7 +34,7 @@ t_example_configmap_hash() {
 		fail "no HashUpdated event"
 	# reportingComponent: set by both Event APIs (source is core/v1-only; the recorder
 	# writes events.k8s.io/v1 where the server serves it).
-	kubectl -n "$ns" get events --field-selector reason=HashUpdated -o jsonpath='{.items[*].reportingComponent}' | grep -q configmap-hash ||
+	grep -q configmap-hash <<<"$(kubectl -n "$ns" get events --field-selector reason=HashUpdated -o jsonpath='{.items[*].reportingComponent}')" ||
 		fail "events not from component configmap-hash"
 	stop_controller cmhash
 	kubectl delete namespace "$ns" --wait=false >/dev/null

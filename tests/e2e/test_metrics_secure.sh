@@ -229,7 +229,7 @@ for _ in range(1000): print(secrets.token_urlsafe(24))' >"$MS_TMP/tokens"
 	[ "$(wc -l <"$MS_TMP/codes")" = 1000 ] || fail "flood: $(wc -l <"$MS_TMP/codes") answers"
 	[ "$nother" = 0 ] || fail "flood answers other than 401/429: $(grep -v '^429 \|^401 ' "$MS_TMP/codes" | sort | uniq -c | head)"
 	[ "$n429" -gt 0 ] || fail "no 429 among the flood's answers"
-	! grep '^429 ' "$MS_TMP/codes" | grep -vq '^429 [1-9][0-9]*$' ||
+	[ -z "$(grep '^429 ' "$MS_TMP/codes" | grep -v '^429 [1-9][0-9]*$')" ] ||
 		fail "a 429 without Retry-After: $(grep '^429 ' "$MS_TMP/codes" | grep -v '^429 [1-9]' | head -1)"
 	[ "$(grep -c '^200$' "$MS_TMP/scrapes")" = 10 ] ||
 		fail "the scraper during the flood: $(sort "$MS_TMP/scrapes" | uniq -c | tr -s ' \n' ' ')"

@@ -81,7 +81,7 @@ writes() {
 fsub() { python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$1" "$2"; }
 fle() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)' "$1" "$2"; }
 created_for() { # created_for NAME FOO: the daemon's log says it created FOO's deployment
-	grep 'Created deployment' "$E2E_LOGS/$1.log" | grep -q "\"$2\""
+	grep -q "\"$2\"" <<<"$(grep 'Created deployment' "$E2E_LOGS/$1.log")"
 }
 deploy_exists() { kubectl -n "$1" get deploy "$2" >/dev/null 2>&1; }
 
@@ -220,7 +220,7 @@ t_le_network_cut_stops_before_takeover() {
 	kill -USR1 "$proxy"
 	until_ok 20 grep -q '"Started leading"' "$E2E_LOGS/cut-b.log" || fail "cut-b did not take over"
 	ta=$(json_log_ts "$E2E_LOGS/cut-a.log" Stopping) || fail "cut-a did not log that it stopped leading"
-	grep '"msg":"Stopping"' "$E2E_LOGS/cut-a.log" | grep -q '"err":"leader election lost"' ||
+	grep -q '"err":"leader election lost"' <<<"$(grep '"msg":"Stopping"' "$E2E_LOGS/cut-a.log")" ||
 		fail "cut-a's stop does not say the election was lost"
 	tb=$(json_log_ts "$E2E_LOGS/cut-b.log" "Started leading")
 	# renewTime is written by the leader from its own clock (this host's) when it
@@ -380,22 +380,22 @@ t_probes_before_after_sync_and_standby() {
 		sleep 0.5
 	done
 	body=$(curl -s --max-time 5 "http://$p/readyz?verbose")
-	echo "$body" | grep -qF '[-]informers-synced failed' || fail "readyz?verbose: $body"
-	echo "$body" | grep -qF '[+]leader-election ok' || fail "readyz?verbose: $body"
+	grep -qF '[-]informers-synced failed' <<<"$body" || fail "readyz?verbose: $body"
+	grep -qF '[+]leader-election ok' <<<"$body" || fail "readyz?verbose: $body"
 	# The reason stays out of the unauthenticated endpoint (as in Kubernetes:
 	# "reason withheld") and goes to the log.
-	grep 'Probe check failed' "$E2E_LOGS/probes.log" | grep -q 'forbidden' || fail "the log does not say why readyz fails"
+	grep -q 'forbidden' <<<"$(grep 'Probe check failed' "$E2E_LOGS/probes.log")" || fail "the log does not say why readyz fails"
 	# So does the check asked alone (security finding i).
 	body=$(curl -s --max-time 5 "http://$p/readyz/informers-synced?verbose")
 	[ "$body" = "internal server error: reason withheld" ] || fail "readyz/informers-synced: $body"
-	curl -s --max-time 5 "http://$p/healthz?verbose" | grep -qF '[+]event-loop ok' || fail "healthz?verbose"
+	grep -qF '[+]event-loop ok' <<<"$(curl -s --max-time 5 "http://$p/healthz?verbose")" || fail "healthz?verbose"
 	# Rights granted while it runs: the informers recover and it becomes ready.
 	kubectl -n "$NS" create role reader --verb=get,list,watch \
 		--resource=foos.samplecontroller.k8s.io,deployments.apps >/dev/null
 	kubectl -n "$NS" create rolebinding reader --role=reader --serviceaccount="$NS:norights" >/dev/null
 	until_ok 60 code_is "$p/readyz" 200 || fail "readyz after sync: not 200"
 	body=$(curl -s --max-time 5 "http://$p/readyz?verbose")
-	echo "$body" | grep -qF '[+]informers-synced ok' || fail "readyz?verbose after sync: $body"
+	grep -qF '[+]informers-synced ok' <<<"$body" || fail "readyz?verbose after sync: $body"
 	test "$(http_code "http://$p/healthz")" = 200 || fail "healthz after sync"
 	grep -q '"Caches synced"' "$E2E_LOGS/probes.log" || fail "no 'Caches synced' in the log"
 	stop_controller probes
@@ -414,7 +414,7 @@ t_probes_before_after_sync_and_standby() {
 	is_leader "$pb" && sb=$pa
 	is_leader "$sb" && fail "two leaders"
 	body=$(curl -s --max-time 5 "http://$sb/readyz?verbose")
-	echo "$body" | grep -qF '[+]leader-election ok' || fail "standby readyz?verbose: $body"
+	grep -qF '[+]leader-election ok' <<<"$body" || fail "standby readyz?verbose: $body"
 	test "$(http_code "http://$sb/healthz")" = 200 || fail "standby healthz"
 	stop_controller probes-a
 	stop_controller probes-b
@@ -570,7 +570,7 @@ t_events_aggregated_not_multiplied() {
 	test "$(kubectl -n "$NS" get events --field-selector "$sel" -o jsonpath='{.items[0].metadata.name}')" = "$name" ||
 		fail "the Event was replaced by another object"
 	test "$(jp "$NS" "event/$name" '{.type}')" = Warning || fail "not a Warning"
-	jp "$NS" "event/$name" '{.message}' | grep -q 'Resource "foreign" already exists and is not managed by Foo' ||
+	grep -q 'Resource "foreign" already exists and is not managed by Foo' <<<"$(jp "$NS" "event/$name" '{.message}')" ||
 		fail "message: $(jp "$NS" "event/$name" '{.message}')"
 	test "$(jp "$NS" "event/$name" '{.involvedObject.kind}/{.involvedObject.uid}')" = "Foo/$(jp "$NS" foo/e1 '{.metadata.uid}')" ||
 		fail "involvedObject is not the Foo"

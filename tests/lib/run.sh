@@ -64,7 +64,7 @@ t_symbols() {
 	[ -z "$bad" ] || { echo "global in libckube.a without the ck_ prefix:"; echo "$bad"; return 1; }
 	# No thread cancellation: glibc unwinds a cancelled thread through libgcc_s, which
 	# the release image does not carry; the daemon died of it (exit 139) on the node.
-	! nm -D --undefined-only "$so" | grep -qw pthread_cancel ||
+	! grep -qw pthread_cancel <<<"$(nm -D --undefined-only "$so")" ||
 		{ echo "libckube calls pthread_cancel, which needs libgcc_s at run time"; return 1; }
 	local dyn
 	dyn=$(readelf -d "$so")
@@ -156,7 +156,7 @@ t_dynamic() {
 
 t_static() {
 	build_static "$tmp/hello-static" tests/lib/hello.c || return 1
-	"$tmp/hello-static" | grep -q "^libckube $VERSION server https://127.0.0.1:6443 2 4$"
+	grep -q "^libckube $VERSION server https://127.0.0.1:6443 2 4$" <<<"$("$tmp/hello-static")"
 }
 
 t_examples() {
