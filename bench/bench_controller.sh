@@ -68,7 +68,7 @@
 #   BENCH_BACKLOG            Foos created while stopped, for the reaction during a
 #                            restart (default: the last count)
 #   BENCH_LOGS               controller logs (default .local/bench-logs)
-#   BENCH_OUT                data files and PNG plots (default .local/bench-out)
+#   BENCH_OUT                data files and PNG plots (default build/bench-out)
 # Needs the local control plane (bash hack/local-up.sh); bench/run.sh starts it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -105,7 +105,7 @@ PARALLEL="${BENCH_PARALLEL:-2}"
 SETTLE="${BENCH_SETTLE:-15}"
 READY_TIMEOUT="${BENCH_READY_TIMEOUT:-2400}"
 LOGS="${BENCH_LOGS:-$root/.local/bench-logs}"
-OUT="${BENCH_OUT:-$root/.local/bench-out}"
+OUT="${BENCH_OUT:-$root/build/bench-out}"
 SINGLES="${BENCH_SINGLES:-20}"
 BURST_FOOS="${BENCH_BURST_FOOS:-100}"
 BACKLOG="${BENCH_BACKLOG:-${COUNTS##* }}"
@@ -138,7 +138,6 @@ mkdir -p "$LOGS" "$OUT"
 # The repository as it was when the run started (others may commit meanwhile).
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 work="$(mktemp -d)"
-CLK_TCK=$(getconf CLK_TCK)
 ctl_pid="" ns="" rr_proxy="" rr_waiter=""
 
 cleanup() {
@@ -158,29 +157,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 say() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-# CPU ticks (utime + stime) of a process; the comm field may hold spaces, so cut
-# everything up to the last ") " first: utime and stime are then fields 12 and 13.
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'; }
-status_mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 # mem KEY: RSS, RssAnon and PSS (MiB) of the controller into R[impl,KEY], R[impl,KEYanon],
 # R[impl,KEYpss].
 mem() {
 	R[$impl,$1]=$(status_mib "$ctl_pid" VmRSS)
 	R[$impl,${1}anon]=$(status_mib "$ctl_pid" RssAnon)
-	R[$impl,${1}pss]=$(awk '$1 == "Pss:" { printf "%.1f", $2 / 1024 }' "/proc/$ctl_pid/smaps_rollup")
+	R[$impl,${1}pss]=$(pss_mib "$ctl_pid")
 }
 mem_text() { echo "${R[$impl,$1]} MiB (anon ${R[$impl,${1}anon]}, PSS ${R[$impl,${1}pss]})"; }
-# Foo writes (create/update/patch/delete, any subresource) the API server has
-# served since it started, from its own metrics. Cluster-wide: others' tests count too.
-foo_writes() {
-	kubectl get --raw /metrics 2>/dev/null | awk '
-		/^apiserver_request_total\{/ && /resource="foos"/ && /verb="(POST|PUT|PATCH|DELETE)"/ { n += $NF }
-		END { printf "%d", n }'
-}
-
 # gen_foos FROM TO DIR [PREFIX [CHUNK]]: files of CHUNK ($CHUNK) Foos each, named
 # PREFIX (foo-) FROM .. TO, each with a Deployment of the same name.
 gen_foos() {
@@ -237,44 +223,6 @@ new_ns() {
 		sleep 0.5
 	done
 	echo "$n"
-}
-
-start_ctl() { # impl ns log [more flags of the C daemon]
-	local impl="$1" n="$2" log="$3"
-	shift 3
-	case "$impl" in
-	c)
-		"$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
-			--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
-			"$@" >"$log" 2>&1 &
-		;;
-	go)
-		"$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
-			-kube-api-burst "$BURST" >"$log" 2>&1 &
-		;;
-	cr)
-		# Its metrics and health probe servers are off in its code.
-		"$CR_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
-			-kube-api-burst "$BURST" >"$log" 2>&1 &
-		;;
-	rs)
-		"$RS_SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
-			--kube-api-burst "$BURST" >"$log" 2>&1 &
-		;;
-	esac
-	ctl_pid=$!
-}
-
-stop_ctl() {
-	local i
-	kill -TERM "$ctl_pid" 2>/dev/null || true
-	for i in $(seq 1 120); do
-		kill -0 "$ctl_pid" 2>/dev/null || break
-		sleep 0.5
-	done
-	kill -KILL "$ctl_pid" 2>/dev/null || true
-	wait "$ctl_pid" 2>/dev/null || true
-	ctl_pid=""
 }
 
 # restart_reaction LOG: the reaction to a new Foo while a restarted controller

@@ -72,7 +72,7 @@ SETTLE=${SCALE_SETTLE:-10}
 NEW=${SCALE_NEW:-10}
 REACT_TIMEOUT=${SCALE_REACT_TIMEOUT:-120}
 READY_TIMEOUT=${SCALE_READY_TIMEOUT:-3600}
-OUT=${BENCH_OUT:-$root/.local/bench-out}/scale
+OUT=${BENCH_OUT:-$root/build/bench-out}/scale
 SC_BIN=${SC_BIN:-$root/bin/sample-controller}
 ENVTEST="$root/bin/ckube-envtest"
 NS=scale
@@ -80,6 +80,8 @@ last=${STEPS##* }
 declare -A NAME=([c]=C [go]=Go [cr]=controller-rt [rs]=kube-rs)
 
 say() { printf '%s bench_scale: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 [ -x "$SC_BIN" ] && [ -x "$ENVTEST" ] || { say "build first (make all)"; exit 1; }
 if [[ " ${impls[*]} " == *" go "* ]] && [ -z "${GO_SC_BIN:-}" ]; then
 	GO_SC_BIN="$(bash bench/build_go_controller.sh | tail -n 1)" || exit 1
@@ -96,7 +98,6 @@ rm -rf "$OUT/run"
 mkdir -p "$OUT/run/envs"
 export CKUBE_ENVTEST_STATE_DIR="$OUT/run/envs"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
-CLK_TCK=$(getconf CLK_TCK)
 ctl_pid="" proxy="" bg=""
 
 cleanup() {
@@ -107,21 +108,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-secs() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", t / hz }'; }
-mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-pss() { awk '$1 == "Pss:" { printf "%.1f", $2 / 1024 }' "/proc/$1/smaps_rollup"; }
 # rec KIND IMPL COUNT FIGURE VALUE: one CSV row.
 rec() { echo "$1,$2,$3,$4,$5" >>"$OUT/scale.csv"; }
-# Foo writes (create/update/patch/delete, any subresource) the API server served.
-foo_writes() {
-	kubectl get --raw /metrics 2>/dev/null | awk '
-		/^apiserver_request_total\{/ && /resource="foos"/ && /verb="(POST|PUT|PATCH|DELETE)"/ { n += $NF }
-		END { printf "%d", n }'
-}
 count_of() { # count_of PATH: how many objects PATH lists (a page of one and the count of the rest)
 	kubectl get --raw "/apis/$1?limit=1" 2>/dev/null |
 		python3 -c 'import json,sys; l=json.load(sys.stdin); print(len(l["items"]) + int(l["metadata"].get("remainingItemCount", 0)))' 2>/dev/null ||
@@ -135,54 +123,9 @@ wait_watching() {
 	done
 }
 
-start_ctl() { # start_ctl IMPL LOG [env assignments...]: ctl_pid
-	local impl=$1 log=$2
-	shift 2
-	case "$impl" in
-	c) env "$@" "$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$NS" --kube-api-qps "$QPS" \
-		--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
-		${C_FLAGS:-} >"$log" 2>&1 & ;;
-	go) env "$@" "$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$NS" -kube-api-qps "$QPS" \
-		-kube-api-burst "$BURST" >"$log" 2>&1 & ;;
-	cr) env "$@" "$CR_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$NS" -kube-api-qps "$QPS" \
-		-kube-api-burst "$BURST" >"$log" 2>&1 & ;;
-	rs) env "$@" "$RS_SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$NS" --kube-api-qps "$QPS" \
-		--kube-api-burst "$BURST" >"$log" 2>&1 & ;;
-	esac
-	ctl_pid=$!
-}
-stop_ctl() {
-	local i
-	[ -n "$ctl_pid" ] || return 0
-	kill -TERM "$ctl_pid" 2>/dev/null
-	for i in $(seq 1 100); do
-		kill -0 "$ctl_pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	kill -KILL "$ctl_pid" 2>/dev/null
-	wait "$ctl_pid" 2>/dev/null
-	ctl_pid=""
-}
-# wait_started LOG SECONDS: 0 once LOG says "Started workers"; 1 if the process
-# exited or the time ran out.
-wait_started() {
-	local deadline=$((SECONDS + $2))
-	until grep -q "Started workers" "$1" 2>/dev/null; do
-		kill -0 "$ctl_pid" 2>/dev/null && [ $SECONDS -lt $deadline ] || return 1
-		sleep 0.1
-	done
-}
-
-out=$("$ENVTEST" start deploy/crd.yaml) || { say "ckube-envtest start failed"; exit 1; }
-export KUBECONFIG="${out#export KUBECONFIG=}"
-apiserver_pid=$(awk '$1 == "kube-apiserver" { p = $2 } END { print p }' "$(cat "$OUT/run/envs/current")/pids" 2>/dev/null)
-kill -0 "$apiserver_pid" 2>/dev/null || { say "no kube-apiserver pid in the envtest state"; exit 1; }
+envtest_up || { say "ckube-envtest start failed"; exit 1; }
 kubectl create namespace "$NS" >/dev/null || exit 1
-proxy_port=$(free_port)
-kubectl proxy --port="$proxy_port" >/dev/null 2>&1 &
-proxy=$!
-for i in $(seq 1 80); do curl -sf -o /dev/null "http://127.0.0.1:$proxy_port/readyz" && break; sleep 0.25; done
-PROXY="http://127.0.0.1:$proxy_port"
+proxy_up || { say "kubectl proxy did not start"; exit 1; }
 echo "kind,impl,foos,figure,value" >"$OUT/scale.csv"
 say "kube-apiserver pid $apiserver_pid; $(nproc) cores; steps: $STEPS; client qps $QPS burst $BURST"
 
@@ -192,16 +135,16 @@ for n in $STEPS; do
 	if [ "$n" -gt "$made" ]; then
 		log="$OUT/run/load-$n.log"
 		mport=$(free_port)
-		C_FLAGS="--metrics-bind-address=127.0.0.1:$mport --health-probe-bind-address=127.0.0.1:$mport --metrics-secure=false" \
-			start_ctl c "$log"
+		start_ctl c "$NS" "$log" --metrics-bind-address=127.0.0.1:$mport \
+			--health-probe-bind-address=127.0.0.1:$mport --metrics-secure=false
 		wait_started "$log" 600 || { say "the C daemon did not start: $(tail -n 3 "$log")"; exit 1; }
-		c0=$(ticks "$ctl_pid")
+		c0=$(cpu_ticks "$ctl_pid")
 		t0=$(now)
 		python3 bench/wait_ready.py "$NS" "$n" "$t0" "$READY_TIMEOUT" --owned >"$OUT/run/owned.out" &
 		bg=$!
 		python3 bench/mkfoos.py "$PROXY" "$NS" - $((n - made)) 16 foo- $((made + 1)) >&2 ||
 			{ say "creating the Foos failed"; exit 1; }
-		created=$(since "$t0")
+		created=$(elapsed "$t0")
 		wait "$bg" || { say "not every Foo has its Deployment: $(cat "$OUT/run/owned.out")"; rc=1; }
 		bg=""
 		done_s=$(sed -n 's/.*owned=\([0-9.]*\).*/\1/p' "$OUT/run/owned.out")
@@ -211,29 +154,29 @@ for n in $STEPS; do
 		# availableReplicas alone, and the daemon writes its conditions back).
 		until [ "$(curl -sf --max-time 5 "http://127.0.0.1:$mport/metrics" |
 			awk '/^workqueue_depth[{ ]/ { s += $NF; seen = 1 } END { print seen ? s : "none" }')" = 0 ]; do
-			[ "$(since "$t0" | cut -d. -f1)" -lt "$READY_TIMEOUT" ] || { say "the work queue never drained"; break; }
+			[ "$(elapsed "$t0" | cut -d. -f1)" -lt "$READY_TIMEOUT" ] || { say "the work queue never drained"; break; }
 			sleep 1
 		done
-		drained=$(since "$t0")
-		loadcpu=$(secs $(($(ticks "$ctl_pid") - c0)))
+		drained=$(elapsed "$t0")
+		loadcpu=$(ticks_to_s $(($(cpu_ticks "$ctl_pid") - c0)))
 		sleep "$SETTLE"
 		rec load c "$n" created_s "$created"
 		rec load c "$n" done_s "${done_s:-}"
 		rec load c "$n" drained_s "$drained"
 		rec load c "$n" load_cpu_s "$loadcpu"
-		rec load c "$n" rss_mib "$(mib "$ctl_pid" VmRSS)"
-		rec load c "$n" rssanon_mib "$(mib "$ctl_pid" RssAnon)"
-		rec load c "$n" pss_mib "$(pss "$ctl_pid")"
-		rec load c "$n" hwm_mib "$(mib "$ctl_pid" VmHWM)"
+		rec load c "$n" rss_mib "$(status_mib "$ctl_pid" VmRSS)"
+		rec load c "$n" rssanon_mib "$(status_mib "$ctl_pid" RssAnon)"
+		rec load c "$n" pss_mib "$(pss_mib "$ctl_pid")"
+		rec load c "$n" hwm_mib "$(status_mib "$ctl_pid" VmHWM)"
 		say "[c] $n Foos: created in ${created}s, each with its Deployment after ${done_s:-?}s, queue empty after ${drained}s;" \
-			"CPU ${loadcpu}s; at rest RSS $(mib "$ctl_pid" VmRSS) MiB (anon $(mib "$ctl_pid" RssAnon), PSS $(pss "$ctl_pid"))"
+			"CPU ${loadcpu}s; at rest RSS $(status_mib "$ctl_pid" VmRSS) MiB (anon $(status_mib "$ctl_pid" RssAnon), PSS $(pss_mib "$ctl_pid"))"
 		if [ "$n" = "$last" ]; then
 			w0=$(foo_writes)
-			c0=$(ticks "$ctl_pid")
+			c0=$(cpu_ticks "$ctl_pid")
 			sleep "$STEADY"
-			rec steady c "$n" cpu_s "$(secs $(($(ticks "$ctl_pid") - c0)))"
+			rec steady c "$n" cpu_s "$(ticks_to_s $(($(cpu_ticks "$ctl_pid") - c0)))"
 			rec steady c "$n" foo_writes $(($(foo_writes) - w0))
-			say "[c] steady ${STEADY}s: CPU $(secs $(($(ticks "$ctl_pid") - c0)))s, $(($(foo_writes) - w0)) Foo writes"
+			say "[c] steady ${STEADY}s: CPU $(ticks_to_s $(($(cpu_ticks "$ctl_pid") - c0)))s, $(($(foo_writes) - w0)) Foo writes"
 			python3 bench/reaction.py "$NS" burst- 100 300 >"$OUT/run/react.out" &
 			bg=$!
 			wait_watching "$OUT/run/react.out" || exit 1
@@ -251,7 +194,7 @@ for n in $STEPS; do
 	for impl in "${impls[@]}"; do
 		log="$OUT/run/start-$impl-$n.log"
 		t0=$(now)
-		start_ctl "$impl" "$log"
+		start_ctl "$impl" "$NS" "$log"
 		if ! wait_started "$log" 600; then
 			say "[$impl] did not start at $n: $(tail -n 3 "$log")"
 			rec start "$impl" "$n" synced_s failed
@@ -259,17 +202,17 @@ for n in $STEPS; do
 			rc=1
 			continue
 		fi
-		synced=$(since "$t0")
+		synced=$(elapsed "$t0")
 		# (parenthesised: in awk, printf's ">" is a redirection)
 		sleep "$(awk -v t="$t0" -v n="$(now)" 'BEGIN { d = t + 30 - n; printf "%.2f", (d > 0 ? d : 0) }')"
 		rec start "$impl" "$n" synced_s "$synced"
-		rec start "$impl" "$n" cpu30_s "$(secs "$(ticks "$ctl_pid")")"
-		rec start "$impl" "$n" hwm_mib "$(mib "$ctl_pid" VmHWM)"
-		rec start "$impl" "$n" rss_mib "$(mib "$ctl_pid" VmRSS)"
-		rec start "$impl" "$n" rssanon_mib "$(mib "$ctl_pid" RssAnon)"
-		rec start "$impl" "$n" pss_mib "$(pss "$ctl_pid")"
-		say "[$impl] fresh start at $n: synced ${synced}s, CPU $(secs "$(ticks "$ctl_pid")")s in 30 s," \
-			"peak $(mib "$ctl_pid" VmHWM) MiB, RSS $(mib "$ctl_pid" VmRSS) (anon $(mib "$ctl_pid" RssAnon), PSS $(pss "$ctl_pid"))"
+		rec start "$impl" "$n" cpu30_s "$(ticks_to_s "$(cpu_ticks "$ctl_pid")")"
+		rec start "$impl" "$n" hwm_mib "$(status_mib "$ctl_pid" VmHWM)"
+		rec start "$impl" "$n" rss_mib "$(status_mib "$ctl_pid" VmRSS)"
+		rec start "$impl" "$n" rssanon_mib "$(status_mib "$ctl_pid" RssAnon)"
+		rec start "$impl" "$n" pss_mib "$(pss_mib "$ctl_pid")"
+		say "[$impl] fresh start at $n: synced ${synced}s, CPU $(ticks_to_s "$(cpu_ticks "$ctl_pid")")s in 30 s," \
+			"peak $(status_mib "$ctl_pid" VmHWM) MiB, RSS $(status_mib "$ctl_pid" VmRSS) (anon $(status_mib "$ctl_pid" RssAnon), PSS $(pss_mib "$ctl_pid"))"
 		stop_ctl
 	done
 done
@@ -287,15 +230,16 @@ for v in "${variants[@]}"; do
 	# (it answers 504 and stops): asked again until none is left.
 	until [ "$(count_of "apps/v1/namespaces/$NS/deployments")" = 0 ]; do
 		curl -s -o /dev/null --max-time 70 -X DELETE "$PROXY/apis/apps/v1/namespaces/$NS/deployments"
-		[ "$(since "$t0" | cut -d. -f1)" -lt 1800 ] || { say "Deployments still there after 30 min"; exit 1; }
+		[ "$(elapsed "$t0" | cut -d. -f1)" -lt 1800 ] || { say "Deployments still there after 30 min"; exit 1; }
 	done
 	foos=$(count_of "samplecontroller.k8s.io/v1alpha1/namespaces/$NS/foos")
-	say "[$label] every Deployment deleted (${foos} Foos need one) in $(since "$t0")s"
+	say "[$label] every Deployment deleted (${foos} Foos need one) in $(elapsed "$t0")s"
 	python3 bench/reaction.py "$NS" "new-$label-" "$NEW" "$REACT_TIMEOUT" >"$OUT/run/react.out" &
 	bg=$!
 	wait_watching "$OUT/run/react.out" || exit 1
 	log="$OUT/run/restart-$label.log"
-	C_FLAGS=$([ "$mode" = fifo ] && echo --priority-queue=false) start_ctl "$impl" "$log"
+	# shellcheck disable=SC2046
+	start_ctl "$impl" "$NS" "$log" $([ "$mode" = fifo ] && echo --priority-queue=false)
 	sleep 1
 	for i in $(seq 1 "$NEW"); do
 		python3 bench/mkfoos.py "$PROXY" "$NS" - 1 1 "new-$label-" "$i" >/dev/null
@@ -316,23 +260,23 @@ done
 for mode in true false true false; do
 	label=$([ $mode = true ] && echo streaming || echo paged)
 	echo 5 >"/proc/$apiserver_pid/clear_refs" 2>/dev/null || say "cannot reset the API server's VmHWM"
-	base=$(mib "$apiserver_pid" VmRSS)
-	a0=$(ticks "$apiserver_pid")
+	base=$(status_mib "$apiserver_pid" VmRSS)
+	a0=$(cpu_ticks "$apiserver_pid")
 	log="$OUT/run/list-$label.log"
 	t0=$(now)
-	start_ctl c "$log" KUBE_FEATURE_WatchListClient=$mode
+	CTL_ENV=KUBE_FEATURE_WatchListClient=$mode start_ctl c "$NS" "$log"
 	wait_started "$log" 600 || { say "[$label] did not start"; rc=1; stop_ctl; continue; }
-	synced=$(since "$t0")
-	acpu=$(secs $(($(ticks "$apiserver_pid") - a0)))
-	apeak=$(awk -v h="$(mib "$apiserver_pid" VmHWM)" -v b="$base" 'BEGIN { printf "%.1f", h - b }')
+	synced=$(elapsed "$t0")
+	acpu=$(ticks_to_s $(($(cpu_ticks "$apiserver_pid") - a0)))
+	apeak=$(awk -v h="$(status_mib "$apiserver_pid" VmHWM)" -v b="$base" 'BEGIN { printf "%.1f", h - b }')
 	rec list "$label" "$last" synced_s "$synced"
 	rec list "$label" "$last" apiserver_cpu_s "$acpu"
 	rec list "$label" "$last" apiserver_peak_above_mib "$apeak"
 	rec list "$label" "$last" apiserver_rss_before_mib "$base"
-	rec list "$label" "$last" ctl_cpu_s "$(secs "$(ticks "$ctl_pid")")"
-	rec list "$label" "$last" ctl_hwm_mib "$(mib "$ctl_pid" VmHWM)"
+	rec list "$label" "$last" ctl_cpu_s "$(ticks_to_s "$(cpu_ticks "$ctl_pid")")"
+	rec list "$label" "$last" ctl_hwm_mib "$(status_mib "$ctl_pid" VmHWM)"
 	say "[$label] synced in ${synced}s; kube-apiserver: ${acpu} CPU s, peak +${apeak} MiB over ${base};" \
-		"the daemon: $(secs "$(ticks "$ctl_pid")") CPU s, peak $(mib "$ctl_pid" VmHWM) MiB"
+		"the daemon: $(ticks_to_s "$(cpu_ticks "$ctl_pid")") CPU s, peak $(status_mib "$ctl_pid" VmHWM) MiB"
 	stop_ctl
 	sleep 5
 done
@@ -438,5 +382,41 @@ PY
 		unset multiplot
 	GP
 	[ -f "$OUT/scale-rss.png" ] && say "plot: $OUT/scale-rss.png"
+	# The reaction during a restart: p50 and max per controller; a controller that
+	# reacted to none drawn at the time limit, hatched.
+	python3 - "$OUT/scale.csv" "$REACT_TIMEOUT" >"$OUT/scale-restart.dat" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["kind"] == "restart"]
+limit_ms = float(sys.argv[2]) * 1000
+v = {(r["impl"], r["figure"]): r["value"] for r in rows}
+print("# label backlog p50_ms max_ms none(1 = reacted to none: drawn at the limit)")
+for label in dict.fromkeys(r["impl"] for r in rows):
+    foos = next(r["foos"] for r in rows if r["impl"] == label)
+    n = v.get((label, "n"), "0") or "0"
+    none = n in ("0", "")
+    p50 = limit_ms if none else float(v.get((label, "p50_ms")) or limit_ms)
+    mx = limit_ms if none else float(v.get((label, "max_ms")) or limit_ms)
+    print('"%s" %s %.0f %.0f %d' % (label, foos, max(p50, 1), max(mx, 1), none))
+PY
+	if [ "$(grep -vc '^#' "$OUT/scale-restart.dat")" -gt 0 ]; then
+		backlog=$(awk '!/^#/ { print $2; exit }' "$OUT/scale-restart.dat")
+		gnuplot <<-GP || say "gnuplot failed: no restart plot"
+			set terminal pngcairo size 900,440 noenhanced
+			set output '$OUT/scale-restart.png'
+			set title "new Foos created during a restart with $backlog Foos each needing a write\n($(date -u +%Y-%m-%d), $commit; none reacted to in ${REACT_TIMEOUT} s: drawn at the limit, hatched)"
+			set logscale y
+			set yrange [1:*]
+			set ylabel 'reaction latency (ms)'
+			set style data histograms
+			set style histogram clustered gap 1
+			set boxwidth 0.9
+			set grid ytics
+			set key top left
+			plot '$OUT/scale-restart.dat' using (\$5 > 0 ? 1/0 : \$3):xtic(1) title 'p50' fill solid 0.6, \
+			     '' using (\$5 > 0 ? 1/0 : \$4) title 'max' fill solid 0.3, \
+			     '' using (\$5 > 0 ? \$3 : 1/0) title 'none reacted to' fill pattern 4
+		GP
+		[ -f "$OUT/scale-restart.png" ] && say "plot: $OUT/scale-restart.png"
+	fi
 fi
 exit $rc

@@ -30,7 +30,7 @@ FOOS=${SHARD_FOOS:-10000}
 NS=${SHARD_NS:-100}
 REPLICAS=${SHARD_REPLICAS:-1 2 4}
 GATES=${SHARD_GATES:-true false}
-OUT=${BENCH_OUT:-$root/.local/bench-out}/sharded
+OUT=${BENCH_OUT:-$root/build/bench-out}/sharded
 BIN="$root/bin/sample-controller"
 ENVTEST="$root/bin/ckube-envtest"
 mkdir -p "$OUT"
@@ -39,6 +39,8 @@ mkdir -p "$OUT/run/envs"
 export CKUBE_ENVTEST_STATE_DIR="$OUT/run/envs"
 
 say() { echo "bench_sharded: $*" >&2; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 [ -x "$BIN" ] && [ -x "$ENVTEST" ] || { say "build first (make all)"; exit 1; }
 
 pids=() proxy="" waiter=""
@@ -50,25 +52,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-until_ok() { # until_ok SECONDS COMMAND...
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.5
-	done
-}
 metric_sum() { # metric_sum FILE NAME [LABEL-MATCH]: the sum of NAME's samples
 	awk -v n="$2" -v m="${3:-}" '
 		index($1, n "{") == 1 || $1 == n { if (m == "" || index($1, m)) s += $NF }
 		END { printf "%.0f", s }' "$1"
 }
-proc_field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
-cpu_secs() { # user + system seconds of pid $1
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.1f", ($12 + $13) / hz }' "/proc/$1/stat"
-}
-
 # fresh_foos: no Deployment and no Foo left (a delete-collection of each per
 # namespace, through the kubectl proxy), then the Foos anew.
 fresh_foos() {
@@ -77,13 +65,13 @@ fresh_foos() {
 	for r in apps/v1/namespaces/%s/deployments samplecontroller.k8s.io/v1alpha1/namespaces/%s/foos; do
 		for i in $(seq 1 "$NS"); do
 			# shellcheck disable=SC2059
-			curl -sf -o /dev/null -X DELETE "http://127.0.0.1:$proxy_port/apis/$(printf "$r" "app-$i")" ||
+			curl -sf -o /dev/null -X DELETE "$PROXY/apis/$(printf "$r" "app-$i")" ||
 				{ say "delete-collection $r in app-$i failed"; return 1; }
 		done
 	done
 	until_ok 120 none deployments || { say "Deployments still there"; return 1; }
 	until_ok 120 none foos || { say "Foos still there"; return 1; }
-	python3 bench/mkfoos.py "http://127.0.0.1:$proxy_port" app- "$NS" "$FOOS" >&2 ||
+	python3 bench/mkfoos.py "$PROXY" app- "$NS" "$FOOS" >&2 ||
 		{ say "creating the Foos failed"; return 1; }
 }
 
@@ -112,7 +100,7 @@ run() {
 	for i in $(seq 0 $((n - 1))); do
 		local m="$OUT/run/m-$label-$n-$i.txt" p=${pids[$i]}
 		curl -sf --max-time 5 "http://127.0.0.1:${ports[$i]}/metrics" >"$m" || { say "no metrics from replica $i"; rc=1; }
-		echo "$gate,$label,$n,$((i + 1)),$done_s,$(metric_sum "$m" informer_objects 'resource="foos.samplecontroller.k8s.io"'),$(($(proc_field "$p" VmHWM) / 1024)),$(cpu_secs "$p"),$(metric_sum "$m" rest_client_response_body_bytes_total),$(metric_sum "$m" rest_client_requests_total),$(metric_sum "$m" rest_client_resource_requests_total 'resource="leases"')" >>"$OUT/sharded.csv"
+		echo "$gate,$label,$n,$((i + 1)),$done_s,$(metric_sum "$m" informer_objects 'resource="foos.samplecontroller.k8s.io"'),$(status_mib "$p" VmHWM),$(ticks_to_s "$(cpu_ticks "$p")"),$(metric_sum "$m" rest_client_response_body_bytes_total),$(metric_sum "$m" rest_client_requests_total),$(metric_sum "$m" rest_client_resource_requests_total 'resource="leases"')" >>"$OUT/sharded.csv"
 	done
 	for i in "${pids[@]}"; do kill -TERM "$i" 2>/dev/null; done
 	for i in "${pids[@]}"; do wait "$i" 2>/dev/null; done
@@ -124,13 +112,8 @@ run() {
 echo "gate,mode,replicas,replica,done_s,foos_cached,vmhwm_mib,cpu_s,body_bytes,requests,lease_requests" >"$OUT/sharded.csv"
 rc=0
 for gate in $GATES; do
-	out=$("$ENVTEST" start -feature-gates "ShardedListAndWatch=$gate" deploy/crd.yaml) ||
-		{ say "ckube-envtest start (gate $gate) failed"; exit 1; }
-	export KUBECONFIG="${out#export KUBECONFIG=}"
-	proxy_port=$(free_port)
-	kubectl proxy --port="$proxy_port" >/dev/null 2>&1 &
-	proxy=$!
-	until_ok 20 curl -sf -o /dev/null "http://127.0.0.1:$proxy_port/readyz" || { say "kubectl proxy did not start"; exit 1; }
+	envtest_up -feature-gates "ShardedListAndWatch=$gate" || { say "ckube-envtest start (gate $gate) failed"; exit 1; }
+	proxy_up || { say "kubectl proxy did not start"; exit 1; }
 	if [ "$gate" = true ]; then
 		fresh_foos || exit 1
 		run "$gate" leader 1 --leader-elect || rc=1

@@ -1,0 +1,110 @@
+# bench/lib.sh: what the system benchmarks (bench_controller.sh, bench_scale.sh,
+# bench_sharded.sh, bench_streaming.sh) share, sourced by each. Figures come from
+# /proc and from the API server's own metrics, never from the program measured.
+#
+# The caller sets, where it uses them: CLK_TCK is set here; KUBECONFIG; SC_BIN,
+# GO_SC_BIN, CR_SC_BIN, RS_SC_BIN, QPS and BURST for start_ctl; ENVTEST and
+# CKUBE_ENVTEST_STATE_DIR for envtest_up.
+
+CLK_TCK=$(getconf CLK_TCK)
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; } # seconds since $1 (a now)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+until_ok() { # until_ok SECONDS COMMAND...: 0 once COMMAND succeeds, 1 when the time is up
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.5
+	done
+}
+
+# CPU ticks (utime + stime) of a process; the comm field may hold spaces, so cut
+# everything up to the last ") " first: utime and stime are then fields 12 and 13.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'; }
+status_mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; } # PID FIELD
+pss_mib() { awk '$1 == "Pss:" { printf "%.1f", $2 / 1024 }' "/proc/$1/smaps_rollup"; }
+
+# Foo writes (create/update/patch/delete, any subresource) the API server has
+# served since it started, from its own metrics. Cluster-wide.
+foo_writes() {
+	kubectl get --raw /metrics 2>/dev/null | awk '
+		/^apiserver_request_total\{/ && /resource="foos"/ && /verb="(POST|PUT|PATCH|DELETE)"/ { n += $NF }
+		END { printf "%d", n }'
+}
+
+# envtest_up [ckube-envtest start flags...]: etcd + kube-apiserver of our own, with
+# deploy/crd.yaml, exporting KUBECONFIG and setting apiserver_pid. The caller's EXIT
+# trap runs "$ENVTEST" stop.
+envtest_up() {
+	local out
+	out=$("$ENVTEST" start "$@" deploy/crd.yaml) || return 1
+	export KUBECONFIG="${out#export KUBECONFIG=}"
+	apiserver_pid=$(awk '$1 == "kube-apiserver" { p = $2 } END { print p }' \
+		"$(cat "$CKUBE_ENVTEST_STATE_DIR/current")/pids" 2>/dev/null)
+	kill -0 "$apiserver_pid" 2>/dev/null || { echo "no kube-apiserver pid in the envtest state" >&2; return 1; }
+}
+# proxy_up: a kubectl proxy for plain-HTTP scripts, setting proxy (its PID) and
+# PROXY (its URL).
+proxy_up() {
+	local port
+	port=$(free_port)
+	kubectl proxy --port="$port" >/dev/null 2>&1 &
+	proxy=$!
+	PROXY="http://127.0.0.1:$port"
+	until_ok 20 curl -sf -o /dev/null "$PROXY/readyz"
+}
+
+# start_ctl IMPL NS LOG [more flags of the C daemon]: one controller (c, go, cr or
+# rs) on namespace NS, its output in LOG, its PID in ctl_pid. CTL_ENV holds
+# environment assignments for it (KUBE_FEATURE_WatchListClient=false).
+start_ctl() {
+	local impl="$1" n="$2" log="$3"
+	shift 3
+	# shellcheck disable=SC2086
+	case "$impl" in
+	c)
+		env ${CTL_ENV:-} "$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
+			--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
+			"$@" >"$log" 2>&1 &
+		;;
+	go)
+		env ${CTL_ENV:-} "$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
+			-kube-api-burst "$BURST" >"$log" 2>&1 &
+		;;
+	cr)
+		# Its metrics and health probe servers are off in its code.
+		env ${CTL_ENV:-} "$CR_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
+			-kube-api-burst "$BURST" >"$log" 2>&1 &
+		;;
+	rs)
+		env ${CTL_ENV:-} "$RS_SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
+			--kube-api-burst "$BURST" >"$log" 2>&1 &
+		;;
+	esac
+	ctl_pid=$!
+}
+# stop_ctl: SIGTERM, up to 60 s for a clean exit, then SIGKILL.
+stop_ctl() {
+	local i
+	[ -n "${ctl_pid:-}" ] || return 0
+	kill -TERM "$ctl_pid" 2>/dev/null || true
+	for i in $(seq 1 120); do
+		kill -0 "$ctl_pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$ctl_pid" 2>/dev/null || true
+	wait "$ctl_pid" 2>/dev/null || true
+	ctl_pid=""
+}
+# wait_started LOG SECONDS: 0 once LOG says "Started workers" (every controller
+# prints it once its caches are synced); 1 if ctl_pid exited or the time ran out.
+wait_started() {
+	local deadline=$((SECONDS + $2))
+	until grep -q "Started workers" "$1" 2>/dev/null; do
+		kill -0 "$ctl_pid" 2>/dev/null && [ $SECONDS -lt $deadline ] || return 1
+		sleep 0.1
+	done
+}
