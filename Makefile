@@ -258,7 +258,7 @@ re2-diff: deps $(B)/asan/re2-diff
 	ASAN_OPTIONS=detect_leaks=1 bash tests/re2/run.sh $(abspath $(B))/asan/re2-diff
 
 # Threaded modules again under ThreadSanitizer.
-TSAN_SUITES ?= workqueue workqueue_priority record log metrics leaderelection sharding client cache_store cache_informer cache_fifo gen fake envtest controller
+TSAN_SUITES ?= workqueue workqueue_priority record record_stream log metrics leaderelection sharding client cache_store cache_informer cache_fifo gen fake envtest controller
 unit-tsan: deps $(B)/tsan/unit-tests
 	cd tests/unit && TSAN_OPTIONS=halt_on_error=1 CK_FORK=no CK_DEFAULT_TIMEOUT=120 \
 		CK_RUN_SUITES="$(TSAN_SUITES)" $(abspath $(B))/tsan/unit-tests

@@ -65,15 +65,20 @@ void rec_event_set_message(rec_event_t *e, char *msg);
 char *rec_message_clean(const char *s, size_t max);
 
 /*
- * Cache keys (new strings, free with free()). Fields are joined with 0x1f, which
- * cannot occur in Kubernetes names, so no two field lists give the same key.
+ * Cache keys, as keyed 64-bit hashes (pkg/base/hash.h): the caches need equality
+ * only, so no key string is built or kept. Each field is hashed on its own and
+ * the hashes chained, so no two field lists give the same input; each kind of key
+ * starts from its own value, so an aggregate key never equals an event key.
  *   event key:     source, involved object (with uid, apiVersion), type, reason, message
  *   aggregate key: the same without message, plus reporting controller and instance
- *   spam key:      source and involved object only
+ *   spam key:      source, involved object and type
+ * Borrows s and e.
  */
-char *rec_key_event(const rec_source_t *s, const rec_event_t *e);
-char *rec_key_aggregate(const rec_source_t *s, const rec_event_t *e);
-char *rec_key_spam(const rec_source_t *s, const rec_event_t *e);
+uint64_t rec_key_event(const rec_source_t *s, const rec_event_t *e);
+uint64_t rec_key_aggregate(const rec_source_t *s, const rec_event_t *e);
+uint64_t rec_key_spam(const rec_source_t *s, const rec_event_t *e);
+/* Hash of a message, for the aggregation record's set of distinct ones. Borrows msg. */
+uint64_t rec_key_message(const char *msg);
 
 /*
  * Returns a new event name "<object name>.<hex ns>" (free with free()), the object
@@ -90,24 +95,34 @@ void rec_json_create_v1(ck_sbuf_t *out, const rec_source_t *s, const rec_event_t
 void rec_json_patch_v1(ck_sbuf_t *out, const rec_event_t *e);
 
 /*
- * A string-keyed LRU cache of at most cap values. get() makes the entry the most
- * recent; put() of a new key evicts the least recent entry when full, calling
- * free_val on its value. Keys are copied.
+ * An LRU cache of at most cap entries keyed by 64-bit hashes, each holding a value
+ * of val_size bytes (8-byte aligned) inside the entry. get() makes the entry the
+ * most recent; put() of a new key evicts the least recent entry when full. free_val
+ * (may be NULL) is called on a value whose entry is evicted, replaced or freed with
+ * the cache; it must not free the value itself (the cache owns that memory) -- only
+ * what the value points to.
  */
 typedef struct rec_lru rec_lru_t;
 typedef void (*rec_lru_free_fn)(void *ud, void *val);
 /* Returns a new cache, free with rec_lru_free() (which calls free_val on every value). */
-rec_lru_t *rec_lru_new(size_t cap, rec_lru_free_fn free_val, void *ud);
+rec_lru_t *rec_lru_new(size_t cap, size_t val_size, rec_lru_free_fn free_val, void *ud);
 void rec_lru_free(rec_lru_t *l);
-/* Borrows key; returns the value (borrowed) or NULL, and marks it most recent. */
-void *rec_lru_get(rec_lru_t *l, const char *key);
+/*
+ * Returns the value under key (owned by the cache: valid until its entry is
+ * evicted, replaced or the cache freed) or NULL, and marks it most recent.
+ */
+void *rec_lru_get(rec_lru_t *l, uint64_t key);
 /* The same without changing the order. */
-void *rec_lru_peek(rec_lru_t *l, const char *key);
-/* Borrows key, takes val. An existing value under key is freed and replaced. */
-void rec_lru_put(rec_lru_t *l, const char *key, void *val);
+void *rec_lru_peek(rec_lru_t *l, uint64_t key);
+/*
+ * Returns a zeroed value under key, the most recent (owned by the cache, as above):
+ * a new entry, after evicting the least recent one when the cache is full; or, when
+ * key is there, its entry with the old value passed to free_val first.
+ */
+void *rec_lru_put(rec_lru_t *l, uint64_t key);
 size_t rec_lru_len(const rec_lru_t *l);
-/* Calls fn on every entry, most recent first; fn must not change the cache. */
-void rec_lru_foreach(rec_lru_t *l, void (*fn)(void *ud, const char *key, void *val), void *ud);
+/* Calls fn on every value, most recent first; fn must not change the cache. */
+void rec_lru_foreach(rec_lru_t *l, void (*fn)(void *ud, void *val), void *ud);
 
 /*
  * The sink that writes through the REST client's blocking calls: its state, the

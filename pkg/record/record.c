@@ -13,6 +13,16 @@
  * The poster writes it when the object's bucket has a token again (it checks
  * whenever it wakes, and sleeps no longer than until the next token is due), or
  * unconditionally on shutdown.
+ *
+ * Memory: the caches keep no strings. Their keys are hashes (rec_key_*), the
+ * aggregation record keeps hashes of the distinct messages, and the dedup record
+ * keeps what client-go's eventLog keeps -- count, first timestamp and the name (as
+ * the nanoseconds that make it unique) -- plus whether the Event exists. Every
+ * other field of a write comes from the event being handled, which has the same
+ * key, so the same object, type, reason (and message, but for the aggregate); the
+ * one exception is a held-back increment, whose latest event the record keeps
+ * until it is written. That makes an entry 32 bytes of value in one 64-byte
+ * allocation (rec_lru.c), where it was a dozen strings.
  */
 #include "pkg/record/rec_internal.h"
 #include <ckube/log.h>
@@ -33,29 +43,35 @@
 /* The poster re-checks deferred increments at least this often. */
 #define MAX_IDLE_WAIT_NS (60 * CK_NS_PER_SEC)
 
-/* Dedup cache entry: the latest state of one Event. */
+/* Dedup cache entry: one Event (client-go's eventLog, plus what the retries need). */
 typedef struct obs {
-	rec_event_t *ev;
-	char *spam_key;
+	int64_t first_ns;  /* firstTimestamp / eventTime (wall clock) */
+	int64_t name_ns;   /* the name is rec_event_name(object name, name_ns) */
+	rec_event_t *pend; /* the latest occurrence while the spam filter holds it back */
+	int32_t count;
 	bool on_server; /* created (or found to exist): increments are PATCHes */
-	bool pending;   /* an increment the spam filter deferred */
 } obs_t;
 
-/* Aggregation cache entry: the distinct messages of similar events. */
+/*
+ * Aggregation cache entry: hashes of the distinct messages of similar events, at
+ * most aggregate_max_events - 1; the first inline (most objects only ever have
+ * one), the others in more[] once there is a second.
+ */
 typedef struct agg {
 	uint64_t last_mono;
-	size_t n;
-	char *msgs[]; /* at most aggregate_max_events - 1 kept */
+	uint64_t first;
+	uint64_t *more; /* owned; aggregate_max_events - 2 slots */
+	uint32_t n;
 } agg_t;
 
-/* Spam filter cache entry: one token bucket per source + object. */
+/* Spam filter cache entry: one token bucket per source + object + type. */
 typedef struct spam {
 	uint64_t last_refill;
-	uint32_t tokens;
-	bool logged;
 	uint64_t last_log;
-	uint64_t held_dropped; /* since the last log line */
-	uint64_t held_deferred;
+	uint32_t tokens;
+	uint32_t held_dropped; /* since the last log line (saturating) */
+	uint32_t held_deferred;
+	bool logged;
 } spam_t;
 
 struct ck_record {
@@ -156,71 +172,69 @@ static void obs_free(void *ud, void *val)
 	ck_record_t *r = ud;
 	obs_t *o = val;
 
-	if (o->pending) {
+	if (o->pend != NULL) {
 		r->npending--;
 		/* The held-back count is lost with the entry: say so in the figures. */
 		if (!r->freeing)
 			stat_inc(&r->st_dropped_spam, 1);
+		rec_event_free(o->pend);
 	}
-	rec_event_free(o->ev);
-	free(o->spam_key);
-	free(o);
 }
 
 static void agg_free(void *ud, void *val)
 {
 	agg_t *a = val;
-	for (size_t i = 0; i < a->n; i++)
-		free(a->msgs[i]);
-	free(a);
-}
-
-static void spam_free(void *ud, void *val)
-{
-	free(val);
+	free(a->more);
 }
 
 /* --- Correlator (poster thread) ------------------------------------------------ */
 
 /*
- * Notes msg among the similar events of a; returns true when the event must go to
- * the aggregate instead (client-go: the set of distinct messages reached the max).
- * The set keeps the first max-1 messages, which keep their own Events; client-go
- * evicts an arbitrary one instead, which makes the outcome depend on map order.
+ * Notes the message (its hash h) among the similar events of a; returns true when
+ * the event must go to the aggregate instead (client-go: the set of distinct
+ * messages reached the max). The set keeps the first max-1 messages, which keep
+ * their own Events; client-go evicts an arbitrary one instead, which makes the
+ * outcome depend on map order.
  */
-static bool agg_note(ck_record_t *r, agg_t *a, const char *msg)
+static bool agg_note(ck_record_t *r, agg_t *a, uint64_t h)
 {
-	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->msgs[i], msg) == 0)
+	for (uint32_t i = 0; i < a->n; i++)
+		if ((i == 0 ? a->first : a->more[i - 1]) == h)
 			return false;
-	if (a->n + 1 < (size_t)r->aggregate_max_events) {
-		a->msgs[a->n++] = ck_xstrdup(msg);
-		return false;
+	if (a->n + 1 >= (uint32_t)r->aggregate_max_events)
+		return true;
+	if (a->n == 0) {
+		a->first = h;
+	} else {
+		if (a->more == NULL)
+			a->more = ck_xcalloc((size_t)r->aggregate_max_events - 2, sizeof(*a->more));
+		a->more[a->n - 1] = h;
 	}
-	return true;
+	a->n++;
+	return false;
 }
 
-/* Returns a new unique event name for e (names stay unique on a coarse or fake clock). */
-static char *unique_name(ck_record_t *r, const rec_event_t *e)
+/* Returns the nanoseconds of a new unique event name for an Event first seen at
+ * first_ns (names stay unique on a coarse or fake clock). */
+static int64_t unique_name_ns(ck_record_t *r, int64_t first_ns)
 {
-	int64_t ns = e->first_ns;
+	int64_t ns = first_ns;
 	if (ns <= r->last_name_ns)
 		ns = r->last_name_ns + 1;
 	r->last_name_ns = ns;
-	return rec_event_name(e->io_name, ns);
+	return ns;
 }
 
 /* Takes a token from key's bucket; returns false if there is none. */
-static bool spam_take(ck_record_t *r, const char *key, uint64_t now)
+static bool spam_take(ck_record_t *r, uint64_t key, uint64_t now)
 {
 	if (r->spam_burst < 0)
 		return true;
 	spam_t *s = rec_lru_get(r->spam, key);
 	if (s == NULL) {
-		s = ck_xcalloc(1, sizeof(*s));
+		s = rec_lru_put(r->spam, key);
 		s->tokens = (uint32_t)r->spam_burst;
 		s->last_refill = now;
-		rec_lru_put(r->spam, key, s);
 	}
 	if (now > s->last_refill) {
 		uint64_t add = (now - s->last_refill) / r->spam_refill_ns;
@@ -239,7 +253,7 @@ static bool spam_take(ck_record_t *r, const char *key, uint64_t now)
 }
 
 /* Clock ns until key's bucket has a token again (0 if it has one now). */
-static uint64_t spam_due_in(ck_record_t *r, const char *key, uint64_t now)
+static uint64_t spam_due_in(ck_record_t *r, uint64_t key, uint64_t now)
 {
 	spam_t *s = rec_lru_peek(r->spam, key);
 	if (s == NULL || s->tokens > 0 || r->spam_burst < 0)
@@ -248,19 +262,23 @@ static uint64_t spam_due_in(ck_record_t *r, const char *key, uint64_t now)
 	return due > now ? due - now : 0;
 }
 
-/* Counts and (at most once per object per interval) logs what the filter held back. */
-static void spam_note(ck_record_t *r, const obs_t *o, uint64_t now, bool deferred)
+static void sat_inc(uint32_t *c)
 {
-	spam_t *s = rec_lru_peek(r->spam, o->spam_key);
-	const rec_event_t *e = o->ev;
+	if (*c < UINT32_MAX)
+		(*c)++;
+}
+
+/* Counts and (at most once per object per interval) logs what the filter held back
+ * of e (borrowed), whose spam key is key. */
+static void spam_note(ck_record_t *r, const rec_event_t *e, uint64_t key, uint64_t now,
+                      bool deferred)
+{
+	spam_t *s = rec_lru_peek(r->spam, key);
 
 	stat_inc(deferred ? &r->st_deferred_spam : &r->st_dropped_spam, 1);
 	if (s == NULL)
 		return;
-	if (deferred)
-		s->held_deferred++;
-	else
-		s->held_dropped++;
+	sat_inc(deferred ? &s->held_deferred : &s->held_dropped);
 	if (s->logged && now - s->last_log < r->spam_log_interval_ns)
 		return;
 	CK_LOG_WARN("Event spam filter held back events about an object",
@@ -338,7 +356,8 @@ static bool fall_back_to_core(ck_record_t *r, ck_record_sink_result_t result)
 }
 
 /* One attempt: PATCH when the Event exists, else (or when the PATCH finds none) create. */
-static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
+static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, const rec_event_t *e,
+                                          char **err)
 {
 	ck_record_sink_result_t result;
 	ck_sbuf_t body = CK_SBUF_INIT;
@@ -346,11 +365,10 @@ static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
 
 	if (o->on_server) {
 		if (v1)
-			rec_json_patch_v1(&body, o->ev);
+			rec_json_patch_v1(&body, e);
 		else
-			rec_json_patch(&body, o->ev);
-		result =
-		    r->sink.patch(r->sink.ud, o->ev->ns, o->ev->name, ck_sbuf_cstr(&body), err);
+			rec_json_patch(&body, e);
+		result = r->sink.patch(r->sink.ud, e->ns, e->name, ck_sbuf_cstr(&body), err);
 		if (result == CK_RECORD_SINK_OK) {
 			stat_inc(&r->st_patched, 1);
 			goto out;
@@ -364,16 +382,16 @@ static ck_record_sink_result_t write_once(ck_record_t *r, obs_t *o, char **err)
 		ck_sbuf_reset(&body);
 	}
 	if (v1)
-		rec_json_create_v1(&body, &r->src, o->ev);
+		rec_json_create_v1(&body, &r->src, e);
 	else
-		rec_json_create(&body, &r->src, o->ev);
-	result = r->sink.create(r->sink.ud, o->ev->ns, ck_sbuf_cstr(&body), err);
+		rec_json_create(&body, &r->src, e);
+	result = r->sink.create(r->sink.ud, e->ns, ck_sbuf_cstr(&body), err);
 	if (v1 && fall_back_to_core(r, result)) {
 		free(*err);
 		*err = NULL;
 		ck_sbuf_reset(&body);
-		rec_json_create(&body, &r->src, o->ev);
-		result = r->sink.create(r->sink.ud, o->ev->ns, ck_sbuf_cstr(&body), err);
+		rec_json_create(&body, &r->src, e);
+		result = r->sink.create(r->sink.ud, e->ns, ck_sbuf_cstr(&body), err);
 	}
 	if (result == CK_RECORD_SINK_OK)
 		stat_inc(&r->st_posted, 1);
@@ -389,22 +407,18 @@ out:
 	CK_KV_STR("kind", (e)->io_kind), CK_KV_OBJ("object", (e)->io_ns, (e)->io_name),            \
 	    CK_KV_STR("reason", (e)->reason), CK_KV_STR("event", (e)->name)
 
-/* Writes o with retries; on return o is no longer pending. */
-static void write_obs(ck_record_t *r, obs_t *o)
+/* Writes e (borrowed), the Event o stands for -- its name, count and first time set
+ * from o by handle_event() -- with retries. */
+static void write_obs(ck_record_t *r, obs_t *o, const rec_event_t *e)
 {
-	const rec_event_t *e = o->ev;
 	char *err = NULL;
 
-	if (o->pending) {
-		o->pending = false;
-		r->npending--;
-	}
 	for (int tries = 1;; tries++) {
 		ck_record_sink_result_t result;
 
 		free(err);
 		err = NULL;
-		result = write_once(r, o, &err);
+		result = write_once(r, o, e, &err);
 		switch (result) {
 		case CK_RECORD_SINK_OK:
 			goto out;
@@ -445,59 +459,74 @@ out:
 	free(err);
 }
 
+/* Takes the held-back occurrence of o off it (the caller writes or frees it). */
+static rec_event_t *obs_unpend(ck_record_t *r, obs_t *o)
+{
+	rec_event_t *e = o->pend;
+	if (e != NULL) {
+		o->pend = NULL;
+		r->npending--;
+	}
+	return e;
+}
+
 /* Takes ev: aggregates, dedups, filters and writes it. */
 static void handle_event(ck_record_t *r, rec_event_t *ev)
 {
 	uint64_t now = ck_clk_mono_ns(r->clock);
-	char *akey = rec_key_aggregate(&r->src, ev);
-	char *key = NULL;
+	uint64_t akey = rec_key_aggregate(&r->src, ev), key;
 	agg_t *a = rec_lru_get(r->agg, akey);
 
-	if (a == NULL || now < a->last_mono || now - a->last_mono > r->aggregate_interval_ns) {
-		a = ck_xcalloc(1, sizeof(*a) + (size_t)r->aggregate_max_events * sizeof(char *));
-		rec_lru_put(r->agg, akey, a);
-	}
+	/* A put over a stale record frees it and gives a fresh (zeroed) one. */
+	if (a == NULL || now < a->last_mono || now - a->last_mono > r->aggregate_interval_ns)
+		a = rec_lru_put(r->agg, akey);
 	a->last_mono = now;
-	if (agg_note(r, a, ev->message)) {
+	if (agg_note(r, a, rec_key_message(ev->message))) {
 		char *m = ck_xasprintf(AGG_PREFIX "%s", ev->message);
 		rec_event_set_message(ev, rec_message_clean(m, REC_MAX_MESSAGE));
 		free(m);
 		key = akey; /* the aggregate Event is counted under the aggregate key */
-		akey = NULL;
 	} else {
 		key = rec_key_event(&r->src, ev);
 	}
-	free(akey);
 
 	obs_t *o = rec_lru_get(r->obs, key);
 	if (o != NULL) {
-		o->ev->count++;
-		o->ev->last_ns = ev->last_ns;
-		rec_event_set_message(o->ev, ev->message);
-		ev->message = NULL;
-		rec_event_free(ev);
+		o->count++;
 	} else {
-		o = ck_xcalloc(1, sizeof(*o));
-		free(ev->name);
-		ev->name = unique_name(r, ev);
-		o->ev = ev;
-		o->spam_key = rec_key_spam(&r->src, ev);
-		rec_lru_put(r->obs, key, o);
+		o = rec_lru_put(r->obs, key);
+		o->first_ns = ev->first_ns;
+		o->name_ns = unique_name_ns(r, ev->first_ns);
+		o->count = 1;
 	}
-	free(key);
+	/* The Event as it now stands: this occurrence's fields (the same key, so the
+	 * same object, type and reason), the record's name, first time and count. */
+	ev->count = o->count;
+	ev->first_ns = o->first_ns;
+	free(ev->name);
+	ev->name = rec_event_name(ev->io_name, o->name_ns);
 
-	if (!spam_take(r, o->spam_key, now)) {
-		if (o->on_server && !o->pending) {
-			uint64_t due = now + spam_due_in(r, o->spam_key, now);
+	uint64_t skey = rec_key_spam(&r->src, ev);
+	if (!spam_take(r, skey, now)) {
+		spam_note(r, ev, skey, now, o->on_server);
+		if (!o->on_server) {
+			/* A new Event refused: the count stays in the record, the rest goes. */
+			rec_event_free(ev);
+			return;
+		}
+		if (o->pend == NULL) {
+			uint64_t due = now + spam_due_in(r, skey, now);
 			if (r->npending == 0 || due < r->pending_due)
 				r->pending_due = due;
-			o->pending = true;
 			r->npending++;
 		}
-		spam_note(r, o, now, o->on_server);
+		rec_event_free(o->pend);
+		o->pend = ev; /* the latest occurrence is what will be written */
 		return;
 	}
-	write_obs(r, o);
+	rec_event_free(obs_unpend(r, o)); /* this occurrence carries its count */
+	write_obs(r, o, ev);
+	rec_event_free(ev);
 }
 
 typedef struct pend_list {
@@ -505,11 +534,11 @@ typedef struct pend_list {
 	size_t n;
 } pend_list_t;
 
-static void collect_pending(void *ud, const char *key, void *val)
+static void collect_pending(void *ud, void *val)
 {
 	pend_list_t *l = ud;
 	obs_t *o = val;
-	if (o->pending)
+	if (o->pend != NULL)
 		l->v[l->n++] = o;
 }
 
@@ -543,10 +572,13 @@ static uint64_t write_pending(ck_record_t *r, bool force)
 			if (expired)
 				break;
 		}
-		if (spam_take(r, o->spam_key, now) || force) {
-			write_obs(r, o);
+		uint64_t skey = rec_key_spam(&r->src, o->pend);
+		if (spam_take(r, skey, now) || force) {
+			rec_event_t *e = obs_unpend(r, o);
+			write_obs(r, o, e);
+			rec_event_free(e);
 		} else {
-			uint64_t due = spam_due_in(r, o->spam_key, now);
+			uint64_t due = spam_due_in(r, skey, now);
 			if (due < next)
 				next = due;
 		}
@@ -698,9 +730,9 @@ ck_record_t *ck_record_new(ck_client_t *c, const ck_record_opts_t *opts, char **
 	    (opts->spam_log_interval_ms ? opts->spam_log_interval_ms : 300000) * CK_NS_PER_MS;
 
 	size_t cache = opts->cache_size ? opts->cache_size : 4096;
-	r->agg = rec_lru_new(cache, agg_free, r);
-	r->obs = rec_lru_new(cache, obs_free, r);
-	r->spam = rec_lru_new(cache, spam_free, r);
+	r->agg = rec_lru_new(cache, sizeof(agg_t), agg_free, r);
+	r->obs = rec_lru_new(cache, sizeof(obs_t), obs_free, r);
+	r->spam = rec_lru_new(cache, sizeof(spam_t), NULL, r);
 	r->q = ck_xcalloc(r->queue_size, sizeof(*r->q));
 
 	pthread_mutex_init(&r->mu, NULL);

@@ -801,31 +801,78 @@ START_TEST(test_event_name_cut)
 END_TEST
 
 static int lru_frees;
+/* The values are strings the test owns through the cache: freed with their entry. */
 static void count_free(void *ud, void *val)
 {
 	lru_frees++;
-	free(val);
+	free(*(char **)val);
+}
+
+static void lru_set(rec_lru_t *l, uint64_t key, const char *s)
+{
+	*(char **)rec_lru_put(l, key) = ck_xstrdup(s);
+}
+
+static const char *lru_str(void *val)
+{
+	return val ? *(char **)val : NULL;
 }
 
 START_TEST(test_lru)
 {
-	rec_lru_t *l = rec_lru_new(3, count_free, NULL);
-	rec_lru_put(l, "a", ck_xstrdup("A"));
-	rec_lru_put(l, "b", ck_xstrdup("B"));
-	rec_lru_put(l, "c", ck_xstrdup("C"));
-	ck_assert_str_eq(rec_lru_get(l, "a"), "A"); /* a is now the most recent */
-	rec_lru_put(l, "d", ck_xstrdup("D"));       /* evicts b */
-	ck_assert_ptr_null(rec_lru_get(l, "b"));
+	enum { A = 'a', B, C, D, E };
+	rec_lru_t *l = rec_lru_new(3, sizeof(char *), count_free, NULL);
+	lru_set(l, A, "A");
+	lru_set(l, B, "B");
+	lru_set(l, C, "C");
+	ck_assert_str_eq(lru_str(rec_lru_get(l, A)), "A"); /* a is now the most recent */
+	lru_set(l, D, "D");                                /* evicts b */
+	ck_assert_ptr_null(rec_lru_get(l, B));
 	ck_assert_int_eq(lru_frees, 1);
-	ck_assert_str_eq(rec_lru_peek(l, "c"), "C"); /* peek does not refresh c */
-	rec_lru_put(l, "e", ck_xstrdup("E"));        /* evicts c */
-	ck_assert_ptr_null(rec_lru_get(l, "c"));
-	rec_lru_put(l, "a", ck_xstrdup("A2")); /* replaces, frees the old value */
+	ck_assert_str_eq(lru_str(rec_lru_peek(l, C)), "C"); /* peek does not refresh c */
+	lru_set(l, E, "E");                                 /* evicts c */
+	ck_assert_ptr_null(rec_lru_get(l, C));
+	lru_set(l, A, "A2"); /* replaces, frees the old value */
 	ck_assert_int_eq(lru_frees, 3);
-	ck_assert_str_eq(rec_lru_get(l, "a"), "A2");
+	ck_assert_str_eq(lru_str(rec_lru_get(l, A)), "A2");
 	ck_assert_uint_eq(rec_lru_len(l), 3);
 	rec_lru_free(l);
 	ck_assert_int_eq(lru_frees, 6);
+}
+END_TEST
+
+/*
+ * The index under churn: keys that all want the same slot (the same low bits) and
+ * their neighbours, evicted and put back in every order, stay findable -- the
+ * backward shift on removal must not lose one behind a hole.
+ */
+START_TEST(test_lru_collisions)
+{
+	rec_lru_t *l = rec_lru_new(40, sizeof(uint64_t), NULL, NULL);
+	uint64_t k[120];
+	for (size_t i = 0; i < CK_ARRAY_LEN(k); i++)
+		k[i] = i % 3 == 0 ? (uint64_t)i << 32 : (uint64_t)i; /* a third land in slot 0 */
+	for (int round = 0; round < 4; round++) {
+		for (size_t i = 0; i < CK_ARRAY_LEN(k); i++) {
+			size_t j = round % 2 ? CK_ARRAY_LEN(k) - 1 - i : (i * 7) % CK_ARRAY_LEN(k);
+			uint64_t *v = rec_lru_get(l, k[j]);
+			if (v == NULL)
+				v = rec_lru_put(l, k[j]);
+			*v = k[j] ^ 0x5a5a;
+			ck_assert_uint_le(rec_lru_len(l), 40);
+		}
+		/* The 40 most recent are there, with their values; no other is. */
+		size_t found = 0;
+		for (size_t i = 0; i < CK_ARRAY_LEN(k); i++) {
+			uint64_t *v = rec_lru_peek(l, k[i]);
+			if (v != NULL) {
+				ck_assert_uint_eq(*v, k[i] ^ 0x5a5a);
+				found++;
+			}
+		}
+		ck_assert_uint_eq(found, 40);
+	}
+	rec_lru_free(l);
 }
 END_TEST
 
@@ -1103,6 +1150,7 @@ Suite *suite_record(void)
 	tcase_add_test(tc, test_new_errors);
 	tcase_add_test(tc, test_event_name_cut);
 	tcase_add_test(tc, test_lru);
+	tcase_add_test(tc, test_lru_collisions);
 	tcase_add_test(tc, test_concurrent_callers);
 	tcase_add_test(tc, test_events_v1_bodies);
 	tcase_add_test(tc, test_own_sink_defaults_to_core_v1);
