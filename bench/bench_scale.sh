@@ -400,7 +400,12 @@ for label in dict.fromkeys(r["impl"] for r in rows):
 PY
 	if [ "$(grep -vc '^#' "$OUT/scale-restart.dat")" -gt 0 ]; then
 		backlog=$(awk '!/^#/ { print $2; exit }' "$OUT/scale-restart.dat")
-		gnuplot <<-GP || say "gnuplot failed: no restart plot"
+		# gnuplot refuses a series without a valid point: "none reacted to" only when some did not.
+		none=""
+		awk '!/^#/ && $5 == 1 { f = 1 } END { exit !f }' "$OUT/scale-restart.dat" &&
+			none=", '' using (\$5 > 0 ? \$3 : 1/0) title 'none reacted to' fill pattern 4"
+		rm -f "$OUT/scale-restart.png"
+		if gnuplot <<-GP; then
 			set terminal pngcairo size 900,440 noenhanced
 			set output '$OUT/scale-restart.png'
 			set title "new Foos created during a restart with $backlog Foos each needing a write\n($(date -u +%Y-%m-%d), $commit; none reacted to in ${REACT_TIMEOUT} s: drawn at the limit, hatched)"
@@ -413,10 +418,12 @@ PY
 			set grid ytics
 			set key top left
 			plot '$OUT/scale-restart.dat' using (\$5 > 0 ? 1/0 : \$3):xtic(1) title 'p50' fill solid 0.6, \
-			     '' using (\$5 > 0 ? 1/0 : \$4) title 'max' fill solid 0.3, \
-			     '' using (\$5 > 0 ? \$3 : 1/0) title 'none reacted to' fill pattern 4
+			     '' using (\$5 > 0 ? 1/0 : \$4) title 'max' fill solid 0.3 $none
 		GP
-		[ -f "$OUT/scale-restart.png" ] && say "plot: $OUT/scale-restart.png"
+			say "plot: $OUT/scale-restart.png"
+		else
+			say "gnuplot failed: no restart plot"
+		fi
 	fi
 fi
 exit $rc

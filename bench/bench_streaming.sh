@@ -34,8 +34,8 @@ mkdir -p "$B"
 # shellcheck disable=SC2046
 cc -O2 -g -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"bench\" -Wall -Wextra -Wno-unused-parameter -Iinclude -I. \
 	bench/bench_streaming.c pkg/base/*.c pkg/log/log.c pkg/meta/*.c pkg/codec/*.c pkg/kinds/*.c pkg/clientcmd/*.c pkg/flowcontrol/*.c pkg/rest/*.c pkg/apply/*.c pkg/gen/*.c pkg/cache/*.c \
-	$(pkg-config --cflags libcurl yajl yaml-0.1 2>/dev/null) \
-	$(pkg-config --libs libcurl yajl yaml-0.1 2>/dev/null) -lev -pthread -lm -o "$B/bench_streaming"
+	$(pkg-config --cflags libcurl yajl yaml-0.1 gnutls 2>/dev/null) \
+	$(pkg-config --libs libcurl yajl yaml-0.1 gnutls 2>/dev/null) -lev -pthread -lm -o "$B/bench_streaming"
 
 rm -rf "$OUT/run"
 mkdir -p "$OUT/run/envs"
