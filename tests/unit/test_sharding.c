@@ -206,6 +206,36 @@ static bool converged(world_t *w, uint32_t n)
 	return total == NB;
 }
 
+/*
+ * Whether every running member's callbacks have caught up with its owned flags.
+ * A member sets a bucket's flag before it calls on_acquire (and clears it before
+ * on_release), so converged() can hold while an on_acquire is still to come: a
+ * test that counts callbacks waits for this too (it once read 15 acquires of 16).
+ */
+static bool observed(world_t *w)
+{
+	bool ok = true;
+	pthread_mutex_lock(&w->o.mu);
+	for (int i = 0; i < MAXM && ok; i++)
+		if (w->m[i].s != NULL)
+			for (uint32_t b = 0; b < NB && ok; b++)
+				ok = w->o.active[w->m[i].idx][b] ==
+				     ck_sharding_owns_bucket(w->m[i].s, b);
+	pthread_mutex_unlock(&w->o.mu);
+	return ok;
+}
+
+static void wait_observed(world_t *w, uint64_t limit_ms)
+{
+	uint64_t t0 = mono_ms();
+	while (!observed(w)) {
+		ck_assert_msg(mono_ms() - t0 < limit_ms,
+		              "callbacks behind the owned flags after %llu ms",
+		              (unsigned long long)limit_ms);
+		usleep(10 * 1000);
+	}
+}
+
 /* Milliseconds until converged(n), or fails after limit_ms. */
 static uint64_t wait_converged(world_t *w, uint32_t n, uint64_t limit_ms)
 {
@@ -737,6 +767,7 @@ START_TEST(test_move_reacquires_only_moved)
 		ck_assert_msg(m->s != NULL, "%s", err ? err : "");
 	}
 	wait_converged(&w, 3, 10000);
+	wait_observed(&w, 10000);
 	uint64_t before[NB + 1], after[NB + 1];
 	ck_assert_uint_eq(ck_sharding_bounds(w.m[0].s, before), 0);
 	int acq[NB], rel[NB];
@@ -753,6 +784,7 @@ START_TEST(test_move_reacquires_only_moved)
 	put_bounds(&w, 1, text);
 	free(text);
 	uint64_t ms = wait_epoch(&w, 3, 1, 10000);
+	wait_observed(&w, 10000);
 	printf("sharding: epoch 1 (2 of %u ranges moved) adopted and owned again in %llu ms\n", NB,
 	       (unsigned long long)ms);
 	for (int i = 0; i < 3; i++) {
@@ -955,6 +987,7 @@ START_TEST(test_fresh_group_takes_once)
 		ck_assert_msg(mono_ms() - t0 < 10000, "not converged on a new epoch in 10 s");
 		usleep(10 * 1000);
 	}
+	wait_observed(&w, 10000);
 	pthread_mutex_lock(&w.o.mu); /* the member's thread goes on renewing */
 	int acquires = w.o.acquires, releases = w.o.releases;
 	pthread_mutex_unlock(&w.o.mu);
