@@ -11,11 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build-bench-cache}
 mkdir -p "$B"
-# shellcheck disable=SC2046
-cc -O2 -g -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"bench\" -Wall -Wextra -Wno-unused-parameter -Iinclude -I. \
-	bench/bench_cache.c pkg/base/*.c pkg/log/log.c pkg/meta/*.c pkg/codec/*.c pkg/kinds/*.c pkg/clientcmd/*.c pkg/flowcontrol/*.c pkg/rest/*.c pkg/apply/*.c pkg/gen/*.c pkg/cache/*.c \
-	$(pkg-config --cflags libcurl yajl yaml-0.1 gnutls 2>/dev/null) \
-	$(pkg-config --libs libcurl yajl yaml-0.1 gnutls 2>/dev/null) -lev -pthread -lm -o "$B/bench_cache"
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+bench_cc "$B/bench_cache" bench/bench_cache.c meta codec kinds clientcmd flowcontrol rest apply gen cache
 
 "$B/bench_cache" dispatch 10000 2000000
 "$B/bench_cache" memory 50000

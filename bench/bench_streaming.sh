@@ -31,11 +31,7 @@ say() { printf '%s bench_streaming: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 [ -x "$ENVTEST" ] || { say "build first (make all)"; exit 1; }
 
 mkdir -p "$B"
-# shellcheck disable=SC2046
-cc -O2 -g -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"bench\" -Wall -Wextra -Wno-unused-parameter -Iinclude -I. \
-	bench/bench_streaming.c pkg/base/*.c pkg/log/log.c pkg/meta/*.c pkg/codec/*.c pkg/kinds/*.c pkg/clientcmd/*.c pkg/flowcontrol/*.c pkg/rest/*.c pkg/apply/*.c pkg/gen/*.c pkg/cache/*.c \
-	$(pkg-config --cflags libcurl yajl yaml-0.1 gnutls 2>/dev/null) \
-	$(pkg-config --libs libcurl yajl yaml-0.1 gnutls 2>/dev/null) -lev -pthread -lm -o "$B/bench_streaming"
+bench_cc "$B/bench_streaming" bench/bench_streaming.c meta codec kinds clientcmd flowcontrol rest apply gen cache
 
 rm -rf "$OUT/run"
 mkdir -p "$OUT/run/envs"

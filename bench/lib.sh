@@ -1,5 +1,6 @@
-# bench/lib.sh: what the system benchmarks (bench_controller.sh, bench_scale.sh,
-# bench_sharded.sh, bench_streaming.sh) share, sourced by each. Figures come from
+# bench/lib.sh: what the benchmarks share, sourced by each that needs it
+# (bench_controller, bench_scale, bench_sharded, bench_streaming, bench_cache,
+# bench_record). Figures come from
 # /proc and from the API server's own metrics, never from the program measured.
 #
 # The caller sets, where it uses them: CLK_TCK is set here; KUBECONFIG; SC_BIN,
@@ -7,6 +8,20 @@
 # CKUBE_ENVTEST_STATE_DIR for envtest_up.
 
 CLK_TCK=$(getconf CLK_TCK)
+
+# bench_cc OUT MAIN.c MODULE...: a benchmark program built -O2 from the library's
+# sources (pkg/base and pkg/log always, then pkg/MODULE/*.c), so that it may call
+# internal functions. One place for the flags and libraries: a module's new
+# dependency (GnuTLS for pkg/base's x509) once broke two of these copies unseen.
+bench_cc() {
+	local out=$1 main=$2 m srcs=()
+	shift 2
+	for m in base log "$@"; do srcs+=(pkg/"$m"/*.c); done
+	# shellcheck disable=SC2046
+	cc -O2 -g -std=c11 -D_GNU_SOURCE -DCSC_VERSION=\"bench\" -Wall -Wextra -Wno-unused-parameter \
+		-Iinclude -I. "$main" "${srcs[@]}" $(pkg-config --cflags libcurl yajl yaml-0.1 gnutls) \
+		$(pkg-config --libs libcurl yajl yaml-0.1 gnutls) -lev -pthread -lm -o "$out"
+}
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; } # seconds since $1 (a now)
