@@ -112,6 +112,9 @@ if [ -n "$bg_tests" ]; then
 	for f in "$root"/.local/e2e-logs/bg/*.log; do [ -e "$f" ] && mv "$f" "$root/.local/e2e-logs/bg-$(basename "$f")"; done
 fi
 
+# The node's undo record (host-wide, not under .local), named where node-up names it.
+node_record=$(bash -c '. hack/node/lib.sh && echo "$NODE_RECORD"')
+
 # host_same WHAT: the host is as it was before node-up (one test).
 host_same() {
 	bash hack/node/host-state.sh >/tmp/e2e-host-after.txt
@@ -134,11 +137,11 @@ node_killed_halfway() {
 	# Not bounded by a guess at how long the steps before containerd take on a
 	# loaded machine: until containerd is recorded or that node-up has ended.
 	for i in $(seq 1 1800); do
-		grep -qs '^proc containerd ' /run/csc-node/record && break
+		grep -qs '^proc containerd ' "$node_record" && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	grep -qs '^proc containerd ' /run/csc-node/record ||
+	grep -qs '^proc containerd ' "$node_record" ||
 		why="the first node-up never started containerd (log: /tmp/e2e-node-killed.log)"
 	kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	if [ -z "$why" ]; then
@@ -201,7 +204,7 @@ else
 	# undo record is host-wide) is not part of that host: it is undone first, as
 	# node-up would, or the snapshot would hold it and a clean node-down would read
 	# as a difference.
-	if [ ! -f .local/node/env ] && [ -f /run/csc-node/record ]; then
+	if [ ! -f .local/node/env ] && [ -f "$node_record" ]; then
 		echo "  note  an earlier run left a node behind: undoing it before the host snapshot"
 		bash hack/node-down.sh >/tmp/e2e-node-stale-down.log 2>&1 ||
 			{ echo "  note  that node-down failed (log: /tmp/e2e-node-stale-down.log)"; }
