@@ -11,6 +11,13 @@
  * function, not a cryptographic PRF: it keeps names from being aimed at a bucket, it
  * does not make hashes safe to publish (never expose them).
  *
+ * One caller also takes a hash as the identity of what it hashed: the event
+ * correlator (pkg/record) keeps 64-bit hashes of its keys instead of the keys, so two
+ * keys with one hash are one entry there. It accepts that with the odds in record.h
+ * (about 2^-52 per new key, by chance); aiming two names at one hash on purpose
+ * needs the per-process key, which never leaves the process. A change that weakens
+ * the mixing or the key must keep that caller in mind.
+ *
  * Thread-safe: the key is written once before main() and only read afterwards.
  */
 #ifndef CKUBE_PKG_BASE_HASH_H
