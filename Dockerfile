@@ -2,9 +2,10 @@
 # reachable, or `make image` (hack/image.sh: buildah, with a debian:bookworm base made
 # locally by mmdebstrap) where none is. Standard Dockerfile syntax only.
 #
-# The runtime image is FROM scratch and holds only what the daemon loads: the binary,
-# the shared libraries ldd lists for it (at the paths ldd names) and the dynamic
-# loader, the CA bundle, nsswitch.conf (glibc's resolver reads it; files and dns are
+# The runtime image is FROM scratch and holds only what the daemon loads: the binary
+# (every library but glibc linked in statically: hack/static-deps.sh), glibc's shared
+# libraries ldd lists for it (at the paths ldd names) and the dynamic loader, the CA
+# bundle, nsswitch.conf (glibc's resolver reads it; files and dns are
 # built into glibc 2.36's libc.so.6, no libnss_*.so is loaded), passwd/group with
 # the nonroot user 65532 it runs as, and C.UTF-8's LC_CTYPE (schema patterns are
 # matched in it, by UTF-8 character as the API server matches them). /etc/hosts and
@@ -13,20 +14,29 @@
 
 FROM debian:bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      build-essential pkg-config libcurl4-openssl-dev libyajl-dev libyaml-dev \
-      libev-dev libmicrohttpd-dev libgnutls28-dev ca-certificates \
+      build-essential pkg-config autoconf automake libtool zlib1g-dev libyajl-dev \
+      libyaml-dev libev-dev libmicrohttpd-dev libgnutls28-dev ca-certificates \
     && rm -rf /var/lib/apt/lists/*
+# libcurl, nghttp2, OpenSSL and GnuTLS trimmed to what the daemon uses and built
+# static from Debian's source packages (hack/static-deps.sh says what is left out
+# and why): the image's process maps no shared library but glibc's. A layer of its
+# own, rebuilt only when the script changes.
+COPY hack/static-deps.sh /tmp/static-deps.sh
+RUN bash /tmp/static-deps.sh /opt/static && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what bin/sample-controller is made from, library first (headers in include/): a change under cmd/
-# rebuilds only cmd/, and changes to tests/, hack/ or deploy/ rebuild nothing.
+# rebuilds only cmd/, and changes to tests/, deploy/ or hack/ (but static-deps.sh)
+# rebuild nothing.
 # (`make bin/sample-controller` does not run `deps`: nothing else is installed.)
 COPY Makefile VERSION ./
 COPY include include
 COPY api api
 COPY pkg pkg
-RUN make -j"$(nproc)" lib/libckube.a
+RUN make -j"$(nproc)" STATIC_DEPS=/opt/static lib/libckube.a
 COPY cmd cmd
-RUN make -j"$(nproc)" bin/sample-controller
+# Only glibc may stay shared (the line ldd prints for anything else fails the build).
+RUN make -j"$(nproc)" STATIC_DEPS=/opt/static bin/sample-controller && \
+    ! ldd bin/sample-controller | grep -Ev 'linux-vdso|/libc\.so|/libm\.so|ld-linux'
 # The Makefile hardens release builds (stack protector, _FORTIFY_SOURCE, full RELRO):
 # refuse an image whose binary lost any of it.
 RUN readelf -lW bin/sample-controller | grep -q GNU_RELRO && \

@@ -33,6 +33,21 @@ PKGS    := libcurl yajl yaml-0.1 libev libmicrohttpd gnutls
 PKG_CFLAGS = $(shell pkg-config --cflags $(filter-out libev,$(PKGS)) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(filter-out libev,$(PKGS)) 2>/dev/null) -lev
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+# The release image's link (Dockerfile): STATIC_DEPS=<prefix> where hack/static-deps.sh
+# installed trimmed static libcurl, nghttp2, OpenSSL and GnuTLS. Their headers come
+# first, every library is linked statically (Debian's own archives for the rest),
+# unused sections are dropped and relative relocations packed (DT_RELR: the linked-in
+# libraries' 460 KB of .rela.dyn, read at every start, become 6 KB): only glibc stays
+# shared. The installed library and every other build keep Debian's shared libraries.
+ifneq ($(STATIC_DEPS),)
+PKG_CFLAGS = -I$(STATIC_DEPS)/include
+# (Archives in the order of their references: libmicrohttpd's GnuTLS calls are
+# resolved by the libgnutls.a after it.)
+PKG_LIBS   = -Wl,--gc-sections -Wl,-z,pack-relative-relocs \
+             $(addprefix $(STATIC_DEPS)/lib/lib,curl.a nghttp2.a ssl.a crypto.a) \
+             -Wl,-Bstatic -lz -lyajl_s -lyaml -lmicrohttpd $(STATIC_DEPS)/lib/libgnutls.a \
+             -lhogweed -lnettle -lgmp -ltasn1 -lev -Wl,-Bdynamic
+endif
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
