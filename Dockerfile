@@ -13,6 +13,8 @@
 # from the pod's volume.
 
 FROM debian:bookworm AS build
+# (libgnutls28-dev for libmicrohttpd-dev's headers and the static nettle, hogweed, gmp
+# and tasn1 archives it brings; the GnuTLS linked in is hack/static-deps.sh's.)
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential pkg-config autoconf automake libtool zlib1g-dev libyajl-dev \
       libyaml-dev libev-dev libmicrohttpd-dev libgnutls28-dev ca-certificates \
