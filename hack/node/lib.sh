@@ -118,7 +118,9 @@ check_no_mounts() {
 # node_import_image ARCHIVE: import an OCI archive of hack/image.sh into the node's
 # containerd (namespace k8s.io, the kubelet's) and print the name containerd lists it
 # under, the archive's io.containerd.image.name annotation (hack/image.sh writes it);
-# fails when containerd does not list that name afterwards.
+# fails when containerd does not list that name afterwards. The import unpacks it into
+# the snapshotter (overlayfs) too: its files exist on disk before a pod starts
+# (bench/bench_node.sh drops the page cache between the two).
 node_import_image() {
 	local a="$1" name images
 	[ -f "$a" ] || node_die "missing $a (bash hack/image.sh)"
