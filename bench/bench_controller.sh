@@ -167,19 +167,6 @@ mem() {
 	R[$impl,${1}pss]=$(pss_mib "$ctl_pid")
 }
 mem_text() { echo "${R[$impl,$1]} MiB (anon ${R[$impl,${1}anon]}, PSS ${R[$impl,${1}pss]})"; }
-# gen_foos FROM TO DIR [PREFIX [CHUNK]]: files of CHUNK ($CHUNK) Foos each, named
-# PREFIX (foo-) FROM .. TO, each with a Deployment of the same name.
-gen_foos() {
-	awk -v from="$1" -v to="$2" -v dir="$3" -v prefix="${4:-foo-}" -v chunk="${5:-$CHUNK}" 'BEGIN {
-		for (i = from; i <= to; i++) {
-			f = sprintf("%s/foos-%06d.yaml", dir, int((i - from) / chunk))
-			printf "---\napiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\n" \
-				"metadata:\n  name: %s%05d\nspec:\n  deploymentName: %s%05d\n" \
-				"  replicas: 1\n", prefix, i, prefix, i > f
-		}
-	}'
-}
-
 # reaction KEY PREFIX COUNT single|burst: reaction latency of COUNT new Foos named
 # PREFIX*, created one at a time 1.5 s apart or in one kubectl call, into
 # R[impl,KEYp50], KEYp99, KEYmax (ms).

@@ -1,11 +1,11 @@
 # bench/lib.sh: what the benchmarks share, sourced by each that needs it
 # (bench_controller, bench_scale, bench_sharded, bench_streaming, bench_cache,
-# bench_record). Figures come from
+# bench_record, bench_node). Figures come from
 # /proc and from the API server's own metrics, never from the program measured.
 #
 # The caller sets, where it uses them: CLK_TCK is set here; KUBECONFIG; SC_BIN,
-# GO_SC_BIN, CR_SC_BIN, RS_SC_BIN, QPS and BURST for start_ctl; ENVTEST and
-# CKUBE_ENVTEST_STATE_DIR for envtest_up.
+# GO_SC_BIN, CR_SC_BIN, RS_SC_BIN, QPS and BURST for start_ctl (QPS and BURST for
+# ctl_flags); CHUNK for gen_foos; ENVTEST and CKUBE_ENVTEST_STATE_DIR for envtest_up.
 
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -42,6 +42,19 @@ ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }';
 status_mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; } # PID FIELD
 pss_mib() { awk '$1 == "Pss:" { printf "%.1f", $2 / 1024 }' "/proc/$1/smaps_rollup"; }
 
+# gen_foos FROM TO DIR [PREFIX [CHUNK]]: files of CHUNK ($CHUNK) Foos each, named
+# PREFIX (foo-) FROM .. TO, each with a Deployment of the same name.
+gen_foos() {
+	awk -v from="$1" -v to="$2" -v dir="$3" -v prefix="${4:-foo-}" -v chunk="${5:-$CHUNK}" 'BEGIN {
+		for (i = from; i <= to; i++) {
+			f = sprintf("%s/foos-%06d.yaml", dir, int((i - from) / chunk))
+			printf "---\napiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\n" \
+				"metadata:\n  name: %s%05d\nspec:\n  deploymentName: %s%05d\n" \
+				"  replicas: 1\n", prefix, i, prefix, i > f
+		}
+	}'
+}
+
 # Foo writes (create/update/patch/delete, any subresource) the API server has
 # served since it started, from its own metrics. Cluster-wide.
 foo_writes() {
@@ -72,33 +85,33 @@ proxy_up() {
 	until_ok 20 curl -sf -o /dev/null "$PROXY/readyz"
 }
 
+# ctl_flags IMPL NS: the flags every benchmark gives controller IMPL (c, go, cr or rs),
+# one per line, besides where its API server is (--kubeconfig on the host; in a pod,
+# bench_node.sh, the in-cluster configuration): only namespace NS, client-side
+# QPS/BURST; the C daemon's metrics and health-probe servers off, as the peers serve
+# neither (the Go original has none, controller-runtime's are off in the peer's code,
+# kube-rs has none). Leader election is off in all (the C daemon's default; the peers
+# have none). Two dashes: Go's flag package and the kube-rs peer take one or two.
+ctl_flags() {
+	printf '%s\n' --namespace "$2" --kube-api-qps "$QPS" --kube-api-burst "$BURST"
+	[ "$1" != c ] || printf '%s\n' --metrics-bind-address=0 --health-probe-bind-address=0
+}
 # start_ctl IMPL NS LOG [more flags of the C daemon]: one controller (c, go, cr or
-# rs) on namespace NS, its output in LOG, its PID in ctl_pid. CTL_ENV holds
-# environment assignments for it (KUBE_FEATURE_WatchListClient=false).
+# rs) on namespace NS with ctl_flags, its output in LOG, its PID in ctl_pid. CTL_ENV
+# holds environment assignments for it (KUBE_FEATURE_WatchListClient=false).
 start_ctl() {
-	local impl="$1" n="$2" log="$3"
+	local impl="$1" n="$2" log="$3" bin flags
 	shift 3
-	# shellcheck disable=SC2086
 	case "$impl" in
-	c)
-		env ${CTL_ENV:-} "$SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
-			--kube-api-burst "$BURST" --metrics-bind-address=0 --health-probe-bind-address=0 \
-			"$@" >"$log" 2>&1 &
-		;;
-	go)
-		env ${CTL_ENV:-} "$GO_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
-			-kube-api-burst "$BURST" >"$log" 2>&1 &
-		;;
-	cr)
-		# Its metrics and health probe servers are off in its code.
-		env ${CTL_ENV:-} "$CR_SC_BIN" -kubeconfig "$KUBECONFIG" -namespace "$n" -kube-api-qps "$QPS" \
-			-kube-api-burst "$BURST" >"$log" 2>&1 &
-		;;
-	rs)
-		env ${CTL_ENV:-} "$RS_SC_BIN" --kubeconfig "$KUBECONFIG" --namespace "$n" --kube-api-qps "$QPS" \
-			--kube-api-burst "$BURST" >"$log" 2>&1 &
-		;;
+	c) bin="$SC_BIN" ;;
+	go) bin="$GO_SC_BIN" ;;
+	cr) bin="$CR_SC_BIN" ;;
+	rs) bin="$RS_SC_BIN" ;;
 	esac
+	mapfile -t flags < <(ctl_flags "$impl" "$n")
+	[ "$impl" = c ] || set -- # the extra flags are the C daemon's
+	# shellcheck disable=SC2086
+	env ${CTL_ENV:-} "$bin" --kubeconfig "$KUBECONFIG" "${flags[@]}" "$@" >"$log" 2>&1 &
 	ctl_pid=$!
 }
 # stop_ctl: SIGTERM, up to 60 s for a clean exit, then SIGKILL.

@@ -4,6 +4,9 @@
 #   bash hack/image.sh            both images (make image)
 #   bash hack/image.sh pause      only the pod-sandbox image
 #   bash hack/image.sh controller only the sample-controller image
+#   bash hack/image.sh peers      the C daemon's three benchmark peers, as images for
+#                                 bench/bench_node.sh (needs go and cargo for a build)
+#   bash hack/image.sh peer-go    one of them: peer-go, peer-cr or peer-rs
 #
 # What it does (as root, with buildah, runc and — for the controller — mmdebstrap):
 #
@@ -26,6 +29,26 @@
 #                 certificate with a certificate-verification error (libraries, CA bundle
 #                 and resolver all load), then writes build/image/sample-controller-c.oci.tar.
 #                 Fails if the image is larger than 25 MB unpacked.
+#  peers       go (Kubernetes' Go sample-controller), cr (the controller-runtime peer)
+#              and rs (the kube-rs peer), each:
+#              1. its binary from bench/build_<impl>_controller.sh (the one the host
+#                 benchmarks run, cached there; a build runs under nice -n 19);
+#              2. a rootfs staged in build/image/peer-<impl>-ctx/rootfs: the binary as
+#                 /usr/local/bin/sample-controller, the shared libraries ldd lists and
+#                 the loader when it is dynamic (kube-rs: glibc; the Go ones are static),
+#                 the CA bundle, passwd/group with the user 65532, nsswitch.conf;
+#              3. `buildah bud --pull=never` of hack/node/Containerfile.peer (FROM scratch,
+#                 USER 65532:65532), tagged csc.local/peer-<impl>-sample-controller:<the
+#                 first 12 hex digits of a sha256 over the staged files>, so that a new
+#                 binary, library or CA bundle is a new tag;
+#              4. checks it: --help, run in the image as uid 65532, lists the flags the
+#                 benchmark gives (--namespace, --kube-api-qps, --kube-api-burst); then the
+#                 in-cluster client as a pod has it (a service-account directory mounted at
+#                 /var/run/secrets/kubernetes.io/serviceaccount, KUBERNETES_SERVICE_HOST
+#                 and _PORT) against a local TLS server whose certificate that account's CA
+#                 did not sign must fail the certificate verification: configuration,
+#                 libraries, TLS stack all load and the handshake happens;
+#              5. writes build/image/peer-<impl>-sample-controller.oci.tar.
 #
 # Caches: the rootfs tarball in
 #   ${CSC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/c-sample-controller}/images/
@@ -45,6 +68,8 @@
 #       -> docker.io/library/sample-controller-c:<VERSION>
 #   ctr -n k8s.io images import build/image/pause.oci.tar
 #       -> csc.local/pause:3.10
+#   ctr -n k8s.io images import build/image/peer-go-sample-controller.oci.tar
+#       -> csc.local/peer-go-sample-controller:<hash> (likewise peer-cr, peer-rs)
 # (The annotation org.opencontainers.image.ref.name is sample-controller-c:<VERSION>,
 # resp. csc.local/pause:3.10, for other OCI tools.)
 set -euo pipefail
@@ -52,8 +77,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 WHAT=${1:-all}
-case $WHAT in all | pause | controller) ;; *)
-	echo "usage: bash hack/image.sh [all|pause|controller]" >&2
+PEERS=()
+case $WHAT in
+all | pause | controller) ;;
+peers) PEERS=(go cr rs) ;;
+peer-go | peer-cr | peer-rs) PEERS=("${WHAT#peer-}") ;;
+*)
+	echo "usage: bash hack/image.sh [all|pause|controller|peers|peer-go|peer-cr|peer-rs]" >&2
 	exit 2
 	;;
 esac
@@ -127,8 +157,11 @@ step() {
 command -v buildah >/dev/null || die "buildah is missing (apt-get install buildah)"
 command -v runc >/dev/null || die "runc is missing (apt-get install runc)"
 command -v jq >/dev/null || die "jq is missing (apt-get install jq)"
-if [[ $WHAT != pause ]]; then
+if [[ $WHAT == all || $WHAT == controller ]]; then
 	command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
+fi
+if ((${#PEERS[@]} > 0)); then
+	command -v openssl >/dev/null || die "openssl is missing (apt-get install openssl): the peers' TLS check needs it"
 fi
 mkdir -p "$OUT"
 
@@ -258,7 +291,7 @@ build_controller() {
 # Runs the binary inside the image as its own user; the image has no shell, so every
 # check is one direct exec.
 check_controller() {
-	local c bin out dir port pid i
+	local c bin out dir port pid
 	c=$(buildah from --pull=never "$IMAGE")
 	CTRS+=("$c")
 	bin=$(buildah inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$c")
@@ -281,24 +314,7 @@ check_controller() {
 	if command -v openssl >/dev/null; then
 		dir=$(mktemp -d /tmp/csc-tls.XXXXXX)
 		TMPS+=("$dir")
-		openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 \
-			-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
-		# A port the kernel just found free (a random one could be any local server's:
-		# the daemon then talked to that server and waited instead of failing the
-		# handshake), and then proof that our s_server is the one listening on it.
-		port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-		openssl s_server -quiet -accept "127.0.0.1:$port" -cert "$dir/cert.pem" -key "$dir/key.pem" \
-			</dev/null >/dev/null 2>&1 &
-		pid=$!
-		PIDS+=("$pid")
-		# Wait until it listens: a busy machine may take longer than a fixed sleep.
-		for ((i = 0; i < 50; i++)); do
-			grep -q "pid=$pid," <<<"$(ss -ltnpH "sport = :$port" 2>/dev/null)" && break
-			kill -0 "$pid" 2>/dev/null || { echo "openssl s_server on port $port exited"; return 1; }
-			sleep 0.1
-		done
-		grep -q "pid=$pid," <<<"$(ss -ltnpH "sport = :$port" 2>/dev/null)" ||
-			{ echo "openssl s_server (pid $pid) is not listening on 127.0.0.1:$port"; return 1; }
+		tls_server "$dir"
 		out=$(run_until 10 "curl error" --master "https://localhost:$port")
 		kill "$pid" 2>/dev/null || true
 		echo "$out" | head -n 3
@@ -311,14 +327,61 @@ check_controller() {
 	buildah rm "$c" >/dev/null
 }
 
+# tls_server <dir>: a TLS server on 127.0.0.1 with a self-signed (CA:FALSE) certificate
+# for localhost and 127.0.0.1 (key and certificate written to dir), listening when it
+# returns; sets port and pid (in the caller's locals) and adds pid to PIDS. It logs
+# each handshake to dir/server.log, with the alert a client that refused the
+# certificate sent ("unknown ca", "bad certificate"): the proof that a client whose
+# own error message does not say why (kube-rs: "client error (Connect)") got the
+# certificate and verified it. The kernel picks its port when it binds (a port found
+# free beforehand could be taken by another server, which the client would then
+# talk to instead).
+tls_server() {
+	local dir=$1 i
+	openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 \
+		-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE \
+		-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
+	python3 -c '
+import os, socket, ssl, sys
+d = sys.argv[1]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(d + "/cert.pem", d + "/key.pem")
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+with open(d + "/port.tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(d + "/port.tmp", d + "/port")
+while True:
+    c, _ = s.accept()
+    c.settimeout(10)
+    try:
+        ctx.wrap_socket(c, server_side=True).close()
+        print("handshake completed", flush=True)
+    except (ssl.SSLError, OSError) as e:
+        print("handshake failed:", e, flush=True)
+' "$dir" >"$dir/server.log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $dir/port ]] && break
+		kill -0 "$pid" 2>/dev/null || { echo "the TLS server exited: $(cat "$dir/server.log")"; return 1; }
+		sleep 0.1
+	done
+	port=$(cat "$dir/port")
+	[[ -n $port ]] || { echo "the TLS server did not start listening"; return 1; }
+}
+
 # run_until <seconds> <regex> <args>...: the daemon ($bin in container $c) with args
 # until its output matches regex (or it exits, or seconds pass); prints its output.
+# RUN_OPTS: more options of `buildah run` (mounts, environment).
 # (Called in $(...), a subshell: it removes its own temporary file.)
+RUN_OPTS=()
 run_until() {
 	local secs=$1 re=$2 f pid i
 	shift 2
 	f=$(mktemp /tmp/csc-out.XXXXXX)
-	buildah run "${RUNTIME[@]}" --network host --user 65532:65532 "$c" -- "$bin" "$@" >"$f" 2>&1 &
+	buildah run "${RUNTIME[@]}" --network host --user 65532:65532 "${RUN_OPTS[@]}" "$c" -- "$bin" "$@" >"$f" 2>&1 &
 	pid=$!
 	for ((i = 0; i < secs * 5; i++)); do
 		grep -qiE "$re" "$f" && break
@@ -331,9 +394,123 @@ run_until() {
 	rm -f "$f"
 }
 
+# ---- The benchmark's peers (bench/bench_node.sh runs them as pods beside the C daemon).
+declare -A PEER_SCRIPT=([go]=bench/build_go_controller.sh [cr]=bench/build_cr_controller.sh
+	[rs]=bench/build_rs_controller.sh)
+
+# peer_binary <impl> <file>: the peer's binary (built when the cache has none) and
+# its path written to file (the build script's last line).
+peer_binary() {
+	local out
+	out=$(nice -n 19 bash "${PEER_SCRIPT[$1]}")
+	tail -n 1 <<<"$out" >"$2"
+	[[ -x $(cat "$2") ]] || { echo "${PEER_SCRIPT[$1]} printed no binary: $out"; return 1; }
+}
+
+# stage_peer <binary> <dir>: the rootfs of a peer's image, as the Dockerfile's staging
+# step makes the C daemon's (which must stay self-contained for `docker build`): the
+# libraries ldd lists at the paths it names and the loader, the CA bundle, the users,
+# nsswitch.conf (glibc's and Go's resolvers read it). The binary is copied as it is,
+# not stripped: the very file the host benchmarks measure. Every mtime is 0, so
+# that an unchanged tree gives the same layer.
+stage_peer() {
+	local bin=$1 s=$2 lib
+	rm -rf "$s"
+	mkdir -p "$s/usr/local/bin" "$s/etc/ssl/certs" "$s/tmp"
+	cp "$bin" "$s/usr/local/bin/sample-controller"
+	if ldd "$bin" >/dev/null 2>&1; then
+		for lib in $(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+			cp --parents -L "$lib" "$s/"
+		done
+		ldd "$bin"
+	else
+		echo "static: $(file -b "$bin")"
+	fi
+	cp /etc/ssl/certs/ca-certificates.crt "$s/etc/ssl/certs/"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$s/etc/passwd"
+	printf 'root:x:0:\nnonroot:x:65532:\n' >"$s/etc/group"
+	printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$s/etc/nsswitch.conf"
+	chmod 1777 "$s/tmp"
+	find "$s" -exec touch -h -d @0 {} +
+	find "$s" -type f | sort
+}
+
+# tree_hash <dir>: 12 hex digits of a sha256 over every file's path and content.
+tree_hash() {
+	(cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12
+}
+
+# check_peer <image>: --help as uid 65532 lists the benchmark's flags; the in-cluster
+# client (service account and KUBERNETES_SERVICE_* as a pod has them) reaches a local
+# TLS server and refuses its certificate, which the account's CA did not sign.
+check_peer() {
+	local c bin out dir port pid f
+	c=$(buildah from --pull=never "$1")
+	CTRS+=("$c")
+	bin=$(buildah inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$c")
+	[[ $(buildah inspect --format '{{.OCIv1.Config.User}}' "$c") == 65532:65532 ]]
+	out=$(buildah run "${RUNTIME[@]}" --network none --user 65532:65532 "$c" -- "$bin" --help 2>&1 || true)
+	echo "--help: $out"
+	for f in --namespace --kube-api-qps --kube-api-burst; do
+		# Go's flag package lists -f (and takes --f too).
+		grep -qF -- "-${f#--} " <<<"$out" || { echo "--help lists no $f"; return 1; }
+	done
+	dir=$(mktemp -d /tmp/csc-sa.XXXXXX)
+	TMPS+=("$dir")
+	mkdir "$dir/sa"
+	openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=some-other-ca -days 1 \
+		-keyout "$dir/ca.key" -out "$dir/sa/ca.crt" 2>/dev/null
+	printf 'not-a-token' >"$dir/sa/token"
+	printf 'default' >"$dir/sa/namespace"
+	chmod 755 "$dir" "$dir/sa"
+	chmod 644 "$dir/sa"/*
+	tls_server "$dir"
+	RUN_OPTS=(-v "$dir/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro"
+		-e KUBERNETES_SERVICE_HOST=127.0.0.1 -e "KUBERNETES_SERVICE_PORT=$port")
+	# Until the client says it failed (Go: "x509: certificate signed by unknown
+	# authority"; kube-rs says no more than "client error (Connect)"); the server's log
+	# then tells whether it failed by refusing the certificate.
+	out=$(run_until 20 "unknown authority|client error \\(Connect\\)" \
+		--namespace csc-image-check --kube-api-qps 5 --kube-api-burst 10)
+	RUN_OPTS=()
+	kill "$pid" 2>/dev/null || true
+	echo "$out" | head -n 5
+	echo "TLS server: $(head -n 3 "$dir/server.log")"
+	grep -qE 'ALERT_UNKNOWN_CA|ALERT_BAD_CERTIFICATE' "$dir/server.log" ||
+		{ echo "the in-cluster client did not refuse the server's certificate"; return 1; }
+	if grep -qiE 'error while loading shared|cannot open shared' <<<"$out"; then
+		echo "a library is missing"
+		return 1
+	fi
+	buildah rm "$c" >/dev/null
+}
+
+PEER_SIZES=()
+build_peer() {
+	local impl=$1 name=peer-$1-sample-controller ctx bin tag ref
+	ctx=$OUT/peer-$impl-ctx
+	mkdir -p "$ctx"
+	step "peer-$impl: binary (${PEER_SCRIPT[$impl]})" peer_binary "$impl" "$ctx/binary"
+	bin=$(cat "$ctx/binary")
+	step "peer-$impl: stage $bin" stage_peer "$bin" "$ctx/rootfs"
+	tag=$(tree_hash "$ctx/rootfs")
+	ref=csc.local/$name:$tag
+	step "peer-$impl: buildah bud -> $ref" \
+		buildah bud --pull=never --network host "${RUNTIME[@]}" --layers \
+		--build-arg TITLE="$name" --build-arg VERSION="$tag" \
+		--build-arg DESCRIPTION="$(paste -sd ';' "$(dirname "$bin")/VERSION")" \
+		-f "$ROOT/hack/node/Containerfile.peer" -t "$ref" "$ctx"
+	step "peer-$impl: check it runs in the image (uid 65532, in-cluster TLS)" check_peer "$ref"
+	step "peer-$impl: write build/image/$name.oci.tar" oci_archive "$ref" "$ref" "$ref" "$OUT/$name.oci.tar"
+	PEER_SIZES+=("$ref $(unpacked_size "$ref") $name.oci.tar")
+}
+
 PAUSE_SIZE= CTL_SIZE=
-[[ $WHAT == controller ]] || build_pause
-[[ $WHAT == pause ]] || build_controller
+if ((${#PEERS[@]} == 0)); then
+	[[ $WHAT == controller ]] || build_pause
+	[[ $WHAT == pause ]] || build_controller
+fi
+for p in "${PEERS[@]}"; do build_peer "$p"; done
 
 printf '==> build time %.1fs\n' "$(since "$T0")"
 if [[ -n $PAUSE_SIZE ]]; then
@@ -343,3 +520,7 @@ if [[ -n $CTL_SIZE ]]; then
 	echo "==> $IMAGE: unpacked $(mb "$CTL_SIZE") MB, archive build/image/sample-controller-c.oci.tar $(mb "$(stat -c %s "$OUT/sample-controller-c.oci.tar")") MB"
 	((CTL_SIZE <= MAX_UNPACKED)) || die "$IMAGE is $(mb "$CTL_SIZE") MB unpacked, more than the 25 MB allowed"
 fi
+for p in "${PEER_SIZES[@]}"; do
+	read -r ref size file <<<"$p"
+	echo "==> $ref: unpacked $(mb "$size") MB, archive build/image/$file $(mb "$(stat -c %s "$OUT/$file")") MB"
+done

@@ -245,7 +245,7 @@ ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1 || node_die "containerd
 # Images: the controller image and the sandbox (pause) image, from the OCI archives.
 for a in sample-controller-c pause; do
 	[ -f "$IMAGE_DIR/$a.oci.tar" ] || node_die "missing $IMAGE_DIR/$a.oci.tar (make image)"
-	ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --all-platforms "$IMAGE_DIR/$a.oci.tar" >/dev/null
+	node_import_image "$IMAGE_DIR/$a.oci.tar" >/dev/null
 done
 VERSION="$(cat "$CSC_ROOT/VERSION")"
 IMAGE="docker.io/library/sample-controller-c:$VERSION"

@@ -115,6 +115,27 @@ check_no_mounts() {
 	[ -z "$left" ] || node_die "mounts remain under $NODE_DIR or $NODE_RUN: $(echo $left)"
 }
 
+# node_import_image ARCHIVE: import an OCI archive of hack/image.sh into the node's
+# containerd (namespace k8s.io, the kubelet's) and print the name containerd lists it
+# under, the archive's io.containerd.image.name annotation (hack/image.sh writes it);
+# fails when containerd does not list that name afterwards. The import unpacks it into
+# the snapshotter (overlayfs) too: its files exist on disk before a pod starts
+# (bench/bench_node.sh drops the page cache between the two).
+node_import_image() {
+	local a="$1" name images
+	[ -f "$a" ] || node_die "missing $a (bash hack/image.sh)"
+	name="$(python3 -c '
+import json, sys, tarfile
+index = json.load(tarfile.open(sys.argv[1]).extractfile("index.json"))
+print(index["manifests"][0]["annotations"]["io.containerd.image.name"])' "$a")" ||
+		node_die "$a names no image (no io.containerd.image.name in its index.json)"
+	ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --all-platforms "$a" >/dev/null
+	# (Listed once: `ctr ... | grep -q` would fail under pipefail when grep exits early.)
+	images="$(ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q)"
+	grep -qxF "$name" <<<"$images" || node_die "image $name not in containerd after importing $a"
+	echo "$name"
+}
+
 # proc_starttime PID: field 22 of /proc/PID/stat, to recognise our process
 # after a restart of this script (PIDs are reused).
 proc_starttime() {
