@@ -62,11 +62,18 @@ if [ ! -f .local/node/env ]; then
 	started=1
 fi
 ns=""
+# The trap runs under errexit: a command that fails in it would end the script there,
+# with status 1 and the node left up (the compare mode has deleted these namespaces
+# already, so a plain delete fails). Each step is allowed to fail; node-down's own
+# failure is reported.
 cleanup() {
-	[ -n "$ns" ] && kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-	kubectl delete namespace sample-controller --wait=false >/dev/null 2>&1
-	kubectl delete clusterrolebinding,clusterrole sample-controller --ignore-not-found >/dev/null 2>&1
-	if [ "$started" = 1 ] && [ -z "${BENCH_KEEP_NODE:-}" ]; then bash hack/node-down.sh >/dev/null 2>&1; fi
+	[ -z "$ns" ] || kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+	kubectl delete namespace sample-controller --ignore-not-found --wait=false >/dev/null 2>&1 || true
+	kubectl delete clusterrolebinding,clusterrole sample-controller --ignore-not-found >/dev/null 2>&1 || true
+	if [ "$started" = 1 ] && [ -z "${BENCH_KEEP_NODE:-}" ]; then
+		bash hack/node-down.sh >/tmp/bench-node-down.log 2>&1 ||
+			{ echo "bench_node: hack/node-down.sh failed:" >&2; tail -n 20 /tmp/bench-node-down.log >&2; }
+	fi
 }
 trap cleanup EXIT
 # shellcheck source=/dev/null
