@@ -199,18 +199,6 @@ reaction() {
 
 declare -A R # R[impl,figure] = value
 
-new_ns() {
-	local n
-	n="bench-$1-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-	kubectl create namespace "$n" >/dev/null
-	# Pods need the namespace's default ServiceAccount.
-	local i
-	for i in $(seq 1 120); do
-		kubectl -n "$n" get serviceaccount default >/dev/null 2>&1 && break
-		sleep 0.5
-	done
-	echo "$n"
-}
 
 # restart_reaction LOG: the reaction to a new Foo while a restarted controller
 # works through BACKLOG Foos created while it was stopped, into R[impl,rr<variant>]
@@ -261,7 +249,7 @@ restart_reaction() {
 
 run_impl() {
 	local impl="$1" log t0 i n prev=0 out avail cond c0 c1 w0 w1 files
-	ns="$(new_ns "$impl")"
+	ns="$(new_ns "bench-$impl")"
 	log="$LOGS/$impl.log"
 	say "[$impl] namespace $ns; log $log"
 

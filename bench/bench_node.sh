@@ -86,7 +86,6 @@ export KUBECONFIG="$LOCAL_KUBECONFIG"
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 
-now_ms() { date +%s%3N; }
 leader() {
 	local h
 	h=$(kubectl -n sample-controller get lease sample-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
@@ -99,13 +98,6 @@ import json, sys
 for p in json.load(sys.stdin)["pods"]:
     if p["podRef"]["name"] == sys.argv[1]:
         print("%.1f" % (sum(c["memory"]["workingSetBytes"] for c in p["containers"]) / 1048576))' "$1"
-}
-# new_foo_ns: a namespace of its own for the Foos, with its default ServiceAccount
-# (pods need it); sets ns.
-new_foo_ns() {
-	ns="bench-node-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-	kubectl create namespace "$ns" >/dev/null
-	for _ in $(seq 1 120); do kubectl -n "$ns" get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
 }
 # load_foos: N Foos into $ns, CHUNK a file, one `kubectl apply` after the other;
 # prints bench/wait_ready.py's line once all are available.
@@ -122,27 +114,27 @@ load_foos() {
 # ---- The C daemon as deploy/ installs it: two replicas, a leader.
 leader_pair() {
 	local t0 t_ready t_lease pod idle loaded restarts
-	t0=$(now_ms)
+	t0=$(now)
 	kubectl apply -k hack/node >/dev/null
 	kubectl -n sample-controller rollout status deploy/sample-controller --timeout=180s >/dev/null
-	t_ready=$(($(now_ms) - t0))
+	t_ready=$(elapsed "$t0")
 	for _ in $(seq 1 120); do [ -n "$(leader)" ] && break; sleep 0.5; done
-	t_lease=$(($(now_ms) - t0))
+	t_lease=$(elapsed "$t0")
 	pod=$(leader)
 	[ -n "$pod" ] || { echo "bench_node: no leader" >&2; exit 1; }
 	# The kubelet's stats are sampled every ~10-15 s: let them catch up with idle.
 	sleep 20
 	idle=$(working_set "$pod")
 
-	new_foo_ns
+	ns=$(new_ns bench-node)
 	load_foos >/tmp/bench-node-ready.txt
 	sleep 20
 	loaded=$(working_set "$pod")
 	restarts=$(kubectl -n sample-controller get pod "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')
 
 	printf '%-52s %s\n' "figure (controller pod on real-node)" "value"
-	printf '%-52s %s\n' "apply -k to 2 pods Ready, ms" "$t_ready"
-	printf '%-52s %s\n' "apply -k to Lease held, ms" "$t_lease"
+	printf '%-52s %s\n' "apply -k to 2 pods Ready, s" "$t_ready"
+	printf '%-52s %s\n' "apply -k to Lease held, s" "$t_lease"
 	printf '%-52s %s\n' "leader working set idle, MiB (kubelet /stats/summary)" "$idle"
 	printf '%-52s %s\n' "$N Foos available, s since first apply" "$(tr '\n' ' ' </tmp/bench-node-ready.txt)"
 	printf '%-52s %s\n' "leader working set with $N Foos, MiB" "$loaded"
@@ -213,7 +205,7 @@ say() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 compare_one() {
 	local impl="$1" args patch t0 out
-	new_foo_ns
+	ns=$(new_ns bench-node)
 	kubectl apply -k hack/node/compare >/dev/null
 	mapfile -t args < <(ctl_flags "$impl" "$ns")
 	patch=$(python3 -c 'import json, sys

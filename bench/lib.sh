@@ -42,6 +42,16 @@ ticks_to_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }';
 status_mib() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; } # PID FIELD
 pss_mib() { awk '$1 == "Pss:" { printf "%.1f", $2 / 1024 }' "/proc/$1/smaps_rollup"; }
 
+# new_ns PREFIX: creates a namespace PREFIX-<8 random hex> and prints its name once its
+# default ServiceAccount exists (pods need it). The same as tests/e2e/lib.sh's new_ns,
+# which bench_apf.sh sources instead of this file.
+new_ns() {
+	local n
+	n="$1-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	kubectl create namespace "$n" >/dev/null
+	until_ok 60 kubectl -n "$n" get serviceaccount default >/dev/null 2>&1
+	echo "$n"
+}
 # gen_foos FROM TO DIR [PREFIX [CHUNK]]: files of CHUNK ($CHUNK) Foos each, named
 # PREFIX (foo-) FROM .. TO, each with a Deployment of the same name.
 gen_foos() {
