@@ -70,7 +70,7 @@ def main():
         real = [n for (_, _, _, n) in maps if n.endswith('/' + binary.rsplit('/', 1)[-1])]
         if real:
             base = min(s - off for (s, _, off, n) in maps if n == real[0])
-            per = collections.Counter()
+            present = set()
             with open('/proc/%s/pagemap' % pid, 'rb') as pm:
                 for (s, e, _, n) in maps:
                     if n != real[0]:
@@ -82,18 +82,19 @@ def main():
                         if not v >> 63 & 1:
                             continue
                         lo = s + i * PAGE - base
-                        per[lo] = 1
+                        present.add(lo)
             # Attribute each present page to the library with most bytes in it.
             owner = {}
             j = 0
-            for lo in sorted(per):
+            for lo in sorted(present):
                 hi = lo + PAGE
                 while j < len(ranges) and ranges[j][1] <= lo:
                     j += 1
                 k, share = j, collections.Counter()
                 while k < len(ranges) and ranges[k][0] < hi:
                     a, b, lib = ranges[k]
-                    share[lib] += min(b, hi) - max(a, lo)
+                    if b > lo:  # (an earlier, longer section may end before this page)
+                        share[lib] += min(b, hi) - max(a, lo)
                     k += 1
                 owner[lo] = share.most_common(1)[0][0] if share else '(headers, relocations)'
             total_bin = kib.pop(real[0])
